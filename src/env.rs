@@ -1,0 +1,118 @@
+//! Every environment switch the harness reads, in one place.
+
+use std::path::PathBuf;
+
+/// What may be written when a result differs from its snapshot (`VRAMTEST_UPDATE`,
+/// falling back to `INSTA_UPDATE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Update {
+    /// Overwrite `.snap` files with new results (`always`, insta's `force`).
+    Always,
+    /// Write `.snap.new` beside the snapshot for review (`new`; `auto` off CI).
+    New,
+    /// Write nothing (`no`; `auto` on CI; `--check`).
+    No,
+}
+
+/// The effective update mode. `auto` (the default) is `new` locally and `no` in check
+/// mode (CI). In check mode an explicit `new` still writes `.snap.new` files (for a CI
+/// artifact a reviewer can accept), but `.snap` files are never written.
+pub fn update() -> Result<Update, String> {
+    let (var, value) = match std::env::var("VRAMTEST_UPDATE") {
+        Ok(v) => ("VRAMTEST_UPDATE", v),
+        Err(_) => (
+            "INSTA_UPDATE",
+            std::env::var("INSTA_UPDATE").unwrap_or_default(),
+        ),
+    };
+    let explicit = match value.as_str() {
+        "" | "auto" => None,
+        "always" | "force" => Some(Update::Always),
+        "new" | "unseen" => Some(Update::New),
+        "no" => Some(Update::No),
+        other => {
+            return Err(format!(
+                "{var}={other}: unknown mode (hint: use always, new, no or auto)"
+            ));
+        }
+    };
+    Ok(match (check(), explicit) {
+        (true, Some(Update::New)) => Update::New,
+        (true, _) => Update::No,
+        (false, explicit) => explicit.unwrap_or(Update::New),
+    })
+}
+
+/// Check mode: write nothing; a missing snapshot fails. On under CI (insta's rule:
+/// `CI` set and not `false`/`0`/empty, or `TF_BUILD` set) or with `VRAMTEST_CHECK=1`.
+pub fn check() -> bool {
+    flag("VRAMTEST_CHECK") || is_ci()
+}
+
+/// insta's CI detection.
+pub fn is_ci() -> bool {
+    match std::env::var("CI") {
+        Ok(v) => !matches!(v.as_str(), "" | "0" | "false"),
+        Err(_) => std::env::var_os("TF_BUILD").is_some(),
+    }
+}
+
+/// `VRAMTEST_STRICT=1`: any difference fails.
+pub fn strict() -> bool {
+    flag("VRAMTEST_STRICT")
+}
+
+fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+}
+
+/// Which device to run on (`VRAMTEST_DEVICE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceChoice {
+    Cpu,
+    Cuda,
+    /// CUDA when a device is present, else the CPU.
+    Auto,
+}
+
+/// `VRAMTEST_DEVICE=cpu|cuda|auto`, default `auto`.
+pub fn device() -> Result<DeviceChoice, String> {
+    match std::env::var("VRAMTEST_DEVICE")
+        .unwrap_or_default()
+        .as_str()
+    {
+        "" | "auto" => Ok(DeviceChoice::Auto),
+        "cpu" => Ok(DeviceChoice::Cpu),
+        "cuda" => Ok(DeviceChoice::Cuda),
+        other => Err(format!(
+            "VRAMTEST_DEVICE={other}: unknown device (hint: use cpu, cuda or auto)"
+        )),
+    }
+}
+
+/// Settings from `cargo vramtest` (`VRAMTEST_CONFIG`, JSON).
+pub fn config() -> Result<vramtest_model::report::Config, String> {
+    match std::env::var("VRAMTEST_CONFIG") {
+        Ok(json) if !json.trim().is_empty() => serde_json::from_str(&json)
+            .map_err(|e| format!("VRAMTEST_CONFIG is not a valid configuration: {e}")),
+        _ => Ok(Default::default()),
+    }
+}
+
+/// Where `cargo vramtest` wants one JSON report per test (`VRAMTEST_REPORT_DIR`).
+pub fn report_dir() -> Option<PathBuf> {
+    std::env::var_os("VRAMTEST_REPORT_DIR").map(PathBuf::from)
+}
+
+/// insta's list of referenced snapshots (`INSTA_SNAPSHOT_REFERENCES_FILE`), so
+/// `cargo insta test --unreferenced=reject` keeps ours.
+pub fn references_file() -> Option<PathBuf> {
+    std::env::var_os("INSTA_SNAPSHOT_REFERENCES_FILE").map(PathBuf::from)
+}
+
+/// Set in a child process: the one test it runs, and where it writes its result.
+pub const CHILD_TEST: &str = "__VRAMTEST_CHILD_TEST";
+/// The child's result file.
+pub const CHILD_RESULT: &str = "__VRAMTEST_CHILD_RESULT";
+/// The device the child runs on (`cpu` or `cuda:N`).
+pub const CHILD_DEVICE: &str = "__VRAMTEST_CHILD_DEVICE";

@@ -1,0 +1,184 @@
+//! What a new result means against the committed snapshot, and which file to write.
+//! Pure: the harness does the I/O.
+
+use crate::env::Update;
+use vramtest_model::policy::{Comparison, check_budget};
+use vramtest_model::report::Status;
+use vramtest_model::{Body, Policy, Verdict, compare};
+
+/// Which file a result goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// Overwrite the `.snap` (update mode `always`).
+    Snapshot,
+    /// Write `.snap.new` for review.
+    Pending,
+}
+
+/// The outcome for one result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub status: Status,
+    pub write: Option<Write>,
+    /// A stale `.snap.new` should go: the result matches the snapshot.
+    pub remove_pending: bool,
+    pub comparison: Option<Comparison>,
+    /// Peak and budget, when the budget is exceeded.
+    pub over_budget: Option<(u64, u64)>,
+}
+
+/// Decides the status of `new` against `old` (the committed snapshot, if any).
+/// In `check` mode (CI) a missing snapshot fails; `update` is never `Always` there.
+pub fn decide(
+    old: Option<&Body>,
+    new: &Body,
+    policy: &Policy,
+    update: Update,
+    check: bool,
+) -> Decision {
+    let Some(old) = old else {
+        let over_budget = check_budget(new, policy);
+        let (status, write) = match update {
+            Update::Always => (Status::New, Some(Write::Snapshot)),
+            Update::New if check => (Status::Missing, Some(Write::Pending)),
+            Update::New => (Status::New, Some(Write::Pending)),
+            Update::No => (Status::Missing, None),
+        };
+        return Decision {
+            status: if over_budget.is_some() {
+                Status::Regressed
+            } else {
+                status
+            },
+            write,
+            remove_pending: false,
+            comparison: None,
+            over_budget,
+        };
+    };
+    let comparison = compare(old, new, policy);
+    let over_budget = comparison.over_budget;
+    let differs = old != new;
+    let (status, write) = match (comparison.verdict, update) {
+        (Verdict::Unchanged, _) => (Status::Passed, None),
+        // `always` records every difference; budgets still fail.
+        (_, Update::Always) if over_budget.is_none() => (Status::Passed, Some(Write::Snapshot)),
+        (Verdict::WithinLimits, _) => (Status::Passed, None),
+        (Verdict::Improved, Update::New) => (Status::Improved, Some(Write::Pending)),
+        (Verdict::Improved, _) => (Status::Improved, None),
+        (Verdict::Regressed, Update::No) => (Status::Regressed, None),
+        (Verdict::Regressed, _) => (Status::Regressed, Some(Write::Pending)),
+    };
+    Decision {
+        status,
+        write,
+        remove_pending: !differs && update != Update::No,
+        comparison: Some(comparison),
+        over_budget,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramtest_model::{CategoryBytes, DeviceClass, Fidelity};
+
+    fn body(activations: u64) -> Body {
+        let peaks = CategoryBytes {
+            activations,
+            parameters: 1 << 20,
+            ..CategoryBytes::default()
+        };
+        Body {
+            schema: 1,
+            device_class: DeviceClass::Cpu,
+            fidelity: Fidelity::Exact,
+            iterations: 3,
+            peak_bytes: peaks.total(),
+            peak_phase: None,
+            peak_iteration: None,
+            at_peak: peaks,
+            category_peaks: peaks,
+            phases: vec![],
+            leak_bytes_per_iteration: 0,
+        }
+    }
+
+    #[test]
+    fn the_decision_table() {
+        use Status::*;
+        let p = Policy::default();
+        let base = body(10 << 20);
+        let bloated = body(20 << 20);
+        let slimmer = body(5 << 20);
+        let noise = body((10 << 20) + 100);
+        type Row<'a> = (Option<&'a Body>, &'a Body, Update, Status, Option<Write>);
+        #[rustfmt::skip]
+        let table: &[Row] = &[
+            (None, &base, Update::New, New, Some(Write::Pending)),
+            (None, &base, Update::Always, New, Some(Write::Snapshot)),
+            (None, &base, Update::No, Missing, None),
+            (Some(&base), &base, Update::New, Passed, None),
+            (Some(&base), &noise, Update::New, Passed, None),
+            (Some(&base), &noise, Update::Always, Passed, Some(Write::Snapshot)),
+            (Some(&base), &bloated, Update::New, Regressed, Some(Write::Pending)),
+            (Some(&base), &bloated, Update::No, Regressed, None),
+            (Some(&base), &bloated, Update::Always, Passed, Some(Write::Snapshot)),
+            (Some(&base), &slimmer, Update::New, Improved, Some(Write::Pending)),
+            (Some(&base), &slimmer, Update::No, Improved, None),
+        ];
+        for (i, (old, new, update, status, write)) in table.iter().enumerate() {
+            let d = decide(*old, new, &p, *update, false);
+            assert_eq!((d.status, d.write), (*status, *write), "row {i}");
+        }
+    }
+
+    #[test]
+    fn a_budget_fails_even_when_updating() {
+        let p = Policy {
+            budget: Some(1 << 20),
+            ..Policy::default()
+        };
+        let d = decide(None, &body(10 << 20), &p, Update::Always, false);
+        assert_eq!(d.status, Status::Regressed);
+        let d = decide(
+            Some(&body(10 << 20)),
+            &body(11 << 20),
+            &p,
+            Update::Always,
+            false,
+        );
+        assert_eq!(d.status, Status::Regressed);
+        assert!(d.over_budget.is_some());
+    }
+
+    #[test]
+    fn a_matching_result_clears_a_stale_pending_file() {
+        let d = decide(
+            Some(&body(1)),
+            &body(1),
+            &Policy::default(),
+            Update::New,
+            false,
+        );
+        assert!(d.remove_pending);
+        let d = decide(
+            Some(&body(1)),
+            &body(1),
+            &Policy::default(),
+            Update::No,
+            true,
+        );
+        assert!(!d.remove_pending, "check mode writes and removes nothing");
+    }
+
+    #[test]
+    fn check_mode_fails_a_missing_snapshot_but_may_leave_it_pending() {
+        let p = Policy::default();
+        let d = decide(None, &body(1), &p, Update::No, true);
+        assert_eq!((d.status, d.write), (Status::Missing, None));
+        // CI with VRAMTEST_UPDATE=new: pending files for an artifact, still a failure.
+        let d = decide(None, &body(1), &p, Update::New, true);
+        assert_eq!((d.status, d.write), (Status::Missing, Some(Write::Pending)));
+    }
+}

@@ -1,0 +1,311 @@
+//! The CPU heap probe: a counting global allocator and the process-global event buffer.
+//!
+//! Every thread's allocations go through [`Counting`], so rayon workers are seen too;
+//! the current phase is therefore process-global (a marker in the one stream), never
+//! thread-local. The buffer lives in memory obtained from `System` directly, so the
+//! recorder's own bookkeeping never re-enters the global allocator and is never counted.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use vramtest_model::{Category, Event, Phase};
+
+/// A global allocator that reports every allocation to the recorder, around `A`
+/// (`System` unless the user names their own with `vramtest::main!(allocator = ..)`).
+pub struct Counting<A> {
+    inner: A,
+}
+
+impl<A> Counting<A> {
+    /// Wraps `inner`.
+    pub const fn new(inner: A) -> Self {
+        Counting { inner }
+    }
+}
+
+// SAFETY: every method forwards to `inner` with the caller's arguments unchanged and
+// returns its result unchanged; recording only reads the pointer and size.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { self.inner.alloc(layout) };
+        if !p.is_null() {
+            on_alloc(p, layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { self.inner.alloc_zeroed(layout) };
+        if !p.is_null() {
+            on_alloc(p, layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // Record before releasing: once released, another thread may get (and record)
+        // the same address.
+        on_free(ptr, layout.size());
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if !RECORDING.load(Ordering::Relaxed) {
+            let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+            if !p.is_null() {
+                LIVE.fetch_add(new_size as u64, Ordering::Relaxed);
+                LIVE.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+            }
+            return p;
+        }
+        // Hold the buffer while the inner allocator moves the block, so no other thread
+        // can be handed the old address and record it before we record its release.
+        let mut buf = lock();
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_add(new_size as u64, Ordering::Relaxed);
+            LIVE.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+            buf.push(RawEvent::free(ptr as u64));
+            buf.push(RawEvent::alloc(p as u64, new_size as u64));
+        }
+        p
+    }
+}
+
+/// Whether the recorder appends events (only while a test is measured).
+static RECORDING: AtomicBool = AtomicBool::new(false);
+/// Bytes alive on the heap right now, recorded or not: the baseline at start.
+static LIVE: AtomicU64 = AtomicU64::new(0);
+/// Set once a `Counting` allocator has seen an allocation: the probe is installed.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+static BUFFER: Mutex<RawBuffer> = Mutex::new(RawBuffer::EMPTY);
+
+#[inline]
+fn on_alloc(p: *mut u8, size: usize) {
+    INSTALLED.store(true, Ordering::Relaxed);
+    LIVE.fetch_add(size as u64, Ordering::Relaxed);
+    if RECORDING.load(Ordering::Relaxed) {
+        lock().push(RawEvent::alloc(p as u64, size as u64));
+    }
+}
+
+#[inline]
+fn on_free(p: *mut u8, size: usize) {
+    LIVE.fetch_sub(size as u64, Ordering::Relaxed);
+    if RECORDING.load(Ordering::Relaxed) {
+        lock().push(RawEvent::free(p as u64));
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, RawBuffer> {
+    // A poisoned buffer is still a valid buffer: pushes never leave it half-written.
+    BUFFER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether a `Counting` allocator is the process's global allocator.
+pub fn installed() -> bool {
+    // Make sure at least one allocation has happened before asking.
+    drop(std::hint::black_box(Box::new(0u8)));
+    INSTALLED.load(Ordering::Relaxed)
+}
+
+/// Records a boundary marker (phase, iteration, tag) in the stream.
+pub fn mark(event: Event) {
+    if RECORDING.load(Ordering::Relaxed) {
+        lock().push(RawEvent::marker(event));
+    }
+}
+
+/// Starts recording with an empty stream; returns the baseline (bytes alive now).
+pub fn start() -> u64 {
+    let mut buf = lock();
+    buf.clear();
+    buf.reserve_initial();
+    let baseline = LIVE.load(Ordering::Relaxed);
+    RECORDING.store(true, Ordering::SeqCst);
+    baseline
+}
+
+/// Stops recording and decodes the stream.
+pub fn stop() -> Vec<Event> {
+    RECORDING.store(false, Ordering::SeqCst);
+    let buf = lock();
+    // Decoding allocates through the global allocator: recording is off by now.
+    let events: Vec<Event> = buf.as_slice().iter().map(RawEvent::decode).collect();
+    drop(buf);
+    lock().release();
+    events
+}
+
+/// Bytes the recorder holds per recorded event.
+pub const BYTES_PER_EVENT: usize = std::mem::size_of::<RawEvent>();
+const _: () = assert!(
+    BYTES_PER_EVENT <= 32,
+    "the recorder's budget is 32 B per event"
+);
+
+/// One event in 16 bytes. `a` is an address, or 0 for markers (no allocation lives at
+/// address 0); `b` is a size, `FREE`, or a marker code.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct RawEvent {
+    a: u64,
+    b: u64,
+}
+
+const FREE: u64 = u64::MAX;
+
+impl RawEvent {
+    fn alloc(addr: u64, size: u64) -> Self {
+        RawEvent { a: addr, b: size }
+    }
+    fn free(addr: u64) -> Self {
+        RawEvent { a: addr, b: FREE }
+    }
+    fn marker(e: Event) -> Self {
+        let (kind, arg): (u64, u64) = match e {
+            Event::PhaseStart(p) => (1, Phase::ALL.iter().position(|&x| x == p).unwrap() as u64),
+            Event::PhaseEnd => (2, 0),
+            Event::IterationStart(n) => (3, n as u64),
+            Event::IterationEnd => (4, 0),
+            Event::TagPush(c) => (5, c.index() as u64),
+            Event::TagPop => (6, 0),
+            Event::Alloc { .. } | Event::Free { .. } => unreachable!("not a marker"),
+        };
+        RawEvent {
+            a: 0,
+            b: kind << 32 | arg,
+        }
+    }
+    fn decode(&self) -> Event {
+        if self.a != 0 {
+            return if self.b == FREE {
+                Event::Free { id: self.a }
+            } else {
+                Event::Alloc {
+                    id: self.a,
+                    bytes: self.b,
+                }
+            };
+        }
+        let arg = self.b & 0xffff_ffff;
+        match self.b >> 32 {
+            1 => Event::PhaseStart(Phase::ALL[arg as usize]),
+            2 => Event::PhaseEnd,
+            3 => Event::IterationStart(arg as u32),
+            4 => Event::IterationEnd,
+            5 => Event::TagPush(Category::ALL[arg as usize]),
+            _ => Event::TagPop,
+        }
+    }
+}
+
+/// A growable array of `RawEvent` in memory from `System`, outside the counted heap.
+struct RawBuffer {
+    ptr: *mut RawEvent,
+    len: usize,
+    cap: usize,
+}
+
+// SAFETY: the buffer is only reached through the `BUFFER` mutex.
+unsafe impl Send for RawBuffer {}
+
+impl RawBuffer {
+    const EMPTY: RawBuffer = RawBuffer {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+        cap: 0,
+    };
+    const INITIAL: usize = 1 << 16;
+
+    fn layout(cap: usize) -> Layout {
+        Layout::array::<RawEvent>(cap).expect("event buffer size overflows")
+    }
+
+    fn reserve_initial(&mut self) {
+        if self.cap == 0 {
+            self.grow_to(Self::INITIAL);
+        }
+    }
+
+    fn grow_to(&mut self, cap: usize) {
+        // SAFETY: layouts are non-zero-sized; `ptr` was allocated by `System` with the
+        // layout of `self.cap`.
+        let p = unsafe {
+            if self.ptr.is_null() {
+                System.alloc(Self::layout(cap))
+            } else {
+                System.realloc(
+                    self.ptr as *mut u8,
+                    Self::layout(self.cap),
+                    Self::layout(cap).size(),
+                )
+            }
+        };
+        if p.is_null() {
+            std::alloc::handle_alloc_error(Self::layout(cap));
+        }
+        self.ptr = p as *mut RawEvent;
+        self.cap = cap;
+    }
+
+    #[inline]
+    fn push(&mut self, e: RawEvent) {
+        if self.len == self.cap {
+            self.grow_to((self.cap * 2).max(Self::INITIAL));
+        }
+        // SAFETY: len < cap after growing.
+        unsafe { self.ptr.add(self.len).write(e) };
+        self.len += 1;
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn as_slice(&self) -> &[RawEvent] {
+        if self.ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: the first `len` elements were written by `push`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    fn release(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: allocated by `System` with this layout.
+            unsafe { System.dealloc(self.ptr as *mut u8, Self::layout(self.cap)) };
+        }
+        *self = RawBuffer::EMPTY;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_events_round_trip() {
+        let events = [
+            Event::Alloc {
+                id: 0x1000,
+                bytes: 64,
+            },
+            Event::Free { id: 0x1000 },
+            Event::PhaseStart(Phase::OptimizerStep),
+            Event::PhaseEnd,
+            Event::IterationStart(7),
+            Event::IterationEnd,
+            Event::TagPush(Category::Workspace),
+            Event::TagPop,
+        ];
+        for e in events {
+            let raw = match e {
+                Event::Alloc { id, bytes } => RawEvent::alloc(id, bytes),
+                Event::Free { id } => RawEvent::free(id),
+                m => RawEvent::marker(m),
+            };
+            assert_eq!(raw.decode(), e);
+        }
+    }
+}

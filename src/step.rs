@@ -1,0 +1,153 @@
+//! `Step`: what a `#[vramtest]` function receives to mark the phases of its training step.
+
+use crate::probe;
+use vramtest_model::{Category, Event, Phase};
+
+/// The device a test runs on. Map it to your framework's device
+/// (`candle_core::Device::Cpu`, `Device::new_cuda(n)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// The CPU: the heap is measured.
+    Cpu,
+    /// CUDA device `n`: device memory is measured.
+    Cuda(usize),
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// The handle a `#[vramtest]` function marks its training step with.
+///
+/// Each phase method runs its closure and returns its result unchanged; the memory
+/// allocated inside is attributed by the classification rule (see the README):
+/// survivors of `params` are parameters, of `forward` activations, and so on.
+#[derive(Debug)]
+pub struct Step {
+    device: Device,
+    iterations: u32,
+}
+
+impl Step {
+    pub(crate) fn new(device: Device, iterations: u32) -> Step {
+        Step { device, iterations }
+    }
+
+    /// The device this run measures.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// Builds the model: survivors are `parameters`.
+    pub fn params<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        phase(Phase::Params, f)
+    }
+
+    /// Builds the optimizer: survivors are `optimizer_state`.
+    pub fn optimizer_init<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        phase(Phase::OptimizerInit, f)
+    }
+
+    /// Loads a batch: survivors are `inputs`.
+    pub fn inputs<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        phase(Phase::Inputs, f)
+    }
+
+    /// The forward pass and loss: survivors freed within the iteration are
+    /// `activations`; those that outlive it are `workspace` (caches, scratch buffers).
+    pub fn forward<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        phase(Phase::Forward, f)
+    }
+
+    /// The backward pass: survivors are `gradients`.
+    pub fn backward<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        phase(Phase::Backward, f)
+    }
+
+    /// The optimizer update: survivors are `optimizer_state` (lazily created moments).
+    pub fn optimizer_step<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        phase(Phase::OptimizerStep, f)
+    }
+
+    /// Charges everything allocated inside `f` to `category`, whatever the phase.
+    pub fn tag<T>(&mut self, category: Category, f: impl FnOnce() -> T) -> T {
+        probe::mark(Event::TagPush(category));
+        let _end = Guard(Event::TagPop);
+        f()
+    }
+
+    /// The training loop: `for _ in t.iterations() { .. }`. Yields the iteration number
+    /// (0 is the warm-up). It does not borrow the `Step`, so the body can call its
+    /// phase methods; each `next()` marks an iteration boundary.
+    pub fn iterations(&self) -> Iterations {
+        Iterations {
+            next: 0,
+            total: self.iterations,
+            open: false,
+        }
+    }
+}
+
+/// Runs `f` as one run of `phase`; the phase ends even if `f` panics.
+fn phase<T>(phase: Phase, f: impl FnOnce() -> T) -> T {
+    probe::mark(Event::PhaseStart(phase));
+    let _end = Guard(Event::PhaseEnd);
+    f()
+}
+
+/// Records its marker when dropped.
+struct Guard(Event);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        probe::mark(self.0);
+    }
+}
+
+/// The iterator returned by [`Step::iterations`].
+#[derive(Debug)]
+pub struct Iterations {
+    next: u32,
+    total: u32,
+    open: bool,
+}
+
+impl Iterator for Iterations {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.open {
+            probe::mark(Event::IterationEnd);
+            self.open = false;
+        }
+        if self.next >= self.total {
+            return None;
+        }
+        let n = self.next;
+        self.next += 1;
+        probe::mark(Event::IterationStart(n));
+        self.open = true;
+        Some(n)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = (self.total - self.next) as usize;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Iterations {}
+
+impl Drop for Iterations {
+    /// A loop left with `break` or `?` still closes its iteration.
+    fn drop(&mut self) {
+        if self.open {
+            probe::mark(Event::IterationEnd);
+        }
+    }
+}

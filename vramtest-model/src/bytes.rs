@@ -1,0 +1,127 @@
+//! Byte counts for people: `1.5 MiB` in messages, `64KiB` in configuration.
+
+use std::fmt;
+
+/// A byte count that displays human-readably (`512 B`, `1.50 MiB`, `22.00 GiB`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HumanBytes(pub u64);
+
+impl fmt::Display for HumanBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+        let n = self.0;
+        if n < 1024 {
+            return write!(f, "{n} B");
+        }
+        let mut value = n as f64 / 1024.0;
+        let mut unit = 0;
+        while value >= 1024.0 && unit + 1 < UNITS.len() {
+            value /= 1024.0;
+            unit += 1;
+        }
+        write!(f, "{value:.2} {}", UNITS[unit])
+    }
+}
+
+/// A signed byte delta that displays with its sign (`+1.00 MiB`, `-512 B`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDelta(pub i128);
+
+impl fmt::Display for HumanDelta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { '-' } else { '+' };
+        write!(f, "{sign}{}", HumanBytes(self.0.unsigned_abs() as u64))
+    }
+}
+
+/// A byte size that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid byte size `{input}`: {reason} (hint: write a number with an optional unit, like `64KiB`, `1.5MiB`, `22GiB` or `4096`)"
+)]
+pub struct ParseBytesError {
+    pub input: String,
+    pub reason: &'static str,
+}
+
+/// Parses `4096`, `64KiB`, `1.5 MiB`, `22GiB`, `10MB` (decimal units are accepted too).
+pub fn parse_bytes(input: &str) -> Result<u64, ParseBytesError> {
+    let err = |reason| ParseBytesError {
+        input: input.to_owned(),
+        reason,
+    };
+    let s = input.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    if number.is_empty() {
+        return Err(err("no number"));
+    }
+    let value: f64 = number.parse().map_err(|_| err("not a number"))?;
+    let multiplier: f64 = match unit.trim() {
+        "" | "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        _ => return Err(err("unknown unit")),
+    };
+    let bytes = value * multiplier;
+    if !bytes.is_finite() || bytes > u64::MAX as f64 {
+        return Err(err("too large"));
+    }
+    if bytes.fract() != 0.0 && multiplier == 1.0 {
+        return Err(err("a byte count must be whole"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    #[test_case(0, "0 B")]
+    #[test_case(1023, "1023 B")]
+    #[test_case(1024, "1.00 KiB")]
+    #[test_case(1536 * 1024, "1.50 MiB")]
+    #[test_case(205_520_896, "196.00 MiB")]
+    #[test_case(22 * 1024 * 1024 * 1024, "22.00 GiB")]
+    fn formats(n: u64, expected: &str) {
+        assert_eq!(HumanBytes(n).to_string(), expected);
+    }
+
+    #[test]
+    fn deltas_carry_their_sign() {
+        assert_eq!(HumanDelta(-512).to_string(), "-512 B");
+        assert_eq!(HumanDelta(1 << 20).to_string(), "+1.00 MiB");
+    }
+
+    #[test_case("4096", 4096)]
+    #[test_case("64KiB", 65536)]
+    #[test_case(" 1.5 MiB ", 1_572_864)]
+    #[test_case("22GiB", 22 * (1 << 30))]
+    #[test_case("10MB", 10_000_000)]
+    #[test_case("0", 0)]
+    fn parses(input: &str, expected: u64) {
+        assert_eq!(parse_bytes(input).unwrap(), expected);
+    }
+
+    #[test_case("", "no number")]
+    #[test_case("MiB", "no number")]
+    #[test_case("12 parsecs", "unknown unit")]
+    #[test_case("1.2.3KiB", "not a number")]
+    #[test_case("1.5", "a byte count must be whole")]
+    #[test_case("99999999999TiB", "too large")]
+    fn rejects(input: &str, reason: &str) {
+        let e = parse_bytes(input).unwrap_err();
+        assert_eq!(e.reason, reason);
+        assert!(e.to_string().contains(&format!("`{input}`")));
+        assert!(e.to_string().contains("hint:"));
+    }
+}

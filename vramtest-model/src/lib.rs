@@ -1,0 +1,26 @@
+//! The measurement model of vramtest: pure data in, data out.
+//!
+//! - [`ledger`] turns a probe's event stream into a [`Profile`] (the classification
+//!   rule lives in [`ledger::classify`]);
+//! - [`snapshot`] is the file format shared by the test harness and `cargo vramtest`;
+//! - [`policy`] decides whether a new result regressed against a snapshot.
+//!
+//! Nothing here touches a device; only [`snapshot::read`] and
+//! [`snapshot::write_atomic`] touch the file system.
+
+pub mod bytes;
+pub mod category;
+pub mod ledger;
+pub mod limit;
+pub mod policy;
+pub mod profile;
+pub mod report;
+pub mod snapshot;
+
+pub use bytes::{HumanBytes, HumanDelta, parse_bytes};
+pub use category::{Category, Phase};
+pub use ledger::{Event, profile};
+pub use limit::Limit;
+pub use policy::{Comparison, Finding, Movement, Policy, Subject, Verdict, compare};
+pub use profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
+pub use snapshot::{Body, DeviceClass, Snapshot};

@@ -1,0 +1,165 @@
+//! How much a figure may grow before a test fails: a relative and an absolute slack.
+
+use crate::bytes::{HumanBytes, parse_bytes};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Allowed growth of a byte figure. Written `+2% | 1MiB`: a change fails only when it
+/// exceeds *both* slacks, i.e. when it grows by more than `max(2% of old, 1 MiB)`. Small
+/// figures are protected from percentage noise by the absolute part, large ones from
+/// allocator noise by the relative part. `0` allows no growth at all.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Limit {
+    /// Allowed relative growth, in percent of the old value.
+    pub percent: f64,
+    /// Allowed absolute growth, in bytes.
+    pub bytes: u64,
+}
+
+impl Limit {
+    /// No growth allowed.
+    pub const EXACT: Limit = Limit {
+        percent: 0.0,
+        bytes: 0,
+    };
+
+    /// The default for every category and for the peak: `+1% | 64KiB`.
+    pub const DEFAULT: Limit = Limit {
+        percent: 1.0,
+        bytes: 64 * 1024,
+    };
+
+    /// The default for `untracked` (driver context, library handles): `+10% | 16MiB`.
+    pub const UNTRACKED: Limit = Limit {
+        percent: 10.0,
+        bytes: 16 * 1024 * 1024,
+    };
+
+    /// The largest change from `old` that stays within this limit, in bytes.
+    pub fn slack(&self, old: u64) -> u64 {
+        let relative = (old as f64 * self.percent / 100.0).floor() as u64;
+        relative.max(self.bytes)
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.percent != 0.0, self.bytes != 0) {
+            (true, true) => write!(f, "+{}% | {}", self.percent, HumanBytes(self.bytes)),
+            (true, false) => write!(f, "+{}%", self.percent),
+            (false, true) => write!(f, "+{}", HumanBytes(self.bytes)),
+            (false, false) => f.write_str("0 (exact)"),
+        }
+    }
+}
+
+/// A limit that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid limit `{input}`: {reason} (hint: write `+2% | 1MiB`, `+5%`, `256KiB` or `0`)")]
+pub struct ParseLimitError {
+    pub input: String,
+    pub reason: String,
+}
+
+impl FromStr for Limit {
+    type Err = ParseLimitError;
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        let err = |reason: String| ParseLimitError {
+            input: input.to_owned(),
+            reason,
+        };
+        let mut limit = Limit::EXACT;
+        let (mut saw_percent, mut saw_bytes) = (false, false);
+        for part in input.split('|') {
+            let part = part.trim();
+            let part = part.strip_prefix('+').unwrap_or(part).trim();
+            if part.is_empty() {
+                return Err(err("empty part".into()));
+            }
+            if let Some(pct) = part.strip_suffix('%') {
+                if saw_percent {
+                    return Err(err("two percentages".into()));
+                }
+                saw_percent = true;
+                limit.percent = pct
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| p.is_finite() && *p >= 0.0)
+                    .ok_or_else(|| err(format!("`{pct}%` is not a percentage")))?;
+            } else {
+                if saw_bytes {
+                    return Err(err("two byte sizes".into()));
+                }
+                saw_bytes = true;
+                limit.bytes = parse_bytes(part).map_err(|e| err(e.reason.to_owned()))?;
+            }
+        }
+        Ok(limit)
+    }
+}
+
+impl TryFrom<String> for Limit {
+    type Error = ParseLimitError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<Limit> for String {
+    fn from(l: Limit) -> String {
+        match (l.percent != 0.0, l.bytes != 0) {
+            (false, false) => "0".into(),
+            (true, false) => format!("+{}%", l.percent),
+            (false, true) => format!("{}", l.bytes),
+            (true, true) => format!("+{}% | {}", l.percent, l.bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    #[test_case("+2% | 1MiB", 2.0, 1 << 20)]
+    #[test_case("2%|1MiB", 2.0, 1 << 20)]
+    #[test_case("1MiB | +2%", 2.0, 1 << 20)]
+    #[test_case("+5%", 5.0, 0)]
+    #[test_case("256KiB", 0.0, 256 * 1024)]
+    #[test_case("0", 0.0, 0)]
+    #[test_case("+0.5% | 4096", 0.5, 4096)]
+    fn parses(input: &str, percent: f64, bytes: u64) {
+        assert_eq!(input.parse::<Limit>().unwrap(), Limit { percent, bytes });
+    }
+
+    #[test_case(""; "empty")]
+    #[test_case("+2% |"; "trailing bar")]
+    #[test_case("2% | 3%"; "two percentages")]
+    #[test_case("1MiB | 2MiB"; "two sizes")]
+    #[test_case("-3%"; "negative")]
+    #[test_case("lots"; "words")]
+    fn rejects(input: &str) {
+        let e = input.parse::<Limit>().unwrap_err();
+        assert!(e.to_string().contains("hint:"), "{e}");
+    }
+
+    #[test]
+    fn slack_is_the_larger_of_the_two() {
+        let l: Limit = "+2% | 1MiB".parse().unwrap();
+        assert_eq!(l.slack(0), 1 << 20);
+        assert_eq!(l.slack(100 << 20), 2 << 20);
+        assert_eq!(Limit::EXACT.slack(1 << 30), 0);
+    }
+
+    #[test]
+    fn string_form_round_trips() {
+        for s in ["+2% | 1MiB", "+5%", "256KiB", "0"] {
+            let l: Limit = s.parse().unwrap();
+            let back: Limit = String::from(l).parse().unwrap();
+            assert_eq!(l, back);
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! When does a change fail? Limits per category and for the peak, growth-only by
+//! default, an optional hard budget, and `strict` for "any difference fails".
+
+use crate::bytes::{HumanBytes, HumanDelta};
+use crate::category::{Category, Phase};
+use crate::limit::Limit;
+use crate::snapshot::Body;
+use std::fmt;
+
+/// The limits a result is held to. [`Policy::default`] needs no configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Allowed growth of the total peak.
+    pub peak: Limit,
+    /// Allowed growth of each category's own peak, indexed by [`Category::index`].
+    pub categories: [Limit; 8],
+    /// Allowed growth of the per-iteration leak.
+    pub leak: Limit,
+    /// A hard ceiling on the peak, whatever the snapshot says.
+    pub budget: Option<u64>,
+    /// Any difference in any figure fails, shrinking included.
+    pub strict: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        let mut categories = [Limit::DEFAULT; 8];
+        categories[Category::Untracked.index()] = Limit::UNTRACKED;
+        Policy {
+            peak: Limit::DEFAULT,
+            categories,
+            leak: Limit::DEFAULT,
+            budget: None,
+            strict: false,
+        }
+    }
+}
+
+/// An unknown key in a limits table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown limit `{0}` (expected `tolerance`, `peak`, `leak`, `budget` or a category: parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked)"
+)]
+pub struct UnknownLimitKey(pub String);
+
+impl Policy {
+    /// Sets one limit by its configuration key: `tolerance` (every category and the
+    /// peak), `peak`, `leak`, or a category name.
+    pub fn set(&mut self, key: &str, limit: Limit) -> Result<(), UnknownLimitKey> {
+        match key {
+            "tolerance" => {
+                self.peak = limit;
+                self.categories = [limit; 8];
+            }
+            "peak" => self.peak = limit,
+            "leak" => self.leak = limit,
+            other => {
+                let c: Category = other
+                    .parse()
+                    .map_err(|_| UnknownLimitKey(other.to_owned()))?;
+                self.categories[c.index()] = limit;
+            }
+        }
+        Ok(())
+    }
+
+    /// The limit for one subject.
+    pub fn limit(&self, subject: Subject) -> Limit {
+        match subject {
+            Subject::Peak => self.peak,
+            Subject::Category(c) => self.categories[c.index()],
+            Subject::Leak => self.leak,
+        }
+    }
+}
+
+/// A figure that is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// The total peak.
+    Peak,
+    /// A category's own peak.
+    Category(Category),
+    /// Live bytes retained per iteration.
+    Leak,
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Subject::Peak => f.write_str("peak"),
+            Subject::Category(c) => write!(f, "{c}"),
+            Subject::Leak => f.write_str("leak per iteration"),
+        }
+    }
+}
+
+/// How one figure moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Movement {
+    /// Grew beyond its limit (or changed at all, under `strict`).
+    Regressed,
+    /// Shrank beyond its limit: passes, worth accepting.
+    Improved,
+    /// Changed within its limit.
+    Within,
+}
+
+/// One figure that changed between the snapshot and the new result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub subject: Subject,
+    pub old: u64,
+    pub new: u64,
+    pub limit: Limit,
+    pub movement: Movement,
+    /// The phase (and iteration) whose peak grew or shrank the most.
+    pub phase: Option<(Phase, Option<u32>)>,
+}
+
+impl Finding {
+    /// `new - old`.
+    pub fn delta(&self) -> i128 {
+        self.new as i128 - self.old as i128
+    }
+
+    /// The change in percent of the old value (`None` when old is zero).
+    pub fn percent(&self) -> Option<f64> {
+        (self.old != 0).then(|| self.delta() as f64 * 100.0 / self.old as f64)
+    }
+}
+
+impl fmt::Display for Finding {
+    /// `activations: 1.00 MiB → 2.00 MiB (+1.00 MiB, +100.0%), over the limit +1% | 64.00 KiB; grew most in phase forward (iteration 2)`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} → {} ({}",
+            self.subject,
+            HumanBytes(self.old),
+            HumanBytes(self.new),
+            HumanDelta(self.delta())
+        )?;
+        match self.percent() {
+            Some(p) => write!(f, ", {p:+.1}%)")?,
+            None => write!(f, ", new)")?,
+        }
+        match self.movement {
+            Movement::Regressed if self.limit == Limit::EXACT => {
+                write!(f, ", any change fails (strict)")?
+            }
+            Movement::Regressed => write!(f, ", over the limit {}", self.limit)?,
+            Movement::Improved => write!(
+                f,
+                ", improved by {}: accept to lock it in",
+                HumanBytes(self.old - self.new)
+            )?,
+            Movement::Within => write!(f, ", within the limit {}", self.limit)?,
+        }
+        if let Some((phase, iteration)) = self.phase {
+            let verb = if self.delta() >= 0 { "grew" } else { "shrank" };
+            match iteration {
+                Some(i) => write!(f, "; {verb} most in phase {phase} (iteration {i})")?,
+                None => write!(f, "; {verb} most in phase {phase} (set-up)")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The overall outcome of a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Bodies are identical.
+    Unchanged,
+    /// Something changed, within every limit.
+    WithinLimits,
+    /// Something shrank beyond its limit and nothing regressed.
+    Improved,
+    /// Something grew beyond its limit, or the budget was exceeded.
+    Regressed,
+}
+
+/// The result of holding a new body to an old one under a policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub verdict: Verdict,
+    /// Every figure that moved, regressions first.
+    pub findings: Vec<Finding>,
+    /// `Some((peak, budget))` when the peak exceeds the hard budget.
+    pub over_budget: Option<(u64, u64)>,
+}
+
+impl Comparison {
+    /// The findings that fail the test.
+    pub fn regressions(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.movement == Movement::Regressed)
+    }
+}
+
+/// Checks only the hard budget (for a result with no snapshot yet).
+pub fn check_budget(new: &Body, policy: &Policy) -> Option<(u64, u64)> {
+    policy
+        .budget
+        .filter(|&b| new.peak_bytes > b)
+        .map(|b| (new.peak_bytes, b))
+}
+
+/// Holds `new` to `old` under `policy`.
+pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
+    let mut subjects: Vec<(Subject, u64, u64)> =
+        vec![(Subject::Peak, old.peak_bytes, new.peak_bytes)];
+    subjects.extend(Category::ALL.iter().map(|&c| {
+        (
+            Subject::Category(c),
+            old.category_peaks[c],
+            new.category_peaks[c],
+        )
+    }));
+    subjects.push((
+        Subject::Leak,
+        old.leak_bytes_per_iteration,
+        new.leak_bytes_per_iteration,
+    ));
+
+    let mut findings = Vec::new();
+    for (subject, o, n) in subjects {
+        if o == n {
+            continue;
+        }
+        let limit = if policy.strict {
+            Limit::EXACT
+        } else {
+            policy.limit(subject)
+        };
+        let slack = limit.slack(o);
+        let movement = if policy.strict || (n > o && n - o > slack) {
+            Movement::Regressed
+        } else if n < o && o - n > slack {
+            Movement::Improved
+        } else {
+            Movement::Within
+        };
+        findings.push(Finding {
+            subject,
+            old: o,
+            new: n,
+            limit,
+            movement,
+            phase: phase_of_change(old, new, n > o),
+        });
+    }
+    findings.sort_by_key(|f| match f.movement {
+        Movement::Regressed => 0,
+        Movement::Improved => 1,
+        Movement::Within => 2,
+    });
+
+    let over_budget = check_budget(new, policy);
+    let verdict =
+        if over_budget.is_some() || findings.iter().any(|f| f.movement == Movement::Regressed) {
+            Verdict::Regressed
+        } else if findings.iter().any(|f| f.movement == Movement::Improved) {
+            Verdict::Improved
+        } else if old != new {
+            if policy.strict {
+                Verdict::Regressed
+            } else {
+                Verdict::WithinLimits
+            }
+        } else {
+            Verdict::Unchanged
+        };
+    Comparison {
+        verdict,
+        findings,
+        over_budget,
+    }
+}
+
+/// The phase run (matched by phase and iteration) whose peak moved the most in the
+/// direction of the change.
+fn phase_of_change(old: &Body, new: &Body, grew: bool) -> Option<(Phase, Option<u32>)> {
+    let mut best: Option<((Phase, Option<u32>), i128)> = None;
+    for n in &new.phases {
+        let key = (n.phase, n.iteration);
+        let o = old
+            .phases
+            .iter()
+            .find(|o| (o.phase, o.iteration) == key)
+            .map_or(0, |o| o.peak_bytes);
+        let delta = n.peak_bytes as i128 - o as i128;
+        let delta = if grew { delta } else { -delta };
+        if delta > 0 && best.is_none_or(|(_, d)| delta > d) {
+            best = Some((key, delta));
+        }
+    }
+    best.map(|(k, _)| k)
+}
+
+/// A unified diff of two snapshot bodies, as `similar` renders it.
+pub fn body_diff(old: &Body, new: &Body, old_name: &str, new_name: &str) -> String {
+    similar::TextDiff::from_lines(&old.to_text(), &new.to_text())
+        .unified_diff()
+        .context_radius(3)
+        .header(old_name, new_name)
+        .to_string()
+}

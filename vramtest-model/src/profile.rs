@@ -1,0 +1,150 @@
+//! What a measurement produces: the peak, its breakdown, and per-phase figures.
+
+use crate::category::{Category, Phase};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::ops::{Index, IndexMut};
+
+/// Bytes per category, one field per [`Category`], serialized in report order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryBytes {
+    pub parameters: u64,
+    pub gradients: u64,
+    pub optimizer_state: u64,
+    pub activations: u64,
+    pub inputs: u64,
+    pub temporaries: u64,
+    pub workspace: u64,
+    pub untracked: u64,
+}
+
+impl CategoryBytes {
+    /// The sum over all categories.
+    pub fn total(&self) -> u64 {
+        Category::ALL.iter().map(|&c| self[c]).sum()
+    }
+
+    /// `(category, bytes)` pairs in report order.
+    pub fn iter(&self) -> impl Iterator<Item = (Category, u64)> + '_ {
+        Category::ALL.into_iter().map(move |c| (c, self[c]))
+    }
+}
+
+impl Index<Category> for CategoryBytes {
+    type Output = u64;
+    fn index(&self, c: Category) -> &u64 {
+        match c {
+            Category::Parameters => &self.parameters,
+            Category::Gradients => &self.gradients,
+            Category::OptimizerState => &self.optimizer_state,
+            Category::Activations => &self.activations,
+            Category::Inputs => &self.inputs,
+            Category::Temporaries => &self.temporaries,
+            Category::Workspace => &self.workspace,
+            Category::Untracked => &self.untracked,
+        }
+    }
+}
+
+impl IndexMut<Category> for CategoryBytes {
+    fn index_mut(&mut self, c: Category) -> &mut u64 {
+        match c {
+            Category::Parameters => &mut self.parameters,
+            Category::Gradients => &mut self.gradients,
+            Category::OptimizerState => &mut self.optimizer_state,
+            Category::Activations => &mut self.activations,
+            Category::Inputs => &mut self.inputs,
+            Category::Temporaries => &mut self.temporaries,
+            Category::Workspace => &mut self.workspace,
+            Category::Untracked => &mut self.untracked,
+        }
+    }
+}
+
+/// How closely the probe saw the program's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fidelity {
+    /// Every allocation and free was observed (CPU heap, tracked CUDA allocations).
+    Exact,
+    /// Only phase-boundary watermarks were read (a CUDA memory pool).
+    Phase,
+}
+
+impl fmt::Display for Fidelity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fidelity::Exact => "exact",
+            Fidelity::Phase => "phase",
+        })
+    }
+}
+
+/// Live bytes around one run of one phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseRecord {
+    pub phase: Phase,
+    /// The loop iteration, or `None` for set-up phases run before `t.iterations()`.
+    pub iteration: Option<u32>,
+    pub start_bytes: u64,
+    pub peak_bytes: u64,
+    pub end_bytes: u64,
+}
+
+/// Memory that kept growing from one iteration to the next, grouped by where it was
+/// allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LeakSite {
+    pub category: Category,
+    /// `None`: allocated outside any phase.
+    pub phase: Option<Phase>,
+    /// Bytes retained per iteration (after the warm-up iteration).
+    pub bytes_per_iteration: u64,
+}
+
+/// The result of one measured test. Deterministic for a deterministic program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    pub fidelity: Fidelity,
+    /// Iterations the loop ran (`t.iterations()`).
+    pub iterations: u32,
+    /// The highest live total over the whole test (baseline excluded).
+    pub peak_bytes: u64,
+    /// The phase running at the peak (`None`: outside any phase).
+    pub peak_phase: Option<Phase>,
+    /// The iteration running at the peak (`None`: before the loop).
+    pub peak_iteration: Option<u32>,
+    /// The breakdown at the moment of the peak; sums to `peak_bytes`.
+    pub at_peak: CategoryBytes,
+    /// Each category's own highest live value.
+    pub category_peaks: CategoryBytes,
+    /// Every phase run, in order.
+    pub phases: Vec<PhaseRecord>,
+    /// Live bytes at the end of each iteration.
+    pub iteration_end_bytes: Vec<u64>,
+    /// Growth of live bytes per iteration after the warm-up (0 when it does not keep growing).
+    pub leak_bytes_per_iteration: u64,
+    /// Where leaked bytes were allocated (empty when there is no leak).
+    pub leak_sites: Vec<LeakSite>,
+    /// Allocations observed.
+    pub allocations: u64,
+    /// Bytes already alive when the test started: reported apart, never charged.
+    pub baseline_bytes: u64,
+    /// For pooled GPU memory: the highest reserved (not only used) bytes.
+    pub reserved_peak_bytes: Option<u64>,
+}
+
+impl Profile {
+    /// The phase records of the last iteration, after the set-up phases: what a
+    /// snapshot keeps.
+    pub fn steady_state_phases(&self) -> Vec<PhaseRecord> {
+        let last = self.phases.iter().filter_map(|p| p.iteration).max();
+        self.phases
+            .iter()
+            .filter(|p| p.iteration.is_none() || p.iteration == last)
+            .copied()
+            .collect()
+    }
+}

@@ -1,0 +1,118 @@
+//! The machine-readable result of one test, written by the harness for
+//! `cargo vramtest` (one JSON file per test in `VRAMTEST_REPORT_DIR`), and the
+//! configuration `cargo vramtest` hands to the harness (`VRAMTEST_CONFIG`).
+
+use crate::limit::Limit;
+use crate::snapshot::{Body, DeviceClass};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The report format's version.
+pub const REPORT_SCHEMA: u32 = 1;
+
+/// How a test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Matches its snapshot within every limit.
+    Passed,
+    /// Shrank beyond a limit: passes; accepting locks the gain in.
+    Improved,
+    /// No snapshot existed; one was written (`.snap` or `.snap.new`).
+    New,
+    /// Grew beyond a limit or over budget.
+    Regressed,
+    /// No snapshot and none may be written (CI / `--check`).
+    Missing,
+    /// The test returned an error, panicked or crashed.
+    Failed,
+    /// Skipped (`ignore`, or no device to run on).
+    Ignored,
+    /// The snapshot file is malformed.
+    SnapshotError,
+}
+
+impl Status {
+    /// Whether this status fails the run.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Status::Regressed | Status::Missing | Status::Failed | Status::SnapshotError
+        )
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Improved => "improved",
+            Status::New => "new",
+            Status::Regressed => "regressed",
+            Status::Missing => "missing",
+            Status::Failed => "failed",
+            Status::Ignored => "ignored",
+            Status::SnapshotError => "snapshot_error",
+        }
+    }
+}
+
+/// One changed figure, in numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// `peak`, a category name, or `leak`.
+    pub subject: String,
+    pub old: u64,
+    pub new: u64,
+    pub limit: String,
+    /// `regressed`, `improved` or `within`.
+    pub movement: String,
+    /// The human sentence (the failure message line).
+    pub message: String,
+}
+
+/// The result of one test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestReport {
+    pub schema: u32,
+    /// The test target (`vram`).
+    pub target: String,
+    /// The test's name as the harness lists it.
+    pub test: String,
+    /// The source file, relative to the crate.
+    pub source: String,
+    /// The line of the `#[vramtest]` function.
+    pub line: u32,
+    pub device_class: Option<DeviceClass>,
+    pub status: Status,
+    /// The new result's body (absent when the test did not measure).
+    pub body: Option<Body>,
+    /// The committed snapshot's peak, when there is one.
+    pub old_peak_bytes: Option<u64>,
+    /// Every figure that moved, regressions first.
+    pub changes: Vec<Change>,
+    /// The full human message (failure text, improvement note, error).
+    pub message: String,
+    /// A unified diff of old and new bodies, when both exist and differ.
+    pub diff: Option<String>,
+    /// The snapshot file.
+    pub snapshot: Option<PathBuf>,
+    /// A `.snap.new` (or `.snap`) this run wrote.
+    pub written: Option<PathBuf>,
+    /// The test's own output, when it failed.
+    pub output: Option<String>,
+}
+
+/// Settings `cargo vramtest` passes to the harness (from `[*.metadata.vramtest]` and
+/// the command line). Attribute options on a test override them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Default iterations for tests that do not set them.
+    #[serde(default)]
+    pub iterations: Option<u32>,
+    /// Limits by key (`tolerance`, `peak`, `leak`, a category).
+    #[serde(default)]
+    pub limits: BTreeMap<String, Limit>,
+    /// Hard peak budget in bytes.
+    #[serde(default)]
+    pub budget: Option<u64>,
+}

@@ -1,0 +1,344 @@
+//! The snapshot file: insta's format (a YAML header between `---` lines, then the
+//! content) with a pretty JSON body of integer byte counts.
+//!
+//! ```text
+//! ---
+//! source: tests/vram.rs
+//! description: "vramtest: peak memory of mlp_adamw by category"
+//! expression: mlp_adamw
+//! info:
+//!   device: "cpu"
+//!   fidelity: "exact"
+//!   tool: "vramtest 0.1.0"
+//! ---
+//! { "schema": 1, ... }
+//! ```
+//!
+//! Everything volatile (device name, driver, tool version) lives in the header's `info`,
+//! which comparisons ignore; the body is deterministic for a deterministic program.
+
+use crate::category::Phase;
+use crate::profile::{CategoryBytes, Fidelity, PhaseRecord, Profile};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The body's format version. Bump it when the body changes incompatibly.
+pub const SCHEMA: u32 = 1;
+
+/// The kind of device a snapshot was taken on; part of its file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceClass {
+    Cpu,
+    Cuda,
+}
+
+impl DeviceClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceClass::Cpu => "cpu",
+            DeviceClass::Cuda => "cuda",
+        }
+    }
+}
+
+impl fmt::Display for DeviceClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a reviewer judges: the snapshot's body. Key order is the file's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Body {
+    pub schema: u32,
+    pub device_class: DeviceClass,
+    pub fidelity: Fidelity,
+    pub iterations: u32,
+    pub peak_bytes: u64,
+    pub peak_phase: Option<Phase>,
+    pub peak_iteration: Option<u32>,
+    pub at_peak: CategoryBytes,
+    pub category_peaks: CategoryBytes,
+    /// The set-up phases and the phases of the last iteration.
+    pub phases: Vec<PhaseRecord>,
+    pub leak_bytes_per_iteration: u64,
+}
+
+impl Body {
+    /// The snapshot body of a measured profile.
+    pub fn from_profile(profile: &Profile, device_class: DeviceClass) -> Body {
+        Body {
+            schema: SCHEMA,
+            device_class,
+            fidelity: profile.fidelity,
+            iterations: profile.iterations,
+            peak_bytes: profile.peak_bytes,
+            peak_phase: profile.peak_phase,
+            peak_iteration: profile.peak_iteration,
+            at_peak: profile.at_peak,
+            category_peaks: profile.category_peaks,
+            phases: profile.steady_state_phases(),
+            leak_bytes_per_iteration: profile.leak_bytes_per_iteration,
+        }
+    }
+
+    /// The body as it appears in the file: pretty JSON, one trailing newline.
+    pub fn to_text(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a Body always serializes");
+        s.push('\n');
+        s
+    }
+}
+
+/// The header's volatile metadata. Lives under insta's `info` key, which `cargo insta`
+/// keeps when it rewrites a file.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Info {
+    /// `cpu`, or the GPU's name.
+    pub device: String,
+    pub fidelity: String,
+    /// `vramtest <version>`.
+    pub tool: String,
+    /// GPU driver version, where there is one.
+    pub driver: Option<String>,
+    /// CUDA version, where there is one.
+    pub cuda: Option<String>,
+}
+
+/// A whole snapshot file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The test's source file, relative to its crate (`tests/vram.rs`).
+    pub source: String,
+    /// The test's name (insta's `expression`).
+    pub test: String,
+    pub info: Info,
+    pub body: Body,
+}
+
+impl Snapshot {
+    /// Renders the file, header first.
+    pub fn to_text(&self) -> String {
+        let mut s = String::from("---\n");
+        s += &format!("source: {}\n", yaml_str(&self.source));
+        s += &format!(
+            "description: {}\n",
+            yaml_str(&format!(
+                "vramtest: peak memory of {} on {}, by category",
+                self.test, self.body.device_class
+            ))
+        );
+        s += &format!("expression: {}\n", yaml_str(&self.test));
+        s += "info:\n";
+        s += &format!("  device: {}\n", yaml_str(&self.info.device));
+        s += &format!("  fidelity: {}\n", yaml_str(&self.info.fidelity));
+        s += &format!("  tool: {}\n", yaml_str(&self.info.tool));
+        if let Some(d) = &self.info.driver {
+            s += &format!("  driver: {}\n", yaml_str(d));
+        }
+        if let Some(c) = &self.info.cuda {
+            s += &format!("  cuda: {}\n", yaml_str(c));
+        }
+        s += "---\n";
+        s += &self.body.to_text();
+        s
+    }
+}
+
+/// A YAML scalar: JSON's quoted string form is valid YAML and needs no escaping rules
+/// of its own.
+fn yaml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings serialize")
+}
+
+/// A snapshot file that is not what it should be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    #[error("line 1: not a snapshot file: it must start with `---` and a `source:` line")]
+    NoHeader,
+    #[error("line {line}: the header is never closed by a `---` line")]
+    UnclosedHeader { line: usize },
+    #[error("line {line}: invalid snapshot body: {message}")]
+    Body { line: usize, message: String },
+    #[error(
+        "line {line}: snapshot schema {found} is not supported by this version (schema {SCHEMA}) (hint: upgrade vramtest, or re-create the snapshot)"
+    )]
+    Schema { line: usize, found: u64 },
+}
+
+/// What parsing keeps: the body (compared) and the header's raw lines (shown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    pub header: String,
+    pub body: Body,
+}
+
+/// Parses a snapshot file's text. Header keys are not interpreted (`cargo insta accept`
+/// may have rewritten them); the body is parsed strictly.
+pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next().unwrap_or("");
+    if first.trim_end() != "---" {
+        return Err(ParseError::NoHeader);
+    }
+    let mut header = String::new();
+    let mut offset = first.len();
+    let mut line = 1;
+    let mut closed = false;
+    for l in lines {
+        line += 1;
+        offset += l.len();
+        if l.trim_end() == "---" {
+            closed = true;
+            break;
+        }
+        header.push_str(l);
+    }
+    if !header.starts_with("source:") {
+        return Err(ParseError::NoHeader);
+    }
+    if !closed {
+        return Err(ParseError::UnclosedHeader { line });
+    }
+    let body_text = &text[offset..];
+    // Check the schema first, so a future format gets a precise message.
+    let value: serde_json::Value =
+        serde_json::from_str(body_text).map_err(|e| ParseError::Body {
+            line: line + e.line(),
+            message: e.to_string(),
+        })?;
+    match value.get("schema").and_then(|v| v.as_u64()) {
+        Some(s) if s == SCHEMA as u64 => {}
+        Some(found) => {
+            return Err(ParseError::Schema {
+                line: line + 1,
+                found,
+            });
+        }
+        None => {
+            return Err(ParseError::Body {
+                line: line + 1,
+                message: "missing integer `schema`".into(),
+            });
+        }
+    }
+    let body: Body = serde_json::from_str(body_text).map_err(|e| ParseError::Body {
+        line: line + e.line(),
+        message: e.to_string(),
+    })?;
+    Ok(Parsed { header, body })
+}
+
+/// `<crate>/tests/snapshots/<target>__<test>@<class>.snap`; `::` in test names becomes `__`.
+pub fn path_for(crate_dir: &Path, target: &str, test: &str, class: DeviceClass) -> PathBuf {
+    crate_dir.join("tests").join("snapshots").join(format!(
+        "{target}__{}@{class}.snap",
+        test.replace("::", "__")
+    ))
+}
+
+/// The pending file beside a snapshot: `<name>.snap.new`.
+pub fn pending_path(snap: &Path) -> PathBuf {
+    let mut s = snap.as_os_str().to_owned();
+    s.push(".new");
+    PathBuf::from(s)
+}
+
+/// A snapshot file that could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{}", format_parse(.source))]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: ParseError,
+    },
+}
+
+fn format_parse(e: &ParseError) -> String {
+    // `path:line: message`, the form editors and CI annotations understand.
+    e.to_string()
+        .strip_prefix("line ")
+        .map(str::to_owned)
+        .unwrap_or_else(|| e.to_string())
+}
+
+impl FileError {
+    /// The file involved.
+    pub fn path(&self) -> &Path {
+        match self {
+            FileError::Io { path, .. } | FileError::Parse { path, .. } => path,
+        }
+    }
+
+    /// The line within the file, when the error has one.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            FileError::Parse { source, .. } => match source {
+                ParseError::NoHeader => Some(1),
+                ParseError::UnclosedHeader { line }
+                | ParseError::Body { line, .. }
+                | ParseError::Schema { line, .. } => Some(*line),
+            },
+            FileError::Io { .. } => None,
+        }
+    }
+}
+
+/// Reads and parses a snapshot file; `Ok(None)` when it does not exist.
+pub fn read(path: &Path) -> Result<Option<Parsed>, FileError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(FileError::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    parse(&text).map(Some).map_err(|source| FileError::Parse {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Writes `text` to `path` atomically: a temporary file in the same directory, flushed,
+/// then renamed over the target. A crash leaves the old file or the new one, never half.
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), FileError> {
+    let io = |source| FileError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.unwrap_or_default(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
+}
