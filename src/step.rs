@@ -44,38 +44,38 @@ impl Step {
     }
 
     /// Builds the model: survivors are `parameters`.
-    pub fn params<T>(&mut self, f: impl FnOnce() -> T) -> T {
+    pub fn params<T>(&self, f: impl FnOnce() -> T) -> T {
         phase(Phase::Params, f)
     }
 
     /// Builds the optimizer: survivors are `optimizer_state`.
-    pub fn optimizer_init<T>(&mut self, f: impl FnOnce() -> T) -> T {
+    pub fn optimizer_init<T>(&self, f: impl FnOnce() -> T) -> T {
         phase(Phase::OptimizerInit, f)
     }
 
     /// Loads a batch: survivors are `inputs`.
-    pub fn inputs<T>(&mut self, f: impl FnOnce() -> T) -> T {
+    pub fn inputs<T>(&self, f: impl FnOnce() -> T) -> T {
         phase(Phase::Inputs, f)
     }
 
     /// The forward pass and loss: survivors freed within the iteration are
     /// `activations`; those that outlive it are `workspace` (caches, scratch buffers).
-    pub fn forward<T>(&mut self, f: impl FnOnce() -> T) -> T {
+    pub fn forward<T>(&self, f: impl FnOnce() -> T) -> T {
         phase(Phase::Forward, f)
     }
 
     /// The backward pass: survivors are `gradients`.
-    pub fn backward<T>(&mut self, f: impl FnOnce() -> T) -> T {
+    pub fn backward<T>(&self, f: impl FnOnce() -> T) -> T {
         phase(Phase::Backward, f)
     }
 
     /// The optimizer update: survivors are `optimizer_state` (lazily created moments).
-    pub fn optimizer_step<T>(&mut self, f: impl FnOnce() -> T) -> T {
+    pub fn optimizer_step<T>(&self, f: impl FnOnce() -> T) -> T {
         phase(Phase::OptimizerStep, f)
     }
 
     /// Charges everything allocated inside `f` to `category`, whatever the phase.
-    pub fn tag<T>(&mut self, category: Category, f: impl FnOnce() -> T) -> T {
+    pub fn tag<T>(&self, category: Category, f: impl FnOnce() -> T) -> T {
         probe::mark(Event::TagPush(category));
         let _end = Guard(Event::TagPop);
         f()

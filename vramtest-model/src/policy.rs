@@ -39,7 +39,7 @@ impl Default for Policy {
 /// An unknown key in a limits table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown limit `{0}` (expected `tolerance`, `peak`, `leak`, `budget` or a category: parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked)"
+    "unknown limit `{0}` (expected `tolerance`, `peak`, `leak` or a category: parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked)"
 )]
 pub struct UnknownLimitKey(pub String);
 
@@ -116,6 +116,8 @@ pub struct Finding {
     pub movement: Movement,
     /// The phase (and iteration) whose peak grew or shrank the most.
     pub phase: Option<(Phase, Option<u32>)>,
+    /// Judged under `strict`: any difference fails.
+    pub strict: bool,
 }
 
 impl Finding {
@@ -146,9 +148,7 @@ impl fmt::Display for Finding {
             None => write!(f, ", new)")?,
         }
         match self.movement {
-            Movement::Regressed if self.limit == Limit::EXACT => {
-                write!(f, ", any change fails (strict)")?
-            }
+            Movement::Regressed if self.strict => write!(f, ", any change fails (strict)")?,
             Movement::Regressed => write!(f, ", over the limit {}", self.limit)?,
             Movement::Improved => write!(
                 f,
@@ -250,6 +250,7 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
             limit,
             movement,
             phase: phase_of_change(old, new, n > o),
+            strict: policy.strict,
         });
     }
     findings.sort_by_key(|f| match f.movement {

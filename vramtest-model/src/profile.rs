@@ -87,6 +87,7 @@ impl fmt::Display for Fidelity {
 pub struct PhaseRecord {
     pub phase: Phase,
     /// The loop iteration, or `None` for set-up phases run before `t.iterations()`.
+    #[serde(deserialize_with = "Option::deserialize")]
     pub iteration: Option<u32>,
     pub start_bytes: u64,
     pub peak_bytes: u64,

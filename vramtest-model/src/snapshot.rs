@@ -59,7 +59,10 @@ pub struct Body {
     pub fidelity: Fidelity,
     pub iterations: u32,
     pub peak_bytes: u64,
+    // `null` is a value; a missing key is an error (serde would default it to None).
+    #[serde(deserialize_with = "Option::deserialize")]
     pub peak_phase: Option<Phase>,
+    #[serde(deserialize_with = "Option::deserialize")]
     pub peak_iteration: Option<u32>,
     pub at_peak: CategoryBytes,
     pub category_peaks: CategoryBytes,
@@ -213,11 +216,18 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             line: line + e.line(),
             message: e.to_string(),
         })?;
+    // The file line holding the `schema` key (the body starts after `line`).
+    let schema_line = line
+        + 1
+        + body_text
+            .lines()
+            .position(|l| l.contains("\"schema\""))
+            .unwrap_or(0);
     match value.get("schema").and_then(|v| v.as_u64()) {
         Some(s) if s == SCHEMA as u64 => {}
         Some(found) => {
             return Err(ParseError::Schema {
-                line: line + 1,
+                line: schema_line,
                 found,
             });
         }

@@ -1,0 +1,202 @@
+//! The candle fixtures, measured on the CPU heap and checked against the analytic
+//! formulas practitioners use (never against numbers copied from a run).
+
+mod common;
+
+use common::{assert_close, run_one};
+use vramtest_model::Category;
+use vramtest_model::report::Status;
+
+const F32: u64 = 4;
+// The MLP of fixtures/candle-mlp: 784 → 512 → 10, batch 64.
+const INPUT: u64 = 784;
+const HIDDEN: u64 = 512;
+const CLASSES: u64 = 10;
+const BATCH: u64 = 64;
+
+fn mlp_parameter_bytes() -> u64 {
+    (INPUT * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES) * F32
+}
+
+#[test]
+fn mlp_parameters_are_the_weights_and_biases() {
+    let (_, r) = run_one("candle-mlp", "mlp_adamw", &[]);
+    let body = r.body.expect("measured");
+    assert_close(
+        "parameters",
+        body.category_peaks[Category::Parameters],
+        mlp_parameter_bytes(),
+        2.0,
+    );
+}
+
+#[test]
+fn adamw_keeps_two_moments_per_parameter() {
+    let (_, r) = run_one("candle-mlp", "mlp_adamw", &[]);
+    let body = r.body.expect("measured");
+    assert_close(
+        "optimizer_state",
+        body.category_peaks[Category::OptimizerState],
+        2 * mlp_parameter_bytes(),
+        2.0,
+    );
+}
+
+#[test]
+fn sgd_keeps_no_optimizer_state() {
+    let (_, r) = run_one("candle-mlp", "mlp_sgd", &[]);
+    let body = r.body.expect("measured");
+    let state = body.category_peaks[Category::OptimizerState];
+    // A handle per variable, nothing per parameter.
+    assert!(
+        state <= 1024,
+        "SGD optimizer_state is {state} B, expected (about) 0"
+    );
+    assert_close(
+        "parameters",
+        body.category_peaks[Category::Parameters],
+        mlp_parameter_bytes(),
+        2.0,
+    );
+}
+
+#[test]
+fn inputs_are_the_batch() {
+    let (_, r) = run_one("candle-mlp", "mlp_adamw", &[]);
+    let body = r.body.expect("measured");
+    let images = BATCH * INPUT * F32;
+    let labels = BATCH * 4; // u32
+    assert_close(
+        "inputs",
+        body.category_peaks[Category::Inputs],
+        images + labels,
+        2.0,
+    );
+}
+
+#[test]
+fn activations_double_when_the_batch_doubles() {
+    let (_, small) = run_one("candle-mlp", "mlp_adamw", &[]);
+    let (_, large) = run_one("candle-mlp", "mlp_adamw", &[("CANDLE_MLP_BATCH", "128")]);
+    let (small, large) = (small.body.unwrap(), large.body.unwrap());
+    let ratio = large.category_peaks[Category::Activations] as f64
+        / small.category_peaks[Category::Activations] as f64;
+    assert!(
+        (1.8..=2.2).contains(&ratio),
+        "activations grew {ratio:.3}× for 2× the batch"
+    );
+    assert_close(
+        "parameters at batch 128",
+        large.category_peaks[Category::Parameters],
+        small.category_peaks[Category::Parameters],
+        1.0,
+    );
+}
+
+/// `B × 64 × H_out × W_out × 4` with `H_out = (H + 2P − K) / S + 1`.
+fn conv_stem_output_bytes(batch: u64, side: u64) -> u64 {
+    let out = (side + 2 * 3 - 7) / 2 + 1;
+    batch * 64 * out * out * F32
+}
+
+#[test]
+fn the_conv_formula_gives_the_articles_corrected_figure() {
+    // The seed article's [64, 3, 224, 224] example: 196 MiB, not ~2 GB.
+    assert_eq!(conv_stem_output_bytes(64, 224), 205_520_896);
+}
+
+#[test]
+fn conv_stem_activation_is_its_output_feature_map() {
+    for batch in [4u64, 8] {
+        let (_, r) = run_one(
+            "candle-conv",
+            "conv_stem",
+            &[("CANDLE_CONV_BATCH", &batch.to_string())],
+        );
+        let body = r.body.expect("measured");
+        assert_close(
+            &format!("activations at batch {batch}"),
+            body.category_peaks[Category::Activations],
+            conv_stem_output_bytes(batch, 64),
+            1.0,
+        );
+        assert_close(
+            &format!("inputs at batch {batch}"),
+            body.category_peaks[Category::Inputs],
+            batch * 3 * 64 * 64 * F32,
+            1.0,
+        );
+    }
+}
+
+#[test]
+fn the_committed_snapshots_pass() {
+    for (fixture, test) in [
+        ("candle-mlp", "mlp_adamw"),
+        ("candle-mlp", "mlp_sgd"),
+        ("candle-conv", "conv_stem"),
+    ] {
+        let (run, r) = run_one(fixture, test, &[("CI", "true")]);
+        assert_eq!(
+            r.status,
+            Status::Passed,
+            "{fixture}/{test}:\n{}",
+            run.text()
+        );
+        assert!(run.output.status.success());
+    }
+}
+
+#[test]
+fn bloated_activations_fail_and_name_the_category() {
+    for (fixture, test, var) in [
+        ("candle-mlp", "mlp_adamw", "CANDLE_MLP_BLOAT"),
+        ("candle-conv", "conv_stem", "CANDLE_CONV_BLOAT"),
+    ] {
+        let (run, r) = run_one(fixture, test, &[(var, "activations")]);
+        assert_eq!(r.status, Status::Regressed, "{}", run.text());
+        assert!(!run.output.status.success());
+        let text = run.text();
+        assert!(
+            text.contains("memory regression in") && text.contains("activations: "),
+            "{text}"
+        );
+        assert!(
+            r.changes
+                .iter()
+                .any(|c| c.subject == "activations" && c.movement == "regressed"),
+            "{:?}",
+            r.changes
+        );
+        // The unified diff of the two bodies follows the message.
+        assert!(
+            text.contains("@@") && text.contains("+    \"activations\""),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn bloated_optimizer_state_fails_and_names_the_category() {
+    for (fixture, test, var) in [
+        ("candle-mlp", "mlp_adamw", "CANDLE_MLP_BLOAT"),
+        ("candle-conv", "conv_stem", "CANDLE_CONV_BLOAT"),
+    ] {
+        let (run, r) = run_one(fixture, test, &[(var, "optimizer_state")]);
+        assert_eq!(r.status, Status::Regressed, "{}", run.text());
+        let grown = r
+            .changes
+            .iter()
+            .find(|c| c.subject == "optimizer_state")
+            .unwrap_or_else(|| panic!("{:?}", r.changes));
+        assert_eq!(grown.movement, "regressed");
+        assert!(run.text().contains("optimizer_state: "), "{}", run.text());
+    }
+}
+
+#[test]
+fn two_runs_give_identical_bodies() {
+    let (_, a) = run_one("candle-mlp", "mlp_adamw", &[]);
+    let (_, b) = run_one("candle-mlp", "mlp_adamw", &[]);
+    assert_eq!(a.body.unwrap().to_text(), b.body.unwrap().to_text());
+}

@@ -1,0 +1,247 @@
+//! The harness on a dependency-free fixture whose every byte is known: exact figures,
+//! crash isolation, leaks, tags, listing for nextest, and the snapshot update modes.
+
+mod common;
+
+use common::{copy_fixture, fixture_binary, run, run_one};
+use std::process::Command;
+use vramtest_model::Category;
+use vramtest_model::report::Status;
+
+// fixtures/vec-model: PARAMS f32 weights, a batch of BATCH rows of PARAMS f32.
+const PARAMS: u64 = 4096;
+const BATCH: u64 = 16;
+const F32: u64 = 4;
+const VEC_HEADER: u64 = 24; // a Vec<f32> inside the outer Vec<Vec<f32>>
+
+fn batch_bytes() -> u64 {
+    BATCH * PARAMS * F32 + BATCH * VEC_HEADER
+}
+
+#[test]
+fn an_exact_model_is_measured_to_the_byte() {
+    let (_, r) = run_one("vec-model", "linear_adam", &[]);
+    let b = r.body.expect("measured");
+    let weights = PARAMS * F32;
+    assert_eq!(b.category_peaks[Category::Parameters], weights);
+    assert_eq!(b.category_peaks[Category::Gradients], weights);
+    assert_eq!(b.category_peaks[Category::OptimizerState], 2 * weights);
+    assert_eq!(b.category_peaks[Category::Inputs], batch_bytes());
+    // One product row per example, the same shape as the batch.
+    assert_eq!(b.category_peaks[Category::Activations], batch_bytes());
+    // backward's per-example scratch row, freed inside the phase.
+    assert_eq!(b.category_peaks[Category::Temporaries], weights);
+    assert_eq!(b.at_peak.total(), b.peak_bytes);
+    assert_eq!(b.leak_bytes_per_iteration, 0);
+}
+
+#[test]
+fn a_growing_history_is_reported_as_a_leak_with_its_phase() {
+    let (run, r) = run_one("vec-model", "leaky_history", &[]);
+    let b = r.body.expect("measured");
+    assert_eq!(b.leak_bytes_per_iteration, batch_bytes());
+    // Forward survivors that outlive their iteration are workspace, by the rule.
+    assert!(b.category_peaks[Category::Workspace] >= 3 * batch_bytes());
+    assert_eq!(r.status, Status::Passed, "{}", run.text());
+}
+
+#[test]
+fn an_explicit_tag_overrides_the_phase() {
+    let (_, r) = run_one("vec-model", "tagged::explicit_tag", &[]);
+    let b = r.body.expect("measured");
+    assert_eq!(b.category_peaks[Category::Workspace], 1024 * F32);
+}
+
+#[test]
+fn a_panicking_step_fails_with_its_message_and_the_others_still_pass() {
+    for (mode, expected) in [
+        ("panic", "panicked: the loss went NaN at step 3"),
+        ("error", "returned an error: the data loader ran dry"),
+        ("abort", "crashed before reporting a result"),
+    ] {
+        let (dir, exe) = fixture_binary("vec-model");
+        let run = run(&dir, &exe, &[], &[("VEC_MODEL_FAIL", mode), ("CI", "true")]);
+        let failed = run.report("fails_on_demand");
+        assert_eq!(failed.status, Status::Failed, "{mode}");
+        assert!(
+            failed.message.contains(expected),
+            "{mode}: {}",
+            failed.message
+        );
+        assert!(run.text().contains(expected), "{}", run.text());
+        for other in ["linear_adam", "leaky_history", "tagged::explicit_tag"] {
+            assert_eq!(run.status(other), Status::Passed, "{mode}: {other}");
+        }
+        assert!(!run.output.status.success());
+    }
+}
+
+fn list(args: &[&str]) -> String {
+    let (dir, exe) = fixture_binary("vec-model");
+    let out = Command::new(exe)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn listing_follows_the_custom_harness_rules_of_nextest() {
+    let all = list(&["--list", "--format", "terse"]);
+    let mut lines: Vec<&str> = all.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "fails_on_demand: test",
+            "ignored_step: test",
+            "leaky_history: test",
+            "linear_adam: test",
+            "tagged::explicit_tag: test",
+        ]
+    );
+    let ignored = list(&["--list", "--format", "terse", "--ignored"]);
+    assert_eq!(ignored.trim(), "ignored_step: test");
+}
+
+#[test]
+fn filters_exact_and_ignored_select_tests() {
+    let (dir, exe) = fixture_binary("vec-model");
+    let r = run(&dir, &exe, &["linear", "--exact"], &[]);
+    assert!(r.reports.is_empty(), "`--exact linear` matches nothing");
+    let r = run(&dir, &exe, &["linear"], &[]);
+    assert_eq!(r.reports.len(), 1);
+    let r = run(&dir, &exe, &["--ignored"], &[]);
+    assert_eq!(r.reports.len(), 1);
+    assert_eq!(r.reports[0].test, "ignored_step");
+    let r = run(&dir, &exe, &["--include-ignored"], &[]);
+    assert_eq!(r.reports.len(), 5);
+}
+
+#[test]
+fn cargo_nextest_lists_and_runs_each_test() {
+    let (dir, _) = fixture_binary("vec-model");
+    let out = Command::new(env!("CARGO"))
+        .args(["nextest", "run", "--test", "vram", "--no-fail-fast"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", common::fixture_target_dir())
+        .env("CI", "true")
+        .env("VRAMTEST_DEVICE", "cpu")
+        .env_remove("VRAMTEST_UPDATE")
+        .output()
+        .expect("cargo runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !text.contains("no such command"),
+        "cargo-nextest is not installed (hint: cargo install cargo-nextest)"
+    );
+    assert!(out.status.success(), "{text}");
+    for test in [
+        "linear_adam",
+        "leaky_history",
+        "tagged::explicit_tag",
+        "fails_on_demand",
+    ] {
+        assert!(
+            text.lines().any(|l| l.contains("PASS") && l.contains(test)),
+            "{test} not run by nextest:\n{text}"
+        );
+    }
+    assert!(text.contains("1 skipped"), "{text}");
+}
+
+/// The update modes, on a copy of the fixture with no snapshots.
+#[test]
+fn snapshots_are_created_reviewed_and_checked() {
+    let dir = copy_fixture("vec-model");
+    let exe = common::build_vram_target(&dir);
+    let snaps = dir.join("tests").join("snapshots");
+    let snap = snaps.join("vram__linear_adam@cpu.snap");
+    let pending = snaps.join("vram__linear_adam@cpu.snap.new");
+    let one = ["linear_adam", "--exact"];
+
+    // CI: nothing is written and a missing snapshot fails.
+    let r = run(&dir, &exe, &one, &[("CI", "true"), ("VRAMTEST_UPDATE", "")]);
+    assert_eq!(r.status("linear_adam"), Status::Missing);
+    assert!(!r.output.status.success());
+    assert!(!snaps.exists(), "check mode wrote files");
+
+    // Locally (auto): a pending file and a failure, like insta.
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "auto")]);
+    assert_eq!(r.status("linear_adam"), Status::New);
+    assert!(!r.output.status.success());
+    assert!(pending.exists() && !snap.exists());
+    let text = std::fs::read_to_string(&pending).unwrap();
+    assert!(
+        text.starts_with("---\nsource: \"tests/vram.rs\"\n"),
+        "{text}"
+    );
+
+    // `always` writes the snapshot and clears the pending file.
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    assert_eq!(r.status("linear_adam"), Status::New);
+    assert!(r.output.status.success(), "{}", r.text());
+    assert!(snap.exists() && !pending.exists());
+
+    // Now CI passes.
+    let r = run(&dir, &exe, &one, &[("CI", "true"), ("VRAMTEST_UPDATE", "")]);
+    assert_eq!(r.status("linear_adam"), Status::Passed, "{}", r.text());
+    assert!(r.output.status.success());
+
+    // No temporary files are left behind by the atomic writes.
+    let leftovers: Vec<_> = std::fs::read_dir(&snaps)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // A malformed snapshot fails with the file and the line.
+    let good = std::fs::read_to_string(&snap).unwrap();
+    std::fs::write(&snap, good.replace("\"schema\": 1", "\"schema\": \"one\"")).unwrap();
+    let r = run(&dir, &exe, &one, &[]);
+    let report = r.report("linear_adam");
+    assert_eq!(report.status, Status::SnapshotError);
+    assert!(
+        report.message.contains("vram__linear_adam@cpu.snap:"),
+        "{}",
+        report.message
+    );
+    assert!(!r.output.status.success());
+    // The malformed file is left as it was: nothing is lost.
+    assert!(std::fs::read_to_string(&snap).unwrap().contains("\"one\""));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn strict_mode_and_budgets_fail_on_their_own_terms() {
+    // The committed snapshot of linear_adam matches exactly; a different batch does not.
+    let (dir, exe) = fixture_binary("vec-model");
+    let r = run(
+        &dir,
+        &exe,
+        &["linear_adam", "--exact"],
+        &[("VRAMTEST_STRICT", "1")],
+    );
+    assert_eq!(r.status("linear_adam"), Status::Passed, "{}", r.text());
+    let config = r#"{"budget": 1024}"#;
+    let r = run(
+        &dir,
+        &exe,
+        &["linear_adam", "--exact"],
+        &[("VRAMTEST_CONFIG", config)],
+    );
+    let report = r.report("linear_adam");
+    assert_eq!(report.status, Status::Regressed);
+    assert!(
+        report.message.contains("over the budget of 1.00 KiB"),
+        "{}",
+        report.message
+    );
+}

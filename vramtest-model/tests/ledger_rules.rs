@@ -1,0 +1,941 @@
+//! The classification rule of DESIGN §3, one case at a time, on hand-written event
+//! streams. Every expected figure below is worked out by hand in the comments next to it.
+
+use test_case::test_case;
+use vramtest_model::ledger::Replay;
+use vramtest_model::{Category, CategoryBytes, Event, LeakSite, Phase, PhaseRecord, profile};
+
+use Event::{IterationEnd, IterationStart, PhaseEnd, PhaseStart, TagPop, TagPush};
+
+fn a(id: u64, bytes: u64) -> Event {
+    Event::Alloc { id, bytes }
+}
+
+fn f(id: u64) -> Event {
+    Event::Free { id }
+}
+
+/// The category of every allocation, in the order they were made.
+fn categories(events: &[Event]) -> Vec<Category> {
+    let replay = Replay::new(events);
+    replay
+        .allocations
+        .iter()
+        .map(|x| replay.category_of(x))
+        .collect()
+}
+
+/// `CategoryBytes` from a short list of non-zero entries.
+fn bytes(entries: &[(Category, u64)]) -> CategoryBytes {
+    let mut out = CategoryBytes::default();
+    for &(c, b) in entries {
+        out[c] += b;
+    }
+    out
+}
+
+fn only(c: Category, b: u64) -> CategoryBytes {
+    bytes(&[(c, b)])
+}
+
+fn record(phase: Phase, iteration: Option<u32>, start: u64, peak: u64, end: u64) -> PhaseRecord {
+    PhaseRecord {
+        phase,
+        iteration,
+        start_bytes: start,
+        peak_bytes: peak,
+        end_bytes: end,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Temporaries: freed before the phase that made them ended, whatever the phase.
+
+#[test_case(Phase::Params)]
+#[test_case(Phase::OptimizerInit)]
+#[test_case(Phase::Inputs)]
+#[test_case(Phase::Forward)]
+#[test_case(Phase::Backward)]
+#[test_case(Phase::OptimizerStep)]
+fn freed_before_its_phase_ends_is_a_temporary_in_the_loop(phase: Phase) {
+    let events = [
+        IterationStart(0),
+        PhaseStart(phase),
+        a(1, 4096),
+        f(1),
+        PhaseEnd,
+        IterationEnd,
+    ];
+    assert_eq!(categories(&events), [Category::Temporaries]);
+    let p = profile(&events);
+    assert_eq!(p.category_peaks, only(Category::Temporaries, 4096));
+    assert_eq!(p.at_peak, only(Category::Temporaries, 4096));
+}
+
+#[test_case(Phase::Params)]
+#[test_case(Phase::OptimizerInit)]
+#[test_case(Phase::Inputs)]
+#[test_case(Phase::Forward)]
+#[test_case(Phase::Backward)]
+#[test_case(Phase::OptimizerStep)]
+fn freed_before_its_phase_ends_is_a_temporary_before_the_loop(phase: Phase) {
+    // A kept allocation next to the temporary must not change the temporary's category.
+    let events = [PhaseStart(phase), a(1, 10), a(2, 300), f(2), PhaseEnd];
+    assert_eq!(categories(&events)[1], Category::Temporaries);
+}
+
+#[test]
+fn a_temporary_freed_in_a_nested_phase_is_judged_by_the_phase_that_made_it() {
+    // Made in forward, freed inside a nested backward run, before forward ended.
+    let events = [
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        a(1, 64),
+        PhaseStart(Phase::Backward),
+        f(1),
+        PhaseEnd,
+        PhaseEnd,
+        IterationEnd,
+    ];
+    assert_eq!(categories(&events), [Category::Temporaries]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Survivors of each phase.
+
+#[test_case(Phase::Params, Category::Parameters)]
+#[test_case(Phase::OptimizerInit, Category::OptimizerState)]
+#[test_case(Phase::Inputs, Category::Inputs)]
+#[test_case(Phase::Forward, Category::Activations; "forward freed within its iteration")]
+#[test_case(Phase::Backward, Category::Gradients)]
+#[test_case(Phase::OptimizerStep, Category::OptimizerState)]
+fn survivors_freed_later_in_the_same_iteration(phase: Phase, expected: Category) {
+    let events = [
+        IterationStart(0),
+        PhaseStart(phase),
+        a(1, 1000),
+        PhaseEnd,
+        f(1),
+        IterationEnd,
+    ];
+    assert_eq!(categories(&events), [expected]);
+    let p = profile(&events);
+    assert_eq!(p.category_peaks, only(expected, 1000));
+    assert_eq!(p.at_peak, only(expected, 1000));
+}
+
+#[test_case(Phase::Params, Category::Parameters)]
+#[test_case(Phase::OptimizerInit, Category::OptimizerState)]
+#[test_case(Phase::Inputs, Category::Inputs)]
+#[test_case(Phase::Backward, Category::Gradients)]
+#[test_case(Phase::OptimizerStep, Category::OptimizerState)]
+fn survivors_other_than_forward_keep_their_category_when_they_outlive_the_iteration(
+    phase: Phase,
+    expected: Category,
+) {
+    // Never freed, and freed only after the iteration: still the phase's category.
+    let never = [
+        IterationStart(0),
+        PhaseStart(phase),
+        a(1, 8),
+        PhaseEnd,
+        IterationEnd,
+    ];
+    assert_eq!(categories(&never), [expected]);
+    let later = [
+        IterationStart(0),
+        PhaseStart(phase),
+        a(1, 8),
+        PhaseEnd,
+        IterationEnd,
+        f(1),
+    ];
+    assert_eq!(categories(&later), [expected]);
+}
+
+#[test_case(Phase::Params, Category::Parameters)]
+#[test_case(Phase::OptimizerInit, Category::OptimizerState)]
+fn set_up_phases_before_the_loop_charge_their_survivors(phase: Phase, expected: Category) {
+    let events = [
+        PhaseStart(phase),
+        a(1, 512),
+        PhaseEnd,
+        IterationStart(0),
+        IterationEnd,
+    ];
+    assert_eq!(categories(&events), [expected]);
+}
+
+#[test]
+fn forward_survivors_alive_when_the_iteration_ends_are_workspace() {
+    // id 1: freed after IterationEnd (outlives its iteration) -> workspace;
+    // id 2: never freed -> workspace; id 3: freed in backward -> activations.
+    let events = [
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        a(1, 100),
+        a(2, 200),
+        a(3, 400),
+        PhaseEnd,
+        PhaseStart(Phase::Backward),
+        f(3),
+        PhaseEnd,
+        IterationEnd,
+        IterationStart(1),
+        f(1),
+        IterationEnd,
+    ];
+    assert_eq!(
+        categories(&events),
+        [
+            Category::Workspace,
+            Category::Workspace,
+            Category::Activations
+        ]
+    );
+    let p = profile(&events);
+    // All three are alive together right after id 3: 700 bytes, 300 workspace.
+    assert_eq!(p.peak_bytes, 700);
+    assert_eq!(
+        p.at_peak,
+        bytes(&[(Category::Workspace, 300), (Category::Activations, 400)])
+    );
+}
+
+#[test]
+fn an_iteration_closed_by_the_next_iteration_start_bounds_its_forward_survivors() {
+    // No IterationEnd: IterationStart(1) closes iteration 0. id 1 is freed after that.
+    let events = [
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        a(1, 100),
+        a(2, 50),
+        PhaseEnd,
+        f(2),
+        IterationStart(1),
+        f(1),
+        IterationEnd,
+    ];
+    assert_eq!(
+        categories(&events),
+        [Category::Workspace, Category::Activations]
+    );
+    let p = profile(&events);
+    assert_eq!(p.iteration_end_bytes, vec![100, 0]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Outside any phase.
+
+#[test]
+fn outside_any_phase_in_the_loop() {
+    // id 1: freed within the iteration -> temporaries; id 2: freed after it -> workspace;
+    // id 3: never freed -> workspace.
+    let events = [
+        IterationStart(0),
+        a(1, 10),
+        a(2, 20),
+        a(3, 40),
+        f(1),
+        IterationEnd,
+        f(2),
+    ];
+    assert_eq!(
+        categories(&events),
+        [
+            Category::Temporaries,
+            Category::Workspace,
+            Category::Workspace
+        ]
+    );
+    let p = profile(&events);
+    assert_eq!(p.peak_bytes, 70);
+    assert_eq!(p.peak_phase, None);
+    assert_eq!(p.peak_iteration, Some(0));
+    assert_eq!(
+        p.at_peak,
+        bytes(&[(Category::Temporaries, 10), (Category::Workspace, 60)])
+    );
+}
+
+#[test]
+fn outside_any_phase_and_outside_the_loop() {
+    // Before the loop: freed before the test ends -> temporaries; alive at the end -> workspace.
+    let events = [a(1, 10), a(2, 20), IterationStart(0), IterationEnd, f(1)];
+    assert_eq!(
+        categories(&events),
+        [Category::Temporaries, Category::Workspace]
+    );
+    let p = profile(&events);
+    assert_eq!(p.peak_phase, None);
+    assert_eq!(p.peak_iteration, None);
+}
+
+// ---------------------------------------------------------------------------------------
+// Explicit tags.
+
+#[test_case(Phase::Params, Category::Inputs; "params tagged inputs")]
+#[test_case(Phase::Forward, Category::Parameters; "forward tagged parameters")]
+#[test_case(Phase::Backward, Category::Workspace; "backward tagged workspace")]
+#[test_case(Phase::OptimizerStep, Category::Untracked; "optimizer_step tagged untracked")]
+fn an_explicit_tag_wins_over_every_rule(phase: Phase, tag: Category) {
+    // id 1 would be a temporary, id 2 the phase's survivor, id 3 (forward) workspace.
+    let events = [
+        IterationStart(0),
+        PhaseStart(phase),
+        TagPush(tag),
+        a(1, 1),
+        f(1),
+        a(2, 2),
+        a(3, 4),
+        TagPop,
+        PhaseEnd,
+        f(2),
+        IterationEnd,
+    ];
+    assert_eq!(categories(&events), [tag, tag, tag]);
+    let p = profile(&events);
+    // Live: 1, then 0, then 2, then 6: the peak is 6 bytes, all tagged.
+    assert_eq!(p.peak_bytes, 6);
+    assert_eq!(p.at_peak, only(tag, 6));
+    assert_eq!(p.category_peaks, only(tag, 6));
+}
+
+#[test]
+fn a_tag_pushed_outside_any_phase_applies_inside_later_phases() {
+    let events = [
+        TagPush(Category::Inputs),
+        PhaseStart(Phase::Forward),
+        a(1, 5),
+        PhaseEnd,
+        TagPop,
+    ];
+    assert_eq!(categories(&events), [Category::Inputs]);
+}
+
+#[test]
+fn nested_tags_innermost_wins_and_pop_restores_the_outer_one() {
+    let events = [
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        TagPush(Category::Workspace),
+        a(1, 1),
+        TagPush(Category::Parameters),
+        a(2, 2),
+        TagPush(Category::Gradients),
+        a(3, 4),
+        TagPop,
+        a(4, 8),
+        TagPop,
+        a(5, 16),
+        TagPop,
+        a(6, 32),
+        f(6),
+        PhaseEnd,
+        f(1),
+        f(2),
+        f(3),
+        f(4),
+        f(5),
+        IterationEnd,
+    ];
+    assert_eq!(
+        categories(&events),
+        [
+            Category::Workspace,
+            Category::Parameters,
+            Category::Gradients,
+            Category::Parameters,
+            Category::Workspace,
+            // untagged again: freed inside forward
+            Category::Temporaries,
+        ]
+    );
+    let p = profile(&events);
+    // 1+2+4+8+16+32 = 63 at the peak.
+    assert_eq!(p.peak_bytes, 63);
+    assert_eq!(
+        p.at_peak,
+        bytes(&[
+            (Category::Workspace, 17),
+            (Category::Parameters, 10),
+            (Category::Gradients, 4),
+            (Category::Temporaries, 32),
+        ])
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Baseline: frees of memory allocated before recording started.
+
+#[test]
+fn frees_of_unknown_ids_are_baseline_and_never_underflow() {
+    let events = [
+        f(77),
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        f(78),
+        a(1, 100),
+        f(79),
+        PhaseEnd,
+        f(1),
+        f(1), // a double free: the id is no longer live, ignored like the baseline
+        IterationEnd,
+        IterationStart(1),
+        a(2, 30),
+        f(80),
+        IterationEnd,
+    ];
+    let p = profile(&events);
+    assert_eq!(p.peak_bytes, 100);
+    assert_eq!(p.iteration_end_bytes, vec![0, 30]);
+    assert_eq!(p.allocations, 2);
+    assert_eq!(p.baseline_bytes, 0);
+    assert_eq!(p.phases, vec![record(Phase::Forward, Some(0), 0, 100, 100)]);
+}
+
+#[test]
+fn a_stream_of_only_baseline_frees_is_empty() {
+    let p = profile(&[f(1), f(2), f(3)]);
+    assert_eq!(p.peak_bytes, 0);
+    assert_eq!(p.at_peak, CategoryBytes::default());
+    assert_eq!(p.category_peaks, CategoryBytes::default());
+    assert_eq!(p.allocations, 0);
+    assert_eq!(p.iterations, 0);
+    assert_eq!(p.peak_phase, None);
+    assert_eq!(p.peak_iteration, None);
+}
+
+// ---------------------------------------------------------------------------------------
+// A whole training step: peak, breakdown at the peak, category peaks, phase records.
+
+/// Set-up, then two iterations of inputs/forward/backward/optimizer_step.
+///
+/// Live totals (worked by hand):
+/// - params: +1000 (id 1) -> 1000; optimizer_init: +2000 (id 2) -> 3000
+/// - iteration 0: inputs +300 -> 3300; forward +500 (act) 3800, +50 (tmp) 3850, -50 3800,
+///   +64 (workspace, never freed) 3864; backward +1000 (grads) 4864, +200 (tmp) 5064,
+///   -200 4864, -500 (act) 4364; optimizer_step +100 4464, -100 4364; free grads 3364,
+///   free inputs 3064.
+/// - iteration 1: inputs 3364; forward 3864, 3914, 3864; backward 4864, 5114 (the peak),
+///   4864, 4364; optimizer_step 4464, 4364; frees -> 3064.
+fn training_step() -> Vec<Event> {
+    vec![
+        PhaseStart(Phase::Params),
+        a(1, 1000),
+        PhaseEnd,
+        PhaseStart(Phase::OptimizerInit),
+        a(2, 2000),
+        PhaseEnd,
+        IterationStart(0),
+        PhaseStart(Phase::Inputs),
+        a(10, 300),
+        PhaseEnd,
+        PhaseStart(Phase::Forward),
+        a(11, 500),
+        a(12, 50),
+        f(12),
+        a(13, 64),
+        PhaseEnd,
+        PhaseStart(Phase::Backward),
+        a(14, 1000),
+        a(15, 200),
+        f(15),
+        f(11),
+        PhaseEnd,
+        PhaseStart(Phase::OptimizerStep),
+        a(16, 100),
+        f(16),
+        PhaseEnd,
+        f(14),
+        f(10),
+        IterationEnd,
+        IterationStart(1),
+        PhaseStart(Phase::Inputs),
+        a(20, 300),
+        PhaseEnd,
+        PhaseStart(Phase::Forward),
+        a(21, 500),
+        a(22, 50),
+        f(22),
+        PhaseEnd,
+        PhaseStart(Phase::Backward),
+        a(24, 1000),
+        a(25, 250),
+        f(25),
+        f(21),
+        PhaseEnd,
+        PhaseStart(Phase::OptimizerStep),
+        a(26, 100),
+        f(26),
+        PhaseEnd,
+        f(24),
+        f(20),
+        IterationEnd,
+    ]
+}
+
+#[test]
+fn training_step_classifies_every_allocation() {
+    use Category::*;
+    assert_eq!(
+        categories(&training_step()),
+        [
+            Parameters,     // 1
+            OptimizerState, // 2
+            Inputs,         // 10
+            Activations,    // 11
+            Temporaries,    // 12
+            Workspace,      // 13
+            Gradients,      // 14
+            Temporaries,    // 15
+            Temporaries,    // 16
+            Inputs,         // 20
+            Activations,    // 21
+            Temporaries,    // 22
+            Gradients,      // 24
+            Temporaries,    // 25
+            Temporaries,    // 26
+        ]
+    );
+}
+
+#[test]
+fn training_step_peak_and_its_breakdown() {
+    let p = profile(&training_step());
+    assert_eq!(p.peak_bytes, 5114);
+    assert_eq!(p.peak_phase, Some(Phase::Backward));
+    assert_eq!(p.peak_iteration, Some(1));
+    let expected = bytes(&[
+        (Category::Parameters, 1000),
+        (Category::OptimizerState, 2000),
+        (Category::Inputs, 300),
+        (Category::Activations, 500),
+        (Category::Workspace, 64),
+        (Category::Gradients, 1000),
+        (Category::Temporaries, 250),
+    ]);
+    assert_eq!(p.at_peak, expected);
+    assert_eq!(p.at_peak.total(), p.peak_bytes);
+    assert_eq!(p.iterations, 2);
+    assert_eq!(p.allocations, 15);
+}
+
+#[test]
+fn training_step_category_peaks() {
+    let p = profile(&training_step());
+    // Temporaries never overlap; the largest single one is 250.
+    let expected = bytes(&[
+        (Category::Parameters, 1000),
+        (Category::OptimizerState, 2000),
+        (Category::Inputs, 300),
+        (Category::Activations, 500),
+        (Category::Workspace, 64),
+        (Category::Gradients, 1000),
+        (Category::Temporaries, 250),
+    ]);
+    assert_eq!(p.category_peaks, expected);
+}
+
+#[test]
+fn training_step_phase_records() {
+    let p = profile(&training_step());
+    assert_eq!(
+        p.phases,
+        vec![
+            record(Phase::Params, None, 0, 1000, 1000),
+            record(Phase::OptimizerInit, None, 1000, 3000, 3000),
+            record(Phase::Inputs, Some(0), 3000, 3300, 3300),
+            record(Phase::Forward, Some(0), 3300, 3864, 3864),
+            record(Phase::Backward, Some(0), 3864, 5064, 4364),
+            record(Phase::OptimizerStep, Some(0), 4364, 4464, 4364),
+            record(Phase::Inputs, Some(1), 3064, 3364, 3364),
+            record(Phase::Forward, Some(1), 3364, 3914, 3864),
+            record(Phase::Backward, Some(1), 3864, 5114, 4364),
+            record(Phase::OptimizerStep, Some(1), 4364, 4464, 4364),
+        ]
+    );
+    assert_eq!(p.iteration_end_bytes, vec![3064, 3064]);
+    assert_eq!(p.leak_bytes_per_iteration, 0);
+    assert!(p.leak_sites.is_empty());
+}
+
+#[test]
+fn training_step_steady_state_keeps_set_up_and_the_last_iteration() {
+    let p = profile(&training_step());
+    assert_eq!(
+        p.steady_state_phases(),
+        vec![
+            record(Phase::Params, None, 0, 1000, 1000),
+            record(Phase::OptimizerInit, None, 1000, 3000, 3000),
+            record(Phase::Inputs, Some(1), 3064, 3364, 3364),
+            record(Phase::Forward, Some(1), 3364, 3914, 3864),
+            record(Phase::Backward, Some(1), 3864, 5114, 4364),
+            record(Phase::OptimizerStep, Some(1), 4364, 4464, 4364),
+        ]
+    );
+}
+
+#[test]
+fn steady_state_with_no_loop_keeps_every_phase() {
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 10),
+        PhaseEnd,
+        PhaseStart(Phase::Forward),
+        a(2, 5),
+        f(2),
+        PhaseEnd,
+    ];
+    let p = profile(&events);
+    assert_eq!(
+        p.steady_state_phases(),
+        vec![
+            record(Phase::Params, None, 0, 10, 10),
+            record(Phase::Forward, None, 10, 15, 10),
+        ]
+    );
+}
+
+#[test]
+fn steady_state_of_three_iterations_keeps_only_iteration_two() {
+    let mut events = vec![PhaseStart(Phase::Params), a(1, 10), PhaseEnd];
+    for i in 0..3u32 {
+        let id = 100 + u64::from(i);
+        events.extend([
+            IterationStart(i),
+            PhaseStart(Phase::Forward),
+            a(id, 7),
+            PhaseEnd,
+            f(id),
+            IterationEnd,
+        ]);
+    }
+    let p = profile(&events);
+    assert_eq!(p.phases.len(), 4);
+    assert_eq!(
+        p.steady_state_phases(),
+        vec![
+            record(Phase::Params, None, 0, 10, 10),
+            record(Phase::Forward, Some(2), 10, 17, 17),
+        ]
+    );
+}
+
+#[test]
+fn category_peaks_can_happen_away_from_the_total_peak() {
+    // params: 1000 kept, 4000 temporary (total 5000, freed); forward: 4500 -> total 5500.
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 1000),
+        a(2, 4000),
+        f(2),
+        PhaseEnd,
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        a(3, 4500),
+        PhaseEnd,
+        f(3),
+        IterationEnd,
+    ];
+    let p = profile(&events);
+    assert_eq!(p.peak_bytes, 5500);
+    assert_eq!(p.peak_phase, Some(Phase::Forward));
+    assert_eq!(p.peak_iteration, Some(0));
+    assert_eq!(
+        p.at_peak,
+        bytes(&[(Category::Parameters, 1000), (Category::Activations, 4500)])
+    );
+    assert_eq!(
+        p.category_peaks,
+        bytes(&[
+            (Category::Parameters, 1000),
+            (Category::Temporaries, 4000),
+            (Category::Activations, 4500),
+        ])
+    );
+}
+
+#[test]
+fn the_first_time_the_peak_is_reached_is_the_one_reported() {
+    // 600 in iteration 0's forward, then exactly 600 again in iteration 1's backward.
+    let events = [
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        a(1, 600),
+        f(1),
+        PhaseEnd,
+        IterationEnd,
+        IterationStart(1),
+        PhaseStart(Phase::Backward),
+        a(2, 600),
+        PhaseEnd,
+        f(2),
+        IterationEnd,
+    ];
+    let p = profile(&events);
+    assert_eq!(p.peak_bytes, 600);
+    assert_eq!(p.peak_phase, Some(Phase::Forward));
+    assert_eq!(p.peak_iteration, Some(0));
+    assert_eq!(p.at_peak, only(Category::Temporaries, 600));
+}
+
+#[test]
+fn the_peak_phase_is_the_innermost_running_phase() {
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 10),
+        PhaseStart(Phase::Inputs),
+        a(2, 20),
+        PhaseEnd,
+        PhaseEnd,
+    ];
+    let p = profile(&events);
+    assert_eq!(p.peak_bytes, 30);
+    assert_eq!(p.peak_phase, Some(Phase::Inputs));
+    assert_eq!(
+        categories(&events),
+        [Category::Parameters, Category::Inputs]
+    );
+    // The outer run's peak includes its nested run's allocations.
+    assert_eq!(
+        p.phases,
+        vec![
+            record(Phase::Params, None, 0, 30, 30),
+            record(Phase::Inputs, None, 10, 30, 30),
+        ]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Leaks.
+
+/// Three iterations; iteration 0 keeps 4096 bytes of lazy optimizer state (warm-up);
+/// every iteration retains `leak` bytes allocated in `phase` (`None`: outside phases).
+fn leaky(phase: Option<Phase>, leak: u64) -> Vec<Event> {
+    let mut events = vec![PhaseStart(Phase::Params), a(1, 1 << 20), PhaseEnd];
+    for i in 0..3u32 {
+        let base = 100 * (u64::from(i) + 1);
+        events.push(IterationStart(i));
+        events.extend([PhaseStart(Phase::Inputs), a(base, 256), PhaseEnd]);
+        events.extend([PhaseStart(Phase::Forward), a(base + 1, 512), PhaseEnd]);
+        if i == 0 {
+            events.extend([
+                PhaseStart(Phase::OptimizerStep),
+                a(base + 2, 4096),
+                PhaseEnd,
+            ]);
+        }
+        match phase {
+            Some(p) => events.extend([PhaseStart(p), a(base + 3, leak), PhaseEnd]),
+            None => events.push(a(base + 3, leak)),
+        }
+        events.extend([f(base + 1), f(base), IterationEnd]);
+    }
+    events
+}
+
+#[test_case(Some(Phase::Forward), Category::Workspace; "forward graph kept alive")]
+#[test_case(Some(Phase::Backward), Category::Gradients; "gradients accumulated")]
+#[test_case(Some(Phase::Inputs), Category::Inputs; "batches kept")]
+#[test_case(Some(Phase::OptimizerStep), Category::OptimizerState; "optimizer history")]
+#[test_case(None, Category::Workspace; "outside any phase")]
+fn a_leak_is_reported_per_iteration_with_its_site(phase: Option<Phase>, category: Category) {
+    let p = profile(&leaky(phase, 3000));
+    // Ends: 1 MiB + 4096 + 3000, then +3000 twice.
+    let base = (1 << 20) + 4096;
+    assert_eq!(
+        p.iteration_end_bytes,
+        vec![base + 3000, base + 6000, base + 9000]
+    );
+    assert_eq!(p.leak_bytes_per_iteration, 3000);
+    assert_eq!(
+        p.leak_sites,
+        vec![LeakSite {
+            category,
+            phase,
+            bytes_per_iteration: 3000
+        }]
+    );
+}
+
+#[test]
+fn warm_up_growth_in_iteration_zero_is_not_a_leak() {
+    let p = profile(&leaky(Some(Phase::Forward), 0));
+    let base = (1 << 20) + 4096;
+    assert_eq!(p.iteration_end_bytes, vec![base, base, base]);
+    assert_eq!(p.leak_bytes_per_iteration, 0);
+    assert!(p.leak_sites.is_empty());
+}
+
+#[test]
+fn growth_that_stops_is_not_a_leak() {
+    // Iteration 1 keeps 100 bytes once, iteration 2 keeps nothing.
+    let events = [
+        IterationStart(0),
+        IterationEnd,
+        IterationStart(1),
+        a(1, 100),
+        IterationEnd,
+        IterationStart(2),
+        IterationEnd,
+    ];
+    let p = profile(&events);
+    assert_eq!(p.iteration_end_bytes, vec![0, 100, 100]);
+    assert_eq!(p.leak_bytes_per_iteration, 0);
+    assert!(p.leak_sites.is_empty());
+}
+
+#[test]
+fn uneven_growth_reports_the_smallest_step() {
+    // Steps: +300 then +100: the leak that repeats is at least 100 per iteration.
+    let events = [
+        IterationStart(0),
+        IterationEnd,
+        IterationStart(1),
+        PhaseStart(Phase::Forward),
+        a(1, 300),
+        PhaseEnd,
+        IterationEnd,
+        IterationStart(2),
+        PhaseStart(Phase::Forward),
+        a(2, 100),
+        PhaseEnd,
+        IterationEnd,
+    ];
+    let p = profile(&events);
+    assert_eq!(p.iteration_end_bytes, vec![0, 300, 400]);
+    assert_eq!(p.leak_bytes_per_iteration, 100);
+    assert_eq!(p.leak_sites.len(), 1);
+    assert_eq!(p.leak_sites[0].category, Category::Workspace);
+    assert_eq!(p.leak_sites[0].phase, Some(Phase::Forward));
+}
+
+#[test]
+fn leak_sites_are_sorted_largest_first() {
+    // Each of iterations 1 and 2 keeps 10 bytes of gradients and 50 of forward workspace.
+    let mut events = Vec::new();
+    for i in 0..3u32 {
+        let id = 10 * u64::from(i);
+        events.push(IterationStart(i));
+        if i > 0 {
+            events.extend([PhaseStart(Phase::Backward), a(id, 10), PhaseEnd]);
+            events.extend([PhaseStart(Phase::Forward), a(id + 1, 50), PhaseEnd]);
+        }
+        events.push(IterationEnd);
+    }
+    let p = profile(&events);
+    assert_eq!(p.leak_bytes_per_iteration, 60);
+    assert_eq!(
+        p.leak_sites,
+        vec![
+            LeakSite {
+                category: Category::Workspace,
+                phase: Some(Phase::Forward),
+                bytes_per_iteration: 50
+            },
+            LeakSite {
+                category: Category::Gradients,
+                phase: Some(Phase::Backward),
+                bytes_per_iteration: 10
+            },
+        ]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Id reuse and unclosed phases.
+
+#[test]
+fn an_id_reused_while_live_frees_the_previous_allocation() {
+    // id 1 (100 B) is reallocated as 40 B inside params without a free: the first one was
+    // freed before params ended -> temporary; the second survives -> parameters. id 2 is
+    // made outside any phase and never freed -> workspace.
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 100),
+        a(1, 40),
+        PhaseEnd,
+        IterationStart(0),
+        a(2, 10),
+        f(1), // frees the 40-byte allocation, not the 100-byte one again
+        IterationEnd,
+    ];
+    assert_eq!(
+        categories(&events),
+        [
+            Category::Temporaries,
+            Category::Parameters,
+            Category::Workspace
+        ]
+    );
+    let p = profile(&events);
+    // Live: 100, then 40 (the old one is released before the new one counts), 50, 10.
+    assert_eq!(p.peak_bytes, 100);
+    assert_eq!(p.at_peak, only(Category::Temporaries, 100));
+    assert_eq!(
+        p.category_peaks,
+        bytes(&[
+            (Category::Temporaries, 100),
+            (Category::Parameters, 40),
+            (Category::Workspace, 10),
+        ])
+    );
+    assert_eq!(p.phases, vec![record(Phase::Params, None, 0, 100, 40)]);
+    assert_eq!(p.iteration_end_bytes, vec![10]);
+    assert_eq!(p.allocations, 3);
+}
+
+#[test]
+fn phases_left_open_are_closed_at_the_end_of_the_stream() {
+    // The test panicked inside forward (nested in an optimizer_step run) in iteration 0.
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 1000),
+        PhaseEnd,
+        IterationStart(0),
+        PhaseStart(Phase::OptimizerStep),
+        a(2, 30),
+        PhaseStart(Phase::Forward),
+        a(3, 100),
+        a(4, 50),
+        f(4),
+    ];
+    let p = profile(&events);
+    assert_eq!(
+        p.phases,
+        vec![
+            record(Phase::Params, None, 0, 1000, 1000),
+            record(Phase::OptimizerStep, Some(0), 1000, 1180, 1130),
+            record(Phase::Forward, Some(0), 1030, 1180, 1130),
+        ]
+    );
+    // The open iteration is closed too.
+    assert_eq!(p.iteration_end_bytes, vec![1130]);
+    assert_eq!(p.iterations, 1);
+    assert_eq!(p.peak_bytes, 1180);
+    assert_eq!(p.peak_phase, Some(Phase::Forward));
+    // id 2 survives its (open) phase; id 3 is alive at the end -> workspace; id 4 was freed
+    // before its phase "ended" at the end of the stream -> temporaries.
+    assert_eq!(
+        categories(&events),
+        [
+            Category::Parameters,
+            Category::OptimizerState,
+            Category::Workspace,
+            Category::Temporaries
+        ]
+    );
+}
+
+#[test]
+fn an_allocation_freed_after_its_phase_was_abandoned_is_a_temporary() {
+    // params never ends: everything until the end of the stream is "before it ended".
+    let events = [PhaseStart(Phase::Params), a(1, 8), a(2, 16), f(1)];
+    assert_eq!(
+        categories(&events),
+        [Category::Temporaries, Category::Parameters]
+    );
+    let p = profile(&events);
+    assert_eq!(p.phases, vec![record(Phase::Params, None, 0, 24, 16)]);
+}

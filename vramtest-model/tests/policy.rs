@@ -1,0 +1,591 @@
+//! The regression policy of DESIGN §6: slacks, verdicts, messages, strict mode, budgets
+//! and configuration keys. Byte figures are written out; slacks are worked by hand from
+//! the default limit `+1% | 64KiB` (a change fails when it exceeds max(1% of old, 65536)).
+
+use test_case::test_case;
+use vramtest_model::policy::{UnknownLimitKey, body_diff, check_budget};
+use vramtest_model::{
+    Body, Category, CategoryBytes, DeviceClass, Fidelity, Limit, Movement, Phase, PhaseRecord,
+    Policy, Subject, Verdict, compare,
+};
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+
+fn phase(phase: Phase, iteration: Option<u32>, start: u64, peak: u64, end: u64) -> PhaseRecord {
+    PhaseRecord {
+        phase,
+        iteration,
+        start_bytes: start,
+        peak_bytes: peak,
+        end_bytes: end,
+    }
+}
+
+/// A body of a small training step (3 iterations, phases of the last one).
+fn base() -> Body {
+    let peaks = CategoryBytes {
+        parameters: MIB,
+        gradients: MIB,
+        optimizer_state: 2 * MIB,
+        activations: MIB,
+        inputs: 256 * KIB,
+        temporaries: 512 * KIB,
+        workspace: 0,
+        untracked: 0,
+    };
+    Body {
+        schema: 1,
+        device_class: DeviceClass::Cpu,
+        fidelity: Fidelity::Exact,
+        iterations: 3,
+        peak_bytes: 10 * MIB,
+        peak_phase: Some(Phase::Backward),
+        peak_iteration: Some(2),
+        at_peak: peaks,
+        category_peaks: peaks,
+        phases: vec![
+            phase(Phase::Params, None, 0, MIB, MIB),
+            phase(Phase::OptimizerInit, None, MIB, 3 * MIB, 3 * MIB),
+            phase(Phase::Inputs, Some(2), 3 * MIB, 4 * MIB, 4 * MIB),
+            phase(Phase::Forward, Some(2), 4 * MIB, 6 * MIB, 5 * MIB),
+            phase(Phase::Backward, Some(2), 5 * MIB, 10 * MIB, 6 * MIB),
+            phase(Phase::OptimizerStep, Some(2), 6 * MIB, 7 * MIB, 3 * MIB),
+        ],
+        leak_bytes_per_iteration: 0,
+    }
+}
+
+fn add(x: u64, delta: i64) -> u64 {
+    x.checked_add_signed(delta)
+        .expect("no underflow in the test data")
+}
+
+/// `body` where category `c` moved by `delta` bytes, as did the total peak and the peak of
+/// `phase` in the last iteration.
+fn moved(body: &Body, c: Category, delta: i64, in_phase: Phase) -> Body {
+    let mut b = body.clone();
+    b.category_peaks[c] = add(b.category_peaks[c], delta);
+    b.at_peak[c] = add(b.at_peak[c], delta);
+    b.peak_bytes = add(b.peak_bytes, delta);
+    for r in &mut b.phases {
+        if r.phase == in_phase && r.iteration == Some(2) {
+            r.peak_bytes = add(r.peak_bytes, delta);
+        }
+    }
+    b
+}
+
+fn finding_for(
+    c: &vramtest_model::Comparison,
+    subject: Subject,
+) -> Option<&vramtest_model::Finding> {
+    c.findings.iter().find(|f| f.subject == subject)
+}
+
+// ---------------------------------------------------------------------------------------
+// Verdicts.
+
+#[test]
+fn identical_bodies_are_unchanged() {
+    let c = compare(&base(), &base(), &Policy::default());
+    assert_eq!(c.verdict, Verdict::Unchanged);
+    assert!(c.findings.is_empty());
+    assert_eq!(c.over_budget, None);
+    assert_eq!(c.regressions().count(), 0);
+}
+
+// (old activations peak, change, expected movement). Only `category_peaks.activations`
+// differs, so it is the only finding.
+#[test_case(MIB, 65_536, Some(Movement::Within), Verdict::WithinLimits; "1 MiB grows by exactly 64 KiB")]
+#[test_case(MIB, 65_537, Some(Movement::Regressed), Verdict::Regressed; "1 MiB grows by 64 KiB + 1")]
+#[test_case(MIB, -65_536, Some(Movement::Within), Verdict::WithinLimits; "1 MiB shrinks by exactly 64 KiB")]
+#[test_case(MIB, -65_537, Some(Movement::Improved), Verdict::Improved; "1 MiB shrinks by 64 KiB + 1")]
+#[test_case(100 * MIB, 1_048_576, Some(Movement::Within), Verdict::WithinLimits; "100 MiB grows by exactly 1 percent")]
+#[test_case(100 * MIB, 1_048_577, Some(Movement::Regressed), Verdict::Regressed; "100 MiB grows by 1 percent + 1")]
+#[test_case(100 * MIB, -1_048_576, Some(Movement::Within), Verdict::WithinLimits; "100 MiB shrinks by 1 percent")]
+#[test_case(100 * MIB, -1_048_577, Some(Movement::Improved), Verdict::Improved; "100 MiB shrinks by 1 percent + 1")]
+#[test_case(0, 65_536, Some(Movement::Within), Verdict::WithinLimits; "from nothing within 64 KiB")]
+#[test_case(0, 65_537, Some(Movement::Regressed), Verdict::Regressed; "from nothing beyond 64 KiB")]
+#[test_case(MIB, 0, None, Verdict::Unchanged; "no change")]
+fn default_slack_for_a_category(
+    old: u64,
+    delta: i64,
+    movement: Option<Movement>,
+    verdict: Verdict,
+) {
+    let mut before = base();
+    before.category_peaks.activations = old;
+    let mut after = before.clone();
+    after.category_peaks.activations = add(old, delta);
+    let c = compare(&before, &after, &Policy::default());
+    assert_eq!(c.verdict, verdict);
+    assert_eq!(c.findings.iter().map(|f| f.movement).next(), movement);
+    if movement.is_some() {
+        assert_eq!(c.findings.len(), 1, "{:?}", c.findings);
+        let f = &c.findings[0];
+        assert_eq!(f.subject, Subject::Category(Category::Activations));
+        assert_eq!((f.old, f.new), (old, add(old, delta)));
+        assert_eq!(f.limit, Limit::DEFAULT);
+        assert_eq!(f.delta(), i128::from(delta));
+    }
+}
+
+#[test]
+fn growth_beyond_both_slacks_regresses_and_says_where() {
+    let old = base();
+    // activations 1 MiB -> 2 MiB, grown in forward; backward grew a little too.
+    let mut new = moved(&old, Category::Activations, MIB as i64, Phase::Forward);
+    new.phases[4].peak_bytes += 10 * KIB;
+    let c = compare(&old, &new, &Policy::default());
+    assert_eq!(c.verdict, Verdict::Regressed);
+    let regressed: Vec<Subject> = c.regressions().map(|f| f.subject).collect();
+    // The peak went 10 MiB -> 11 MiB: +10%, also over +1% | 64 KiB.
+    assert_eq!(
+        regressed,
+        [Subject::Peak, Subject::Category(Category::Activations)]
+    );
+    let f = finding_for(&c, Subject::Category(Category::Activations)).unwrap();
+    assert_eq!(f.phase, Some((Phase::Forward, Some(2))));
+    assert_eq!(f.percent(), Some(100.0));
+    let message = f.to_string();
+    for needle in [
+        "activations",
+        "1.00 MiB → 2.00 MiB",
+        "+1.00 MiB",
+        "+100.0%",
+        "over the limit +1% | 64.00 KiB",
+        "grew most in phase forward (iteration 2)",
+    ] {
+        assert!(message.contains(needle), "missing {needle:?} in: {message}");
+    }
+    let peak = finding_for(&c, Subject::Peak).unwrap().to_string();
+    assert!(
+        peak.starts_with("peak: 10.00 MiB → 11.00 MiB (+1.00 MiB, +10.0%)"),
+        "{peak}"
+    );
+}
+
+#[test]
+fn the_phase_that_grew_most_is_named_even_when_it_is_a_set_up_phase() {
+    let old = base();
+    // `moved` only touches phases of the last iteration (params is none of them), so
+    // grow the set-up phase optimizer_init by hand.
+    let mut new = moved(
+        &old,
+        Category::OptimizerState,
+        4 * MIB as i64,
+        Phase::Params,
+    );
+    new.phases[1].peak_bytes += 4 * MIB;
+    let c = compare(&old, &new, &Policy::default());
+    let f = finding_for(&c, Subject::Category(Category::OptimizerState)).unwrap();
+    assert_eq!(f.phase, Some((Phase::OptimizerInit, None)));
+    assert!(
+        f.to_string()
+            .contains("grew most in phase optimizer_init (set-up)"),
+        "{f}"
+    );
+}
+
+#[test]
+fn shrinking_beyond_the_slack_is_an_improvement_worth_accepting() {
+    let mut old = base();
+    old.category_peaks.activations = 2 * MIB;
+    let new = moved(&old, Category::Activations, -(MIB as i64), Phase::Forward);
+    let c = compare(&old, &new, &Policy::default());
+    assert_eq!(c.verdict, Verdict::Improved);
+    assert_eq!(c.regressions().count(), 0);
+    let f = finding_for(&c, Subject::Category(Category::Activations)).unwrap();
+    assert_eq!(f.movement, Movement::Improved);
+    let message = f.to_string();
+    for needle in [
+        "activations: 2.00 MiB → 1.00 MiB",
+        "-1.00 MiB",
+        "-50.0%",
+        "improved by 1.00 MiB: accept to lock it in",
+        "shrank most in phase forward (iteration 2)",
+    ] {
+        assert!(message.contains(needle), "missing {needle:?} in: {message}");
+    }
+}
+
+#[test]
+fn a_regression_wins_over_an_improvement_and_is_listed_first() {
+    let old = base();
+    let new = moved(
+        &old,
+        Category::Gradients,
+        -(512 * KIB as i64),
+        Phase::Backward,
+    );
+    let new = moved(&new, Category::Inputs, 512 * KIB as i64, Phase::Inputs);
+    let c = compare(&old, &new, &Policy::default());
+    assert_eq!(c.verdict, Verdict::Regressed);
+    let order: Vec<(Subject, Movement)> =
+        c.findings.iter().map(|f| (f.subject, f.movement)).collect();
+    // The peak is unchanged (-512 KiB + 512 KiB), so it is not a finding.
+    assert_eq!(
+        order,
+        [
+            (Subject::Category(Category::Inputs), Movement::Regressed),
+            (Subject::Category(Category::Gradients), Movement::Improved),
+        ]
+    );
+}
+
+#[test]
+fn a_category_that_was_zero_reports_new_instead_of_a_percentage() {
+    let old = base();
+    let new = moved(&old, Category::Workspace, 128 * KIB as i64, Phase::Forward);
+    let c = compare(&old, &new, &Policy::default());
+    let f = finding_for(&c, Subject::Category(Category::Workspace)).unwrap();
+    assert_eq!(f.movement, Movement::Regressed);
+    assert_eq!(f.percent(), None);
+    assert!(
+        f.to_string()
+            .starts_with("workspace: 0 B → 128.00 KiB (+128.00 KiB, new), over the limit"),
+        "{f}"
+    );
+}
+
+#[test]
+fn a_new_leak_regresses() {
+    let old = base();
+    let mut new = old.clone();
+    new.leak_bytes_per_iteration = MIB;
+    let c = compare(&old, &new, &Policy::default());
+    assert_eq!(c.verdict, Verdict::Regressed);
+    let f = finding_for(&c, Subject::Leak).unwrap();
+    assert!(
+        f.to_string()
+            .starts_with("leak per iteration: 0 B → 1.00 MiB (+1.00 MiB, new)"),
+        "{f}"
+    );
+}
+
+#[test]
+fn changes_outside_the_compared_figures_are_within_limits() {
+    let old = base();
+    let mut new = old.clone();
+    new.at_peak.temporaries += 1;
+    new.peak_phase = Some(Phase::Forward);
+    let c = compare(&old, &new, &Policy::default());
+    assert_eq!(c.verdict, Verdict::WithinLimits);
+    assert!(c.findings.is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Strict mode: any difference fails, shrinking included.
+
+fn strict() -> Policy {
+    Policy {
+        strict: true,
+        ..Policy::default()
+    }
+}
+
+#[test_case(Category::Activations, -1; "shrink by one byte")]
+#[test_case(Category::Activations, 1; "grow by one byte")]
+#[test_case(Category::Untracked, 1; "untracked grows by one byte")]
+#[test_case(Category::Parameters, -(MIB as i64); "shrink by a MiB")]
+fn strict_fails_on_any_difference(c: Category, delta: i64) {
+    let old = base();
+    let new = moved(&old, c, delta, Phase::Forward);
+    let cmp = compare(&old, &new, &strict());
+    assert_eq!(cmp.verdict, Verdict::Regressed);
+    let f = finding_for(&cmp, Subject::Category(c)).unwrap();
+    assert_eq!(f.movement, Movement::Regressed);
+    assert_eq!(f.limit, Limit::EXACT);
+    assert!(f.to_string().contains("any change fails (strict)"), "{f}");
+    // The same change is no regression without strict.
+    assert_ne!(
+        compare(&old, &new, &Policy::default()).verdict,
+        Verdict::Regressed
+    );
+}
+
+#[test]
+fn an_exact_limit_without_strict_names_the_limit_not_strict_mode() {
+    // `activations = "0"` in the configuration: one more byte fails, but the run was not
+    // `--strict`, so the message must not blame strict mode; it names the limit it broke.
+    let old = base();
+    let new = moved(&old, Category::Activations, 1, Phase::Forward);
+    let mut p = Policy::default();
+    p.set("activations", limit("0")).unwrap();
+    let c = compare(&old, &new, &p);
+    assert_eq!(c.verdict, Verdict::Regressed);
+    let f = finding_for(&c, Subject::Category(Category::Activations)).unwrap();
+    assert_eq!(f.movement, Movement::Regressed);
+    let message = f.to_string();
+    assert!(!message.contains("strict"), "{message}");
+    assert!(message.contains(&Limit::EXACT.to_string()), "{message}");
+}
+
+#[test]
+fn strict_fails_on_a_difference_in_any_field() {
+    let old = base();
+    let mut new = old.clone();
+    new.phases[3].end_bytes += 1;
+    let c = compare(&old, &new, &strict());
+    assert_eq!(c.verdict, Verdict::Regressed);
+    assert!(c.findings.is_empty());
+}
+
+#[test]
+fn strict_passes_identical_bodies() {
+    assert_eq!(
+        compare(&base(), &base(), &strict()).verdict,
+        Verdict::Unchanged
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Budgets.
+
+#[test_case(12 * MIB, 13 * MIB, Some((13 * MIB, 12 * MIB)); "over")]
+#[test_case(12 * MIB, 12 * MIB, None; "exactly at the budget")]
+#[test_case(12 * MIB, 11 * MIB, None; "under")]
+fn a_budget_is_a_hard_ceiling(budget: u64, peak: u64, over: Option<(u64, u64)>) {
+    // The snapshot agrees with the new result: only the budget can fail it.
+    let mut body = base();
+    body.peak_bytes = peak;
+    let policy = Policy {
+        budget: Some(budget),
+        ..Policy::default()
+    };
+    let c = compare(&body, &body, &policy);
+    assert_eq!(c.over_budget, over);
+    assert_eq!(check_budget(&body, &policy), over);
+    let expected = if over.is_some() {
+        Verdict::Regressed
+    } else {
+        Verdict::Unchanged
+    };
+    assert_eq!(c.verdict, expected);
+    assert!(c.findings.is_empty());
+}
+
+#[test]
+fn over_budget_regresses_even_when_the_peak_improved() {
+    let old = moved(
+        &base(),
+        Category::Activations,
+        20 * MIB as i64,
+        Phase::Forward,
+    );
+    let new = base(); // 30 MiB -> 10 MiB, budget 8 MiB
+    let policy = Policy {
+        budget: Some(8 * MIB),
+        ..Policy::default()
+    };
+    let c = compare(&old, &new, &policy);
+    assert_eq!(c.verdict, Verdict::Regressed);
+    assert_eq!(c.over_budget, Some((10 * MIB, 8 * MIB)));
+    assert_eq!(c.regressions().count(), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Configuration keys.
+
+fn limit(s: &str) -> Limit {
+    s.parse().unwrap()
+}
+
+#[test]
+fn tolerance_sets_the_peak_and_every_category() {
+    let mut p = Policy::default();
+    let l = limit("+5% | 1MiB");
+    p.set("tolerance", l).unwrap();
+    assert_eq!(p.peak, l);
+    for c in Category::ALL {
+        assert_eq!(p.limit(Subject::Category(c)), l, "{c}");
+    }
+    assert_eq!(p.leak, Policy::default().leak);
+}
+
+#[test]
+fn peak_and_leak_set_only_themselves() {
+    let l = limit("+3%");
+    let mut p = Policy::default();
+    p.set("peak", l).unwrap();
+    assert_eq!(p.limit(Subject::Peak), l);
+    assert_eq!(p.categories, Policy::default().categories);
+    assert_eq!(p.leak, Policy::default().leak);
+
+    let mut p = Policy::default();
+    p.set("leak", l).unwrap();
+    assert_eq!(p.limit(Subject::Leak), l);
+    assert_eq!(p.peak, Policy::default().peak);
+    assert_eq!(p.categories, Policy::default().categories);
+}
+
+#[test]
+fn each_category_name_sets_only_that_category() {
+    let l = limit("256KiB");
+    for c in Category::ALL {
+        let mut p = Policy::default();
+        p.set(c.as_str(), l).unwrap();
+        for other in Category::ALL {
+            let expected = if other == c {
+                l
+            } else {
+                Policy::default().limit(Subject::Category(other))
+            };
+            assert_eq!(
+                p.limit(Subject::Category(other)),
+                expected,
+                "set {c}, read {other}"
+            );
+        }
+        assert_eq!(p.peak, Policy::default().peak);
+    }
+}
+
+#[test]
+fn a_category_limit_changes_the_verdict() {
+    let old = base();
+    let new = moved(
+        &old,
+        Category::Activations,
+        512 * KIB as i64,
+        Phase::Forward,
+    );
+    let mut p = Policy::default();
+    p.set("tolerance", limit("+100%")).unwrap();
+    assert_eq!(compare(&old, &new, &p).verdict, Verdict::WithinLimits);
+    p.set("activations", limit("+2% | 64KiB")).unwrap();
+    let c = compare(&old, &new, &p);
+    assert_eq!(c.verdict, Verdict::Regressed);
+    let f = c.regressions().next().unwrap();
+    assert_eq!(f.subject, Subject::Category(Category::Activations));
+    assert!(
+        f.to_string().contains("over the limit +2% | 64.00 KiB"),
+        "{f}"
+    );
+}
+
+#[test_case("activation"; "singular")]
+#[test_case("Activations"; "capitalised")]
+#[test_case("total"; "made up")]
+#[test_case(""; "empty")]
+fn unknown_keys_are_errors_that_list_the_valid_ones(key: &str) {
+    let mut p = Policy::default();
+    let err = p.set(key, Limit::EXACT).unwrap_err();
+    assert_eq!(err, UnknownLimitKey(key.to_owned()));
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("unknown limit `{key}`")),
+        "{message}"
+    );
+    for valid in [
+        "tolerance",
+        "peak",
+        "activations",
+        "optimizer_state",
+        "untracked",
+    ] {
+        assert!(message.contains(valid), "{message}");
+    }
+    assert_eq!(p, Policy::default(), "a failed set changes nothing");
+}
+
+#[test]
+fn the_budget_key_is_either_accepted_or_not_advertised() {
+    // The unknown-key message lists `budget` among the expected keys; `set` must then not
+    // answer "unknown limit `budget`" for it.
+    let mut p = Policy::default();
+    match p.set("budget", limit("22GiB")) {
+        Ok(()) => assert_eq!(p.budget, Some(22 * 1024 * MIB)),
+        Err(e) => assert!(
+            !e.to_string().contains("`budget` or"),
+            "self-contradictory error: {e}"
+        ),
+    }
+}
+
+#[test]
+fn untracked_is_looser_than_every_other_category_by_default() {
+    let p = Policy::default();
+    let untracked = p.limit(Subject::Category(Category::Untracked));
+    for old in [0, 64 * KIB, MIB, 100 * MIB, 10 * 1024 * MIB] {
+        for c in Category::ALL
+            .into_iter()
+            .filter(|&c| c != Category::Untracked)
+        {
+            let other = p.limit(Subject::Category(c));
+            assert!(
+                untracked.slack(old) > other.slack(old),
+                "untracked slack {} <= {c} slack {} at {old}",
+                untracked.slack(old),
+                other.slack(old)
+            );
+        }
+    }
+    // The same growth (4 MiB on 100 MiB) passes for untracked and fails for activations.
+    let mut old = base();
+    old.category_peaks.untracked = 100 * MIB;
+    old.category_peaks.activations = 100 * MIB;
+    let mut u = old.clone();
+    u.category_peaks.untracked += 4 * MIB;
+    assert_eq!(compare(&old, &u, &p).verdict, Verdict::WithinLimits);
+    let mut a = old.clone();
+    a.category_peaks.activations += 4 * MIB;
+    assert_eq!(compare(&old, &a, &p).verdict, Verdict::Regressed);
+}
+
+// ---------------------------------------------------------------------------------------
+// The diff shown under a failure.
+
+fn changed_lines(diff: &str) -> Vec<&str> {
+    diff.lines()
+        .filter(|l| {
+            (l.starts_with('-') || l.starts_with('+'))
+                && !l.starts_with("---")
+                && !l.starts_with("+++")
+        })
+        .collect()
+}
+
+#[test]
+fn body_diff_shows_the_changed_field() {
+    let old = base();
+    let mut new = old.clone();
+    new.peak_bytes = 11 * MIB;
+    let diff = body_diff(&old, &new, "vram__mlp@cpu.snap", "vram__mlp@cpu.snap.new");
+    assert!(diff.contains("--- vram__mlp@cpu.snap\n"), "{diff}");
+    assert!(diff.contains("+++ vram__mlp@cpu.snap.new\n"), "{diff}");
+    assert!(diff.contains("@@"), "{diff}");
+    assert_eq!(
+        changed_lines(&diff),
+        [
+            "-  \"peak_bytes\": 10485760,",
+            "+  \"peak_bytes\": 11534336,"
+        ],
+        "{diff}"
+    );
+    // Context lines around it are shown unchanged.
+    assert!(diff.contains("\n   \"iterations\": 3,\n"), "{diff}");
+}
+
+#[test]
+fn body_diff_of_a_nested_field() {
+    let old = base();
+    let mut new = old.clone();
+    new.category_peaks.activations = 3 * MIB;
+    let diff = body_diff(&old, &new, "a", "b");
+    assert_eq!(
+        changed_lines(&diff),
+        [
+            "-    \"activations\": 1048576,",
+            "+    \"activations\": 3145728,"
+        ],
+        "{diff}"
+    );
+}
+
+#[test]
+fn body_diff_of_identical_bodies_has_no_changes() {
+    let diff = body_diff(&base(), &base(), "a", "b");
+    assert!(changed_lines(&diff).is_empty(), "{diff}");
+}

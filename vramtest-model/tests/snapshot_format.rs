@@ -1,0 +1,476 @@
+//! The snapshot file format (DESIGN §5): insta's header, a strict pretty-JSON body,
+//! error messages with line numbers, file naming and atomic writes.
+
+use std::path::{Path, PathBuf};
+use test_case::test_case;
+use vramtest_model::snapshot::{self, FileError, Info, ParseError};
+use vramtest_model::{Body, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot};
+
+/// A complete snapshot file, written by hand. Line numbers are in the margin comments
+/// of [`VALID_LINES`]; the malformed cases below edit single lines of it.
+const VALID_LINES: [&str; 55] = [
+    "---",                                                                     // 1
+    "source: \"tests/vram.rs\"",                                               // 2
+    "description: \"vramtest: peak memory of mlp_adamw on cpu, by category\"", // 3
+    "expression: \"mlp_adamw\"",                                               // 4
+    "info:",                                                                   // 5
+    "  device: \"cpu\"",                                                       // 6
+    "  fidelity: \"exact\"",                                                   // 7
+    "  tool: \"vramtest 0.1.0\"",                                              // 8
+    "---",                                                                     // 9
+    "{",                                                                       // 10
+    "  \"schema\": 1,",                                                        // 11
+    "  \"device_class\": \"cpu\",",                                            // 12
+    "  \"fidelity\": \"exact\",",                                              // 13
+    "  \"iterations\": 3,",                                                    // 14
+    "  \"peak_bytes\": 5114,",                                                 // 15
+    "  \"peak_phase\": \"backward\",",                                         // 16
+    "  \"peak_iteration\": 2,",                                                // 17
+    "  \"at_peak\": {",                                                        // 18
+    "    \"parameters\": 1000,",                                               // 19
+    "    \"gradients\": 1000,",                                                // 20
+    "    \"optimizer_state\": 2000,",                                          // 21
+    "    \"activations\": 500,",                                               // 22
+    "    \"inputs\": 300,",                                                    // 23
+    "    \"temporaries\": 250,",                                               // 24
+    "    \"workspace\": 64,",                                                  // 25
+    "    \"untracked\": 0",                                                    // 26
+    "  },",                                                                    // 27
+    "  \"category_peaks\": {",                                                 // 28
+    "    \"parameters\": 1000,",                                               // 29
+    "    \"gradients\": 1000,",                                                // 30
+    "    \"optimizer_state\": 2000,",                                          // 31
+    "    \"activations\": 500,",                                               // 32
+    "    \"inputs\": 300,",                                                    // 33
+    "    \"temporaries\": 4000,",                                              // 34
+    "    \"workspace\": 64,",                                                  // 35
+    "    \"untracked\": 0",                                                    // 36
+    "  },",                                                                    // 37
+    "  \"phases\": [",                                                         // 38
+    "    {",                                                                   // 39
+    "      \"phase\": \"params\",",                                            // 40
+    "      \"iteration\": null,",                                              // 41
+    "      \"start_bytes\": 0,",                                               // 42
+    "      \"peak_bytes\": 1000,",                                             // 43
+    "      \"end_bytes\": 1000",                                               // 44
+    "    },",                                                                  // 45
+    "    {",                                                                   // 46
+    "      \"phase\": \"backward\",",                                          // 47
+    "      \"iteration\": 2,",                                                 // 48
+    "      \"start_bytes\": 3864,",                                            // 49
+    "      \"peak_bytes\": 5114,",                                             // 50
+    "      \"end_bytes\": 4364",                                               // 51
+    "    }",                                                                   // 52
+    "  ],",                                                                    // 53
+    "  \"leak_bytes_per_iteration\": 0",                                       // 54
+    "}",                                                                       // 55
+];
+
+fn join(lines: &[&str]) -> String {
+    let mut s = lines.join("\n");
+    s.push('\n');
+    s
+}
+
+fn valid_text() -> String {
+    join(&VALID_LINES)
+}
+
+/// The body that [`VALID_LINES`] spells out.
+fn valid_body() -> Body {
+    let at_peak = CategoryBytes {
+        parameters: 1000,
+        gradients: 1000,
+        optimizer_state: 2000,
+        activations: 500,
+        inputs: 300,
+        temporaries: 250,
+        workspace: 64,
+        untracked: 0,
+    };
+    Body {
+        schema: 1,
+        device_class: DeviceClass::Cpu,
+        fidelity: Fidelity::Exact,
+        iterations: 3,
+        peak_bytes: 5114,
+        peak_phase: Some(Phase::Backward),
+        peak_iteration: Some(2),
+        at_peak,
+        category_peaks: CategoryBytes {
+            temporaries: 4000,
+            ..at_peak
+        },
+        phases: vec![
+            PhaseRecord {
+                phase: Phase::Params,
+                iteration: None,
+                start_bytes: 0,
+                peak_bytes: 1000,
+                end_bytes: 1000,
+            },
+            PhaseRecord {
+                phase: Phase::Backward,
+                iteration: Some(2),
+                start_bytes: 3864,
+                peak_bytes: 5114,
+                end_bytes: 4364,
+            },
+        ],
+        leak_bytes_per_iteration: 0,
+    }
+}
+
+fn valid_snapshot() -> Snapshot {
+    Snapshot {
+        source: "tests/vram.rs".into(),
+        test: "mlp_adamw".into(),
+        info: Info {
+            device: "cpu".into(),
+            fidelity: "exact".into(),
+            tool: "vramtest 0.1.0".into(),
+            driver: None,
+            cuda: None,
+        },
+        body: valid_body(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing and reading back.
+
+#[test]
+fn the_hand_written_file_parses_to_the_expected_body() {
+    let parsed = snapshot::parse(&valid_text()).unwrap();
+    assert_eq!(parsed.body, valid_body());
+    assert!(parsed.header.starts_with("source: \"tests/vram.rs\"\n"));
+    assert!(parsed.header.contains("  tool: \"vramtest 0.1.0\"\n"));
+}
+
+#[test]
+fn the_body_is_written_as_pretty_json_in_the_designs_key_order() {
+    assert_eq!(valid_body().to_text(), join(&VALID_LINES[9..]));
+}
+
+#[test]
+fn to_text_round_trips_through_parse() {
+    let snap = valid_snapshot();
+    let text = snap.to_text();
+    assert_eq!(snapshot::parse(&text).unwrap().body, snap.body);
+    // The body part is exactly the body's own text.
+    assert!(text.ends_with(&snap.body.to_text()));
+}
+
+#[test]
+fn a_cuda_snapshot_with_every_optional_field_round_trips() {
+    let mut snap = valid_snapshot();
+    snap.test = "models::conv::resnet \"tiny\"".into();
+    snap.info = Info {
+        device: "NVIDIA H200".into(),
+        fidelity: "phase".into(),
+        tool: "vramtest 0.1.0".into(),
+        driver: Some("570.86.15".into()),
+        cuda: Some("12.8".into()),
+    };
+    snap.body.device_class = DeviceClass::Cuda;
+    snap.body.fidelity = Fidelity::Phase;
+    snap.body.peak_phase = None;
+    snap.body.peak_iteration = None;
+    snap.body.phases.clear();
+    snap.body.leak_bytes_per_iteration = u64::MAX;
+    let text = snap.to_text();
+    let parsed = snapshot::parse(&text).unwrap();
+    assert_eq!(parsed.body, snap.body);
+    assert!(
+        parsed.header.contains("  driver: \"570.86.15\"\n"),
+        "{text}"
+    );
+    assert!(parsed.header.contains("  cuda: \"12.8\"\n"), "{text}");
+    // A quote in the test name does not break the header.
+    assert!(
+        text.contains("expression: \"models::conv::resnet \\\"tiny\\\"\"\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_header_follows_instas_rules() {
+    let text = valid_snapshot().to_text();
+    // insta only recognises a file that starts like this.
+    assert!(text.starts_with("---\nsource:"), "{text}");
+    let header: Vec<&str> = text.lines().skip(1).take_while(|l| *l != "---").collect();
+    let top_level: Vec<&str> = header
+        .iter()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(top_level, ["source", "description", "expression", "info"]);
+    // Everything volatile is nested under `info`.
+    let info_at = header.iter().position(|l| *l == "info:").unwrap();
+    let nested: Vec<&str> = header[info_at + 1..]
+        .iter()
+        .map(|l| l.trim_start().split(':').next().unwrap())
+        .collect();
+    assert_eq!(nested, ["device", "fidelity", "tool"]);
+    assert!(header[info_at + 1..].iter().all(|l| l.starts_with("  ")));
+    assert_eq!(header[0], "source: \"tests/vram.rs\"");
+    assert_eq!(header[2], "expression: \"mlp_adamw\"");
+    assert!(header[1].contains("mlp_adamw") && header[1].contains("cpu"));
+}
+
+#[test]
+fn a_file_rewritten_by_cargo_insta_accept_still_parses() {
+    // insta rewrites the header its own way: unquoted scalars, its own key order inside
+    // `info`, an extra `snapshot_kind`, and the contents without a trailing newline.
+    let mut lines = vec![
+        "---",
+        "source: tests/vram.rs",
+        "description: \"vramtest: peak memory of mlp_adamw on cpu, by category\"",
+        "expression: mlp_adamw",
+        "info:",
+        "  fidelity: exact",
+        "  device: cpu",
+        "  tool: vramtest 0.1.0",
+        "snapshot_kind: text",
+        "---",
+    ];
+    lines.extend_from_slice(&VALID_LINES[9..]);
+    let text = lines.join("\n");
+    assert!(!text.ends_with('\n'));
+    let parsed = snapshot::parse(&text).unwrap();
+    assert_eq!(parsed.body, valid_body());
+    assert!(parsed.header.contains("snapshot_kind: text"));
+}
+
+#[test]
+fn a_pending_file_with_an_assertion_line_parses() {
+    let mut lines = vec!["---", "source: tests/vram.rs", "assertion_line: 42"];
+    lines.extend_from_slice(&VALID_LINES[2..]);
+    assert_eq!(snapshot::parse(&join(&lines)).unwrap().body, valid_body());
+}
+
+#[test]
+fn crlf_line_endings_and_a_bom_are_accepted() {
+    let crlf = valid_text().replace('\n', "\r\n");
+    assert_eq!(snapshot::parse(&crlf).unwrap().body, valid_body());
+    let bom = format!("\u{feff}{}", valid_text());
+    assert_eq!(snapshot::parse(&bom).unwrap().body, valid_body());
+}
+
+// ---------------------------------------------------------------------------------------
+// Malformed files: each error names the line where the problem is.
+
+/// An edit of [`VALID_LINES`] (line numbers are 1-based, as in the margin).
+#[derive(Debug, Clone, Copy)]
+enum Edit {
+    /// The whole file.
+    Text(&'static str),
+    /// Only lines `from..=to`.
+    Keep(usize, usize),
+    Replace(usize, &'static str),
+    Remove(usize),
+    InsertAfter(usize, &'static str),
+}
+
+fn edited(edit: Edit) -> String {
+    let mut lines: Vec<&str> = VALID_LINES.to_vec();
+    match edit {
+        Edit::Text(t) => return t.to_owned(),
+        Edit::Keep(from, to) => lines = lines[from - 1..to].to_vec(),
+        Edit::Replace(n, l) => lines[n - 1] = l,
+        Edit::Remove(n) => {
+            lines.remove(n - 1);
+        }
+        Edit::InsertAfter(n, l) => lines.insert(n, l),
+    }
+    join(&lines)
+}
+
+#[test_case(Edit::Text(""), 1, &["not a snapshot file"]; "empty file")]
+#[test_case(Edit::Keep(10, 55), 1, &["not a snapshot file", "`---`"]; "no header")]
+#[test_case(Edit::Remove(2), 1, &["not a snapshot file", "`source:`"]; "no source line")]
+#[test_case(Edit::Keep(1, 8), 8, &["never closed"]; "header not closed")]
+#[test_case(Edit::Keep(1, 2), 2, &["never closed"]; "header not closed after source")]
+#[test_case(Edit::Replace(10, "this is not json"), 10, &["invalid snapshot body", "expected"]; "not json")]
+#[test_case(Edit::InsertAfter(11, "  \"comment\": \"hi\","), 12, &["unknown field `comment`"]; "unknown key")]
+#[test_case(Edit::InsertAfter(19, "    \"vram\": 5,"), 20, &["unknown field `vram`"]; "unknown category")]
+#[test_case(Edit::Remove(15), 54, &["missing field `peak_bytes`"]; "missing key at the object end")]
+#[test_case(Edit::Remove(25), 26, &["missing field `workspace`"]; "missing nested key")]
+#[test_case(Edit::Replace(15, "  \"peak_bytes\": \"5114\","), 15, &["invalid type: string \"5114\"", "u64"]; "string for an integer")]
+#[test_case(Edit::Replace(15, "  \"peak_bytes\": 5114.5,"), 15, &["invalid type: floating point"]; "fraction of a byte")]
+#[test_case(Edit::Replace(23, "    \"inputs\": -300,"), 23, &["-300", "u64"]; "negative bytes")]
+#[test_case(Edit::Replace(47, "      \"phase\": \"backwards\","), 47, &["unknown variant `backwards`"]; "unknown phase")]
+#[test_case(Edit::Replace(11, "  \"schema\": 2,"), 11, &["schema 2", "schema 1", "hint:"]; "schema 2")]
+#[test_case(Edit::Remove(11), 10, &["missing integer `schema`"]; "schema missing")]
+fn malformed_files_name_the_line(edit: Edit, line: usize, needles: &[&str]) {
+    let text = edited(edit);
+    let err = snapshot::parse(&text).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!("line {line}: ")),
+        "expected line {line}: {message}\n---\n{text}"
+    );
+    for needle in needles {
+        assert!(message.contains(needle), "missing {needle:?} in: {message}");
+    }
+}
+
+#[test]
+fn the_error_kinds_are_distinct() {
+    assert_eq!(snapshot::parse("").unwrap_err(), ParseError::NoHeader);
+    assert_eq!(
+        snapshot::parse(&edited(Edit::Keep(1, 8))).unwrap_err(),
+        ParseError::UnclosedHeader { line: 8 }
+    );
+    assert!(matches!(
+        snapshot::parse(&edited(Edit::Replace(11, "  \"schema\": 7,"))).unwrap_err(),
+        ParseError::Schema { found: 7, .. }
+    ));
+    assert!(matches!(
+        snapshot::parse(&edited(Edit::Replace(14, "  \"iterations\": [],"))).unwrap_err(),
+        ParseError::Body { line: 14, .. }
+    ));
+}
+
+// `peak_phase`, `peak_iteration` and a phase's `iteration` may be null, but the keys are
+// part of the format: a body without one is not a body this version wrote, and the parser
+// is strict. (serde's derive silently reads an absent `Option` field as `None`.)
+#[test_case(16, "peak_phase"; "peak_phase")]
+#[test_case(17, "peak_iteration"; "peak_iteration")]
+#[test_case(41, "iteration"; "a phase's iteration")]
+fn a_missing_nullable_key_is_an_error_too(line: usize, key: &str) {
+    let text = edited(Edit::Remove(line));
+    match snapshot::parse(&text) {
+        Ok(parsed) => panic!(
+            "a body without `{key}` was accepted (read as {:?} / {:?})",
+            parsed.body.peak_phase, parsed.body.peak_iteration
+        ),
+        Err(e) => assert!(
+            e.to_string().contains(&format!("missing field `{key}`")),
+            "{e}"
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// File names.
+
+#[test_case("vram", "mlp_adamw", DeviceClass::Cpu, "vram__mlp_adamw@cpu.snap")]
+#[test_case("vram", "mlp_adamw", DeviceClass::Cuda, "vram__mlp_adamw@cuda.snap")]
+#[test_case("memory", "models::conv::resnet", DeviceClass::Cpu, "memory__models__conv__resnet@cpu.snap"; "module path")]
+fn path_for_names_the_snapshot(target: &str, test: &str, class: DeviceClass, file: &str) {
+    let crate_dir = Path::new("/work/user-crate");
+    let expected: PathBuf = ["/work/user-crate", "tests", "snapshots", file]
+        .iter()
+        .collect();
+    assert_eq!(snapshot::path_for(crate_dir, target, test, class), expected);
+}
+
+#[test]
+fn pending_path_appends_new() {
+    let snap = Path::new("/c/tests/snapshots/vram__mlp@cpu.snap");
+    assert_eq!(
+        snapshot::pending_path(snap),
+        PathBuf::from("/c/tests/snapshots/vram__mlp@cpu.snap.new")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// The file system.
+
+/// A fresh directory under the system temp dir, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "vramtest-model-test-{}-{name}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn write_atomic_creates_directories_writes_and_overwrites() {
+    let scratch = Scratch::new("write");
+    let dir = scratch.0.join("crate").join("tests").join("snapshots");
+    assert!(!dir.exists());
+    let path = dir.join("vram__mlp@cpu.snap");
+
+    snapshot::write_atomic(&path, "first\n").unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "first\n");
+    assert_eq!(names_in(&dir), ["vram__mlp@cpu.snap"]);
+
+    snapshot::write_atomic(&path, "second, longer than the first\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "second, longer than the first\n"
+    );
+    snapshot::write_atomic(&path, "3\n").unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "3\n");
+    // No temporary file is left beside it.
+    assert_eq!(names_in(&dir), ["vram__mlp@cpu.snap"]);
+}
+
+#[test]
+fn write_atomic_then_read_gives_the_snapshot_back() {
+    let scratch = Scratch::new("read");
+    let path = snapshot::path_for(&scratch.0, "vram", "a::b", DeviceClass::Cpu);
+    assert!(snapshot::read(&path).unwrap().is_none());
+    let snap = valid_snapshot();
+    snapshot::write_atomic(&path, &snap.to_text()).unwrap();
+    let parsed = snapshot::read(&path).unwrap().unwrap();
+    assert_eq!(parsed.body, snap.body);
+    assert_eq!(names_in(path.parent().unwrap()), ["vram__a__b@cpu.snap"]);
+}
+
+#[test]
+fn write_atomic_fails_cleanly_when_the_target_is_a_directory() {
+    let scratch = Scratch::new("dir-target");
+    let path = scratch.0.join("taken.snap");
+    std::fs::create_dir(&path).unwrap();
+    std::fs::write(path.join("inside"), "x").unwrap();
+    let err = snapshot::write_atomic(&path, "text").unwrap_err();
+    assert_eq!(err.path(), path.as_path());
+    assert!(err.to_string().starts_with(&path.display().to_string()));
+    // The temporary file was removed again.
+    assert_eq!(names_in(&scratch.0), ["taken.snap"]);
+}
+
+#[test]
+fn read_reports_path_and_line_of_a_malformed_file() {
+    let scratch = Scratch::new("malformed");
+    let path = scratch.0.join("vram__x@cpu.snap");
+    std::fs::write(
+        &path,
+        edited(Edit::Replace(15, "  \"peak_bytes\": \"big\",")),
+    )
+    .unwrap();
+    let err = snapshot::read(&path).unwrap_err();
+    assert_eq!(err.line(), Some(15));
+    assert!(matches!(err, FileError::Parse { .. }));
+    let message = err.to_string();
+    let prefix = format!("{}:15: invalid snapshot body", path.display());
+    assert!(message.starts_with(&prefix), "{message}");
+}
