@@ -1,16 +1,157 @@
-//! The CUDA side of the harness: device discovery and measurement.
+//! The CUDA side of the harness: device discovery and measurement through the
+//! `vramtest-cuda` probe. Without the `cuda` feature every CUDA test is ignored.
 
 use crate::harness::{ChildResult, TestDef};
 use crate::step::Device;
 
-/// The first CUDA device, or why there is none.
-pub fn first_device() -> Result<Device, String> {
-    Err("no CUDA driver".into())
+/// A handle that reports device allocations made directly on cudarc, for exact
+/// (per-allocation) figures. Get it from [`Step::cuda_tracker`](crate::Step::cuda_tracker);
+/// it is cheap to clone and can be moved into your buffers' constructors and `Drop`s.
+/// On the CPU it does nothing (the heap probe already sees every allocation).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CudaTracker {
+    _private: (),
 }
 
-/// Measures one test on CUDA device `ordinal`.
-pub(crate) fn measure(_def: &TestDef, _ordinal: usize, _iterations: u32) -> ChildResult {
-    ChildResult::Ignored {
-        reason: "no CUDA driver".into(),
+impl CudaTracker {
+    pub(crate) fn new() -> CudaTracker {
+        CudaTracker { _private: () }
+    }
+
+    /// `bytes` of device memory were allocated under `id` (the device pointer).
+    pub fn alloc(&self, id: u64, bytes: u64) {
+        crate::probe::track(vramtest_model::Event::Alloc { id, bytes });
+    }
+
+    /// The allocation `id` was released.
+    pub fn free(&self, id: u64) {
+        crate::probe::track(vramtest_model::Event::Free { id });
     }
 }
+
+#[cfg(feature = "cuda")]
+mod imp {
+    use super::*;
+    use crate::harness::run_body;
+    use crate::probe::{self, DeviceProbe};
+    use crate::step::Step;
+    use vramtest_cuda::{Availability, CudarcDriver, PoolSession};
+    use vramtest_model::Event;
+    use vramtest_model::snapshot::Info;
+
+    /// The first CUDA device, or why there is none ("no CUDA driver", "no CUDA device").
+    pub fn first_device() -> Result<Device, String> {
+        match vramtest_cuda::detect() {
+            Availability::Ready { .. } => Ok(Device::Cuda(0)),
+            other => Err(other
+                .reason()
+                .unwrap_or_else(|| "no CUDA device".to_owned())),
+        }
+    }
+
+    /// The session as a device probe; the first driver error is kept for the report.
+    struct Probe {
+        session: Option<PoolSession<CudarcDriver>>,
+        error: Option<String>,
+    }
+
+    impl DeviceProbe for Probe {
+        fn record(&mut self, event: &Event) {
+            if let Some(s) = self.session.as_mut() {
+                if let Err(e) = s.boundary(event) {
+                    self.error.get_or_insert(e.to_string());
+                }
+            }
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+            self
+        }
+    }
+
+    /// Measures one test on CUDA device `ordinal`.
+    pub(crate) fn measure(def: &TestDef, ordinal: usize, iterations: u32) -> ChildResult {
+        if let Err(reason) = first_device() {
+            return ChildResult::Ignored { reason };
+        }
+        let mut step = Step::new(Device::Cuda(ordinal), iterations);
+        let started = run_body(def, &mut step, || {
+            let session = CudarcDriver::new(ordinal).and_then(PoolSession::new);
+            match session {
+                Ok(s) => {
+                    probe::set_device(Box::new(Probe {
+                        session: Some(s),
+                        error: None,
+                    }));
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        let (session, error) = probe::take_device()
+            .and_then(|p| p.into_any().downcast::<Probe>().ok())
+            .map_or((None, None), |p| (p.session, p.error));
+        match started {
+            Err(message) => ChildResult::Failed { message },
+            Ok(Err(message)) => ChildResult::Failed {
+                message: format!("cannot start the CUDA probe: {message}"),
+            },
+            Ok(Ok(())) => {
+                if let Some(e) = error {
+                    return ChildResult::Failed {
+                        message: format!("the CUDA probe failed: {e}"),
+                    };
+                }
+                let Some(session) = session else {
+                    return ChildResult::Failed {
+                        message: "the CUDA probe was lost".into(),
+                    };
+                };
+                match session.finish() {
+                    Ok(report) => {
+                        if let Some(why) = &report.fallback {
+                            println!("note: {why}");
+                        }
+                        println!(
+                            "boundary overhead {:.1}% ({} syncs); reserved peak {} B",
+                            report.boundary_overhead_share() * 100.0,
+                            report.boundaries,
+                            report.profile.reserved_peak_bytes.unwrap_or(0)
+                        );
+                        ChildResult::Measured {
+                            info: Info {
+                                device: report.device.name.clone(),
+                                fidelity: report.profile.fidelity.to_string(),
+                                tool: format!("vramtest {}", env!("CARGO_PKG_VERSION")),
+                                driver: report.device.driver_version.clone(),
+                                cuda: report.device.cuda_version.clone(),
+                            },
+                            profile: Box::new(report.profile),
+                        }
+                    }
+                    Err(e) => ChildResult::Failed {
+                        message: format!("the CUDA probe failed: {e}"),
+                    },
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+mod imp {
+    use super::*;
+
+    /// Built without the `cuda` feature: there is never a CUDA device.
+    pub fn first_device() -> Result<Device, String> {
+        Err("no CUDA driver (vramtest was built without its `cuda` feature)".into())
+    }
+
+    pub(crate) fn measure(_def: &TestDef, _ordinal: usize, _iterations: u32) -> ChildResult {
+        ChildResult::Ignored {
+            reason: first_device().unwrap_err(),
+        }
+    }
+}
+
+pub use imp::first_device;
+pub(crate) use imp::measure;

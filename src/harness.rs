@@ -165,24 +165,13 @@ pub(crate) enum ChildResult {
 
 impl Run {
     fn trial(&self, name: &str, def: &TestDef) -> Result<Completion, Failed> {
-        let device = match &self.device {
-            Ok(d) => *d,
-            Err(reason) => return Ok(Completion::ignored_with(reason)),
-        };
-        let class = class_of(device);
-        if !def.options.devices.is_empty() && !def.options.devices.contains(&class.as_str()) {
-            return Ok(Completion::ignored_with(format!(
-                "runs on {} only",
-                def.options.devices.join(", ")
-            )));
-        }
         let mut report = TestReport {
             schema: REPORT_SCHEMA,
             target: self.target.name.clone(),
             test: name.to_owned(),
             source: relative_source(&self.target.manifest_dir, def.file),
             line: def.line,
-            device_class: Some(class),
+            device_class: self.device.as_ref().ok().map(|d| class_of(*d)),
             status: Status::Failed,
             body: None,
             old_peak_bytes: None,
@@ -193,7 +182,25 @@ impl Run {
             written: None,
             output: None,
         };
-        let outcome = self.measure_and_judge(name, def, device, &mut report);
+        let skip = match (&self.device, report.device_class) {
+            (Err(reason), _) => Some(reason.clone()),
+            (Ok(_), Some(class))
+                if !def.options.devices.is_empty()
+                    && !def.options.devices.contains(&class.as_str()) =>
+            {
+                Some(format!("runs on {} only", def.options.devices.join(", ")))
+            }
+            _ => None,
+        };
+        let outcome = match (skip, &self.device) {
+            (Some(reason), _) => {
+                report.status = Status::Ignored;
+                report.message = reason.clone();
+                Ok(Completion::ignored_with(reason))
+            }
+            (None, Ok(device)) => self.measure_and_judge(name, def, *device, &mut report),
+            (None, Err(_)) => unreachable!("no device is a skip"),
+        };
         if let Some(dir) = &self.report_dir {
             write_report(dir, &report);
         }

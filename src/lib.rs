@@ -33,6 +33,7 @@ mod judge;
 mod probe;
 mod step;
 
+pub use cuda::CudaTracker;
 pub use error::{Error, Result};
 pub use probe::heap::Counting;
 pub use step::{Device, Iterations, Step};
@@ -43,7 +44,7 @@ pub use vramtest_model::Category;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::harness::{Options, TestDef, main};
-    pub use crate::probe::heap::BYTES_PER_EVENT;
+    pub use crate::probe::heap::{BYTES_PER_EVENT, recorder_capacity_bytes, start, stop};
     pub use inventory;
 }
 

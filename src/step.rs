@@ -81,6 +81,13 @@ impl Step {
         f()
     }
 
+    /// A handle for reporting device allocations made directly on cudarc, so a CUDA
+    /// run measures every allocation (`fidelity: exact`) instead of reading the memory
+    /// pool at phase boundaries (`fidelity: phase`).
+    pub fn cuda_tracker(&self) -> crate::CudaTracker {
+        crate::CudaTracker::new()
+    }
+
     /// The training loop: `for _ in t.iterations() { .. }`. Yields the iteration number
     /// (0 is the warm-up). It does not borrow the `Step`, so the body can call its
     /// phase methods; each `next()` marks an iteration boundary.

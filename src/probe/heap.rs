@@ -119,7 +119,7 @@ pub fn mark(event: Event) {
 /// Starts recording with an empty stream; returns the baseline (bytes alive now).
 pub fn start() -> u64 {
     let mut buf = lock();
-    buf.clear();
+    buf.release();
     buf.reserve_initial();
     let baseline = LIVE.load(Ordering::Relaxed);
     RECORDING.store(true, Ordering::SeqCst);
@@ -133,8 +133,12 @@ pub fn stop() -> Vec<Event> {
     // Decoding allocates through the global allocator: recording is off by now.
     let events: Vec<Event> = buf.as_slice().iter().map(RawEvent::decode).collect();
     drop(buf);
-    lock().release();
     events
+}
+
+/// Bytes the recorder's buffer holds right now (capacity, growth slack included).
+pub fn recorder_capacity_bytes() -> usize {
+    lock().cap * BYTES_PER_EVENT
 }
 
 /// Bytes the recorder holds per recorded event.
@@ -216,7 +220,7 @@ impl RawBuffer {
         len: 0,
         cap: 0,
     };
-    const INITIAL: usize = 1 << 16;
+    const INITIAL: usize = 1 << 12;
 
     fn layout(cap: usize) -> Layout {
         Layout::array::<RawEvent>(cap).expect("event buffer size overflows")
@@ -257,10 +261,6 @@ impl RawBuffer {
         // SAFETY: len < cap after growing.
         unsafe { self.ptr.add(self.len).write(e) };
         self.len += 1;
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
     }
 
     fn as_slice(&self) -> &[RawEvent] {

@@ -1,11 +1,49 @@
-//! Probes: what records memory while a test runs. The heap probe always records
-//! markers; a device probe (CUDA) is told about every marker too.
+//! Probes: what records memory while a test runs. The heap probe records every
+//! marker; a device probe (CUDA), when one is active, is told about each one too.
 
 pub mod heap;
 
+use std::sync::Mutex;
 use vramtest_model::Event;
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// A probe of device memory, driven by the same markers as the heap probe.
+pub trait DeviceProbe: Send {
+    /// A marker (phase, iteration, tag) or a tracked allocation event.
+    fn record(&mut self, event: &Event);
+    /// Back to the concrete probe, once the test is over.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+static DEVICE: Mutex<Option<Box<dyn DeviceProbe>>> = Mutex::new(None);
+
+fn device() -> std::sync::MutexGuard<'static, Option<Box<dyn DeviceProbe>>> {
+    DEVICE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// Makes `probe` the active device probe (one test per process).
+pub fn set_device(probe: Box<dyn DeviceProbe>) {
+    *device() = Some(probe);
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// Takes the active device probe back.
+pub fn take_device() -> Option<Box<dyn DeviceProbe>> {
+    device().take()
+}
 
 /// Records a boundary marker in every active probe.
 pub fn mark(event: Event) {
     heap::mark(event);
+    if let Some(d) = device().as_mut() {
+        d.record(&event);
+    }
+}
+
+/// Records a tracked device allocation or free (no effect without a device probe).
+pub fn track(event: Event) {
+    if let Some(d) = device().as_mut() {
+        d.record(&event);
+    }
 }

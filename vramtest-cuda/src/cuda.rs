@@ -1,0 +1,364 @@
+//! The real device: [`detect`] and [`CudarcDriver`], over cudarc's driver API.
+//!
+//! cudarc loads libcuda dynamically and *panics* at the first call when it is absent, so
+//! every entry point checks [`sys::is_culib_present`] first and runs the driver calls
+//! under [`std::panic::catch_unwind`] as a second guard (a driver too old to export a
+//! symbol also panics in cudarc's loader).
+
+use crate::CudaError;
+use crate::driver::{Driver, PoolAttribute};
+use cudarc::driver::{result, sys};
+use std::ffi::c_void;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Whether CUDA tests can run here.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Availability {
+    /// The driver initialized and sees this many devices (at least one).
+    Ready { devices: usize },
+    /// No usable driver: the full reason, starting with "no CUDA driver".
+    NoDriver(String),
+    /// A driver, but no device (reason: [`Availability::reason`]).
+    NoDevice,
+}
+
+impl Availability {
+    /// Why CUDA tests are ignored here (`None` when ready): "no CUDA driver (…)" or
+    /// "no CUDA device (…)".
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Availability::Ready { .. } => None,
+            Availability::NoDriver(reason) => Some(reason.clone()),
+            Availability::NoDevice => Some(NO_DEVICE.to_owned()),
+        }
+    }
+
+    /// The number of devices (0 unless ready).
+    pub fn devices(&self) -> usize {
+        match self {
+            Availability::Ready { devices } => *devices,
+            _ => 0,
+        }
+    }
+}
+
+impl fmt::Display for Availability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Availability::Ready { devices } => write!(f, "CUDA ready ({devices} device(s))"),
+            other => f.write_str(&other.reason().unwrap_or_default()),
+        }
+    }
+}
+
+const NO_DEVICE: &str = "no CUDA device (the driver reports none; check CUDA_VISIBLE_DEVICES)";
+
+/// Finds out whether CUDA tests can run: libcuda present, `cuInit` succeeds, at least one
+/// device. Never panics, never touches the driver when libcuda is absent.
+pub fn detect() -> Availability {
+    // SAFETY: only tries to open the library by its candidate names; loads no symbol.
+    if !unsafe { sys::is_culib_present() } {
+        return Availability::NoDriver(
+            "no CUDA driver (libcuda could not be loaded; is the NVIDIA driver installed \
+             and on the loader path?)"
+                .to_owned(),
+        );
+    }
+    match guard("cuInit", || {
+        if let Err(e) = result::init() {
+            return Ok(match e.0 {
+                sys::CUresult::CUDA_ERROR_NO_DEVICE => Availability::NoDevice,
+                sys::CUresult::CUDA_ERROR_STUB_LIBRARY => Availability::NoDriver(
+                    "no CUDA driver (libcuda is the CUDA toolkit's stub library, not a driver)"
+                        .to_owned(),
+                ),
+                code => Availability::NoDriver(format!("no CUDA driver (cuInit failed: {code:?})")),
+            });
+        }
+        Ok(match result::device::get_count() {
+            Ok(n) if n > 0 => Availability::Ready {
+                devices: n as usize,
+            },
+            Ok(_) | Err(result::DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => {
+                Availability::NoDevice
+            }
+            Err(e) => Availability::NoDriver(format!(
+                "no CUDA driver (cuDeviceGetCount failed: {:?})",
+                e.0
+            )),
+        })
+    }) {
+        Ok(availability) => availability,
+        Err(e) => Availability::NoDriver(format!("no CUDA driver ({e})")),
+    }
+}
+
+/// Runs driver calls, turning a panic in cudarc's loader into an error.
+fn guard<T>(call: &'static str, f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "panic".to_owned());
+            Err(CudaError::Panicked { call, message })
+        }
+    }
+}
+
+fn driver_error(call: &'static str) -> impl FnOnce(result::DriverError) -> CudaError {
+    move |e| CudaError::Driver {
+        call,
+        code: format!("{:?}", e.0),
+    }
+}
+
+/// [`Driver`] for device ordinal `n`, over cudarc's driver API.
+///
+/// Retains the device's primary context (the one cudarc's `CudaContext::new(n)` and so
+/// candle use) for its lifetime and makes it current on the calling thread before each
+/// call; the pool is the device's *current* memory pool (`cuDeviceGetMemPool`, the
+/// default pool unless the program set another), the one `cuMemAllocAsync` uses, looked
+/// up once at construction.
+#[derive(Debug)]
+pub struct CudarcDriver {
+    ordinal: usize,
+    device: sys::CUdevice,
+    ctx: sys::CUcontext,
+    pool: Option<sys::CUmemoryPool>,
+}
+
+// SAFETY: the handles are process-wide driver objects, usable from any thread; every
+// call that needs a current context makes ours current on the calling thread first
+// (cudarc's `CudaContext` is Send + Sync on the same grounds).
+unsafe impl Send for CudarcDriver {}
+unsafe impl Sync for CudarcDriver {}
+
+impl CudarcDriver {
+    /// Opens device `ordinal`. Fails (never panics) without a driver or device.
+    pub fn new(ordinal: usize) -> Result<CudarcDriver, CudaError> {
+        match detect() {
+            Availability::Ready { devices } if ordinal < devices => {}
+            Availability::Ready { devices } => {
+                return Err(CudaError::NoSuchDevice { ordinal, devices });
+            }
+            other => return Err(CudaError::Unavailable(other.reason().unwrap_or_default())),
+        }
+        guard("cuDevicePrimaryCtxRetain", || {
+            let device =
+                result::device::get(ordinal as i32).map_err(driver_error("cuDeviceGet"))?;
+            // SAFETY: `device` comes from cuDeviceGet; released in Drop.
+            let ctx = unsafe { result::primary_ctx::retain(device) }
+                .map_err(driver_error("cuDevicePrimaryCtxRetain"))?;
+            let mut driver = CudarcDriver {
+                ordinal,
+                device,
+                ctx,
+                pool: None,
+            };
+            driver.bind()?;
+            if driver.memory_pools_supported()? {
+                // SAFETY: a valid device.
+                let pool = unsafe { result::device::get_mem_pool(device) }
+                    .map_err(driver_error("cuDeviceGetMemPool"))?;
+                driver.pool = Some(pool);
+            }
+            Ok(driver)
+        })
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// Makes the retained context current on this thread (cheap when it already is).
+    fn bind(&self) -> Result<(), CudaError> {
+        let current = result::ctx::get_current().map_err(driver_error("cuCtxGetCurrent"))?;
+        if current != Some(self.ctx) {
+            // SAFETY: a context we retained and have not released.
+            unsafe { result::ctx::set_current(self.ctx) }
+                .map_err(driver_error("cuCtxSetCurrent"))?;
+        }
+        Ok(())
+    }
+
+    fn pool(&self) -> Result<sys::CUmemoryPool, CudaError> {
+        self.pool.ok_or(CudaError::NoMemoryPools)
+    }
+}
+
+fn attribute_of(a: PoolAttribute) -> sys::CUmemPool_attribute {
+    use sys::CUmemPool_attribute::*;
+    match a {
+        PoolAttribute::UsedCurrent => CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+        PoolAttribute::UsedHigh => CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+        PoolAttribute::ReservedCurrent => CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+        PoolAttribute::ReservedHigh => CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+    }
+}
+
+impl Driver for CudarcDriver {
+    fn synchronize(&self) -> Result<(), CudaError> {
+        guard("cuCtxSynchronize", || {
+            self.bind()?;
+            result::ctx::synchronize().map_err(driver_error("cuCtxSynchronize"))
+        })
+    }
+
+    fn memory_pools_supported(&self) -> Result<bool, CudaError> {
+        guard("cuDeviceGetAttribute", || {
+            // SAFETY: a valid device.
+            let v = unsafe {
+                result::device::get_attribute(
+                    self.device,
+                    sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                )
+            }
+            .map_err(driver_error("cuDeviceGetAttribute"))?;
+            Ok(v > 0)
+        })
+    }
+
+    fn pool_attribute(&self, attribute: PoolAttribute) -> Result<u64, CudaError> {
+        let pool = self.pool()?;
+        guard("cuMemPoolGetAttribute", || {
+            let mut value: sys::cuuint64_t = 0;
+            // SAFETY: a valid pool; these four attributes are cuuint64_t.
+            unsafe {
+                result::mem_pool::get_attribute(
+                    pool,
+                    attribute_of(attribute),
+                    (&mut value as *mut sys::cuuint64_t).cast::<c_void>(),
+                )
+            }
+            .map_err(driver_error("cuMemPoolGetAttribute"))?;
+            Ok(value)
+        })
+    }
+
+    fn reset_high_water_mark(&self, attribute: PoolAttribute) -> Result<(), CudaError> {
+        if !attribute.is_high_water_mark() {
+            return Err(CudaError::NotAHighWaterMark(attribute));
+        }
+        let pool = self.pool()?;
+        guard("cuMemPoolSetAttribute", || {
+            // The driver accepts only 0: "reset the high-water mark to the current value".
+            let mut zero: sys::cuuint64_t = 0;
+            // SAFETY: a valid pool; a high-water attribute takes a cuuint64_t.
+            unsafe {
+                result::mem_pool::set_attribute(
+                    pool,
+                    attribute_of(attribute),
+                    (&mut zero as *mut sys::cuuint64_t).cast::<c_void>(),
+                )
+            }
+            .map_err(driver_error("cuMemPoolSetAttribute"))
+        })
+    }
+
+    fn mem_get_info(&self) -> Result<(u64, u64), CudaError> {
+        guard("cuMemGetInfo", || {
+            self.bind()?;
+            let (free, total) = result::mem_get_info().map_err(driver_error("cuMemGetInfo"))?;
+            Ok((free as u64, total as u64))
+        })
+    }
+
+    fn device_name(&self) -> Result<String, CudaError> {
+        guard("cuDeviceGetName", || {
+            result::device::get_name(self.device).map_err(driver_error("cuDeviceGetName"))
+        })
+    }
+
+    fn driver_version(&self) -> Option<String> {
+        std::fs::read_to_string("/proc/driver/nvidia/version")
+            .ok()
+            .and_then(|text| parse_nvidia_version(&text))
+    }
+
+    fn cuda_version(&self) -> Result<(u32, u32), CudaError> {
+        guard("cuDriverGetVersion", || {
+            let mut v: std::ffi::c_int = 0;
+            // SAFETY: writes one int.
+            unsafe { sys::cuDriverGetVersion(&mut v) }
+                .result()
+                .map_err(driver_error("cuDriverGetVersion"))?;
+            Ok(((v / 1000) as u32, ((v % 1000) / 10) as u32))
+        })
+    }
+}
+
+impl Drop for CudarcDriver {
+    fn drop(&mut self) {
+        let device = self.device;
+        // SAFETY: we retained this device's primary context once in `new`.
+        let _ = guard("cuDevicePrimaryCtxRelease", || {
+            unsafe { result::primary_ctx::release(device) }
+                .map_err(driver_error("cuDevicePrimaryCtxRelease"))
+        });
+    }
+}
+
+/// The kernel module's version from `/proc/driver/nvidia/version`
+/// ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar …").
+pub fn parse_nvidia_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("NVRM version"))?;
+    line.split_whitespace()
+        .find(|w| {
+            w.contains('.')
+                && w.split('.').count() >= 2
+                && w.split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This machine (and CI) has no NVIDIA driver: detect() must say so, not panic.
+    /// On a GPU machine it must find the devices instead.
+    #[test]
+    fn detect_never_panics_and_names_the_reason() {
+        let a = detect();
+        match &a {
+            Availability::Ready { devices } => assert!(*devices > 0),
+            Availability::NoDriver(reason) => {
+                assert!(reason.starts_with("no CUDA driver"), "{reason}")
+            }
+            Availability::NoDevice => {
+                assert!(a.reason().unwrap().starts_with("no CUDA device"))
+            }
+        }
+        // Twice: detection has no lasting side effect that breaks a second call.
+        assert_eq!(detect(), a);
+    }
+
+    #[test]
+    fn without_a_driver_the_driver_cannot_be_opened_and_does_not_panic() {
+        if let Availability::Ready { devices } = detect() {
+            // A GPU machine: an ordinal past the end is an error, not a panic.
+            let err = CudarcDriver::new(devices).unwrap_err();
+            assert!(matches!(err, CudaError::NoSuchDevice { .. }), "{err}");
+        } else {
+            let err = CudarcDriver::new(0).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("no CUDA"), "{text}");
+        }
+    }
+
+    #[test]
+    fn parses_the_kernel_module_version() {
+        let text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc version 12.3.0\n";
+        assert_eq!(parse_nvidia_version(text).as_deref(), Some("550.54.15"));
+        let open =
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build\n";
+        assert_eq!(parse_nvidia_version(open).as_deref(), Some("570.86.15"));
+        assert_eq!(parse_nvidia_version("nothing"), None);
+    }
+}

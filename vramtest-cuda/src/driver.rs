@@ -1,0 +1,137 @@
+//! The few driver calls the probe needs, behind a trait so the arithmetic can be tested
+//! on a CPU with [`FakePool`](crate::FakePool).
+
+use crate::CudaError;
+use crate::watermarks::Sample;
+
+/// A memory-pool attribute (`CU_MEMPOOL_ATTR_*`). All are 64-bit byte counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolAttribute {
+    /// Bytes of the pool in use by the application.
+    UsedCurrent,
+    /// High-water mark of `UsedCurrent` since the last reset.
+    UsedHigh,
+    /// Bytes the pool has reserved from the device.
+    ReservedCurrent,
+    /// High-water mark of `ReservedCurrent` since the last reset.
+    ReservedHigh,
+}
+
+impl PoolAttribute {
+    /// Whether this is a high-water mark (the only attributes that can be reset).
+    pub fn is_high_water_mark(self) -> bool {
+        matches!(self, PoolAttribute::UsedHigh | PoolAttribute::ReservedHigh)
+    }
+}
+
+/// What the probe asks of a CUDA device. Every call concerns one device (and, for pool
+/// calls, that device's current memory pool, the one `cuMemAllocAsync` allocates from).
+pub trait Driver {
+    /// Waits for all work queued on the device's context (so stream-ordered frees land).
+    fn synchronize(&self) -> Result<(), CudaError>;
+    /// Whether the device supports memory pools (`CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`).
+    fn memory_pools_supported(&self) -> Result<bool, CudaError>;
+    /// Reads a pool attribute (`cuMemPoolGetAttribute`).
+    fn pool_attribute(&self, attribute: PoolAttribute) -> Result<u64, CudaError>;
+    /// Resets a high-water mark to the current value (`cuMemPoolSetAttribute` with 0).
+    fn reset_high_water_mark(&self, attribute: PoolAttribute) -> Result<(), CudaError>;
+    /// `(free, total)` device bytes (`cuMemGetInfo`).
+    fn mem_get_info(&self) -> Result<(u64, u64), CudaError>;
+    /// The device's name ("NVIDIA H100 80GB HBM3").
+    fn device_name(&self) -> Result<String, CudaError>;
+    /// The kernel driver's version ("550.54.15"), where the system says it.
+    fn driver_version(&self) -> Option<String>;
+    /// The CUDA version the driver supports (`cuDriverGetVersion`), as `(major, minor)`.
+    fn cuda_version(&self) -> Result<(u32, u32), CudaError>;
+}
+
+impl<D: Driver + ?Sized> Driver for &D {
+    fn synchronize(&self) -> Result<(), CudaError> {
+        (**self).synchronize()
+    }
+    fn memory_pools_supported(&self) -> Result<bool, CudaError> {
+        (**self).memory_pools_supported()
+    }
+    fn pool_attribute(&self, attribute: PoolAttribute) -> Result<u64, CudaError> {
+        (**self).pool_attribute(attribute)
+    }
+    fn reset_high_water_mark(&self, attribute: PoolAttribute) -> Result<(), CudaError> {
+        (**self).reset_high_water_mark(attribute)
+    }
+    fn mem_get_info(&self) -> Result<(u64, u64), CudaError> {
+        (**self).mem_get_info()
+    }
+    fn device_name(&self) -> Result<String, CudaError> {
+        (**self).device_name()
+    }
+    fn driver_version(&self) -> Option<String> {
+        (**self).driver_version()
+    }
+    fn cuda_version(&self) -> Result<(u32, u32), CudaError> {
+        (**self).cuda_version()
+    }
+}
+
+impl<D: Driver + ?Sized> Driver for Box<D> {
+    fn synchronize(&self) -> Result<(), CudaError> {
+        (**self).synchronize()
+    }
+    fn memory_pools_supported(&self) -> Result<bool, CudaError> {
+        (**self).memory_pools_supported()
+    }
+    fn pool_attribute(&self, attribute: PoolAttribute) -> Result<u64, CudaError> {
+        (**self).pool_attribute(attribute)
+    }
+    fn reset_high_water_mark(&self, attribute: PoolAttribute) -> Result<(), CudaError> {
+        (**self).reset_high_water_mark(attribute)
+    }
+    fn mem_get_info(&self) -> Result<(u64, u64), CudaError> {
+        (**self).mem_get_info()
+    }
+    fn device_name(&self) -> Result<String, CudaError> {
+        (**self).device_name()
+    }
+    fn driver_version(&self) -> Option<String> {
+        (**self).driver_version()
+    }
+    fn cuda_version(&self) -> Result<(u32, u32), CudaError> {
+        (**self).cuda_version()
+    }
+}
+
+/// Takes one boundary sample: synchronize, read the pool's counters and the device's
+/// used bytes, then reset both high-water marks (so the next sample's marks cover only
+/// the interval since this one).
+pub(crate) fn sample<D: Driver + ?Sized>(
+    driver: &D,
+    pools: bool,
+    before_event: usize,
+) -> Result<Sample, CudaError> {
+    driver.synchronize()?;
+    let (free, total) = driver.mem_get_info()?;
+    let device_used = total.saturating_sub(free);
+    if !pools {
+        return Ok(Sample {
+            before_event,
+            used: device_used,
+            used_high: device_used,
+            reserved: 0,
+            reserved_high: 0,
+            device_used,
+        });
+    }
+    let used = driver.pool_attribute(PoolAttribute::UsedCurrent)?;
+    let used_high = driver.pool_attribute(PoolAttribute::UsedHigh)?;
+    let reserved = driver.pool_attribute(PoolAttribute::ReservedCurrent)?;
+    let reserved_high = driver.pool_attribute(PoolAttribute::ReservedHigh)?;
+    driver.reset_high_water_mark(PoolAttribute::UsedHigh)?;
+    driver.reset_high_water_mark(PoolAttribute::ReservedHigh)?;
+    Ok(Sample {
+        before_event,
+        used,
+        used_high: used_high.max(used),
+        reserved,
+        reserved_high: reserved_high.max(reserved),
+        device_used,
+    })
+}

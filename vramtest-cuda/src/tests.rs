@@ -1,0 +1,403 @@
+//! Session tests on [`FakePool`]: the whole probe, CPU only.
+
+use crate::*;
+use vramtest_model::{CategoryBytes, Event, Fidelity, Phase, ledger};
+
+const MIB: u64 = 1 << 20;
+const TOTAL: u64 = 80 * 1024 * MIB;
+const CONTEXT: u64 = 500 * MIB;
+
+/// A minimal harness: what `vramtest::Step` does around each phase method.
+struct Harness {
+    session: PoolSession<FakePool>,
+    fake: FakePool,
+    /// Report every pool allocation as tracked (the harness's tracked allocation API).
+    tracked: bool,
+}
+
+impl Harness {
+    fn new(fake: FakePool, tracked: bool) -> Harness {
+        Harness {
+            session: PoolSession::new(fake.clone()).unwrap(),
+            fake,
+            tracked,
+        }
+    }
+
+    fn mark(&mut self, e: Event) {
+        self.session.boundary(&e).unwrap();
+    }
+
+    fn phase<R>(&mut self, p: Phase, f: impl FnOnce(&mut Harness) -> R) -> R {
+        self.mark(Event::PhaseStart(p));
+        let r = f(self);
+        self.mark(Event::PhaseEnd);
+        r
+    }
+
+    fn alloc(&mut self, bytes: u64) -> u64 {
+        let id = self.fake.alloc(bytes);
+        if self.tracked {
+            self.session.track_alloc(id, bytes);
+        }
+        id
+    }
+
+    fn free(&mut self, id: u64) {
+        self.fake.free(id);
+        if self.tracked {
+            self.session.track_free(id);
+        }
+    }
+
+    fn finish(self) -> Report {
+        self.session.finish().unwrap()
+    }
+}
+
+/// The reference training step (all sizes are whole granules, so reserved = used):
+/// params 4 MiB, Adam state 8 MiB; per iteration inputs 2 MiB, forward 6 MiB of
+/// activations + 2 MiB temporary, backward 4 MiB of gradients (frees nothing),
+/// optimizer step a 2 MiB temporary; the loop body drops inputs, activations and
+/// gradients at its end. `leak` bytes per iteration are kept alive forever.
+fn training_step(h: &mut Harness, iterations: u32, leak: u64) {
+    h.phase(Phase::Params, |h| h.alloc(4 * MIB));
+    h.phase(Phase::OptimizerInit, |h| h.alloc(8 * MIB));
+    for i in 0..iterations {
+        h.mark(Event::IterationStart(i));
+        let x = h.phase(Phase::Inputs, |h| h.alloc(2 * MIB));
+        let acts = h.phase(Phase::Forward, |h| {
+            let acts = h.alloc(6 * MIB);
+            let tmp = h.alloc(2 * MIB);
+            h.free(tmp);
+            if leak > 0 {
+                h.alloc(leak); // e.g. `total_loss += loss` keeping each graph
+            }
+            acts
+        });
+        let grads = h.phase(Phase::Backward, |h| h.alloc(4 * MIB));
+        h.phase(Phase::OptimizerStep, |h| {
+            let tmp = h.alloc(2 * MIB);
+            h.free(tmp);
+        });
+        h.free(grads);
+        h.free(acts);
+        h.free(x);
+        h.mark(Event::IterationEnd);
+    }
+}
+
+#[test]
+fn phase_fidelity_breaks_the_peak_down_by_phase() {
+    let mut h = Harness::new(FakePool::new(TOTAL, CONTEXT), false);
+    training_step(&mut h, 3, 0);
+    let r = h.finish();
+    let p = &r.profile;
+    assert_eq!(p.fidelity, Fidelity::Phase);
+    assert_eq!(r.source, Source::Pool);
+    assert_eq!(r.fallback, None);
+    // 4 + 8 + 2 + 6 + 4 live, + the optimizer step's 2 MiB temporary.
+    assert_eq!(p.peak_bytes, 26 * MIB);
+    assert_eq!(p.peak_phase, Some(Phase::OptimizerStep));
+    assert_eq!(p.peak_iteration, Some(0));
+    assert_eq!(
+        p.at_peak,
+        CategoryBytes {
+            parameters: 4 * MIB,
+            optimizer_state: 8 * MIB,
+            inputs: 2 * MIB,
+            activations: 6 * MIB,
+            gradients: 4 * MIB,
+            temporaries: 2 * MIB,
+            ..CategoryBytes::default()
+        }
+    );
+    assert_eq!(p.at_peak.total(), p.peak_bytes);
+    assert_eq!(p.iterations, 3);
+    assert_eq!(p.iteration_end_bytes, vec![12 * MIB; 3]);
+    assert_eq!(p.leak_bytes_per_iteration, 0);
+    assert_eq!(p.baseline_bytes, CONTEXT);
+    assert_eq!(p.allocations, 0);
+    // Forward of the last iteration: starts at 14, peaks at 14 + 6 + 2, ends at 20.
+    let fwd = p
+        .phases
+        .iter()
+        .rfind(|r| r.phase == Phase::Forward)
+        .unwrap();
+    assert_eq!(
+        (
+            fwd.iteration,
+            fwd.start_bytes,
+            fwd.peak_bytes,
+            fwd.end_bytes
+        ),
+        (Some(2), 14 * MIB, 22 * MIB, 20 * MIB)
+    );
+    assert_eq!(p.category_peaks.temporaries, 2 * MIB);
+    assert_eq!(p.category_peaks.untracked, 0);
+    // One sample per phase start/end and iteration start/end, plus finish.
+    assert_eq!(r.boundaries, 2 * 2 + 3 * (2 + 2 * 4) + 1);
+    assert!(r.boundary_overhead_share() <= 1.0);
+}
+
+#[test]
+fn high_water_marks_are_reset_between_phases() {
+    let mut h = Harness::new(FakePool::new(TOTAL, CONTEXT), false);
+    h.phase(Phase::Params, |h| {
+        let kept = h.alloc(2 * MIB);
+        let big = h.alloc(100 * MIB);
+        h.free(big);
+        kept
+    });
+    h.phase(Phase::OptimizerInit, |h| {
+        let small = h.alloc(4 * MIB);
+        h.free(small);
+    });
+    let r = h.finish();
+    let p = &r.profile;
+    assert_eq!(p.phases[0].peak_bytes, 102 * MIB);
+    // Not 102 MiB: the mark was reset at the phase start.
+    assert_eq!(p.phases[1].peak_bytes, 2 * MIB + 4 * MIB);
+    assert_eq!(p.peak_bytes, 102 * MIB);
+    assert_eq!(p.peak_phase, Some(Phase::Params));
+    assert_eq!(p.at_peak.parameters, 2 * MIB);
+    assert_eq!(p.at_peak.temporaries, 100 * MIB);
+    assert_eq!(p.category_peaks.temporaries, 100 * MIB);
+    assert_eq!(p.category_peaks.untracked, 0);
+}
+
+#[test]
+fn stream_ordered_frees_land_at_the_boundary_sync() {
+    let fake = FakePool::new(TOTAL, CONTEXT);
+    let mut h = Harness::new(fake.clone(), false);
+    h.mark(Event::IterationStart(0));
+    let acts = h.phase(Phase::Forward, |h| {
+        let a = h.alloc(6 * MIB);
+        let t = h.alloc(2 * MIB);
+        h.free(t);
+        // Queued: the pool still counts it until the device is synchronized.
+        assert_eq!(h.fake.pending_frees(), 1);
+        assert_eq!(h.fake.used(), 8 * MIB);
+        a
+    });
+    // The PhaseEnd boundary synchronized: the temporary's free landed inside forward.
+    assert_eq!(fake.pending_frees(), 0);
+    assert_eq!(fake.used(), 6 * MIB);
+    h.free(acts);
+    h.mark(Event::IterationEnd);
+    let r = h.finish();
+    let p = &r.profile;
+    assert_eq!(p.phases[0].end_bytes, 6 * MIB);
+    assert_eq!(p.at_peak.activations, 6 * MIB);
+    assert_eq!(p.at_peak.temporaries, 2 * MIB);
+    // Freed before its iteration ended: activations, not workspace.
+    assert_eq!(p.iteration_end_bytes, vec![0]);
+    assert_eq!(p.category_peaks.workspace, 0);
+    assert!(fake.syncs() >= 5);
+}
+
+#[test]
+fn forward_survivors_that_outlive_the_iteration_are_workspace() {
+    let mut h = Harness::new(FakePool::new(TOTAL, CONTEXT), false);
+    for i in 0..2 {
+        h.mark(Event::IterationStart(i));
+        h.phase(Phase::Forward, |h| {
+            if i == 0 {
+                h.alloc(4 * MIB); // a cache made once and kept (cuBLAS-like workspace)
+            }
+            let a = h.alloc(2 * MIB);
+            h.free(a);
+        });
+        h.mark(Event::IterationEnd);
+    }
+    let p = h.finish().profile;
+    assert_eq!(p.category_peaks.workspace, 4 * MIB);
+    assert_eq!(p.category_peaks.activations, 0);
+    assert_eq!(p.leak_bytes_per_iteration, 0);
+}
+
+#[test]
+fn reserved_is_at_least_used_and_fragmentation_is_reported() {
+    let fake = FakePool::new(TOTAL, CONTEXT);
+    let mut h = Harness::new(fake.clone(), false);
+    h.phase(Phase::Params, |h| {
+        h.alloc(MIB + 1); // reserves 2 MiB
+        let t = h.alloc(3 * MIB); // used 4 MiB + 1: reserves 6 MiB
+        h.free(t);
+    });
+    h.phase(Phase::OptimizerInit, |h| h.alloc(MIB));
+    let r = h.finish();
+    assert!(fake.reserved() >= fake.used());
+    let reserved = r.profile.reserved_peak_bytes.unwrap();
+    assert_eq!(reserved, 6 * MIB);
+    assert_eq!(r.pool.reserved_peak_bytes, Some(reserved));
+    assert_eq!(r.pool.used_peak_bytes, 4 * MIB + 1);
+    assert!(reserved >= r.pool.used_peak_bytes);
+    assert_eq!(r.pool.fragmentation_bytes, 2 * MIB - 1);
+    // The pool's slack (reserved − used) is reported as fragmentation, not untracked:
+    // at a boundary it is mostly the just-ended phase's freed temporaries, which the
+    // breakdown already counts.
+    assert_eq!(r.profile.category_peaks.untracked, 0);
+}
+
+#[test]
+fn untracked_is_device_used_minus_pool_used() {
+    let fake = FakePool::new(TOTAL, CONTEXT);
+    let mut h = Harness::new(fake.clone(), false);
+    h.phase(Phase::Params, |h| h.alloc(4 * MIB));
+    h.mark(Event::IterationStart(0));
+    h.phase(Phase::Forward, |h| {
+        h.fake.alloc_outside(32 * MIB); // cuBLAS handle + workspace: not in the pool
+        h.alloc(6 * MIB)
+    });
+    // What the driver says at the peak: device used growth minus pool used growth.
+    let (free, total) = fake.mem_get_info().unwrap();
+    let expected = (total - free - CONTEXT) - fake.used();
+    h.mark(Event::IterationEnd);
+    let p = h.finish().profile;
+    assert_eq!(expected, 32 * MIB);
+    assert_eq!(p.at_peak.untracked, expected);
+    assert_eq!(p.peak_bytes, 4 * MIB + 6 * MIB + 32 * MIB);
+    assert_eq!(p.at_peak.total(), p.peak_bytes);
+    assert_eq!(p.at_peak.parameters, 4 * MIB);
+    assert_eq!(p.peak_phase, Some(Phase::Forward));
+    // Untracked is charged from the start of the interval it grew in: forward's peak
+    // includes it.
+    let fwd = p.phases.iter().find(|r| r.phase == Phase::Forward).unwrap();
+    assert_eq!(fwd.peak_bytes, 42 * MIB);
+    // The context alive at the start is the baseline, never charged.
+    assert_eq!(p.baseline_bytes, CONTEXT);
+}
+
+#[test]
+fn without_pools_it_falls_back_to_mem_get_info_deltas() {
+    let fake = FakePool::without_pools(TOTAL, CONTEXT);
+    let mut h = Harness::new(fake.clone(), false);
+    assert!(h.session.fallback().is_some());
+    assert!(!h.session.device().memory_pools);
+    training_step(&mut h, 2, 0);
+    let r = h.finish();
+    assert_eq!(r.source, Source::DeviceUsed);
+    assert!(r.fallback.as_deref().unwrap().contains("no memory pools"));
+    let p = &r.profile;
+    assert_eq!(p.fidelity, Fidelity::Phase);
+    assert_eq!(p.reserved_peak_bytes, None);
+    // No in-phase peaks: temporaries are invisible, survivors are exact.
+    assert_eq!(p.peak_bytes, 24 * MIB);
+    assert_eq!(
+        p.at_peak,
+        CategoryBytes {
+            parameters: 4 * MIB,
+            optimizer_state: 8 * MIB,
+            inputs: 2 * MIB,
+            activations: 6 * MIB,
+            gradients: 4 * MIB,
+            ..CategoryBytes::default()
+        }
+    );
+    assert_eq!(p.at_peak.untracked, 0);
+}
+
+#[test]
+fn tracked_allocations_are_exact_and_match_the_ledger() {
+    let fake = FakePool::new(TOTAL, CONTEXT);
+    let mut h = Harness::new(fake, true);
+    training_step(&mut h, 3, 0);
+    let events = h.session.events().to_vec();
+    let r = h.finish();
+    let p = &r.profile;
+    let reference = ledger::profile(&events);
+    assert_eq!(p.fidelity, Fidelity::Exact);
+    // Whole granules and no outside allocations: nothing untracked.
+    assert_eq!(p.at_peak.untracked, 0);
+    assert_eq!(p.at_peak, reference.at_peak);
+    assert_eq!(p.peak_bytes, reference.peak_bytes);
+    assert_eq!(p.peak_phase, reference.peak_phase);
+    assert_eq!(p.peak_iteration, reference.peak_iteration);
+    assert_eq!(p.category_peaks, reference.category_peaks);
+    assert_eq!(p.phases, reference.phases);
+    assert_eq!(p.iteration_end_bytes, reference.iteration_end_bytes);
+    assert_eq!(p.allocations, reference.allocations);
+    assert_eq!(p.at_peak.temporaries, 2 * MIB);
+    assert_eq!(p.at_peak.total(), p.peak_bytes);
+}
+
+#[test]
+fn tracked_allocations_with_untracked_device_memory() {
+    let fake = FakePool::new(TOTAL, CONTEXT);
+    let mut h = Harness::new(fake, true);
+    h.phase(Phase::Params, |h| h.alloc(4 * MIB));
+    h.mark(Event::IterationStart(0));
+    h.phase(Phase::Forward, |h| {
+        h.fake.alloc_outside(16 * MIB);
+        let a = h.alloc(2 * MIB);
+        let b = h.alloc(MIB); // reserves a granule: pool slack, not untracked
+        h.free(b);
+        h.fake.alloc(2 * MIB); // a pool allocation the harness did not see: untracked
+        a
+    });
+    h.mark(Event::IterationEnd);
+    let p = h.finish().profile;
+    assert_eq!(p.fidelity, Fidelity::Exact);
+    assert_eq!(p.at_peak.untracked, 16 * MIB + 2 * MIB);
+    assert_eq!(p.at_peak.parameters, 4 * MIB);
+    assert_eq!(p.at_peak.temporaries, MIB);
+    assert_eq!(p.at_peak.total(), p.peak_bytes);
+    assert_eq!(p.allocations, 3);
+}
+
+#[test]
+fn a_leak_keeps_growing_per_iteration() {
+    for tracked in [false, true] {
+        let mut h = Harness::new(FakePool::new(TOTAL, CONTEXT), tracked);
+        training_step(&mut h, 4, 2 * MIB);
+        let p = h.finish().profile;
+        assert_eq!(p.leak_bytes_per_iteration, 2 * MIB, "tracked: {tracked}");
+        assert!(!p.leak_sites.is_empty());
+    }
+}
+
+#[test]
+fn tags_and_tracked_events_pass_through_boundary() {
+    let fake = FakePool::new(TOTAL, CONTEXT);
+    let mut s = PoolSession::new(fake.clone()).unwrap();
+    s.boundary(&Event::PhaseStart(Phase::Forward)).unwrap();
+    s.boundary(&Event::TagPush(vramtest_model::Category::Workspace))
+        .unwrap();
+    let id = fake.alloc(2 * MIB);
+    s.boundary(&Event::Alloc { id, bytes: 2 * MIB }).unwrap();
+    s.boundary(&Event::TagPop).unwrap();
+    s.boundary(&Event::PhaseEnd).unwrap();
+    let syncs = fake.syncs();
+    let r = s.finish().unwrap();
+    assert_eq!(fake.syncs(), syncs + 1);
+    assert_eq!(r.profile.at_peak.workspace, 2 * MIB);
+    assert_eq!(r.profile.fidelity, Fidelity::Exact);
+    assert_eq!(r.device.name, "FakePool");
+    assert_eq!(r.device.cuda_version.as_deref(), Some("12.8"));
+    assert_eq!(r.device.total_bytes, TOTAL);
+}
+
+#[test]
+fn a_device_without_a_driver_reports_no_driver() {
+    // The machines this suite runs on in CI have no NVIDIA driver; a GPU runner has one.
+    match detect() {
+        Availability::NoDriver(reason) => assert!(reason.starts_with("no CUDA driver")),
+        Availability::NoDevice => {}
+        Availability::Ready { devices } => {
+            assert!(devices > 0);
+            // A real device works end to end through the same session.
+            let driver = CudarcDriver::new(0).unwrap();
+            let s = PoolSession::new(driver).unwrap();
+            let r = s.finish().unwrap();
+            assert_eq!(r.profile.peak_bytes, r.profile.at_peak.total());
+        }
+    }
+}
+
+#[test]
+fn sessions_can_live_in_a_global() {
+    fn send<T: Send>() {}
+    send::<PoolSession<CudarcDriver>>();
+    send::<PoolSession<FakePool>>();
+}
