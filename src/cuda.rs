@@ -57,10 +57,8 @@ mod imp {
 
     impl DeviceProbe for Probe {
         fn record(&mut self, event: &Event) {
-            if let Some(s) = self.session.as_mut() {
-                if let Err(e) = s.boundary(event) {
-                    self.error.get_or_insert(e.to_string());
-                }
+            if let Some(Err(e)) = self.session.as_mut().map(|s| s.boundary(event)) {
+                self.error.get_or_insert(e.to_string());
             }
         }
         fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {

@@ -210,15 +210,18 @@ pub fn check_budget(new: &Body, policy: &Policy) -> Option<(u64, u64)> {
 
 /// Holds `new` to `old` under `policy`.
 pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
-    let mut subjects: Vec<(Subject, u64, u64)> =
-        vec![(Subject::Peak, old.peak_bytes, new.peak_bytes)];
-    subjects.extend(Category::ALL.iter().map(|&c| {
-        (
-            Subject::Category(c),
-            old.category_peaks[c],
-            new.category_peaks[c],
-        )
-    }));
+    // Categories first: they say what grew; the peak says what it cost.
+    let mut subjects: Vec<(Subject, u64, u64)> = Category::ALL
+        .iter()
+        .map(|&c| {
+            (
+                Subject::Category(c),
+                old.category_peaks[c],
+                new.category_peaks[c],
+            )
+        })
+        .collect();
+    subjects.push((Subject::Peak, old.peak_bytes, new.peak_bytes));
     subjects.push((
         Subject::Leak,
         old.leak_bytes_per_iteration,

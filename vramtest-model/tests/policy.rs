@@ -140,10 +140,11 @@ fn growth_beyond_both_slacks_regresses_and_says_where() {
     let c = compare(&old, &new, &Policy::default());
     assert_eq!(c.verdict, Verdict::Regressed);
     let regressed: Vec<Subject> = c.regressions().map(|f| f.subject).collect();
-    // The peak went 10 MiB -> 11 MiB: +10%, also over +1% | 64 KiB.
+    // The peak went 10 MiB -> 11 MiB: +10%, also over +1% | 64 KiB. Categories come
+    // first (what grew), then the peak (what it cost).
     assert_eq!(
         regressed,
-        [Subject::Peak, Subject::Category(Category::Activations)]
+        [Subject::Category(Category::Activations), Subject::Peak]
     );
     let f = finding_for(&c, Subject::Category(Category::Activations)).unwrap();
     assert_eq!(f.phase, Some((Phase::Forward, Some(2))));
