@@ -178,10 +178,7 @@ fn snapshots_are_created_reviewed_and_checked() {
     assert!(!r.output.status.success());
     assert!(pending.exists() && !snap.exists());
     let text = std::fs::read_to_string(&pending).unwrap();
-    assert!(
-        text.starts_with("---\nsource: \"tests/vram.rs\"\n"),
-        "{text}"
-    );
+    assert!(text.starts_with("---\nsource: tests/vram.rs\n"), "{text}");
 
     // `always` writes the snapshot and clears the pending file.
     let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);

@@ -152,10 +152,48 @@ impl Snapshot {
     }
 }
 
-/// A YAML scalar: JSON's quoted string form is valid YAML and needs no escaping rules
-/// of its own.
+/// A YAML scalar, written the way `cargo insta accept` rewrites it (so accepting does
+/// not churn the header): plain when that is unambiguous, else JSON's quoted form, which
+/// is valid YAML.
 fn yaml_str(s: &str) -> String {
-    serde_json::to_string(s).expect("strings serialize")
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '@' | '-' | ' '))
+        && !s.starts_with([' ', '-', '.', '@'])
+        && !s.ends_with(' ')
+        && !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~"
+        )
+        && s.parse::<f64>().is_err();
+    if plain {
+        s.to_owned()
+    } else {
+        serde_json::to_string(s).expect("strings serialize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::yaml_str;
+
+    #[test]
+    fn yaml_scalars_are_plain_only_when_unambiguous() {
+        for (input, expected) in [
+            ("tests/vram.rs", "tests/vram.rs"),
+            ("vramtest 0.1.0", "vramtest 0.1.0"),
+            ("NVIDIA H200", "NVIDIA H200"),
+            ("a, b", "\"a, b\""),
+            ("key: value", "\"key: value\""),
+            ("true", "\"true\""),
+            ("12.8", "\"12.8\""),
+            ("", "\"\""),
+            ("-x", "\"-x\""),
+            ("#comment", "\"#comment\""),
+        ] {
+            assert_eq!(yaml_str(input), expected, "{input}");
+        }
+    }
 }
 
 /// A snapshot file that is not what it should be.
