@@ -54,8 +54,11 @@ pub const DEFAULT_ITERATIONS: u32 = 3;
 /// The whole `main` of a vramtest target.
 #[doc(hidden)]
 pub fn main(manifest_dir: &'static str, crate_name: &'static str) -> ExitCode {
+    // The compile-time crate directory, not the run-time CARGO_MANIFEST_DIR: that one is
+    // inherited by every process a test run starts, so it may name another crate.
+    let manifest_dir = PathBuf::from(manifest_dir);
     let target = Target {
-        manifest_dir: PathBuf::from(manifest_dir),
+        manifest_dir,
         name: crate_name.to_owned(),
     };
     if let Ok(test) = std::env::var(env::CHILD_TEST) {
@@ -291,11 +294,16 @@ impl Run {
 
     fn policy(&self, def: &TestDef) -> Result<Policy, String> {
         let mut policy = Policy::default();
-        for (key, limit) in &self.config.limits {
+        // `tolerance` sets every limit: apply it before the specific ones.
+        let mut limits: Vec<_> = self.config.limits.iter().collect();
+        limits.sort_by_key(|(key, _)| key.as_str() != "tolerance");
+        for (key, limit) in limits {
             policy.set(key, *limit).map_err(|e| e.to_string())?;
         }
         policy.budget = self.config.budget;
-        for (key, text) in def.options.limits {
+        let mut options: Vec<_> = def.options.limits.iter().collect();
+        options.sort_by_key(|(key, _)| *key != "tolerance");
+        for (key, text) in options {
             let limit: Limit = text.parse().map_err(|e| format!("{e}"))?;
             policy.set(key, limit).map_err(|e| e.to_string())?;
         }

@@ -162,24 +162,15 @@ pub fn copy_fixture(name: &str) -> PathBuf {
     let manifest = dst.join("Cargo.toml");
     // Cargo names a root package's artifacts by name and version, not by path: a copy
     // with the same version would overwrite the committed fixture's test binary in the
-    // shared target directory. A version of its own keeps them apart.
-    let unique = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        dst.hash(&mut h);
-        h.finish() as u32
-    };
+    // shared target directory. A version of its own keeps them apart (a fixed one, so
+    // the target directory does not grow from run to run; one copy per fixture).
     let text = std::fs::read_to_string(&manifest)
         .unwrap()
         .replace(
             "path = \"../..\"",
             &format!("path = {:?}", repo_root().display().to_string()),
         )
-        .replacen(
-            "version = \"0.1.0\"",
-            &format!("version = \"0.0.{unique}\""),
-            1,
-        );
+        .replacen("version = \"0.1.0\"", "version = \"0.1.0-e2e-root\"", 1);
     std::fs::write(manifest, text).unwrap();
     dst
 }

@@ -1,0 +1,210 @@
+//! Builds the selected test targets with `cargo test --no-run` and finds their
+//! executables in cargo's JSON messages. cargo's own messages (warnings, errors, the
+//! `Compiling` lines) reach the user as cargo printed them.
+
+use crate::cli::BuildArgs;
+use crate::discover::{Package, Workspace, cargo};
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use cargo_metadata::{Message, TargetKind};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// A built test executable of one vramtest target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binary {
+    pub package: String,
+    /// The cargo target name (`vram`).
+    pub target: String,
+    pub path: PathBuf,
+    /// The package's directory: the working directory of its tests.
+    pub package_dir: PathBuf,
+    pub package_version: String,
+}
+
+impl Binary {
+    /// nextest's binary id: `package::target`.
+    pub fn id(&self) -> String {
+        format!("{}::{}", self.package, self.target)
+    }
+}
+
+/// The arguments of `cargo test --no-run` for these packages.
+pub fn cargo_args(ws: &Workspace, build: &BuildArgs, color: &str) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "test",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+        "--color",
+        color,
+        "--manifest-path",
+    ]
+    .map(String::from)
+    .into();
+    args.push(ws.manifest.display().to_string());
+    for p in &ws.packages {
+        args.push("--package".into());
+        args.push(format!("{}@{}", p.name, p.version));
+    }
+    let targets: std::collections::BTreeSet<&String> =
+        ws.packages.iter().flat_map(|p| &p.targets).collect();
+    for t in targets {
+        args.push("--test".into());
+        args.push(t.clone());
+    }
+    let features: Vec<&str> = build
+        .features
+        .iter()
+        .flat_map(|f| f.split([',', ' ']))
+        .filter(|f| !f.is_empty())
+        .collect();
+    if !features.is_empty() {
+        args.push("--features".into());
+        args.push(features.join(","));
+    }
+    if build.all_features {
+        args.push("--all-features".into());
+    }
+    if build.no_default_features {
+        args.push("--no-default-features".into());
+    }
+    if build.release {
+        args.push("--release".into());
+    }
+    args.extend(build.cargo_flags());
+    args
+}
+
+/// Builds the workspace's vramtest targets; returns one executable per target, in
+/// package then target order.
+pub fn build(
+    ws: &Workspace,
+    build: &BuildArgs,
+    color: &str,
+    progress: &Progress,
+) -> Result<Vec<Binary>> {
+    let args = cargo_args(ws, build, color);
+    let mut cmd = Command::new(cargo());
+    cmd.args(&args)
+        .current_dir(&ws.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    // On a terminal cargo's lines go above our spinner; elsewhere they pass through.
+    cmd.stderr(if progress.is_bar() {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    progress.spin("Building test targets");
+    let mut child = cmd.spawn().map_err(|source| Error::Spawn {
+        program: "cargo test --no-run".into(),
+        source,
+    })?;
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take();
+    let mut binaries = Vec::new();
+    std::thread::scope(|s| {
+        if let Some(stderr) = stderr {
+            s.spawn(|| {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    progress.println(line);
+                }
+            });
+        }
+        for message in Message::parse_stream(BufReader::new(stdout)).flatten() {
+            if let Message::CompilerArtifact(artifact) = message {
+                progress.set_message(format!("Building: {}", artifact.target.name));
+                let Some(exe) = artifact.executable else {
+                    continue;
+                };
+                if !artifact.target.kind.contains(&TargetKind::Test) {
+                    continue;
+                }
+                if let Some(pkg) = owner(
+                    &ws.packages,
+                    &artifact.package_id.repr,
+                    &artifact.target.name,
+                ) {
+                    binaries.push(Binary {
+                        package: pkg.name.clone(),
+                        target: artifact.target.name.clone(),
+                        path: exe.into_std_path_buf(),
+                        package_dir: pkg.dir.clone(),
+                        package_version: pkg.version.clone(),
+                    });
+                }
+            }
+        }
+    });
+    let status = child.wait().map_err(|source| Error::Spawn {
+        program: "cargo test --no-run".into(),
+        source,
+    })?;
+    progress.finish();
+    if !status.success() {
+        return Err(Error::Build);
+    }
+    binaries.sort_by(|a, b| (&a.package, &a.target).cmp(&(&b.package, &b.target)));
+    binaries.dedup_by(|a, b| a.package == b.package && a.target == b.target);
+    Ok(binaries)
+}
+
+/// The selected package that owns an artifact, when the artifact is one of its
+/// vramtest targets.
+fn owner<'a>(packages: &'a [Package], package_id: &str, target: &str) -> Option<&'a Package> {
+    packages
+        .iter()
+        .find(|p| p.id == package_id && p.targets.iter().any(|t| t == target))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+
+    fn ws() -> Workspace {
+        let pkg = |name: &str, targets: &[&str]| Package {
+            name: name.into(),
+            id: format!("path+file:///w/{name}#0.1.0"),
+            version: "0.1.0".into(),
+            dir: format!("/w/{name}").into(),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            settings: Settings::default(),
+        };
+        Workspace {
+            root: "/w".into(),
+            manifest: "/w/Cargo.toml".into(),
+            packages: vec![pkg("a", &["vram"]), pkg("b", &["vram", "mem"])],
+        }
+    }
+
+    #[test]
+    fn builds_only_our_targets_with_cargos_flags() {
+        let build = BuildArgs {
+            features: vec!["x,y".into(), "z".into()],
+            all_features: false,
+            no_default_features: true,
+            release: true,
+            locked: true,
+            ..BuildArgs::default()
+        };
+        let args = cargo_args(&ws(), &build, "never").join(" ");
+        assert_eq!(
+            args,
+            "test --no-run --message-format=json-render-diagnostics --color never \
+             --manifest-path /w/Cargo.toml --package a@0.1.0 --package b@0.1.0 \
+             --test mem --test vram --features x,y,z --no-default-features --release --locked"
+        );
+    }
+
+    #[test]
+    fn finds_the_owner_of_an_artifact() {
+        let ws = ws();
+        let owner = |id, t| owner(&ws.packages, id, t).map(|p| p.name.as_str());
+        assert_eq!(owner("path+file:///w/b#0.1.0", "mem"), Some("b"));
+        assert_eq!(owner("path+file:///w/a#0.1.0", "vram"), Some("a"));
+        assert_eq!(owner("path+file:///w/a#0.1.0", "mem"), None);
+        assert_eq!(owner("registry+https://x#c@1.0.0", "vram"), None);
+    }
+}

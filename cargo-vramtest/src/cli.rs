@@ -1,0 +1,409 @@
+//! The command line: cargo's conventions for selecting and building packages, libtest's
+//! for filtering tests, nextest's for partitions. Every flag is documented where it is
+//! defined; `--help` shows these comments.
+
+use crate::partition::Partition;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// The exit codes, shown after `--help`. The README repeats this text.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0    every test passed (an improvement or a change within its limits passes)
+  1    a memory regression, a failing or crashing test, a missing snapshot in check
+       mode, or a new result left pending for review (.snap.new)
+  2    a usage, configuration or snapshot-format error; the message names the file,
+       and the line where there is one
+  101  the build failed; cargo's own messages are shown as cargo printed them";
+
+/// Run `#[vramtest]` peak-memory tests across a workspace, and review their snapshots.
+///
+/// `cargo vramtest` builds the workspace's test targets that use vramtest, runs every
+/// test in a process of its own, compares each peak (broken down by category) with the
+/// snapshot committed beside the test, and reports one table for the whole run. A
+/// plain libtest target is never run.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo-vramtest",
+    bin_name = "cargo vramtest",
+    version,
+    after_help = EXIT_CODES,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// Coloring: auto, always or never. `auto` honours NO_COLOR and CARGO_TERM_COLOR
+    /// and colors only a terminal.
+    #[arg(long, value_enum, value_name = "WHEN", global = true)]
+    pub color: Option<ColorArg>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// `cargo vramtest [OPTIONS]` is `cargo vramtest run [OPTIONS]`.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build, run and judge every test (the default subcommand).
+    #[command(after_help = EXIT_CODES)]
+    Run(RunArgs),
+    /// List the tests with their target, package, snapshot status (and shard).
+    List(ListArgs),
+    /// Review pending results (.snap.new) one by one: accept, reject or skip. Without a
+    /// terminal, print every diff and exit 1 when pending files exist.
+    Review(SnapshotArgs),
+    /// Accept pending results: rename every .snap.new to .snap (only those matching
+    /// the filters, when given).
+    Accept(SnapshotArgs),
+    /// Reject pending results: delete every .snap.new (only those matching the
+    /// filters, when given).
+    Reject(SnapshotArgs),
+    /// Show one test's snapshot: its peak, per-category and per-phase tables.
+    Show(ShowArgs),
+}
+
+/// Which packages of the workspace to look at.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Package selection")]
+pub struct Selection {
+    /// Only this package (repeatable). Without -p, every workspace member that uses
+    /// vramtest.
+    #[arg(short = 'p', long = "package", value_name = "SPEC")]
+    pub packages: Vec<String>,
+
+    /// Every workspace member (the default; accepted for cargo compatibility).
+    #[arg(long)]
+    pub workspace: bool,
+
+    /// Leave this package out (repeatable; with the default --workspace selection).
+    #[arg(long, value_name = "SPEC")]
+    pub exclude: Vec<String>,
+
+    /// Path to the Cargo.toml of the workspace or package to test.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+}
+
+/// How to build the test targets (passed to `cargo test --no-run`).
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Build")]
+pub struct BuildArgs {
+    /// Features to activate, comma- or space-separated (repeatable).
+    #[arg(short = 'F', long, value_name = "FEATURES")]
+    pub features: Vec<String>,
+
+    /// Activate every feature of the selected packages.
+    #[arg(long)]
+    pub all_features: bool,
+
+    /// Do not activate the `default` feature.
+    #[arg(long)]
+    pub no_default_features: bool,
+
+    /// Build the tests in release mode (cargo's `--release`).
+    #[arg(long)]
+    pub release: bool,
+
+    /// Require Cargo.lock to be up to date (cargo's `--locked`).
+    #[arg(long)]
+    pub locked: bool,
+
+    /// Run without accessing the network (cargo's `--offline`).
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Both --locked and --offline (cargo's `--frozen`).
+    #[arg(long)]
+    pub frozen: bool,
+}
+
+impl BuildArgs {
+    /// The flags that cargo's commands share (`--locked`, `--offline`, `--frozen`).
+    pub fn cargo_flags(&self) -> Vec<String> {
+        [
+            (self.locked, "--locked"),
+            (self.offline, "--offline"),
+            (self.frozen, "--frozen"),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, flag)| flag.to_owned())
+        .collect()
+    }
+}
+
+/// Which tests to run.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Test selection")]
+pub struct FilterArgs {
+    /// Only tests whose name contains one of these strings (libtest's rule; the full
+    /// `package::target::test` name matches too).
+    #[arg(value_name = "FILTERS")]
+    pub filters: Vec<String>,
+
+    /// Match filters against whole test names only.
+    #[arg(long)]
+    pub exact: bool,
+
+    /// Run one shard of the tests, like nextest: `hash:M/N` (by a hash of the test's
+    /// name; stable when tests come and go), `slice:M/N` (round-robin over the sorted
+    /// list of every binary's tests) or `count:M/N` (round-robin within each binary).
+    #[arg(long, value_name = "KIND:M/N")]
+    pub partition: Option<Partition>,
+}
+
+/// How to run and judge the tests (passed to the harness through the environment).
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Running")]
+pub struct ExecArgs {
+    /// The device to measure on (VRAMTEST_DEVICE): cpu, cuda, or auto (CUDA when a
+    /// device is present, else the CPU heap). Overrides `device` in the metadata.
+    #[arg(long, value_enum, value_name = "DEVICE")]
+    pub device: Option<DeviceArg>,
+
+    /// Check mode (VRAMTEST_CHECK=1): write no snapshot file; a missing snapshot
+    /// fails. The default under CI (CI set and not empty/0/false, or TF_BUILD set).
+    #[arg(long)]
+    pub check: bool,
+
+    /// Fail on any difference from the snapshot, shrinking included (VRAMTEST_STRICT=1).
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Tests to run at once. Default: the available cores on the CPU, 1 on a GPU
+    /// (tests that share a GPU would see each other's memory).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+}
+
+/// What to write besides the table.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Reports")]
+pub struct ReportArgs {
+    /// `human` (a table, then one block per failure) or `json` (one object per line
+    /// on stdout: each test's report, then a summary; see the crate docs).
+    #[arg(long, value_enum, value_name = "FMT", default_value_t)]
+    pub message_format: MessageFormat,
+
+    /// Write a JUnit XML report to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+
+    /// Write a markdown report (a pull-request comment body) to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    #[command(flatten)]
+    pub build: BuildArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub exec: ExecArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    #[command(flatten)]
+    pub build: BuildArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// `human` (a table) or `json` (one object per test per line).
+    #[arg(long, value_enum, value_name = "FMT", default_value_t)]
+    pub message_format: MessageFormat,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Only pending files whose test name contains one of these strings.
+    #[arg(value_name = "FILTERS")]
+    pub filters: Vec<String>,
+    /// Match filters against whole test names only.
+    #[arg(long)]
+    pub exact: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// The test: its name (`mlp_adamw`) or `target::name`; a unique part of it will do.
+    #[arg(value_name = "TEST")]
+    pub test: String,
+    /// Show the pending result (.snap.new) instead of the committed snapshot.
+    #[arg(long)]
+    pub pending: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DeviceArg {
+    Cpu,
+    Cuda,
+    Auto,
+}
+
+impl DeviceArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceArg::Cpu => "cpu",
+            DeviceArg::Cuda => "cuda",
+            DeviceArg::Auto => "auto",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum MessageFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+impl Cli {
+    /// Parses the process's arguments. Cargo runs `cargo-vramtest vramtest …`; the
+    /// extra `vramtest` is dropped, so `cargo-vramtest …` works the same.
+    pub fn from_env() -> Cli {
+        Cli::parse_from(strip_subcommand_name(std::env::args_os()))
+    }
+
+    /// The subcommand to run, `run` when none was named.
+    pub fn into_command(self) -> Command {
+        self.command.unwrap_or(Command::Run(self.run))
+    }
+}
+
+/// Drops cargo's `vramtest` argument from `cargo-vramtest vramtest …`.
+pub fn strip_subcommand_name<I, T>(args: I) -> Vec<std::ffi::OsString>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if args.get(1).is_some_and(|a| a == "vramtest") {
+        args.remove(1);
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(strip_subcommand_name(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn cargo_passes_the_subcommand_name() {
+        let via_cargo = parse(&["cargo-vramtest", "vramtest", "-p", "a", "mlp"]);
+        let direct = parse(&["cargo-vramtest", "-p", "a", "mlp"]);
+        for cli in [via_cargo, direct] {
+            let Command::Run(run) = cli.into_command() else {
+                panic!("run is the default")
+            };
+            assert_eq!(run.selection.packages, ["a"]);
+            assert_eq!(run.filter.filters, ["mlp"]);
+        }
+    }
+
+    #[test]
+    fn subcommands_take_the_common_flags() {
+        let cli = parse(&[
+            "cargo-vramtest",
+            "vramtest",
+            "list",
+            "--partition",
+            "hash:1/2",
+            "--manifest-path",
+            "x/Cargo.toml",
+            "--color",
+            "never",
+        ]);
+        assert_eq!(cli.color, Some(ColorArg::Never));
+        let Command::List(list) = cli.into_command() else {
+            panic!("list")
+        };
+        assert!(list.filter.partition.is_some());
+        assert_eq!(
+            list.selection.manifest_path,
+            Some(PathBuf::from("x/Cargo.toml"))
+        );
+    }
+
+    #[test]
+    fn run_flags() {
+        let cli = parse(&[
+            "cargo-vramtest",
+            "run",
+            "--check",
+            "--strict",
+            "--device",
+            "cuda",
+            "-j",
+            "3",
+            "--message-format",
+            "json",
+            "--junit",
+            "j.xml",
+            "--markdown",
+            "m.md",
+            "--features",
+            "a,b",
+            "--release",
+        ]);
+        let Command::Run(run) = cli.into_command() else {
+            panic!("run")
+        };
+        assert!(run.exec.check && run.exec.strict);
+        assert_eq!(run.exec.device, Some(DeviceArg::Cuda));
+        assert_eq!(run.exec.jobs, Some(3));
+        assert_eq!(run.report.message_format, MessageFormat::Json);
+        assert_eq!(run.build.features, ["a,b"]);
+        assert!(run.build.release);
+    }
+
+    #[test]
+    fn usage_errors_are_exit_code_2() {
+        for bad in [
+            &["cargo-vramtest", "-j", "0"][..],
+            &["cargo-vramtest", "--partition", "hash:3/2"],
+            &["cargo-vramtest", "--device", "tpu"],
+            &["cargo-vramtest", "show"],
+        ] {
+            let e = Cli::try_parse_from(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn help_documents_the_exit_codes() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("Exit codes:"));
+        assert!(help.contains("101"));
+    }
+}

@@ -1,0 +1,101 @@
+//! Every way `cargo vramtest` can stop before it reaches a verdict, with the exit code
+//! each one maps to.
+
+use std::path::PathBuf;
+
+/// An error that ends the command. Messages name the file involved and end with a
+/// `(hint: …)` where there is something better to type.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `cargo metadata` failed (a broken manifest, an unknown package).
+    #[error("cargo metadata failed: {message}")]
+    Metadata { message: String },
+
+    /// A `[*.metadata.vramtest]` table has an unknown key or a bad value.
+    #[error("{}: {message}", location(.manifest, *.line))]
+    Config {
+        manifest: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+
+    /// A manifest could not be read or parsed.
+    #[error("{path}: {message}")]
+    Manifest { path: PathBuf, message: String },
+
+    /// No package in the selection has a test target that uses vramtest.
+    #[error(
+        "no vramtest test target in {workspace} (hint: add `vramtest` to [dev-dependencies] and a `[[test]]` with `harness = false` that ends with `vramtest::main!();`)"
+    )]
+    NoTargets { workspace: PathBuf },
+
+    /// `-p NAME` named a package that is not a workspace member.
+    #[error(
+        "package `{name}` is not a member of the workspace {workspace} (hint: members are: {members})"
+    )]
+    UnknownPackage {
+        name: String,
+        workspace: PathBuf,
+        members: String,
+    },
+
+    /// cargo could not build the test targets; its own messages were shown above.
+    #[error("the build failed (cargo's messages are above)")]
+    Build,
+
+    /// A program could not be started or talked to.
+    #[error("cannot run `{program}`: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A test binary did not list its tests.
+    #[error("{binary}: cannot list its tests: {message}")]
+    List { binary: PathBuf, message: String },
+
+    /// A snapshot file is malformed.
+    #[error("{}", .0)]
+    Snapshot(#[from] vramtest_model::snapshot::FileError),
+
+    /// `show TEST` matched nothing, or more than one test.
+    #[error("{message}")]
+    Selection { message: String },
+
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The process exit code for this error: 101 for a failed build (cargo's own code),
+    /// 2 for everything else (usage, configuration, snapshot format, I/O).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Build => 101,
+            _ => 2,
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { path, source }
+    }
+}
+
+/// `path` or `path:line`, the form editors and CI annotations understand.
+fn location(path: &std::path::Path, line: Option<usize>) -> String {
+    match line {
+        Some(line) => format!("{}:{line}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

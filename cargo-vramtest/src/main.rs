@@ -1,0 +1,339 @@
+//! # cargo vramtest
+//!
+//! Runs the `#[vramtest]` peak-memory tests of a workspace and reports them: discovers
+//! the test targets that use vramtest (`harness = false` targets of packages that
+//! depend on `vramtest`), builds them with `cargo test --no-run`, runs every test in
+//! a process of its own, and prints one table for the run, then one block per failure.
+//!
+//! ```text
+//! cargo vramtest [run] [OPTIONS] [FILTERS]...   build, run and judge (the default)
+//! cargo vramtest list [--partition hash:1/2]    tests, targets, packages, snapshots
+//! cargo vramtest review                         accept / reject / skip each .snap.new
+//! cargo vramtest accept [FILTERS]...            .snap.new → .snap
+//! cargo vramtest reject [FILTERS]...            delete .snap.new
+//! cargo vramtest show TEST                      one snapshot's tables
+//! ```
+//!
+//! Exit codes: 0 every test passed; 1 a memory regression, a failing or crashing
+//! test, a missing snapshot in check mode, or a new result pending review; 2 a usage,
+//! configuration or snapshot-format error; 101 the build failed.
+//!
+//! `--message-format json` prints one JSON object per line (`"format_version": 1`):
+//! each test's report (`"type": "test"`), then a summary (`"type": "summary"`); see
+//! [`output::json`]. `--junit PATH` and `--markdown PATH` write reports; under GitHub
+//! Actions, failures become `::error` annotations at the test's line and the markdown
+//! report is appended to the job summary.
+//!
+//! Configuration: `[workspace.metadata.vramtest]` and `[package.metadata.vramtest]`
+//! (keys `iterations`, `device`, `budget`, `tolerance`, `limits`); see [`config`].
+
+mod build;
+mod cli;
+mod config;
+mod discover;
+mod error;
+mod output;
+mod partition;
+mod progress;
+mod review;
+mod run;
+mod snapshots;
+
+use cli::{
+    Cli, ColorArg, Command, DeviceArg, ExecArgs, FilterArgs, ListArgs, MessageFormat, RunArgs,
+    ShowArgs, SnapshotArgs,
+};
+use discover::Workspace;
+use error::{Error, Result};
+use output::{Run, Summary};
+use progress::Progress;
+use run::{PackageEnv, TestCase};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Instant;
+
+fn main() -> ExitCode {
+    let cli = Cli::from_env();
+    anstream::ColorChoice::write_global(color_choice(cli.color));
+    match execute(cli.into_command()) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            let red = anstyle::Style::new()
+                .fg_color(Some(anstyle::AnsiColor::Red.into()))
+                .bold();
+            anstream::eprintln!("{red}error{red:#}: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// `--color`, else `CARGO_TERM_COLOR`, else auto (which honours `NO_COLOR` and colors
+/// only a terminal).
+fn color_choice(flag: Option<ColorArg>) -> anstream::ColorChoice {
+    let from_env = || match std::env::var("CARGO_TERM_COLOR").as_deref() {
+        Ok("always") => Some(ColorArg::Always),
+        Ok("never") => Some(ColorArg::Never),
+        _ => None,
+    };
+    match flag.or_else(from_env) {
+        Some(ColorArg::Always) => anstream::ColorChoice::Always,
+        Some(ColorArg::Never) => anstream::ColorChoice::Never,
+        Some(ColorArg::Auto) | None => anstream::ColorChoice::Auto,
+    }
+}
+
+/// cargo's `--color` for its messages on our stderr.
+fn cargo_color() -> &'static str {
+    match anstream::AutoStream::choice(&std::io::stderr()) {
+        anstream::ColorChoice::Never => "never",
+        _ => "always",
+    }
+}
+
+fn execute(command: Command) -> Result<u8> {
+    match command {
+        Command::Run(args) => run_tests(&args),
+        Command::List(args) => list(&args),
+        Command::Review(args) => review(&args),
+        Command::Accept(args) => accept_or_reject(&args, true),
+        Command::Reject(args) => accept_or_reject(&args, false),
+        Command::Show(args) => show(&args),
+    }
+}
+
+/// insta's CI detection: `CI` set and not empty, `0` or `false`; or `TF_BUILD` set.
+fn is_ci() -> bool {
+    match std::env::var("CI") {
+        Ok(v) => !matches!(v.as_str(), "" | "0" | "false"),
+        Err(_) => std::env::var_os("TF_BUILD").is_some(),
+    }
+}
+
+/// The `VRAMTEST_*` variables for each package's tests.
+fn package_env(ws: &Workspace, exec: &ExecArgs) -> PackageEnv {
+    let inherited_device = std::env::var_os("VRAMTEST_DEVICE").is_some();
+    ws.packages
+        .iter()
+        .map(|p| {
+            let mut vars = vec![(
+                "VRAMTEST_CONFIG".to_owned(),
+                serde_json::to_string(&p.settings.to_harness()).expect("configs serialize"),
+            )];
+            if exec.check || is_ci() {
+                vars.push(("VRAMTEST_CHECK".into(), "1".into()));
+            }
+            if exec.strict {
+                vars.push(("VRAMTEST_STRICT".into(), "1".into()));
+            }
+            let device = exec
+                .device
+                .or(p.settings.device.filter(|_| !inherited_device));
+            if let Some(d) = device {
+                vars.push(("VRAMTEST_DEVICE".into(), d.as_str().into()));
+            }
+            (p.name.clone(), vars)
+        })
+        .collect()
+}
+
+/// The device the run measures on, for the default of `-j`.
+fn run_device(ws: &Workspace, exec: &ExecArgs) -> DeviceArg {
+    if let Some(d) = exec.device {
+        return d;
+    }
+    match std::env::var("VRAMTEST_DEVICE").as_deref() {
+        Ok("cpu") => return DeviceArg::Cpu,
+        Ok("cuda") => return DeviceArg::Cuda,
+        Ok(_) => return DeviceArg::Auto,
+        Err(_) => {}
+    }
+    let devices: Vec<_> = ws.packages.iter().map(|p| p.settings.device).collect();
+    if devices.iter().all(|d| *d == Some(DeviceArg::Cpu)) {
+        DeviceArg::Cpu
+    } else if devices.contains(&Some(DeviceArg::Cuda)) {
+        DeviceArg::Cuda
+    } else {
+        DeviceArg::Auto
+    }
+}
+
+/// Discovers, builds and lists the tests; applies the filters and the partition.
+/// Returns each selected test with its shard.
+fn select_tests(
+    ws: &Workspace,
+    build: &cli::BuildArgs,
+    filter: &FilterArgs,
+    env: &PackageEnv,
+) -> Result<Vec<(TestCase, Option<u64>)>> {
+    let progress = Progress::new();
+    let binaries = build::build(ws, build, cargo_color(), &progress)?;
+    let cases: Vec<TestCase> = run::list(&binaries, env)?
+        .into_iter()
+        .filter(|c| run::matches(c, &filter.filters, filter.exact))
+        .collect();
+    let Some(partition) = filter.partition else {
+        return Ok(cases.into_iter().map(|c| (c, None)).collect());
+    };
+    let ids: Vec<(String, String)> = cases
+        .iter()
+        .map(|c| (c.binary.id(), c.name.clone()))
+        .collect();
+    let refs: Vec<(&str, &str)> = ids.iter().map(|(b, n)| (b.as_str(), n.as_str())).collect();
+    let shards = partition.shards(&refs);
+    Ok(cases
+        .into_iter()
+        .zip(shards)
+        .filter(|(_, s)| *s == partition.shard)
+        .map(|(c, s)| (c, Some(s)))
+        .collect())
+}
+
+fn run_tests(args: &RunArgs) -> Result<u8> {
+    let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
+    let env = package_env(&ws, &args.exec);
+    let cases: Vec<TestCase> = select_tests(&ws, &args.build, &args.filter, &env)?
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    if cases.is_empty() {
+        anstream::eprintln!("warning: no test matches the filters");
+    }
+    let jobs = args
+        .exec
+        .jobs
+        .map(usize::from)
+        .unwrap_or_else(|| run::default_jobs(run_device(&ws, &args.exec)));
+    let progress = Progress::new();
+    let start = Instant::now();
+    let outcomes = run::run(&cases, &env, jobs, &progress)?;
+    let run = Run {
+        outcomes: &outcomes,
+        duration: start.elapsed(),
+    };
+    let summary = Summary::of(&outcomes);
+    let github = output::github::active();
+    match args.report.message_format {
+        MessageFormat::Human => anstream::print!("{}", output::table::render(run, &summary)),
+        MessageFormat::Json => print!("{}", output::json::render(run, &summary)),
+    }
+    if let Some(path) = &args.report.junit {
+        write_file(path, &output::junit::render(run))?;
+    }
+    let markdown = output::markdown::render(run, &summary);
+    if let Some(path) = &args.report.markdown {
+        write_file(path, &markdown)?;
+    }
+    if github {
+        let base = output::github::base(&ws.root);
+        for line in output::github::annotations(run, &base) {
+            // stdout is for JSON lines in json mode; the runner reads both streams.
+            match args.report.message_format {
+                MessageFormat::Human => println!("{line}"),
+                MessageFormat::Json => eprintln!("{line}"),
+            }
+        }
+        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+            append_file(std::path::Path::new(&path), &markdown)?;
+        }
+    }
+    Ok(summary.exit_code)
+}
+
+fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    }
+    std::fs::write(path, text).map_err(Error::io(path))
+}
+
+fn append_file(path: &std::path::Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(Error::io(path))?;
+    writeln!(f, "{text}").map_err(Error::io(path))
+}
+
+fn list(args: &ListArgs) -> Result<u8> {
+    let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
+    let env = package_env(&ws, &ExecArgs::default());
+    let tests: Vec<output::list::Listed> = select_tests(&ws, &args.build, &args.filter, &env)?
+        .into_iter()
+        .map(|(case, shard)| output::list::Listed {
+            snapshots: snapshots::status(&case.binary.package_dir, &case.binary.target, &case.name),
+            case,
+            shard,
+        })
+        .collect();
+    match args.message_format {
+        MessageFormat::Json => print!("{}", output::list::render_json(&tests)),
+        MessageFormat::Human => {
+            anstream::print!("{}", output::list::render(&tests, args.filter.partition))
+        }
+    }
+    Ok(0)
+}
+
+fn review(args: &SnapshotArgs) -> Result<u8> {
+    let ws = discover::discover(&args.selection, Vec::new())?;
+    let files = snapshots::pending(&ws, &args.filters, args.exact)?;
+    if files.is_empty() {
+        println!("no pending results (.snap.new) to review");
+        return Ok(0);
+    }
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let mut stdin = std::io::stdin().lock();
+    let mut stdout = anstream::stdout();
+    let tally = review::review(&files, interactive, &mut stdin, &mut stdout)?;
+    if interactive {
+        println!(
+            "{} accepted, {} rejected, {} skipped",
+            tally.accepted, tally.rejected, tally.skipped
+        );
+        Ok(0)
+    } else {
+        println!(
+            "{} pending result(s); accept them with `cargo vramtest accept` or review them on a terminal",
+            files.len()
+        );
+        Ok(1)
+    }
+}
+
+fn accept_or_reject(args: &SnapshotArgs, accept: bool) -> Result<u8> {
+    let ws = discover::discover(&args.selection, Vec::new())?;
+    let files = snapshots::pending(&ws, &args.filters, args.exact)?;
+    if files.is_empty() {
+        let verb = if accept { "accept" } else { "reject" };
+        println!("no pending results (.snap.new) to {verb}");
+    }
+    for file in &files {
+        if accept {
+            let to = snapshots::accept(file)?;
+            println!("accepted {} → {}", file.label(), to.display());
+        } else {
+            snapshots::reject(file)?;
+            println!("rejected {} ({})", file.label(), file.path.display());
+        }
+    }
+    Ok(0)
+}
+
+fn show(args: &ShowArgs) -> Result<u8> {
+    let ws = discover::discover(&args.selection, Vec::new())?;
+    let files = snapshots::scan(&ws)?;
+    let chosen =
+        snapshots::find(&files, &args.test, args.pending).map_err(|message| Error::Selection {
+            message: format!("{message} in {}", ws.root.display()),
+        })?;
+    for (i, file) in chosen.iter().enumerate() {
+        let parsed = vramtest_model::snapshot::read(&file.path)?.expect("the file was just listed");
+        if i > 0 {
+            println!();
+        }
+        anstream::print!("{}", output::table::render_snapshot(&file.path, &parsed));
+    }
+    Ok(0)
+}

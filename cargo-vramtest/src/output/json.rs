@@ -1,0 +1,136 @@
+//! `--message-format json`: one JSON object per line on stdout.
+//!
+//! Every object has `"format_version": 1` and a `"type"`:
+//! - `"test"`: one per test, in list order: `package`, `binary_id`
+//!   (`package::target`), `name` (`package::target::test`), `duration_secs`, `fails`
+//!   (whether it fails the run), then every field of the harness's `TestReport`
+//!   (`target`, `test`, `source`, `line`, `device_class`, `status`, `body`,
+//!   `old_peak_bytes`, `changes`, `message`, `diff`, `snapshot`, `written`, `output`);
+//! - `"summary"`: the last line: `tests`, `counts` (by status), `pending`, `failing`,
+//!   `duration_secs` and `exit_code`.
+//!
+//! `list --message-format json` prints `"type": "list"` objects instead (see
+//! [`super::list`]): `package`, `binary_id`, `name`, `test`, `ignored`, `shard` (with
+//! `--partition`) and `snapshots`.
+
+use super::{Run, Summary};
+use crate::run::Outcome;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use vramtest_model::report::TestReport;
+
+/// The version of this format; bumped on incompatible changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct TestLine<'a> {
+    format_version: u32,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    package: &'a str,
+    binary_id: String,
+    name: String,
+    duration_secs: f64,
+    fails: bool,
+    #[serde(flatten)]
+    report: &'a TestReport,
+}
+
+#[derive(Serialize)]
+struct SummaryLine {
+    format_version: u32,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    tests: usize,
+    counts: BTreeMap<&'static str, usize>,
+    pending: usize,
+    failing: usize,
+    duration_secs: f64,
+    exit_code: u8,
+}
+
+/// One test's line.
+pub fn test_line(o: &Outcome) -> String {
+    serde_json::to_string(&TestLine {
+        format_version: FORMAT_VERSION,
+        kind: "test",
+        package: &o.case.binary.package,
+        binary_id: o.case.binary.id(),
+        name: o.case.full_name(),
+        duration_secs: o.duration.as_secs_f64(),
+        fails: o.fails(),
+        report: &o.report,
+    })
+    .expect("reports serialize")
+}
+
+/// The summary line.
+pub fn summary_line(run: Run<'_>, summary: &Summary) -> String {
+    serde_json::to_string(&SummaryLine {
+        format_version: FORMAT_VERSION,
+        kind: "summary",
+        tests: summary.tests,
+        counts: summary
+            .counts
+            .iter()
+            .map(|(s, n)| (s.as_str(), *n))
+            .collect(),
+        pending: summary.pending,
+        failing: summary.failing,
+        duration_secs: run.duration.as_secs_f64(),
+        exit_code: summary.exit_code,
+    })
+    .expect("summaries serialize")
+}
+
+/// Every line of a run.
+pub fn render(run: Run<'_>, summary: &Summary) -> String {
+    let mut out = String::new();
+    for o in run.outcomes {
+        out += &test_line(o);
+        out.push('\n');
+    }
+    out += &summary_line(run, summary);
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::fixtures::*;
+    use serde_json::Value;
+    use std::time::Duration;
+
+    #[test]
+    fn one_object_per_line_then_a_summary() {
+        let outcomes = mixed();
+        let run = Run {
+            outcomes: &outcomes,
+            duration: Duration::from_secs(2),
+        };
+        let text = render(run, &Summary::of(&outcomes));
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), outcomes.len() + 1);
+        assert!(lines.iter().all(|l| l["format_version"] == 1));
+        let first = &lines[0];
+        assert_eq!(first["type"], "test");
+        assert_eq!(first["name"], "mlp::vram::adamw");
+        assert_eq!(first["binary_id"], "mlp::vram");
+        assert_eq!(first["status"], "regressed");
+        assert_eq!(first["fails"], true);
+        assert_eq!(first["body"]["peak_bytes"], 6 << 20);
+        assert_eq!(first["changes"][1]["subject"], "activations");
+        // The harness's report round-trips out of the line.
+        let report: TestReport = serde_json::from_value(first.clone()).unwrap();
+        assert_eq!(report, outcomes[0].report);
+        let summary = lines.last().unwrap();
+        assert_eq!(summary["type"], "summary");
+        assert_eq!(summary["exit_code"], 1);
+        assert_eq!(summary["counts"]["regressed"], 1);
+        assert_eq!(summary["pending"], 1);
+    }
+}

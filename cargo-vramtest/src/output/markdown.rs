@@ -1,0 +1,142 @@
+//! `--markdown PATH` (and the GitHub job summary): a pull-request comment body. It
+//! starts with a hidden marker line, so a bot can find and update its own comment,
+//! then the run's table and one collapsible `<details>` block per failure.
+
+use super::{Row, Run, Summary};
+use std::fmt::Write as _;
+use vramtest_model::report::Status;
+
+/// The first line of every report.
+pub const MARKER: &str = "<!-- cargo-vramtest-report -->";
+
+/// The most output lines a failure block keeps (the end of the output).
+const OUTPUT_LINES: usize = 60;
+
+/// The markdown text of a run.
+pub fn render(run: Run<'_>, summary: &Summary) -> String {
+    let mut out = String::new();
+    let mark = if summary.exit_code == 0 { "✅" } else { "❌" };
+    let _ = writeln!(out, "{MARKER}");
+    let _ = writeln!(out, "### cargo-vramtest {mark} {}\n", summary.headline());
+    if !run.outcomes.is_empty() {
+        out += "| Test | Peak | Change | Worst category | Status |\n";
+        out += "| :--- | ---: | ---: | :--- | :--- |\n";
+        for o in run.outcomes {
+            let r = Row::of(o);
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} {} |",
+                cell(&r.test),
+                cell(&r.peak),
+                cell(&r.change),
+                cell(&r.worst),
+                emoji(o.report.status, r.failing),
+                cell(&r.status)
+            );
+        }
+    }
+    for o in run.outcomes.iter().filter(|o| o.fails()) {
+        let r = &o.report;
+        let _ = write!(
+            out,
+            "\n<details>\n<summary>❌ <code>{}</code>: {}</summary>\n\n",
+            html(&o.case.full_name()),
+            html(&super::status_label(r))
+        );
+        out += &fenced("text", r.message.trim_end());
+        if let Some(diff) = &r.diff {
+            out.push('\n');
+            out += &fenced("diff", diff.trim_end());
+        }
+        if let Some(output) = r.output.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            let lines: Vec<&str> = output.lines().collect();
+            let tail = lines[lines.len().saturating_sub(OUTPUT_LINES)..].join("\n");
+            out += "\nOutput";
+            if lines.len() > OUTPUT_LINES {
+                let _ = write!(out, " (last {OUTPUT_LINES} lines)");
+            }
+            out += ":\n\n";
+            out += &fenced("text", &tail);
+        }
+        out += "\n</details>\n";
+    }
+    if summary.pending > 0 {
+        out += "\nPending results were written as `.snap.new` files: review them with `cargo vramtest review` (or `cargo insta review`).\n";
+    }
+    out
+}
+
+fn emoji(status: Status, failing: bool) -> &'static str {
+    match status {
+        _ if failing => "❌",
+        Status::Passed => "✅",
+        Status::Improved => "📉",
+        Status::New => "🆕",
+        Status::Ignored => "⏭️",
+        _ => "❌",
+    }
+}
+
+/// A table cell: `|` would end it, a newline would end the row.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Text inside HTML tags.
+fn html(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A fenced code block whose fence is longer than any backtick run inside it.
+fn fenced(lang: &str, body: &str) -> String {
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{lang}\n{body}\n{fence}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::fixtures::*;
+    use std::time::Duration;
+
+    #[test]
+    fn golden() {
+        let outcomes = mixed();
+        let run = Run {
+            outcomes: &outcomes,
+            duration: Duration::from_secs(2),
+        };
+        let text = render(run, &Summary::of(&outcomes));
+        let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report.md");
+        if std::env::var_os("BLESS").is_some() {
+            std::fs::write(golden, &text).unwrap();
+        }
+        let expected = std::fs::read_to_string(golden).unwrap();
+        assert_eq!(text, expected, "the markdown report changed:\n{text}");
+    }
+
+    #[test]
+    fn a_clean_run() {
+        let outcomes = [outcome("sgd", vramtest_model::report::Status::Passed)];
+        let run = Run {
+            outcomes: &outcomes,
+            duration: Duration::ZERO,
+        };
+        let text = render(run, &Summary::of(&outcomes));
+        assert!(text.starts_with(&format!(
+            "{MARKER}\n### cargo-vramtest ✅ 1 test: 1 passed\n"
+        )));
+        assert!(!text.contains("<details>"));
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        assert_eq!(html("<T & U>"), "&lt;T &amp; U&gt;");
+        assert_eq!(fenced("text", "x"), "```text\nx\n```\n");
+        assert_eq!(fenced("text", "a ``` b"), "````text\na ``` b\n````\n");
+    }
+}

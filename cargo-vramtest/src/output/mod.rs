@@ -1,0 +1,371 @@
+//! Reports of a run: the terminal table, JSON lines, JUnit XML, a markdown PR comment,
+//! and GitHub Actions annotations. Each format is a pure function of the outcomes;
+//! this module holds what they share (the rows of the table, the summary).
+
+pub mod github;
+pub mod json;
+pub mod junit;
+pub mod list;
+pub mod markdown;
+pub mod table;
+
+use crate::run::{Outcome, fails, is_pending};
+use anstyle::{AnsiColor, Style};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use vramtest_model::report::{Change, Status, TestReport};
+use vramtest_model::{HumanBytes, HumanDelta};
+
+/// The whole run, for reporting.
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    pub outcomes: &'a [Outcome],
+    pub duration: Duration,
+}
+
+/// Counts and the exit code of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub tests: usize,
+    pub counts: BTreeMap<Status, usize>,
+    /// New results left pending for review (`.snap.new`).
+    pub pending: usize,
+    /// Tests that fail the run.
+    pub failing: usize,
+    pub exit_code: u8,
+}
+
+impl Summary {
+    pub fn of(outcomes: &[Outcome]) -> Summary {
+        let mut counts = BTreeMap::new();
+        for o in outcomes {
+            *counts.entry(o.report.status).or_insert(0) += 1;
+        }
+        let failing = outcomes.iter().filter(|o| o.fails()).count();
+        let exit_code = if counts.contains_key(&Status::SnapshotError) {
+            2
+        } else if failing > 0 {
+            1
+        } else {
+            0
+        };
+        Summary {
+            tests: outcomes.len(),
+            counts,
+            pending: outcomes.iter().filter(|o| is_pending(&o.report)).count(),
+            failing,
+            exit_code,
+        }
+    }
+
+    /// `3 tests: 1 passed, 1 regressed, 1 new`.
+    pub fn headline(&self) -> String {
+        let noun = if self.tests == 1 { "test" } else { "tests" };
+        if self.tests == 0 {
+            return "0 tests".into();
+        }
+        let parts: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(s, n)| format!("{n} {}", status_word(*s)))
+            .collect();
+        format!("{} {noun}: {}", self.tests, parts.join(", "))
+    }
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::SnapshotError => "snapshot error",
+        other => other.as_str(),
+    }
+}
+
+/// The status column: `passed`, `regressed`, `new (pending)`, …
+pub fn status_label(r: &TestReport) -> String {
+    match r.status {
+        Status::New if is_pending(r) => "new (pending)".into(),
+        s => status_word(s).into(),
+    }
+}
+
+/// The color of a status.
+pub fn status_style(s: Status, failing: bool) -> Style {
+    let color = match s {
+        _ if failing => AnsiColor::Red,
+        Status::Passed => AnsiColor::Green,
+        Status::Improved => AnsiColor::Cyan,
+        Status::New => AnsiColor::Yellow,
+        Status::Ignored => AnsiColor::BrightBlack,
+        _ => AnsiColor::Red,
+    };
+    Style::new().fg_color(Some(color.into())).bold()
+}
+
+/// One line of the run's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// `package::target::test`.
+    pub test: String,
+    pub peak: String,
+    pub change: String,
+    pub worst: String,
+    pub status: String,
+    pub failing: bool,
+}
+
+impl Row {
+    pub fn of(o: &Outcome) -> Row {
+        let r = &o.report;
+        Row {
+            test: o.case.full_name(),
+            peak: r
+                .body
+                .as_ref()
+                .map_or("—".into(), |b| HumanBytes(b.peak_bytes).to_string()),
+            change: peak_change(r),
+            worst: worst_category(&r.changes).unwrap_or_else(|| "—".into()),
+            status: status_label(r),
+            failing: fails(r),
+        }
+    }
+}
+
+/// The peak's change: `+1.20 MiB (+3.6%)`, `±0`, `new`, or `—` without a measurement.
+pub fn peak_change(r: &TestReport) -> String {
+    let Some(body) = &r.body else {
+        return "—".into();
+    };
+    let Some(old) = r.old_peak_bytes else {
+        return "new".into();
+    };
+    delta_text(old, body.peak_bytes)
+}
+
+fn delta_text(old: u64, new: u64) -> String {
+    let delta = new as i128 - old as i128;
+    if delta == 0 {
+        return "±0".into();
+    }
+    if old == 0 {
+        return format!("{}", HumanDelta(delta));
+    }
+    format!(
+        "{} ({:+.1}%)",
+        HumanDelta(delta),
+        delta as f64 * 100.0 / old as f64
+    )
+}
+
+/// The category that moved the most: the largest regression (by percent), else the
+/// largest change in bytes. `activations +1.50 MiB (+300.0%)`.
+pub fn worst_category(changes: &[Change]) -> Option<String> {
+    let categories = changes
+        .iter()
+        .filter(|c| c.subject != "peak" && c.subject != "leak");
+    let growth = |c: &Change| {
+        if c.old == 0 {
+            f64::INFINITY
+        } else {
+            (c.new as f64 - c.old as f64) / c.old as f64
+        }
+    };
+    let size = |c: &Change| (c.new as i128 - c.old as i128).unsigned_abs();
+    let worst = categories
+        .clone()
+        .filter(|c| c.movement == "regressed")
+        .max_by(|a, b| growth(a).total_cmp(&growth(b)))
+        .or_else(|| categories.max_by_key(|c| size(c)))?;
+    Some(format!(
+        "{} {}",
+        worst.subject,
+        delta_text(worst.old, worst.new)
+    ))
+}
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    //! Outcomes for the output formats' tests.
+
+    use crate::build::Binary;
+    use crate::run::{Outcome, TestCase};
+    use std::sync::Arc;
+    use std::time::Duration;
+    use vramtest_model::report::{Change, REPORT_SCHEMA, Status, TestReport};
+    use vramtest_model::{Body, CategoryBytes, DeviceClass, Fidelity};
+
+    pub fn body(peak: u64) -> Body {
+        let at_peak = CategoryBytes {
+            parameters: peak / 2,
+            activations: peak - peak / 2,
+            ..CategoryBytes::default()
+        };
+        Body {
+            schema: 1,
+            device_class: DeviceClass::Cpu,
+            fidelity: Fidelity::Exact,
+            iterations: 3,
+            peak_bytes: peak,
+            peak_phase: None,
+            peak_iteration: None,
+            at_peak,
+            category_peaks: at_peak,
+            phases: vec![],
+            leak_bytes_per_iteration: 0,
+        }
+    }
+
+    pub fn outcome(test: &str, status: Status) -> Outcome {
+        let mut report = TestReport {
+            schema: REPORT_SCHEMA,
+            target: "vram".into(),
+            test: test.into(),
+            source: "tests/vram.rs".into(),
+            line: 15,
+            device_class: Some(DeviceClass::Cpu),
+            status,
+            body: Some(body(4 << 20)),
+            old_peak_bytes: Some(4 << 20),
+            changes: vec![],
+            message: String::new(),
+            diff: None,
+            snapshot: Some(format!("/w/mlp/tests/snapshots/vram__{test}@cpu.snap").into()),
+            written: None,
+            output: None,
+        };
+        match status {
+            Status::Regressed => {
+                report.body = Some(body(6 << 20));
+                report.changes = vec![
+                    change("peak", 4 << 20, 6 << 20, "regressed"),
+                    change("activations", 2 << 20, 4 << 20, "regressed"),
+                    change("parameters", 2 << 20, 2 << 20 | 4096, "within"),
+                ];
+                report.message = format!(
+                    "memory regression in {test} (cpu)\n  activations: 2.00 MiB → 4.00 MiB (+2.00 MiB, +100.0%), over the limit +1% | 64.00 KiB"
+                );
+                report.diff = Some(
+                    "--- old\n+++ new\n@@ -1,2 +1,2 @@\n-  \"peak_bytes\": 4194304,\n+  \"peak_bytes\": 6291456,\n".into(),
+                );
+            }
+            Status::Improved => {
+                report.body = Some(body(3 << 20));
+                report.changes = vec![change("activations", 2 << 20, 1 << 20, "improved")];
+                report.message = "improved by 1.00 MiB: accept to lock it in".into();
+            }
+            Status::New => {
+                report.old_peak_bytes = None;
+                report.written =
+                    Some(format!("/w/mlp/tests/snapshots/vram__{test}@cpu.snap.new").into());
+                report.message = format!("{test} (cpu) has no snapshot yet");
+            }
+            Status::Failed => {
+                report.body = None;
+                report.old_peak_bytes = None;
+                report.message = format!("{test} failed: panicked: out of memory, 100%");
+                report.output = Some("thread 'main' panicked at src/lib.rs:3:5".into());
+            }
+            _ => {}
+        }
+        Outcome {
+            case: TestCase {
+                binary: Arc::new(Binary {
+                    package: "mlp".into(),
+                    target: "vram".into(),
+                    path: "/w/target/debug/deps/vram-0123".into(),
+                    package_dir: "/w/mlp".into(),
+                    package_version: "0.1.0".into(),
+                }),
+                name: test.into(),
+                ignored: false,
+            },
+            report,
+            duration: Duration::from_millis(1250),
+        }
+    }
+
+    pub fn change(subject: &str, old: u64, new: u64, movement: &str) -> Change {
+        Change {
+            subject: subject.into(),
+            old,
+            new,
+            limit: "+1% | 65536".into(),
+            movement: movement.into(),
+            message: format!("{subject} moved"),
+        }
+    }
+
+    /// One of each status that matters.
+    pub fn mixed() -> Vec<Outcome> {
+        vec![
+            outcome("adamw", Status::Regressed),
+            outcome("sgd", Status::Passed),
+            outcome("small", Status::Improved),
+            outcome("fresh", Status::New),
+            outcome("broken", Status::Failed),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
+
+    #[test]
+    fn rows_say_what_moved() {
+        let rows: Vec<Row> = mixed().iter().map(Row::of).collect();
+        let r = &rows[0];
+        assert_eq!(r.test, "mlp::vram::adamw");
+        assert_eq!(r.peak, "6.00 MiB");
+        assert_eq!(r.change, "+2.00 MiB (+50.0%)");
+        assert_eq!(r.worst, "activations +2.00 MiB (+100.0%)");
+        assert_eq!((r.status.as_str(), r.failing), ("regressed", true));
+        assert_eq!(rows[1].change, "±0");
+        assert_eq!(rows[1].worst, "—");
+        assert_eq!(rows[2].worst, "activations -1.00 MiB (-50.0%)");
+        assert_eq!(
+            (rows[3].change.as_str(), rows[3].status.as_str()),
+            ("new", "new (pending)")
+        );
+        assert_eq!((rows[4].peak.as_str(), rows[4].change.as_str()), ("—", "—"));
+    }
+
+    #[test]
+    fn the_summary_sets_the_exit_code() {
+        let s = Summary::of(&mixed());
+        assert_eq!(s.exit_code, 1);
+        assert_eq!(s.failing, 3);
+        assert_eq!(s.pending, 1);
+        assert_eq!(
+            s.headline(),
+            "5 tests: 1 passed, 1 improved, 1 new, 1 regressed, 1 failed"
+        );
+        let passing = [outcome("a", Status::Passed), outcome("b", Status::Improved)];
+        assert_eq!(Summary::of(&passing).exit_code, 0);
+        let broken = [
+            outcome("a", Status::Regressed),
+            outcome("b", Status::SnapshotError),
+        ];
+        assert_eq!(Summary::of(&broken).exit_code, 2);
+        assert_eq!(Summary::of(&[]).headline(), "0 tests");
+    }
+
+    #[test]
+    fn worst_category_prefers_regressions() {
+        let changes = [
+            change("peak", 10, 20, "regressed"),
+            change("workspace", 1 << 30, 2 << 30, "within"),
+            change("activations", 100, 150, "regressed"),
+            change("gradients", 100, 300, "regressed"),
+        ];
+        assert_eq!(
+            worst_category(&changes).unwrap(),
+            "gradients +200 B (+200.0%)"
+        );
+        assert_eq!(
+            worst_category(&changes[..2]).unwrap(),
+            "workspace +1.00 GiB (+100.0%)"
+        );
+        assert_eq!(worst_category(&changes[..1]), None);
+    }
+}

@@ -1,0 +1,313 @@
+//! The terminal report: one table for the run, one block per failure, a summary line;
+//! and `show`'s per-category and per-phase tables of one snapshot. Text carries ANSI
+//! styles; `anstream` strips them where color is off.
+
+use super::{Row, Run, Summary, status_style};
+use anstyle::{AnsiColor, Style};
+use std::fmt::Write as _;
+use std::path::Path;
+use vramtest_model::snapshot::Parsed;
+use vramtest_model::{HumanBytes, HumanDelta};
+
+/// A cell: its text and its style.
+type Cell = (String, Style);
+
+/// Lays out a table: a bold header, columns padded to their widest cell, numeric
+/// columns (`right[i]`) aligned right.
+pub fn grid(headers: &[&str], rows: &[Vec<Cell>], right: &[bool]) -> String {
+    let width = |s: &str| s.chars().count();
+    let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
+    for row in rows {
+        for (i, (text, _)) in row.iter().enumerate() {
+            widths[i] = widths[i].max(width(text));
+        }
+    }
+    let bold = Style::new().bold();
+    let header: Vec<Cell> = headers.iter().map(|h| (h.to_string(), bold)).collect();
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(rows) {
+        let mut line = String::new();
+        for (i, (text, style)) in row.iter().enumerate() {
+            let pad = " ".repeat(widths[i] - width(text));
+            let last = i + 1 == row.len();
+            if right.get(i).copied().unwrap_or(false) {
+                let _ = write!(line, "{pad}{style}{text}{style:#}");
+            } else if last {
+                let _ = write!(line, "{style}{text}{style:#}");
+            } else {
+                let _ = write!(line, "{style}{text}{style:#}{pad}");
+            }
+            if !last {
+                line.push_str("  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The whole human report of a run.
+pub fn render(run: Run<'_>, summary: &Summary) -> String {
+    let mut out = String::new();
+    if !run.outcomes.is_empty() {
+        let rows: Vec<Vec<Cell>> = run
+            .outcomes
+            .iter()
+            .map(|o| {
+                let r = Row::of(o);
+                let plain = Style::new();
+                vec![
+                    (r.test, plain),
+                    (r.peak, plain),
+                    (r.change, plain),
+                    (r.worst, plain),
+                    (r.status, status_style(o.report.status, r.failing)),
+                ]
+            })
+            .collect();
+        out += &grid(
+            &["TEST", "PEAK", "CHANGE", "WORST CATEGORY", "STATUS"],
+            &rows,
+            &[false, true, true, false, false],
+        );
+    }
+    for o in run.outcomes.iter().filter(|o| o.fails()) {
+        let style = status_style(o.report.status, true);
+        let _ = write!(
+            out,
+            "\n{style}──── {}: {} ────{style:#}\n",
+            o.case.full_name(),
+            super::status_label(&o.report)
+        );
+        out += o.report.message.trim_end();
+        out.push('\n');
+        if let Some(diff) = &o.report.diff {
+            out.push('\n');
+            out += &color_diff(diff);
+        }
+        if let Some(output) = o
+            .report
+            .output
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let dim = Style::new().fg_color(Some(AnsiColor::BrightBlack.into()));
+            let _ = writeln!(out, "{dim}---- output ----{dim:#}\n{output}");
+        }
+    }
+    let style = if summary.exit_code == 0 {
+        Style::new().fg_color(Some(AnsiColor::Green.into())).bold()
+    } else {
+        Style::new().fg_color(Some(AnsiColor::Red.into())).bold()
+    };
+    let _ = writeln!(
+        out,
+        "\n{style}{}{style:#} ({:.2}s)",
+        summary.headline(),
+        run.duration.as_secs_f64()
+    );
+    if summary.pending > 0 {
+        out += "hint: review the pending results with `cargo vramtest review`, or accept them all with `cargo vramtest accept`\n";
+    }
+    out
+}
+
+/// A unified diff with `+` lines green, `-` lines red and hunk headers cyan.
+pub fn color_diff(diff: &str) -> String {
+    let green = Style::new().fg_color(Some(AnsiColor::Green.into()));
+    let red = Style::new().fg_color(Some(AnsiColor::Red.into()));
+    let cyan = Style::new().fg_color(Some(AnsiColor::Cyan.into()));
+    let mut out = String::new();
+    for line in diff.lines() {
+        let style = if line.starts_with("+++") || line.starts_with("---") {
+            Style::new().bold()
+        } else if line.starts_with('+') {
+            green
+        } else if line.starts_with('-') {
+            red
+        } else if line.starts_with("@@") {
+            cyan
+        } else {
+            Style::new()
+        };
+        let _ = writeln!(out, "{style}{line}{style:#}");
+    }
+    out
+}
+
+/// `show`: one snapshot's header, peak, per-category and per-phase tables.
+pub fn render_snapshot(path: &Path, snap: &Parsed) -> String {
+    let b = &snap.body;
+    let bold = Style::new().bold();
+    let plain = Style::new();
+    let mut out = format!("{bold}{}{bold:#}\n", path.display());
+    for line in snap.header.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    let at = match (b.peak_phase, b.peak_iteration) {
+        (Some(p), Some(i)) => format!(" in {p} (iteration {i})"),
+        (Some(p), None) => format!(" in {p} (set-up)"),
+        (None, _) => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "\npeak {bold}{}{bold:#}{at} · {} · fidelity {} · {} iterations · leak {} per iteration\n",
+        HumanBytes(b.peak_bytes),
+        b.device_class,
+        b.fidelity,
+        b.iterations,
+        HumanBytes(b.leak_bytes_per_iteration)
+    );
+    let share = |n: u64| {
+        if b.peak_bytes == 0 {
+            "—".to_string()
+        } else {
+            format!("{:.1}%", n as f64 * 100.0 / b.peak_bytes as f64)
+        }
+    };
+    let mut rows: Vec<Vec<Cell>> = b
+        .at_peak
+        .iter()
+        .map(|(c, n)| {
+            vec![
+                (c.to_string(), plain),
+                (HumanBytes(n).to_string(), plain),
+                (share(n), plain),
+                (HumanBytes(b.category_peaks[c]).to_string(), plain),
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        ("total".into(), bold),
+        (HumanBytes(b.at_peak.total()).to_string(), bold),
+        (share(b.at_peak.total()), bold),
+        (String::new(), plain),
+    ]);
+    out += &grid(
+        &["CATEGORY", "AT PEAK", "SHARE", "OWN PEAK"],
+        &rows,
+        &[false, true, true, true],
+    );
+    if !b.phases.is_empty() {
+        out.push('\n');
+        let rows: Vec<Vec<Cell>> = b
+            .phases
+            .iter()
+            .map(|p| {
+                vec![
+                    (p.phase.to_string(), plain),
+                    (
+                        p.iteration.map_or("set-up".into(), |i| i.to_string()),
+                        plain,
+                    ),
+                    (HumanBytes(p.start_bytes).to_string(), plain),
+                    (HumanBytes(p.peak_bytes).to_string(), plain),
+                    (HumanBytes(p.end_bytes).to_string(), plain),
+                    (
+                        HumanDelta(p.end_bytes as i128 - p.start_bytes as i128).to_string(),
+                        plain,
+                    ),
+                ]
+            })
+            .collect();
+        out += &grid(
+            &["PHASE", "ITERATION", "START", "PEAK", "END", "KEPT"],
+            &rows,
+            &[false, true, true, true, true, true],
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::fixtures::*;
+    use anstream::adapter::strip_str;
+    use std::time::Duration;
+    use vramtest_model::report::Status;
+
+    #[test]
+    fn the_run_table() {
+        let outcomes = mixed();
+        let run = Run {
+            outcomes: &outcomes,
+            duration: Duration::from_millis(4321),
+        };
+        let text = strip_str(&render(run, &Summary::of(&outcomes))).to_string();
+        let expected = "\
+TEST                   PEAK              CHANGE  WORST CATEGORY                   STATUS
+mlp::vram::adamw   6.00 MiB  +2.00 MiB (+50.0%)  activations +2.00 MiB (+100.0%)  regressed
+mlp::vram::sgd     4.00 MiB                  ±0  —                                passed
+mlp::vram::small   3.00 MiB  -1.00 MiB (-25.0%)  activations -1.00 MiB (-50.0%)   improved
+mlp::vram::fresh   4.00 MiB                 new  —                                new (pending)
+mlp::vram::broken         —                   —  —                                failed
+";
+        assert!(text.starts_with(expected), "{text}");
+        assert!(text.contains("──── mlp::vram::adamw: regressed ────\nmemory regression in adamw"));
+        assert!(text.contains("+  \"peak_bytes\": 6291456,"));
+        assert!(text.contains("──── mlp::vram::broken: failed ────"));
+        assert!(text.contains("---- output ----\nthread 'main' panicked"));
+        assert!(
+            !text.contains("──── mlp::vram::sgd"),
+            "passing tests get no block"
+        );
+        assert!(
+            text.contains("5 tests: 1 passed, 1 improved, 1 new, 1 regressed, 1 failed (4.32s)")
+        );
+        assert!(text.contains("hint: review"));
+    }
+
+    #[test]
+    fn a_clean_run_is_one_table_and_a_line() {
+        let outcomes = [outcome("sgd", Status::Passed)];
+        let run = Run {
+            outcomes: &outcomes,
+            duration: Duration::ZERO,
+        };
+        let text = strip_str(&render(run, &Summary::of(&outcomes))).to_string();
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(!text.contains("hint:"));
+    }
+
+    #[test]
+    fn show_lists_every_category_and_phase() {
+        let text = include_str!("../../tests/data/mlp_adamw@cpu.snap");
+        let parsed = vramtest_model::snapshot::parse(text).unwrap();
+        let out = strip_str(&render_snapshot(Path::new("x.snap"), &parsed)).to_string();
+        assert!(
+            out.contains("peak 31.96 MiB in optimizer_step (iteration 0)"),
+            "{out}"
+        );
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        let has = |row: &[&str]| rows.iter().any(|r| r.as_slice() == row);
+        assert!(
+            has(&["parameters", "1.55", "MiB", "4.9%", "1.55", "MiB"]),
+            "{out}"
+        );
+        assert!(has(&["total", "31.96", "MiB", "100.0%"]), "{out}");
+        assert!(has(&[
+            "optimizer_step",
+            "2",
+            "10.52",
+            "MiB",
+            "31.96",
+            "MiB",
+            "10.52",
+            "MiB",
+            "+0",
+            "B"
+        ]));
+        assert!(has(&[
+            "params", "set-up", "0", "B", "1.55", "MiB", "1.55", "MiB", "+1.55", "MiB"
+        ]));
+        for c in vramtest_model::Category::ALL {
+            assert!(rows.iter().any(|r| r.first() == Some(&c.as_str())), "{c}");
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `review`: each pending result beside its snapshot: what moved (under the default
+//! limits), the diff of the two files, then accept, reject or skip. Without a terminal
+//! it only prints, and the caller exits 1 while pending files exist.
+
+use crate::error::Result;
+use crate::output::table::color_diff;
+use crate::snapshots::{self, SnapshotFile};
+use anstyle::Style;
+use std::fmt::Write as _;
+use std::io::{BufRead, Write};
+use vramtest_model::snapshot;
+use vramtest_model::{HumanBytes, Movement, Policy, compare};
+
+/// What happened to the pending files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub accepted: usize,
+    pub rejected: usize,
+    pub skipped: usize,
+}
+
+/// One pending file, described for a reviewer: a header, the figures that moved, and
+/// the diff against the committed snapshot (or the whole file when there is none).
+pub fn describe(file: &SnapshotFile, index: usize, total: usize) -> String {
+    let bold = Style::new().bold();
+    let mut out = format!(
+        "{bold}Reviewing [{}/{}] {}{bold:#}\n  pending: {}\n",
+        index + 1,
+        total,
+        file.label(),
+        file.path.display()
+    );
+    let new_text = std::fs::read_to_string(&file.path).unwrap_or_default();
+    let committed = file.committed();
+    let old_text = std::fs::read_to_string(&committed).ok();
+    let new = snapshot::parse(&new_text);
+    let old = old_text.as_deref().map(snapshot::parse);
+    match (&old, &new) {
+        (_, Err(e)) => {
+            let _ = writeln!(out, "  the pending file is malformed: {e}");
+        }
+        (None, Ok(n)) => {
+            let _ = writeln!(
+                out,
+                "  new snapshot: peak {}",
+                HumanBytes(n.body.peak_bytes)
+            );
+        }
+        (Some(Err(e)), Ok(_)) => {
+            let _ = writeln!(
+                out,
+                "  the committed snapshot {} is malformed: {e}",
+                committed.display()
+            );
+        }
+        (Some(Ok(o)), Ok(n)) => {
+            let cmp = compare(&o.body, &n.body, &Policy::default());
+            if cmp.findings.is_empty() {
+                out += "  no figure changed\n";
+            }
+            for f in &cmp.findings {
+                let mark = match f.movement {
+                    Movement::Regressed => "grew",
+                    Movement::Improved => "shrank",
+                    Movement::Within => "within",
+                };
+                let _ = writeln!(out, "  {mark:>6}  {f}");
+            }
+        }
+    }
+    out.push('\n');
+    let old_text = old_text.unwrap_or_default();
+    let diff = similar::TextDiff::from_lines(&old_text, &new_text)
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &format!("old: {}", committed.display()),
+            &format!("new: {}", file.path.display()),
+        )
+        .to_string();
+    out += &color_diff(&diff);
+    out
+}
+
+/// Reviews `files`. With `interactive`, asks for each (`a`ccept, `r`eject, `s`kip;
+/// end of input skips the rest); otherwise only prints.
+pub fn review(
+    files: &[SnapshotFile],
+    interactive: bool,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<Tally> {
+    let mut tally = Tally::default();
+    let io = |e| crate::error::Error::io("<stdout>")(e);
+    for (i, file) in files.iter().enumerate() {
+        write!(out, "{}", describe(file, i, files.len())).map_err(io)?;
+        if !interactive {
+            tally.skipped += 1;
+            writeln!(out).map_err(io)?;
+            continue;
+        }
+        loop {
+            write!(out, "\n  a accept · r reject · s skip > ").map_err(io)?;
+            out.flush().map_err(io)?;
+            let mut answer = String::new();
+            let read = input
+                .read_line(&mut answer)
+                .map_err(crate::error::Error::io("<stdin>"))?;
+            match answer.trim() {
+                "a" | "accept" => {
+                    let to = snapshots::accept(file)?;
+                    writeln!(out, "  accepted: {}\n", to.display()).map_err(io)?;
+                    tally.accepted += 1;
+                }
+                "r" | "reject" => {
+                    snapshots::reject(file)?;
+                    writeln!(out, "  rejected\n").map_err(io)?;
+                    tally.rejected += 1;
+                }
+                "s" | "skip" | "" => {
+                    writeln!(out, "  skipped\n").map_err(io)?;
+                    tally.skipped += 1;
+                }
+                _ => continue,
+            }
+            if read == 0 {
+                // End of input: skip what is left.
+                tally.skipped += files.len() - i - 1;
+                return Ok(tally);
+            }
+            break;
+        }
+    }
+    Ok(tally)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anstream::adapter::strip_str;
+
+    const SNAP: &str = include_str!("../tests/data/mlp_adamw@cpu.snap");
+
+    fn setup(name: &str, old: Option<&str>, new: &str) -> (PathBuf, SnapshotFile) {
+        let dir = std::env::temp_dir().join(format!(
+            "cargo-vramtest-review-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("vram__t@cpu.snap.new");
+        std::fs::write(&path, new).unwrap();
+        if let Some(old) = old {
+            std::fs::write(dir.join("vram__t@cpu.snap"), old).unwrap();
+        }
+        let file = SnapshotFile {
+            path,
+            package: "p".into(),
+            target: "vram".into(),
+            test: "t".into(),
+            class: "cpu".into(),
+            pending: true,
+        };
+        (dir, file)
+    }
+
+    use std::path::PathBuf;
+
+    #[test]
+    fn describes_what_moved_and_the_diff() {
+        let bigger = SNAP.replace("\"activations\": 412412", "\"activations\": 4124120");
+        let (dir, file) = setup("describe", Some(SNAP), &bigger);
+        let text = strip_str(&describe(&file, 0, 2)).to_string();
+        assert!(
+            text.starts_with("Reviewing [1/2] p::vram::t (cpu)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("grew  activations: 402.75 KiB → 3.93 MiB"),
+            "{text}"
+        );
+        assert!(text.contains("-    \"activations\": 412412,"));
+        assert!(text.contains("+    \"activations\": 4124120,"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn accepts_rejects_and_skips_on_answers() {
+        let (dir, file) = setup("answers", None, SNAP);
+        let mut out = Vec::new();
+        let tally = review(
+            std::slice::from_ref(&file),
+            true,
+            &mut "what\na\n".as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(tally.accepted, 1);
+        assert!(dir.join("vram__t@cpu.snap").exists());
+        assert!(!file.path.exists());
+
+        std::fs::write(&file.path, SNAP).unwrap();
+        let tally = review(
+            std::slice::from_ref(&file),
+            true,
+            &mut "r\n".as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(tally.rejected, 1);
+        assert!(!file.path.exists());
+
+        std::fs::write(&file.path, SNAP).unwrap();
+        let files = [file.clone(), file.clone()];
+        let tally = review(&files, true, &mut "".as_bytes(), &mut out).unwrap();
+        assert_eq!(tally.skipped, 2, "end of input skips the rest");
+        let tally = review(&files, false, &mut "a\n".as_bytes(), &mut out).unwrap();
+        assert_eq!(tally.skipped, 2, "without a terminal nothing is asked");
+        assert!(file.path.exists());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,424 @@
+//! Lists the tests of each built binary and runs them: every test in a process of its
+//! own (`<bin> <name> --exact`, which itself measures in a child process), up to `-j`
+//! at once, in the package's directory like `cargo test`. A test that panics, aborts
+//! or segfaults fails with its output; the others still run.
+
+use crate::build::Binary;
+use crate::cli::DeviceArg;
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use anstream::adapter::strip_str;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use vramtest_model::HumanBytes;
+use vramtest_model::report::{REPORT_SCHEMA, Status, TestReport};
+
+/// One test of one binary.
+#[derive(Debug, Clone)]
+pub struct TestCase {
+    pub binary: Arc<Binary>,
+    pub name: String,
+    pub ignored: bool,
+}
+
+impl TestCase {
+    /// `package::target::test`.
+    pub fn full_name(&self) -> String {
+        format!("{}::{}", self.binary.id(), self.name)
+    }
+}
+
+/// A test's result.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub case: TestCase,
+    pub report: TestReport,
+    pub duration: Duration,
+}
+
+impl Outcome {
+    /// Whether this result fails the run: a failing status, or a new result left
+    /// pending for review (as insta does).
+    pub fn fails(&self) -> bool {
+        fails(&self.report)
+    }
+}
+
+/// Whether a report fails the run.
+pub fn fails(report: &TestReport) -> bool {
+    report.status.is_failure() || (report.status == Status::New && is_pending(report))
+}
+
+/// Whether the report's run left a `.snap.new` behind.
+pub fn is_pending(report: &TestReport) -> bool {
+    report
+        .written
+        .as_ref()
+        .is_some_and(|p| p.extension().is_some_and(|e| e == "new"))
+}
+
+/// Environment variables for the tests of each package (`VRAMTEST_*`).
+pub type PackageEnv = BTreeMap<String, Vec<(String, String)>>;
+
+/// The names in libtest's `--list --format terse` output (`<name>: test` lines).
+pub fn parse_terse(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Lists the tests of each binary (`--list --format terse`, then with `--ignored`),
+/// sorted by binary then name.
+pub fn list(binaries: &[Binary], env: &PackageEnv) -> Result<Vec<TestCase>> {
+    let mut cases = Vec::new();
+    for binary in binaries {
+        let binary = Arc::new(binary.clone());
+        let all = parse_terse(&list_output(&binary, env, false)?);
+        let ignored = parse_terse(&list_output(&binary, env, true)?);
+        let mut names = all;
+        names.sort();
+        names.dedup();
+        cases.extend(names.into_iter().map(|name| TestCase {
+            ignored: ignored.contains(&name),
+            binary: Arc::clone(&binary),
+            name,
+        }));
+    }
+    cases.sort_by(|a, b| (a.binary.id(), &a.name).cmp(&(b.binary.id(), &b.name)));
+    Ok(cases)
+}
+
+fn list_output(binary: &Binary, env: &PackageEnv, ignored: bool) -> Result<String> {
+    let mut cmd = command(binary, env);
+    cmd.args(["--list", "--format", "terse"]);
+    if ignored {
+        cmd.arg("--ignored");
+    }
+    let out = cmd.output().map_err(|e| Error::List {
+        binary: binary.path.clone(),
+        message: e.to_string(),
+    })?;
+    if !out.status.success() {
+        return Err(Error::List {
+            binary: binary.path.clone(),
+            message: format!(
+                "{}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Keeps the tests that match a filter (all when there is none): libtest's rule, a
+/// substring of the name, or the whole name with `exact`; `package::target::test`
+/// matches too.
+pub fn matches(case: &TestCase, filters: &[String], exact: bool) -> bool {
+    if filters.is_empty() {
+        return true;
+    }
+    let full = case.full_name();
+    filters.iter().any(|f| {
+        if exact {
+            case.name == *f || full == *f
+        } else {
+            case.name.contains(f.as_str()) || full.contains(f.as_str())
+        }
+    })
+}
+
+/// A command for a test binary, set up as `cargo test` would run it.
+fn command(binary: &Binary, env: &PackageEnv) -> Command {
+    let mut cmd = Command::new(&binary.path);
+    cmd.current_dir(&binary.package_dir)
+        .env("CARGO_MANIFEST_DIR", &binary.package_dir)
+        .env("CARGO_PKG_NAME", &binary.package)
+        .env("CARGO_PKG_VERSION", &binary.package_version)
+        .stdin(Stdio::null());
+    if let Some(vars) = env.get(&binary.package) {
+        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    }
+    // Dynamic libraries of the build (a `dylib` dependency) next to the binary.
+    if let Some(deps) = binary.path.parent() {
+        let var = dylib_path_var();
+        let mut paths = vec![deps.to_path_buf()];
+        if let Some(profile) = deps.parent() {
+            paths.push(profile.to_path_buf());
+        }
+        paths.extend(std::env::var_os(var).iter().flat_map(std::env::split_paths));
+        if let Ok(joined) = std::env::join_paths(paths) {
+            cmd.env(var, joined);
+        }
+    }
+    cmd
+}
+
+fn dylib_path_var() -> &'static str {
+    if cfg!(windows) {
+        "PATH"
+    } else if cfg!(target_os = "macos") {
+        "DYLD_FALLBACK_LIBRARY_PATH"
+    } else {
+        "LD_LIBRARY_PATH"
+    }
+}
+
+/// The default of `-j`: every core for CPU tests, one at a time on a GPU (tests that
+/// share a GPU would see each other's memory).
+pub fn default_jobs(device: DeviceArg) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match device {
+        DeviceArg::Cpu => cores,
+        DeviceArg::Cuda => 1,
+        // `auto` measures on a GPU when there is one.
+        DeviceArg::Auto if gpu_present() => 1,
+        DeviceArg::Auto => cores,
+    }
+}
+
+/// Whether an NVIDIA GPU looks present (its device nodes on Linux; on other systems
+/// assume so, which only costs parallelism).
+fn gpu_present() -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new("/dev/nvidiactl").exists()
+    } else {
+        !cfg!(target_os = "macos")
+    }
+}
+
+/// Runs the tests, `jobs` at a time; results come back in the order of `cases`.
+pub fn run(
+    cases: &[TestCase],
+    env: &PackageEnv,
+    jobs: usize,
+    progress: &Progress,
+) -> Result<Vec<Outcome>> {
+    let scratch = ScratchDir::new()?;
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let to_run = cases.iter().filter(|c| !c.ignored).count() as u64;
+    progress.start(to_run, "Running");
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; cases.len()];
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1).min(cases.len().max(1)) {
+            let tx = tx.clone();
+            let (next, scratch) = (&next, &scratch);
+            s.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(case) = cases.get(i) else { break };
+                    let outcome = if case.ignored {
+                        ignored(case)
+                    } else {
+                        run_one(case, env, &scratch.path.join(i.to_string()))
+                    };
+                    if tx.send((i, outcome)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, outcome) in rx {
+            if !outcome.case.ignored {
+                progress.inc();
+                progress.log(progress_line(&outcome));
+            }
+            progress.set_message(outcome.case.full_name());
+            outcomes[i] = Some(outcome);
+        }
+    });
+    progress.finish();
+    Ok(outcomes.into_iter().flatten().collect())
+}
+
+/// `    PASS [  1.23s] candle-mlp::vram::mlp_adamw  33.51 MiB`
+fn progress_line(o: &Outcome) -> String {
+    let style = crate::output::status_style(o.report.status, o.fails());
+    let peak = o
+        .report
+        .body
+        .as_ref()
+        .map(|b| HumanBytes(b.peak_bytes).to_string())
+        .unwrap_or_default();
+    format!(
+        "{style}{:>14}{style:#} [{:>7.2}s] {}  {peak}",
+        crate::output::status_label(&o.report),
+        o.duration.as_secs_f64(),
+        o.case.full_name()
+    )
+}
+
+fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path) -> Outcome {
+    let start = Instant::now();
+    let result = std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            command(&case.binary, env)
+                .arg(&case.name)
+                .arg("--exact")
+                .env("VRAMTEST_REPORT_DIR", dir)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .output()
+        })
+        .map_err(|e| format!("cannot run {}: {e}", case.binary.path.display()));
+    let duration = start.elapsed();
+    let report = match result {
+        Ok(out) => read_report(dir).unwrap_or_else(|| without_report(case, &out)),
+        Err(message) => synthetic(case, Status::Failed, message, None),
+    };
+    Outcome {
+        case: case.clone(),
+        report,
+        duration,
+    }
+}
+
+/// The one report the harness wrote in `dir`.
+fn read_report(dir: &Path) -> Option<TestReport> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .find_map(|p| serde_json::from_slice(&std::fs::read(p).ok()?).ok())
+}
+
+/// The binary ended without writing a report: it crashed before the harness could
+/// judge, or it is not a vramtest harness at all.
+fn without_report(case: &TestCase, out: &Output) -> TestReport {
+    let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
+    output += &String::from_utf8_lossy(&out.stderr);
+    let output = strip_str(&output).to_string();
+    synthetic(
+        case,
+        Status::Failed,
+        format!(
+            "{} ended ({}) without a report",
+            case.full_name(),
+            out.status
+        ),
+        Some(output),
+    )
+}
+
+fn ignored(case: &TestCase) -> Outcome {
+    Outcome {
+        case: case.clone(),
+        report: synthetic(case, Status::Ignored, "ignored".into(), None),
+        duration: Duration::ZERO,
+    }
+}
+
+fn synthetic(
+    case: &TestCase,
+    status: Status,
+    message: String,
+    output: Option<String>,
+) -> TestReport {
+    TestReport {
+        schema: REPORT_SCHEMA,
+        target: case.binary.target.clone(),
+        test: case.name.clone(),
+        source: String::new(),
+        line: 0,
+        device_class: None,
+        status,
+        body: None,
+        old_peak_bytes: None,
+        changes: Vec::new(),
+        message,
+        diff: None,
+        snapshot: None,
+        written: None,
+        output,
+    }
+}
+
+/// A temporary directory for the reports, removed when dropped.
+struct ScratchDir {
+    path: PathBuf,
+}
+
+impl ScratchDir {
+    fn new() -> Result<ScratchDir> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path =
+            std::env::temp_dir().join(format!("cargo-vramtest-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).map_err(Error::io(&path))?;
+        Ok(ScratchDir { path })
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    #[test]
+    fn parses_libtests_terse_list() {
+        let text = "mlp_adamw: test\nnested::mlp_sgd: test\nbench_x: benchmark\n\n";
+        assert_eq!(parse_terse(text), ["mlp_adamw", "nested::mlp_sgd"]);
+        assert!(parse_terse("").is_empty());
+    }
+
+    fn case(name: &str) -> TestCase {
+        TestCase {
+            binary: Arc::new(Binary {
+                package: "pkg".into(),
+                target: "vram".into(),
+                path: "/x".into(),
+                package_dir: "/".into(),
+                package_version: "0.1.0".into(),
+            }),
+            name: name.into(),
+            ignored: false,
+        }
+    }
+
+    #[test_case(&[], false, true; "no filter")]
+    #[test_case(&["adam"], false, true; "substring")]
+    #[test_case(&["sgd", "adam"], false, true; "any filter")]
+    #[test_case(&["adam"], true, false; "exact needs the whole name")]
+    #[test_case(&["mlp_adamw"], true, true; "exact")]
+    #[test_case(&["pkg::vram::mlp_adamw"], true, true; "full name")]
+    #[test_case(&["pkg::vram"], false, true; "binary id")]
+    #[test_case(&["sgd"], false, false; "no match")]
+    fn filters(filters: &[&str], exact: bool, expected: bool) {
+        let filters: Vec<String> = filters.iter().map(|s| s.to_string()).collect();
+        assert_eq!(matches(&case("mlp_adamw"), &filters, exact), expected);
+    }
+
+    fn report(status: Status, written: Option<&str>) -> TestReport {
+        let mut r = synthetic(&case("t"), status, String::new(), None);
+        r.written = written.map(PathBuf::from);
+        r
+    }
+
+    #[test_case(Status::Passed, None, false)]
+    #[test_case(Status::Improved, Some("s/x.snap.new"), false)]
+    #[test_case(Status::New, Some("s/x.snap"), false; "new snapshot written")]
+    #[test_case(Status::New, Some("s/x.snap.new"), true; "new result pending review")]
+    #[test_case(Status::Regressed, None, true)]
+    #[test_case(Status::Missing, None, true)]
+    #[test_case(Status::Failed, None, true)]
+    #[test_case(Status::SnapshotError, None, true)]
+    #[test_case(Status::Ignored, None, false)]
+    fn what_fails(status: Status, written: Option<&str>, expected: bool) {
+        assert_eq!(fails(&report(status, written)), expected);
+    }
+}

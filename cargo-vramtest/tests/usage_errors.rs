@@ -1,0 +1,154 @@
+//! Exit code 2: usage and configuration errors name what is wrong and where.
+
+mod common;
+
+use common::{Fixture, assert_code};
+
+#[test]
+fn usage_errors() {
+    let f = Fixture::abort_crate("usage");
+    for args in [
+        &["--partition", "hash:3/2"][..],
+        &["--device", "tpu"],
+        &["-j", "0"],
+        &["--no-such-flag"],
+        &["show"],
+    ] {
+        let ran = f.run(args, &[]);
+        assert_code(&ran, 2);
+    }
+    let ran = f.run(&["--manifest-path", "no/such/Cargo.toml"], &[]);
+    assert_code(&ran, 2);
+    assert!(ran.stderr.contains("no/such/Cargo.toml"), "{}", ran.text());
+
+    let ran = f.run(&["show", "no_such_test"], &[]);
+    assert_code(&ran, 2);
+    assert!(ran.stderr.contains("no_such_test"), "{}", ran.text());
+
+    let ran = f.run(&["--help"], &[]);
+    assert_code(&ran, 0);
+    assert!(ran.stdout.contains("Exit codes:"), "{}", ran.text());
+}
+
+#[test]
+fn configuration_from_the_metadata() {
+    let f = Fixture::abort_crate("config");
+    let manifest = f.dir.join("Cargo.toml");
+    let base = std::fs::read_to_string(&manifest).unwrap();
+
+    // An unknown key: exit 2, naming the manifest, the line and the key.
+    std::fs::write(
+        &manifest,
+        format!("{base}\n[package.metadata.vramtest]\niterations = 2\nlimits = {{ activation = \"+5%\" }}\n"),
+    )
+    .unwrap();
+    let ran = f.run(&["passes"], &[]);
+    assert_code(&ran, 2);
+    let line = base.lines().count() + 4;
+    assert!(
+        ran.stderr.contains(&format!(
+            "Cargo.toml:{line}: [package.metadata.vramtest] `limits.activation`: unknown limit"
+        )),
+        "{}",
+        ran.text()
+    );
+
+    // A bad value in the workspace's table.
+    std::fs::write(
+        &manifest,
+        base.replace(
+            "[workspace]",
+            "[workspace]\nmetadata.vramtest.budget = \"lots\"",
+        ),
+    )
+    .unwrap();
+    let ran = f.run(&["passes"], &[]);
+    assert_code(&ran, 2);
+    assert!(ran.stderr.contains("`budget`"), "{}", ran.text());
+
+    // Valid settings reach the harness: iterations, and a budget that fails.
+    std::fs::write(
+        &manifest,
+        format!("{base}\n[package.metadata.vramtest]\niterations = 2\nbudget = \"1KiB\"\n"),
+    )
+    .unwrap();
+    let ran = f.run(
+        &["passes", "--message-format", "json"],
+        &[("VRAMTEST_UPDATE", "always")],
+    );
+    assert_code(&ran, 1);
+    let first: serde_json::Value =
+        serde_json::from_str(ran.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(first["body"]["iterations"], 2, "{first}");
+    assert_eq!(first["status"], "regressed", "{first}");
+    assert!(
+        first["message"].as_str().unwrap().contains("budget"),
+        "{first}"
+    );
+}
+
+#[test]
+fn runs_as_a_cargo_subcommand() {
+    let f = Fixture::abort_crate("subcommand");
+    // cargo runs `cargo-vramtest vramtest …` when `cargo-vramtest` is on the PATH.
+    let bin = f.dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = format!("cargo-vramtest{}", std::env::consts::EXE_SUFFIX);
+    std::fs::copy(env!("CARGO_BIN_EXE_cargo-vramtest"), bin.join(&exe)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let out = f
+        .cargo(&["vramtest", "list", "passes"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let ran = common::Ran::from(out);
+    assert_code(&ran, 0);
+    assert!(ran.stdout.contains("passes"), "{}", ran.text());
+    assert!(ran.stdout.contains("1 test"), "{}", ran.text());
+}
+
+#[test]
+fn color_follows_the_flag_and_cargo_term_color() {
+    let f = Fixture::abort_crate("color");
+    let esc = "\u{1b}[";
+    let ran = f.run(&["list"], &[]);
+    assert_code(&ran, 0);
+    assert!(!ran.stdout.contains(esc), "NO_COLOR: {}", ran.text());
+    let ran = f.run(&["list", "--color", "always"], &[]);
+    assert!(ran.stdout.contains(esc), "--color always: {}", ran.text());
+    let ran = f.run(&["list"], &[("CARGO_TERM_COLOR", "always")]);
+    assert!(ran.stdout.contains(esc), "CARGO_TERM_COLOR: {}", ran.text());
+    let ran = f.run(
+        &["list", "--color", "never"],
+        &[("CARGO_TERM_COLOR", "always")],
+    );
+    assert!(!ran.stdout.contains(esc), "the flag wins: {}", ran.text());
+}
+
+#[test]
+fn a_build_error_is_cargos_exit_code_101() {
+    let f = Fixture::abort_crate("build-error");
+    let test = f.dir.join("tests").join("vram.rs");
+    let source = std::fs::read_to_string(&test).unwrap();
+    std::fs::write(
+        &test,
+        source.replace(
+            "vramtest::main!();",
+            "vramtest::main!(); fn broken() -> u32 { \"not a number\" }",
+        ),
+    )
+    .unwrap();
+    let ran = f.run(&[], &[]);
+    assert_code(&ran, 101);
+    // cargo's own diagnostic, as cargo printed it.
+    assert!(
+        ran.stderr.contains("error[E0308]: mismatched types"),
+        "{}",
+        ran.text()
+    );
+    assert!(ran.stderr.contains("the build failed"), "{}", ran.text());
+}
