@@ -1,6 +1,7 @@
 //! Every environment switch the harness reads, in one place.
 
 use std::path::PathBuf;
+use vramtest_model::config::DeviceSetting;
 
 /// What may be written when a result differs from its snapshot (`VRAMTEST_UPDATE`,
 /// falling back to `INSTA_UPDATE`).
@@ -66,36 +67,34 @@ fn flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
 }
 
-/// Which device to run on (`VRAMTEST_DEVICE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceChoice {
-    Cpu,
-    Cuda,
-    /// CUDA when a device is present, else the CPU.
-    Auto,
-}
-
-/// `VRAMTEST_DEVICE=cpu|cuda|auto`, default `auto`.
-pub fn device() -> Result<DeviceChoice, String> {
+/// `VRAMTEST_DEVICE=cpu|cuda|auto`; `None` when unset (then the settings decide, and
+/// `auto` is the default: CUDA when a device is present, else the CPU).
+pub fn device() -> Result<Option<DeviceSetting>, String> {
     match std::env::var("VRAMTEST_DEVICE")
         .unwrap_or_default()
         .as_str()
     {
-        "" | "auto" => Ok(DeviceChoice::Auto),
-        "cpu" => Ok(DeviceChoice::Cpu),
-        "cuda" => Ok(DeviceChoice::Cuda),
+        "" => Ok(None),
+        "auto" => Ok(Some(DeviceSetting::Auto)),
+        "cpu" => Ok(Some(DeviceSetting::Cpu)),
+        "cuda" => Ok(Some(DeviceSetting::Cuda)),
         other => Err(format!(
             "VRAMTEST_DEVICE={other}: unknown device (hint: use cpu, cuda or auto)"
         )),
     }
 }
 
-/// Settings from `cargo vramtest` (`VRAMTEST_CONFIG`, JSON).
-pub fn config() -> Result<vramtest_model::report::Config, String> {
-    match std::env::var("VRAMTEST_CONFIG") {
+/// The name of the variable that carries resolved settings (JSON of `report::Config`):
+/// from `cargo vramtest` to the harness, and from the harness to its children.
+pub const CONFIG: &str = "VRAMTEST_CONFIG";
+
+/// Settings from `cargo vramtest` (`VRAMTEST_CONFIG`); `None` when unset.
+pub fn config() -> Result<Option<vramtest_model::report::Config>, String> {
+    match std::env::var(CONFIG) {
         Ok(json) if !json.trim().is_empty() => serde_json::from_str(&json)
-            .map_err(|e| format!("VRAMTEST_CONFIG is not a valid configuration: {e}")),
-        _ => Ok(Default::default()),
+            .map(Some)
+            .map_err(|e| format!("{CONFIG} is not a valid configuration: {e}")),
+        _ => Ok(None),
     }
 }
 

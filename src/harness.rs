@@ -2,7 +2,7 @@
 //! `cargo test` and `cargo nextest run` both drive it), runs each test in a child
 //! process of its own, and judges the child's measurement against the snapshot.
 
-use crate::env::{self, DeviceChoice, Update};
+use crate::env::{self, Update};
 use crate::judge::{self, Write};
 use crate::probe::heap;
 use crate::step::{Device, Step};
@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
+use vramtest_model::config::DeviceSetting;
 use vramtest_model::report::{Change, Config, REPORT_SCHEMA, Status, TestReport};
 use vramtest_model::snapshot::{self, Info};
 use vramtest_model::{Body, DeviceClass, HumanBytes, Limit, Movement, Policy, Profile, Snapshot};
@@ -116,7 +117,19 @@ fn parent(target: Target) -> Result<ExitCode, String> {
             .collect();
         return Ok(libtest_mimic::run(&args, trials).exit_code());
     }
-    let device = select_device(env::device()?);
+    // `cargo vramtest` passes its reading of the metadata tables; under plain `cargo
+    // test` the harness reads the same tables itself.
+    let (config, configured_device) = match env::config()? {
+        Some(config) => (config, None),
+        None => {
+            let settings = crate::settings::from_manifests(&target.manifest_dir)?;
+            (settings.to_harness(), settings.device)
+        }
+    };
+    let choice = env::device()?
+        .or(configured_device)
+        .unwrap_or(DeviceSetting::Auto);
+    let device = select_device(choice);
     if matches!(device, Ok(Device::Cuda(_))) && args.test_threads.is_none() {
         // Tests that share one GPU would see each other in its memory figures.
         args.test_threads = Some(1);
@@ -127,7 +140,7 @@ fn parent(target: Target) -> Result<ExitCode, String> {
         update: env::update()?,
         check: env::check(),
         strict: env::strict(),
-        config: env::config()?,
+        config,
         nocapture: args.nocapture,
         report_dir: env::report_dir(),
         references: env::references_file(),
@@ -143,11 +156,11 @@ fn parent(target: Target) -> Result<ExitCode, String> {
     Ok(libtest_mimic::run(&args, trials).exit_code())
 }
 
-fn select_device(choice: DeviceChoice) -> Result<Device, String> {
+fn select_device(choice: DeviceSetting) -> Result<Device, String> {
     match choice {
-        DeviceChoice::Cpu => Ok(Device::Cpu),
-        DeviceChoice::Cuda => crate::cuda::first_device(),
-        DeviceChoice::Auto => Ok(crate::cuda::first_device().unwrap_or(Device::Cpu)),
+        DeviceSetting::Cpu => Ok(Device::Cpu),
+        DeviceSetting::Cuda => crate::cuda::first_device(),
+        DeviceSetting::Auto => Ok(crate::cuda::first_device().unwrap_or(Device::Cpu)),
     }
 }
 
@@ -263,6 +276,10 @@ impl Run {
         cmd.env(env::CHILD_TEST, name)
             .env(env::CHILD_RESULT, &result_path)
             .env(env::CHILD_DEVICE, device.to_string())
+            .env(
+                env::CONFIG,
+                serde_json::to_string(&self.config).expect("configs serialize"),
+            )
             .stdin(Stdio::null());
         if std::env::var_os("RAYON_NUM_THREADS").is_none() {
             // Per-thread buffers (gemm packing) scale with the thread count: pin it so
@@ -590,7 +607,7 @@ fn run_child(target: &Target, test: &str) -> ChildResult {
     let iterations = def
         .options
         .iterations
-        .or(env::config().ok().and_then(|c| c.iterations))
+        .or(env::config().ok().flatten().and_then(|c| c.iterations))
         .unwrap_or(DEFAULT_ITERATIONS);
     match device {
         Device::Cpu => measure_cpu(def, iterations),

@@ -31,6 +31,7 @@ mod error;
 mod harness;
 mod judge;
 mod probe;
+mod settings;
 mod step;
 
 pub use cuda::CudaTracker;

@@ -213,6 +213,37 @@ fn snapshots_are_created_reviewed_and_checked() {
     assert!(!r.output.status.success());
     // The malformed file is left as it was: nothing is lost.
     assert!(std::fs::read_to_string(&snap).unwrap().contains("\"one\""));
+    std::fs::write(&snap, good).unwrap();
+
+    // Under plain `cargo test` the harness reads [package.metadata.vramtest] itself.
+    let manifest = dir.join("Cargo.toml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        format!("{original}\n[package.metadata.vramtest]\nbudget = \"1KiB\"\n"),
+    )
+    .unwrap();
+    let r = run(&dir, &exe, &one, &[]);
+    let report = r.report("linear_adam");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    assert!(
+        report.message.contains("over the budget of 1.00 KiB"),
+        "{}",
+        report.message
+    );
+    // A misspelt key is an error that names the manifest and the line.
+    std::fs::write(
+        &manifest,
+        format!("{original}\n[package.metadata.vramtest]\nbudgt = \"1KiB\"\n"),
+    )
+    .unwrap();
+    let r = run(&dir, &exe, &one, &[]);
+    assert_eq!(r.output.status.code(), Some(2), "{}", r.text());
+    assert!(
+        r.text().contains("Cargo.toml:") && r.text().contains("`budgt`: unknown key"),
+        "{}",
+        r.text()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

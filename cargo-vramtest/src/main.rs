@@ -125,9 +125,11 @@ fn package_env(ws: &Workspace, exec: &ExecArgs) -> PackageEnv {
             if exec.strict {
                 vars.push(("VRAMTEST_STRICT".into(), "1".into()));
             }
-            let device = exec
+            let device = exec.device.or(p
+                .settings
                 .device
-                .or(p.settings.device.filter(|_| !inherited_device));
+                .map(DeviceArg::from)
+                .filter(|_| !inherited_device));
             if let Some(d) = device {
                 vars.push(("VRAMTEST_DEVICE".into(), d.as_str().into()));
             }
@@ -147,7 +149,11 @@ fn run_device(ws: &Workspace, exec: &ExecArgs) -> DeviceArg {
         Ok(_) => return DeviceArg::Auto,
         Err(_) => {}
     }
-    let devices: Vec<_> = ws.packages.iter().map(|p| p.settings.device).collect();
+    let devices: Vec<Option<DeviceArg>> = ws
+        .packages
+        .iter()
+        .map(|p| p.settings.device.map(DeviceArg::from))
+        .collect();
     if devices.iter().all(|d| *d == Some(DeviceArg::Cpu)) {
         DeviceArg::Cpu
     } else if devices.contains(&Some(DeviceArg::Cuda)) {

@@ -10,6 +10,7 @@
 
 pub mod bytes;
 pub mod category;
+pub mod config;
 pub mod ledger;
 pub mod limit;
 pub mod policy;
