@@ -26,7 +26,7 @@
 //! [`Category`] and [`Result`].
 
 mod cuda;
-mod env;
+use vramtest_model::env;
 mod error;
 mod harness;
 mod judge;

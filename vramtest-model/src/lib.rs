@@ -6,11 +6,13 @@
 //! - [`policy`] decides whether a new result regressed against a snapshot.
 //!
 //! Nothing here touches a device; only [`snapshot::read`] and
-//! [`snapshot::write_atomic`] touch the file system.
+//! [`snapshot::write_atomic`] touch the file system, and only [`env`] reads the
+//! environment.
 
 pub mod bytes;
 pub mod category;
 pub mod config;
+pub mod env;
 pub mod ledger;
 pub mod limit;
 pub mod policy;

@@ -1,7 +1,8 @@
-//! Every environment switch the harness reads, in one place.
+//! Every environment switch of vramtest, in one place, read by the test harness and by
+//! `cargo vramtest` alike (so both accept and reject the same values).
 
 use std::path::PathBuf;
-use vramtest_model::config::DeviceSetting;
+use crate::config::DeviceSetting;
 
 /// What may be written when a result differs from its snapshot (`VRAMTEST_UPDATE`,
 /// falling back to `INSTA_UPDATE`).
@@ -89,7 +90,7 @@ pub fn device() -> Result<Option<DeviceSetting>, String> {
 pub const CONFIG: &str = "VRAMTEST_CONFIG";
 
 /// Settings from `cargo vramtest` (`VRAMTEST_CONFIG`); `None` when unset.
-pub fn config() -> Result<Option<vramtest_model::report::Config>, String> {
+pub fn config() -> Result<Option<crate::report::Config>, String> {
     match std::env::var(CONFIG) {
         Ok(json) if !json.trim().is_empty() => serde_json::from_str(&json)
             .map(Some)
@@ -109,9 +110,18 @@ pub fn references_file() -> Option<PathBuf> {
     std::env::var_os("INSTA_SNAPSHOT_REFERENCES_FILE").map(PathBuf::from)
 }
 
-/// Set in a child process: the one test it runs, and where it writes its result.
+/// Set in a child process of the harness (internal): the one test it runs, and where it writes its result.
 pub const CHILD_TEST: &str = "__VRAMTEST_CHILD_TEST";
 /// The child's result file.
 pub const CHILD_RESULT: &str = "__VRAMTEST_CHILD_RESULT";
 /// The device the child runs on (`cpu` or `cuda:N`).
 pub const CHILD_DEVICE: &str = "__VRAMTEST_CHILD_DEVICE";
+
+/// Checks every switch that has a fixed set of values (`VRAMTEST_UPDATE`/`INSTA_UPDATE`,
+/// `VRAMTEST_DEVICE`, `VRAMTEST_CONFIG`), so a front end can reject a typo up front.
+pub fn validate() -> Result<(), String> {
+    update()?;
+    device()?;
+    config()?;
+    Ok(())
+}
