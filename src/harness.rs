@@ -63,7 +63,7 @@ pub fn main(manifest_dir: &'static str, crate_name: &'static str) -> ExitCode {
         name: crate_name.to_owned(),
     };
     if let Ok(test) = std::env::var(env::CHILD_TEST) {
-        return child(&target, &test);
+        return child(&test);
     }
     match parent(target) {
         Ok(code) => code,
@@ -217,6 +217,17 @@ impl Run {
             (None, Ok(device)) => self.measure_and_judge(name, def, *device, &mut report),
             (None, Err(_)) => unreachable!("no device is a skip"),
         };
+        if let Err(failed) = &outcome {
+            // Whatever went wrong after the verdict (a snapshot that could not be
+            // written, a bad limit) fails the test in the report too.
+            // (A new result left pending fails the run but keeps its status.)
+            if !report.status.is_failure() && report.status != Status::New {
+                report.status = Status::Failed;
+            }
+            if report.message.is_empty() {
+                report.message = failed.message().unwrap_or("failed").to_owned();
+            }
+        }
         if let Some(dir) = &self.report_dir {
             write_report(dir, &report);
         }
@@ -302,10 +313,19 @@ impl Run {
             }
             text
         };
-        let result = std::fs::read(&result_path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-        let _ = std::fs::remove_file(&result_path);
+        let result = match std::fs::read(&result_path) {
+            Ok(bytes) => {
+                let _ = std::fs::remove_file(&result_path);
+                Some(serde_json::from_slice(&bytes).map_err(|e| {
+                    format!(
+                        "the test's result file {} is unreadable: {e}",
+                        result_path.display()
+                    )
+                })?)
+            }
+            // No file: the child died before it could write one.
+            Err(_) => None,
+        };
         Ok((result, output))
     }
 
@@ -380,7 +400,11 @@ impl Run {
             None => None,
         };
         if let Some(path) = &written {
-            snapshot::write_atomic(path, &snapshot.to_text()).map_err(|e| e.to_string())?;
+            snapshot::write_atomic(path, &snapshot.to_text()).map_err(|e| {
+                report.status = Status::Failed;
+                report.message = format!("cannot write the snapshot: {e}");
+                report.message.clone()
+            })?;
             if decision.write == Some(Write::Snapshot) {
                 let _ = std::fs::remove_file(&pending);
             }
@@ -395,7 +419,7 @@ impl Run {
             Status::Passed | Status::Improved | Status::New => None,
             Status::Regressed => Some(format!("memory regression in {name} ({class})")),
             Status::Missing => Some(format!(
-                "{name} ({class}) has no snapshot {} and none is written in check mode (CI)",
+                "{name} ({class}) has no snapshot {} (check mode, as on CI, never writes one)",
                 shown(&snap_path)
             )),
             _ => None,
@@ -532,12 +556,20 @@ fn write_report(dir: &Path, report: &TestReport) {
 
 fn append_reference(refs: &Path, snap: &Path) {
     use std::io::Write as _;
-    if let Ok(mut f) = std::fs::OpenOptions::new()
+    // One `write_all` of a whole line on an append-mode file: parallel trials and
+    // processes do not interleave their lines.
+    let line = format!("{}\n", snap.display());
+    let written = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(refs)
-    {
-        let _ = writeln!(f, "{}", snap.display());
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "warning: cannot record {} in {}: {e}",
+            snap.display(),
+            refs.display()
+        );
     }
 }
 
@@ -568,8 +600,8 @@ fn display_path(manifest_dir: &Path, p: &Path) -> String {
 }
 
 /// Runs one test in this (child) process and writes its result.
-fn child(target: &Target, test: &str) -> ExitCode {
-    let result = run_child(target, test);
+fn child(test: &str) -> ExitCode {
+    let result = run_child(test);
     let Ok(path) = std::env::var(env::CHILD_RESULT) else {
         eprintln!(
             "error: {} is set without {}",
@@ -586,8 +618,7 @@ fn child(target: &Target, test: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run_child(target: &Target, test: &str) -> ChildResult {
-    let _ = target;
+fn run_child(test: &str) -> ChildResult {
     let Some((_, def)) = registered().into_iter().find(|(n, _)| n == test) else {
         return ChildResult::Failed {
             message: format!("no test named `{test}` in this binary"),

@@ -58,7 +58,6 @@ pub fn decide(
     };
     let comparison = compare(old, new, policy);
     let over_budget = comparison.over_budget;
-    let differs = old != new;
     let (status, write) = match (comparison.verdict, update) {
         (Verdict::Unchanged, _) => (Status::Passed, None),
         // `always` records every difference; budgets still fail.
@@ -72,7 +71,9 @@ pub fn decide(
     Decision {
         status,
         write,
-        remove_pending: !differs && update != Update::No,
+        // A passing result makes an older pending file stale (it may hold a regression
+        // that was fixed since): remove it, unless nothing may be written at all.
+        remove_pending: write.is_none() && !status.is_failure() && update != Update::No,
         comparison: Some(comparison),
         over_budget,
     }
@@ -150,6 +151,23 @@ mod tests {
         );
         assert_eq!(d.status, Status::Regressed);
         assert!(d.over_budget.is_some());
+    }
+
+    #[test]
+    fn a_result_within_limits_clears_a_stale_pending_file() {
+        // Run 1 regressed and left a .snap.new; the fix lands and run 2 is within noise.
+        let d = decide(
+            Some(&body(10 << 20)),
+            &body((10 << 20) + 100),
+            &Policy::default(),
+            Update::New,
+            false,
+        );
+        assert_eq!(d.status, Status::Passed);
+        assert!(
+            d.remove_pending,
+            "a stale pending file could be accepted later"
+        );
     }
 
     #[test]

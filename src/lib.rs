@@ -36,7 +36,6 @@ mod step;
 
 pub use cuda::CudaTracker;
 pub use error::{Error, Result};
-pub use probe::heap::Counting;
 pub use step::{Device, Iterations, Step};
 pub use vramtest_macros::vramtest;
 pub use vramtest_model::Category;
@@ -45,7 +44,7 @@ pub use vramtest_model::Category;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::harness::{Options, TestDef, main};
-    pub use crate::probe::heap::{BYTES_PER_EVENT, recorder_capacity_bytes, start, stop};
+    pub use crate::probe::heap::{BYTES_PER_EVENT, Counting, recorder_capacity_bytes, start, stop};
     pub use inventory;
 }
 
@@ -61,8 +60,8 @@ macro_rules! main {
     };
     (allocator = $alloc:path $(,)?) => {
         #[global_allocator]
-        static __VRAMTEST_GLOBAL_ALLOCATOR: $crate::Counting<$alloc> =
-            $crate::Counting::new($alloc);
+        static __VRAMTEST_GLOBAL_ALLOCATOR: $crate::__private::Counting<$alloc> =
+            $crate::__private::Counting::new($alloc);
 
         fn main() -> ::std::process::ExitCode {
             $crate::__private::main(env!("CARGO_MANIFEST_DIR"), env!("CARGO_CRATE_NAME"))

@@ -172,6 +172,20 @@ fn snapshots_are_created_reviewed_and_checked() {
     assert!(!r.output.status.success());
     assert!(!snaps.exists(), "check mode wrote files");
 
+    // A pending file that cannot be written fails the test, naming it.
+    std::fs::create_dir_all(&pending).unwrap(); // a directory where the file goes
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "auto")]);
+    let report = r.report("linear_adam");
+    assert_eq!(report.status, Status::Failed, "{}", r.text());
+    assert!(
+        report.message.contains("cannot write the snapshot")
+            && report.message.contains("vram__linear_adam@cpu.snap.new"),
+        "{}",
+        report.message
+    );
+    assert!(!r.output.status.success());
+    std::fs::remove_dir_all(&snaps).unwrap();
+
     // Locally (auto): a pending file and a failure, like insta.
     let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "auto")]);
     assert_eq!(r.status("linear_adam"), Status::New);

@@ -45,60 +45,6 @@ pub trait Driver {
     fn cuda_version(&self) -> Result<(u32, u32), CudaError>;
 }
 
-impl<D: Driver + ?Sized> Driver for &D {
-    fn synchronize(&self) -> Result<(), CudaError> {
-        (**self).synchronize()
-    }
-    fn memory_pools_supported(&self) -> Result<bool, CudaError> {
-        (**self).memory_pools_supported()
-    }
-    fn pool_attribute(&self, attribute: PoolAttribute) -> Result<u64, CudaError> {
-        (**self).pool_attribute(attribute)
-    }
-    fn reset_high_water_mark(&self, attribute: PoolAttribute) -> Result<(), CudaError> {
-        (**self).reset_high_water_mark(attribute)
-    }
-    fn mem_get_info(&self) -> Result<(u64, u64), CudaError> {
-        (**self).mem_get_info()
-    }
-    fn device_name(&self) -> Result<String, CudaError> {
-        (**self).device_name()
-    }
-    fn driver_version(&self) -> Option<String> {
-        (**self).driver_version()
-    }
-    fn cuda_version(&self) -> Result<(u32, u32), CudaError> {
-        (**self).cuda_version()
-    }
-}
-
-impl<D: Driver + ?Sized> Driver for Box<D> {
-    fn synchronize(&self) -> Result<(), CudaError> {
-        (**self).synchronize()
-    }
-    fn memory_pools_supported(&self) -> Result<bool, CudaError> {
-        (**self).memory_pools_supported()
-    }
-    fn pool_attribute(&self, attribute: PoolAttribute) -> Result<u64, CudaError> {
-        (**self).pool_attribute(attribute)
-    }
-    fn reset_high_water_mark(&self, attribute: PoolAttribute) -> Result<(), CudaError> {
-        (**self).reset_high_water_mark(attribute)
-    }
-    fn mem_get_info(&self) -> Result<(u64, u64), CudaError> {
-        (**self).mem_get_info()
-    }
-    fn device_name(&self) -> Result<String, CudaError> {
-        (**self).device_name()
-    }
-    fn driver_version(&self) -> Option<String> {
-        (**self).driver_version()
-    }
-    fn cuda_version(&self) -> Result<(u32, u32), CudaError> {
-        (**self).cuda_version()
-    }
-}
-
 /// Takes one boundary sample: synchronize, read the pool's counters and the device's
 /// used bytes, then reset both high-water marks (so the next sample's marks cover only
 /// the interval since this one).

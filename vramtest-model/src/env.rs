@@ -1,8 +1,8 @@
 //! Every environment switch of vramtest, in one place, read by the test harness and by
 //! `cargo vramtest` alike (so both accept and reject the same values).
 
-use std::path::PathBuf;
 use crate::config::DeviceSetting;
+use std::path::PathBuf;
 
 /// What may be written when a result differs from its snapshot (`VRAMTEST_UPDATE`,
 /// falling back to `INSTA_UPDATE`).
