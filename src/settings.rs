@@ -12,7 +12,7 @@ pub fn from_manifests(manifest_dir: &Path) -> Result<Settings, String> {
     let own_text = read(&own)?;
     let own_table = parse(&own, &own_text)?;
     let package = table_settings(&own, &own_text, &own_table, "package")?;
-    let workspace = match workspace_manifest(manifest_dir, &own_table) {
+    let workspace = match workspace_manifest(manifest_dir, &own_table)? {
         Some((path, text, table)) => table_settings(&path, &text, &table, "workspace")?,
         None => Settings::default(),
     };
@@ -27,22 +27,41 @@ fn parse(path: &Path, text: &str) -> Result<toml::Table, String> {
     toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// The manifest with the `[workspace]` table: this one, or the nearest ancestor's.
+/// The manifest with the `[workspace]` table, found the way cargo finds it: the one
+/// `package.workspace` names, else the nearest ancestor's (`None`: the crate is its
+/// own workspace, read with the package). A manifest on the way that does not parse
+/// is an error, as it is for cargo.
 fn workspace_manifest(
     manifest_dir: &Path,
     own: &toml::Table,
-) -> Option<(PathBuf, String, toml::Table)> {
+) -> Result<Option<(PathBuf, String, toml::Table)>, String> {
     if own.contains_key("workspace") {
-        return None; // Its own workspace table was read with the package's manifest.
+        return Ok(None);
     }
-    manifest_dir.ancestors().skip(1).find_map(|dir| {
+    let named = own
+        .get("package")
+        .and_then(|p| p.get("workspace"))
+        .and_then(|w| w.as_str())
+        .map(|w| manifest_dir.join(w));
+    let candidates: Vec<PathBuf> = match named {
+        Some(dir) => vec![dir],
+        None => manifest_dir
+            .ancestors()
+            .skip(1)
+            .map(Path::to_owned)
+            .collect(),
+    };
+    for dir in candidates {
         let path = dir.join("Cargo.toml");
-        let text = std::fs::read_to_string(&path).ok()?;
-        let table: toml::Table = toml::from_str(&text).ok()?;
-        table
-            .contains_key("workspace")
-            .then_some((path, text, table))
-    })
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let table = parse(&path, &text)?;
+        if table.contains_key("workspace") {
+            return Ok(Some((path, text, table)));
+        }
+    }
+    Ok(None)
 }
 
 /// `[<section>.metadata.vramtest]` of one manifest (`package` or `workspace`); for a
