@@ -163,8 +163,10 @@ pub struct ExecArgs {
     #[arg(long, value_enum, value_name = "DEVICE")]
     pub device: Option<DeviceArg>,
 
-    /// Check mode (VRAMTEST_CHECK=1): write no snapshot file; a missing snapshot
+    /// Check mode (VRAMTEST_CHECK=1): never write a .snap file; a missing snapshot
     /// fails. The default under CI (CI set and not empty/0/false, or TF_BUILD set).
+    /// With VRAMTEST_UPDATE=new, new results still go to .snap.new files (for a CI
+    /// artifact a reviewer can accept); otherwise nothing is written.
     #[arg(long)]
     pub check: bool,
 
@@ -398,6 +400,17 @@ mod tests {
             let e = Cli::try_parse_from(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn help_says_what_check_mode_still_writes() {
+        let help = Cli::command().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(help.contains("never write a .snap file"), "{help}");
+        assert!(
+            help.contains("With VRAMTEST_UPDATE=new, new results still go to .snap.new files"),
+            "{help}"
+        );
     }
 
     #[test]

@@ -12,6 +12,11 @@ pub enum Error {
     #[error("cargo metadata failed: {message}")]
     Metadata { message: String },
 
+    /// An environment switch has a value outside its set (`VRAMTEST_UPDATE=sometimes`,
+    /// `VRAMTEST_DEVICE=tpu`); the message names the variable and the values it takes.
+    #[error("{message}")]
+    Environment { message: String },
+
     /// A `[*.metadata.vramtest]` table has an unknown key or a bad value.
     #[error("{}: {message}", location(.manifest, *.line))]
     Config {

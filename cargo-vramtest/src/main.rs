@@ -51,6 +51,7 @@ use run::{PackageEnv, TestCase};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
+use vramtest_model::env;
 
 fn main() -> ExitCode {
     let cli = Cli::from_env();
@@ -101,25 +102,29 @@ fn execute(command: Command) -> Result<u8> {
     }
 }
 
-/// insta's CI detection: `CI` set and not empty, `0` or `false`; or `TF_BUILD` set.
-fn is_ci() -> bool {
-    match std::env::var("CI") {
-        Ok(v) => !matches!(v.as_str(), "" | "0" | "false"),
-        Err(_) => std::env::var_os("TF_BUILD").is_some(),
-    }
+/// Rejects an environment switch with a value outside its set (`VRAMTEST_UPDATE`,
+/// `INSTA_UPDATE`, `VRAMTEST_DEVICE`, `VRAMTEST_CONFIG`) before anything is built:
+/// the harness would reject it in every test, or worse, read it differently.
+fn validate_env() -> Result<()> {
+    env::validate().map_err(|message| Error::Environment { message })
+}
+
+/// `VRAMTEST_DEVICE`, once [`validate_env`] has accepted it.
+fn env_device() -> Option<DeviceArg> {
+    env::device().ok().flatten().map(DeviceArg::from)
 }
 
 /// The `VRAMTEST_*` variables for each package's tests.
 fn package_env(ws: &Workspace, exec: &ExecArgs) -> PackageEnv {
-    let inherited_device = std::env::var_os("VRAMTEST_DEVICE").is_some();
+    let inherited_device = env_device().is_some();
     ws.packages
         .iter()
         .map(|p| {
             let mut vars = vec![(
-                "VRAMTEST_CONFIG".to_owned(),
+                env::CONFIG.to_owned(),
                 serde_json::to_string(&p.settings.to_harness()).expect("configs serialize"),
             )];
-            if exec.check || is_ci() {
+            if exec.check || env::is_ci() {
                 vars.push(("VRAMTEST_CHECK".into(), "1".into()));
             }
             if exec.strict {
@@ -143,11 +148,8 @@ fn run_device(ws: &Workspace, exec: &ExecArgs) -> DeviceArg {
     if let Some(d) = exec.device {
         return d;
     }
-    match std::env::var("VRAMTEST_DEVICE").as_deref() {
-        Ok("cpu") => return DeviceArg::Cpu,
-        Ok("cuda") => return DeviceArg::Cuda,
-        Ok(_) => return DeviceArg::Auto,
-        Err(_) => {}
+    if let Some(d) = env_device() {
+        return d;
     }
     let devices: Vec<Option<DeviceArg>> = ws
         .packages
@@ -195,6 +197,7 @@ fn select_tests(
 }
 
 fn run_tests(args: &RunArgs) -> Result<u8> {
+    validate_env()?;
     let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
     let env = package_env(&ws, &args.exec);
     let cases: Vec<TestCase> = select_tests(&ws, &args.build, &args.filter, &env)?
@@ -263,6 +266,7 @@ fn append_file(path: &std::path::Path, text: &str) -> Result<()> {
 }
 
 fn list(args: &ListArgs) -> Result<u8> {
+    validate_env()?;
     let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
     let env = package_env(&ws, &ExecArgs::default());
     let tests: Vec<output::list::Listed> = select_tests(&ws, &args.build, &args.filter, &env)?
@@ -335,7 +339,14 @@ fn show(args: &ShowArgs) -> Result<u8> {
             message: format!("{message} in {}", ws.root.display()),
         })?;
     for (i, file) in chosen.iter().enumerate() {
-        let parsed = vramtest_model::snapshot::read(&file.path)?.expect("the file was just listed");
+        // Listed a moment ago, but a concurrent accept or reject may have removed it.
+        let parsed = vramtest_model::snapshot::read(&file.path)?.ok_or_else(|| Error::Io {
+            path: file.path.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the file is gone (removed since it was listed)",
+            ),
+        })?;
         if i > 0 {
             println!();
         }

@@ -2,7 +2,7 @@
 //! limits), the diff of the two files, then accept, reject or skip. Without a terminal
 //! it only prints, and the caller exits 1 while pending files exist.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::output::table::color_diff;
 use crate::snapshots::{self, SnapshotFile};
 use anstyle::Style;
@@ -21,7 +21,8 @@ pub struct Tally {
 
 /// One pending file, described for a reviewer: a header, the figures that moved, and
 /// the diff against the committed snapshot (or the whole file when there is none).
-pub fn describe(file: &SnapshotFile, index: usize, total: usize) -> String {
+/// An unreadable pending file is an error naming it.
+pub fn describe(file: &SnapshotFile, index: usize, total: usize) -> Result<String> {
     let bold = Style::new().bold();
     let mut out = format!(
         "{bold}Reviewing [{}/{}] {}{bold:#}\n  pending: {}\n",
@@ -30,7 +31,7 @@ pub fn describe(file: &SnapshotFile, index: usize, total: usize) -> String {
         file.label(),
         file.path.display()
     );
-    let new_text = std::fs::read_to_string(&file.path).unwrap_or_default();
+    let new_text = std::fs::read_to_string(&file.path).map_err(Error::io(&file.path))?;
     let committed = file.committed();
     let old_text = std::fs::read_to_string(&committed).ok();
     let new = snapshot::parse(&new_text);
@@ -79,7 +80,7 @@ pub fn describe(file: &SnapshotFile, index: usize, total: usize) -> String {
         )
         .to_string();
     out += &color_diff(&diff);
-    out
+    Ok(out)
 }
 
 /// Reviews `files`. With `interactive`, asks for each (`a`ccept, `r`eject, `s`kip;
@@ -91,9 +92,9 @@ pub fn review(
     out: &mut dyn Write,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
-    let io = |e| crate::error::Error::io("<stdout>")(e);
+    let io = |e| Error::io("<stdout>")(e);
     for (i, file) in files.iter().enumerate() {
-        write!(out, "{}", describe(file, i, files.len())).map_err(io)?;
+        write!(out, "{}", describe(file, i, files.len())?).map_err(io)?;
         if !interactive {
             tally.skipped += 1;
             writeln!(out).map_err(io)?;
@@ -103,9 +104,7 @@ pub fn review(
             write!(out, "\n  a accept · r reject · s skip > ").map_err(io)?;
             out.flush().map_err(io)?;
             let mut answer = String::new();
-            let read = input
-                .read_line(&mut answer)
-                .map_err(crate::error::Error::io("<stdin>"))?;
+            let read = input.read_line(&mut answer).map_err(Error::io("<stdin>"))?;
             match answer.trim() {
                 "a" | "accept" => {
                     let to = snapshots::accept(file)?;
@@ -170,7 +169,7 @@ mod tests {
     fn describes_what_moved_and_the_diff() {
         let bigger = SNAP.replace("\"activations\": 412412", "\"activations\": 4124120");
         let (dir, file) = setup("describe", Some(SNAP), &bigger);
-        let text = strip_str(&describe(&file, 0, 2)).to_string();
+        let text = strip_str(&describe(&file, 0, 2).unwrap()).to_string();
         assert!(
             text.starts_with("Reviewing [1/2] p::vram::t (cpu)"),
             "{text}"
@@ -181,6 +180,23 @@ mod tests {
         );
         assert!(text.contains("-    \"activations\": 412412,"));
         assert!(text.contains("+    \"activations\": 4124120,"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_unreadable_pending_file_is_an_error_naming_it() {
+        let (dir, file) = setup("unreadable", Some(SNAP), SNAP);
+        std::fs::remove_file(&file.path).unwrap();
+        let e = describe(&file, 0, 1).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: ", file.path.display())), "{e}");
+        let e = review(
+            std::slice::from_ref(&file),
+            false,
+            &mut "".as_bytes(),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("vram__t@cpu.snap.new"), "{e}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -270,7 +270,7 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path) -> Outcome {
         .map_err(|e| format!("cannot run {}: {e}", case.binary.path.display()));
     let duration = start.elapsed();
     let report = match result {
-        Ok(out) => read_report(dir).unwrap_or_else(|| without_report(case, &out)),
+        Ok(out) => reconcile(case, &Exit::of(&out), find_report(dir)),
         Err(message) => synthetic(case, Status::Failed, message, None),
     };
     Outcome {
@@ -280,32 +280,125 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path) -> Outcome {
     }
 }
 
-/// The one report the harness wrote in `dir`.
-fn read_report(dir: &Path) -> Option<TestReport> {
-    std::fs::read_dir(dir)
-        .ok()?
+/// How a test's process ended.
+#[derive(Debug, Clone)]
+pub struct Exit {
+    pub success: bool,
+    /// `exit status: 101`, `signal: 6 (SIGABRT)`.
+    pub status: String,
+    /// stdout then stderr, without color.
+    pub output: String,
+}
+
+impl Exit {
+    fn of(out: &Output) -> Exit {
+        let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
+        output += &String::from_utf8_lossy(&out.stderr);
+        Exit {
+            success: out.status.success(),
+            status: out.status.to_string(),
+            output: strip_str(&output).to_string(),
+        }
+    }
+}
+
+/// What the harness left in the report directory.
+#[derive(Debug, Clone)]
+pub enum Found {
+    /// No report: the process crashed before the harness judged, or it is not a
+    /// vramtest harness at all.
+    Nothing,
+    Report(Box<TestReport>),
+    /// A report file that cannot be read or parsed.
+    Unreadable {
+        path: PathBuf,
+        error: String,
+    },
+}
+
+/// The report the harness wrote in `dir` (the first `.json` file by name; one test
+/// runs, so there is one).
+fn find_report(dir: &Path) -> Found {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            return Found::Unreadable {
+                path: dir.to_owned(),
+                error: e.to_string(),
+            };
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .find_map(|p| serde_json::from_slice(&std::fs::read(p).ok()?).ok())
+        .collect();
+    paths.sort();
+    let Some(path) = paths.into_iter().next() else {
+        return Found::Nothing;
+    };
+    match std::fs::read(&path) {
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(report) => Found::Report(Box::new(report)),
+            Err(e) => Found::Unreadable {
+                path,
+                error: e.to_string(),
+            },
+        },
+        Err(e) => Found::Unreadable {
+            path,
+            error: e.to_string(),
+        },
+    }
 }
 
-/// The binary ended without writing a report: it crashed before the harness could
-/// judge, or it is not a vramtest harness at all.
-fn without_report(case: &TestCase, out: &Output) -> TestReport {
-    let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
-    output += &String::from_utf8_lossy(&out.stderr);
-    let output = strip_str(&output).to_string();
-    synthetic(
-        case,
-        Status::Failed,
-        format!(
-            "{} ended ({}) without a report",
-            case.full_name(),
-            out.status
+/// A test's result from how its process ended and the report it left. A report is
+/// trusted only as far as the exit status agrees: a process that failed while its
+/// report says the run should pass (passed, improved, ignored, a `.snap` written) fails,
+/// with its output. A report that fails the run already explains the exit status (a
+/// pending new result exits unsuccessfully too, like insta).
+pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
+    let output = || Some(exit.output.clone());
+    match found {
+        Found::Nothing => synthetic(
+            case,
+            Status::Failed,
+            format!(
+                "{} ended ({}) without a report",
+                case.full_name(),
+                exit.status
+            ),
+            output(),
         ),
-        Some(output),
-    )
+        Found::Unreadable { path, error } => synthetic(
+            case,
+            Status::Failed,
+            format!(
+                "{} ended ({}) with an unreadable report {}: {error}",
+                case.full_name(),
+                exit.status,
+                path.display()
+            ),
+            output(),
+        ),
+        Found::Report(report) if exit.success || fails(&report) => *report,
+        Found::Report(mut report) => {
+            let mut message = format!(
+                "the test process of {} failed ({}) although its report says `{}`",
+                case.full_name(),
+                exit.status,
+                report.status.as_str()
+            );
+            if !report.message.trim().is_empty() {
+                message += "\n  ";
+                message += report.message.trim_end();
+            }
+            report.status = Status::Failed;
+            report.message = message;
+            report.output = output();
+            *report
+        }
+    }
 }
 
 fn ignored(case: &TestCase) -> Outcome {
@@ -420,5 +513,108 @@ mod tests {
     #[test_case(Status::Ignored, None, false)]
     fn what_fails(status: Status, written: Option<&str>, expected: bool) {
         assert_eq!(fails(&report(status, written)), expected);
+    }
+
+    fn exit(success: bool) -> Exit {
+        Exit {
+            success,
+            status: if success {
+                "exit status: 0"
+            } else {
+                "exit status: 101"
+            }
+            .into(),
+            output: "thread 'main' panicked at writing the snapshot".into(),
+        }
+    }
+
+    fn found(status: Status, written: Option<&str>) -> Found {
+        let mut r = report(status, written);
+        r.message = "peak 1.00 KiB".into();
+        Found::Report(Box::new(r))
+    }
+
+    #[test_case(Status::Passed, None; "passed")]
+    #[test_case(Status::Improved, None; "improved")]
+    #[test_case(Status::New, Some("s/x.snap"); "new snapshot written")]
+    #[test_case(Status::New, None; "new, nothing written")]
+    #[test_case(Status::Ignored, None; "ignored")]
+    fn a_failed_process_fails_a_passing_report(status: Status, written: Option<&str>) {
+        let r = reconcile(&case("t"), &exit(false), found(status, written));
+        assert_eq!(r.status, Status::Failed);
+        assert!(
+            r.message.contains("failed (exit status: 101)"),
+            "{}",
+            r.message
+        );
+        assert!(
+            r.message.contains(&format!("`{}`", status.as_str())),
+            "{}",
+            r.message
+        );
+        assert!(r.message.ends_with("\n  peak 1.00 KiB"), "{}", r.message);
+        assert_eq!(
+            r.output.as_deref(),
+            Some("thread 'main' panicked at writing the snapshot")
+        );
+        assert!(fails(&r));
+    }
+
+    #[test_case(Status::Regressed, None; "regressed")]
+    #[test_case(Status::Missing, None; "missing")]
+    #[test_case(Status::SnapshotError, None; "snapshot error")]
+    #[test_case(Status::New, Some("s/x.snap.new"); "new result pending review")]
+    fn a_failing_report_explains_the_exit_status(status: Status, written: Option<&str>) {
+        let r = reconcile(&case("t"), &exit(false), found(status, written));
+        assert_eq!(r.status, status);
+        assert_eq!(r.message, "peak 1.00 KiB");
+        assert_eq!(r.output, None);
+    }
+
+    #[test_case(Status::Passed; "passed")]
+    #[test_case(Status::Regressed; "regressed")]
+    fn a_successful_process_keeps_its_report(status: Status) {
+        let r = reconcile(&case("t"), &exit(true), found(status, None));
+        assert_eq!(r.status, status);
+        assert_eq!(r.message, "peak 1.00 KiB");
+    }
+
+    #[test]
+    fn no_report_or_an_unreadable_one_fails_naming_it() {
+        let r = reconcile(&case("t"), &exit(false), Found::Nothing);
+        assert_eq!(r.status, Status::Failed);
+        assert_eq!(
+            r.message,
+            "pkg::vram::t ended (exit status: 101) without a report"
+        );
+        assert!(r.output.is_some());
+
+        let dir = std::env::temp_dir().join(format!("cargo-vramtest-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(matches!(find_report(&dir), Found::Nothing));
+        let path = dir.join("vram__t.json");
+        std::fs::write(&path, "{\"schema\": 1,").unwrap();
+        let found = find_report(&dir);
+        assert!(
+            matches!(&found, Found::Unreadable { path: p, .. } if *p == path),
+            "{found:?}"
+        );
+        let r = reconcile(&case("t"), &exit(true), found);
+        assert_eq!(r.status, Status::Failed);
+        assert!(
+            r.message.starts_with(&format!(
+                "pkg::vram::t ended (exit status: 0) with an unreadable report {}: EOF while parsing",
+                path.display()
+            )),
+            "{}",
+            r.message
+        );
+        assert!(!r.message.contains("without a report"), "{}", r.message);
+
+        let good = report(Status::Passed, None);
+        std::fs::write(&path, serde_json::to_string(&good).unwrap()).unwrap();
+        assert!(matches!(find_report(&dir), Found::Report(r) if *r == good));
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -31,6 +31,30 @@ fn usage_errors() {
 }
 
 #[test]
+fn a_bad_environment_switch_is_exit_code_2_before_any_build() {
+    let f = Fixture::abort_crate("bad-env");
+    for (var, value, what) in [
+        ("VRAMTEST_UPDATE", "sometimes", "unknown mode"),
+        ("INSTA_UPDATE", "sometimes", "unknown mode"),
+        ("VRAMTEST_DEVICE", "tpu", "unknown device"),
+    ] {
+        for args in [&[][..], &["list"]] {
+            let ran = f.run(args, &[(var, value)]);
+            assert_code(&ran, 2);
+            assert!(
+                ran.stderr
+                    .contains(&format!("error: {var}={value}: {what} (hint: ")),
+                "{}",
+                ran.text()
+            );
+            // Nothing was built or run.
+            assert!(!ran.stderr.contains("Compiling"), "{}", ran.text());
+            assert!(!ran.stdout.contains("passes"), "{}", ran.text());
+        }
+    }
+}
+
+#[test]
 fn configuration_from_the_metadata() {
     let f = Fixture::abort_crate("config");
     let manifest = f.dir.join("Cargo.toml");
