@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use vramtest_model::config::DeviceSetting;
-use vramtest_model::report::{Change, Config, REPORT_SCHEMA, Status, TestReport};
+use vramtest_model::report::{Change, Config, Details, REPORT_SCHEMA, Status, TestReport};
 use vramtest_model::snapshot::{self, Info};
 use vramtest_model::{Body, DeviceClass, HumanBytes, Limit, Movement, Policy, Profile, Snapshot};
 
@@ -197,6 +197,7 @@ impl Run {
             snapshot: None,
             written: None,
             output: None,
+            details: None,
         };
         let skip = match (&self.device, report.device_class) {
             (Err(reason), _) => Some(reason.clone()),
@@ -263,6 +264,11 @@ impl Run {
                 return Err(failure(&report.message, &output));
             }
         };
+        report.details = Some(Details {
+            baseline_bytes: profile.baseline_bytes,
+            allocations: profile.allocations,
+            reserved_peak_bytes: profile.reserved_peak_bytes,
+        });
         self.judge(name, def, &profile, info, report)
             .map(|()| Completion::Completed)
             .map_err(Failed::from)

@@ -33,6 +33,11 @@ fn an_exact_model_is_measured_to_the_byte() {
     assert_eq!(b.category_peaks[Category::Temporaries], weights);
     assert_eq!(b.at_peak.total(), b.peak_bytes);
     assert_eq!(b.leak_bytes_per_iteration, 0);
+    // Counted apart from the snapshot: weights 1, moments 2, and per iteration a batch,
+    // the activations and the gradient with its scratch rows (1 + BATCH each).
+    let details = r.details.expect("measured");
+    assert_eq!(details.allocations, 1 + 2 + 3 * 3 * (1 + BATCH));
+    assert!(details.baseline_bytes > 0, "the harness's own heap is the baseline");
 }
 
 #[test]

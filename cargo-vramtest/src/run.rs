@@ -431,6 +431,7 @@ fn synthetic(
         snapshot: None,
         written: None,
         output,
+        details: None,
     }
 }
 

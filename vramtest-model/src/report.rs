@@ -99,6 +99,22 @@ pub struct TestReport {
     pub written: Option<PathBuf>,
     /// The test's own output, when it failed.
     pub output: Option<String>,
+    /// What the measurement saw beyond the snapshot body (absent when it did not measure).
+    #[serde(default)]
+    pub details: Option<Details>,
+}
+
+/// Figures reported apart from the snapshot: they vary with the machine or the process,
+/// so they are never compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Details {
+    /// Bytes alive when the test started (the harness's own, a CUDA context): never
+    /// charged to a category.
+    pub baseline_bytes: u64,
+    /// Allocations observed (0 at `phase` fidelity, which sees none).
+    pub allocations: u64,
+    /// For pooled GPU memory: the highest reserved (not only used) bytes.
+    pub reserved_peak_bytes: Option<u64>,
 }
 
 /// Settings `cargo vramtest` passes to the harness (from `[*.metadata.vramtest]` and

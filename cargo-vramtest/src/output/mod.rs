@@ -231,6 +231,7 @@ pub(crate) mod fixtures {
             snapshot: Some(format!("/w/mlp/tests/snapshots/vram__{test}@cpu.snap").into()),
             written: None,
             output: None,
+            details: None,
         };
         match status {
             Status::Regressed => {
