@@ -440,20 +440,11 @@ impl Run {
         if let Some(cmp) = &decision.comparison {
             for f in &cmp.findings {
                 report.changes.push(Change {
-                    subject: match f.subject {
-                        vramtest_model::Subject::Peak => "peak".into(),
-                        vramtest_model::Subject::Category(c) => c.to_string(),
-                        vramtest_model::Subject::Leak => "leak".into(),
-                    },
+                    subject: f.subject,
                     old: f.old,
                     new: f.new,
                     limit: String::from(f.limit),
-                    movement: match f.movement {
-                        Movement::Regressed => "regressed",
-                        Movement::Improved => "improved",
-                        Movement::Within => "within",
-                    }
-                    .into(),
+                    movement: f.movement,
                     message: f.to_string(),
                 });
                 if f.movement != Movement::Within {

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{assert_close, run_one};
-use vramtest_model::Category;
 use vramtest_model::report::Status;
+use vramtest_model::{Category, Movement, Subject};
 
 const F32: u64 = 4;
 // The MLP of fixtures/candle-mlp: 784 → 512 → 10, batch 64.
@@ -164,7 +164,8 @@ fn bloated_activations_fail_and_name_the_category() {
         assert!(
             r.changes
                 .iter()
-                .any(|c| c.subject == "activations" && c.movement == "regressed"),
+                .any(|c| c.subject == Subject::Category(Category::Activations)
+                    && c.movement == Movement::Regressed),
             "{:?}",
             r.changes
         );
@@ -187,9 +188,9 @@ fn bloated_optimizer_state_fails_and_names_the_category() {
         let grown = r
             .changes
             .iter()
-            .find(|c| c.subject == "optimizer_state")
+            .find(|c| c.subject == Subject::Category(Category::OptimizerState))
             .unwrap_or_else(|| panic!("{:?}", r.changes));
-        assert_eq!(grown.movement, "regressed");
+        assert_eq!(grown.movement, Movement::Regressed);
         assert!(run.text().contains("optimizer_state: "), "{}", run.text());
     }
 }

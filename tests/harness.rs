@@ -37,7 +37,10 @@ fn an_exact_model_is_measured_to_the_byte() {
     // the activations and the gradient with its scratch rows (1 + BATCH each).
     let details = r.details.expect("measured");
     assert_eq!(details.allocations, 1 + 2 + 3 * 3 * (1 + BATCH));
-    assert!(details.baseline_bytes > 0, "the harness's own heap is the baseline");
+    assert!(
+        details.baseline_bytes > 0,
+        "the harness's own heap is the baseline"
+    );
 }
 
 #[test]

@@ -74,8 +74,9 @@ impl Policy {
     }
 }
 
-/// A figure that is compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A figure that is compared. Serialized as `peak`, `leak` or the category's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum Subject {
     /// The total peak.
     Peak,
@@ -83,6 +84,37 @@ pub enum Subject {
     Category(Category),
     /// Live bytes retained per iteration.
     Leak,
+}
+
+impl Subject {
+    /// The stable name: `peak`, `leak` or a category (`activations`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subject::Peak => "peak",
+            Subject::Category(c) => c.as_str(),
+            Subject::Leak => "leak",
+        }
+    }
+}
+
+impl From<Subject> for String {
+    fn from(s: Subject) -> String {
+        s.as_str().to_owned()
+    }
+}
+
+impl TryFrom<String> for Subject {
+    type Error = String;
+    fn try_from(s: String) -> Result<Subject, String> {
+        match s.as_str() {
+            "peak" => Ok(Subject::Peak),
+            "leak" => Ok(Subject::Leak),
+            other => other
+                .parse::<Category>()
+                .map(Subject::Category)
+                .map_err(|e| e.to_string()),
+        }
+    }
 }
 
 impl fmt::Display for Subject {
@@ -96,7 +128,8 @@ impl fmt::Display for Subject {
 }
 
 /// How one figure moved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Movement {
     /// Grew beyond its limit (or changed at all, under `strict`).
     Regressed,

@@ -3,6 +3,7 @@
 //! configuration `cargo vramtest` hands to the harness (`VRAMTEST_CONFIG`).
 
 use crate::limit::Limit;
+use crate::policy::{Movement, Subject};
 use crate::snapshot::{Body, DeviceClass};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -59,12 +60,12 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Change {
     /// `peak`, a category name, or `leak`.
-    pub subject: String,
+    pub subject: Subject,
     pub old: u64,
     pub new: u64,
     pub limit: String,
     /// `regressed`, `improved` or `within`.
-    pub movement: String,
+    pub movement: Movement,
     /// The human sentence (the failure message line).
     pub message: String,
 }

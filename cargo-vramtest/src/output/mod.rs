@@ -14,7 +14,7 @@ use anstyle::{AnsiColor, Style};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use vramtest_model::report::{Change, Status, TestReport};
-use vramtest_model::{HumanBytes, HumanDelta};
+use vramtest_model::{HumanBytes, HumanDelta, Movement, Subject};
 
 /// The whole run, for reporting.
 #[derive(Debug, Clone, Copy)]
@@ -161,7 +161,7 @@ fn delta_text(old: u64, new: u64) -> String {
 pub fn worst_category(changes: &[Change]) -> Option<String> {
     let categories = changes
         .iter()
-        .filter(|c| c.subject != "peak" && c.subject != "leak");
+        .filter(|c| matches!(c.subject, Subject::Category(_)));
     let growth = |c: &Change| {
         if c.old == 0 {
             f64::INFINITY
@@ -172,7 +172,7 @@ pub fn worst_category(changes: &[Change]) -> Option<String> {
     let size = |c: &Change| (c.new as i128 - c.old as i128).unsigned_abs();
     let worst = categories
         .clone()
-        .filter(|c| c.movement == "regressed")
+        .filter(|c| c.movement == Movement::Regressed)
         .max_by(|a, b| growth(a).total_cmp(&growth(b)))
         .or_else(|| categories.max_by_key(|c| size(c)))?;
     Some(format!(
@@ -186,6 +186,7 @@ pub fn worst_category(changes: &[Change]) -> Option<String> {
 pub(crate) mod fixtures {
     //! Outcomes for the output formats' tests.
 
+    use super::Subject;
     use crate::build::Binary;
     use crate::run::{Outcome, TestCase};
     use std::sync::Arc;
@@ -286,11 +287,12 @@ pub(crate) mod fixtures {
 
     pub fn change(subject: &str, old: u64, new: u64, movement: &str) -> Change {
         Change {
-            subject: subject.into(),
+            subject: Subject::try_from(subject.to_owned()).expect("a known subject"),
             old,
             new,
             limit: "+1% | 65536".into(),
-            movement: movement.into(),
+            movement: serde_json::from_value(serde_json::Value::from(movement))
+                .expect("a known movement"),
             message: format!("{subject} moved"),
         }
     }
