@@ -95,7 +95,10 @@ pub fn detect() -> Availability {
 }
 
 /// Runs driver calls, turning a panic in cudarc's loader into an error.
-fn guard<T>(call: &'static str, f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
+pub(crate) fn guard<T>(
+    call: &'static str,
+    f: impl FnOnce() -> Result<T, CudaError>,
+) -> Result<T, CudaError> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(payload) => {
@@ -289,6 +292,18 @@ impl Driver for CudarcDriver {
                 .map_err(driver_error("cuDriverGetVersion"))?;
             Ok(((v / 1000) as u32, ((v % 1000) / 10) as u32))
         })
+    }
+
+    /// With the `cupti` feature: CUPTI's `MEMORY2` activity records of this device, or
+    /// why not ("no CUPTI library …").
+    #[cfg(feature = "cupti")]
+    fn allocation_records(
+        &self,
+    ) -> Option<Result<Box<dyn crate::records::AllocationRecords>, String>> {
+        Some(
+            crate::cupti::Cupti::start(Some(self.ctx), self.ordinal)
+                .map(|c| Box::new(c) as Box<dyn crate::records::AllocationRecords>),
+        )
     }
 }
 

@@ -2,6 +2,7 @@
 //! on a CPU with [`FakePool`](crate::FakePool).
 
 use crate::CudaError;
+use crate::records::AllocationRecords;
 use crate::watermarks::Sample;
 
 /// A memory-pool attribute (`CU_MEMPOOL_ATTR_*`). All are 64-bit byte counts.
@@ -43,6 +44,13 @@ pub trait Driver {
     fn driver_version(&self) -> Option<String>;
     /// The CUDA version the driver supports (`cuDriverGetVersion`), as `(major, minor)`.
     fn cuda_version(&self) -> Result<(u32, u32), CudaError>;
+    /// Starts a source of per-allocation records for this device, called once when a
+    /// [`PoolSession`](crate::PoolSession) starts: `None` when the build or the driver
+    /// has none (the default), `Some(Err(reason))` when it has one that cannot run here
+    /// (the reason becomes the report's `fallback`, e.g. "no CUPTI library …").
+    fn allocation_records(&self) -> Option<Result<Box<dyn AllocationRecords>, String>> {
+        None
+    }
 }
 
 /// Takes one boundary sample: synchronize, read the pool's counters and the device's

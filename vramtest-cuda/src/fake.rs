@@ -3,6 +3,7 @@
 
 use crate::CudaError;
 use crate::driver::{Driver, PoolAttribute};
+use crate::records::{AllocationRecords, MemoryKind, MemoryRecord, Operation};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -23,7 +24,12 @@ pub const GRANULE: u64 = 2 << 20;
 /// - the device's used bytes (`total − free` of `mem_get_info`) are a fixed `context`
 ///   amount + memory allocated outside the pool ([`alloc_outside`](FakePool::alloc_outside):
 ///   a cuBLAS workspace, a loaded module) + the pool's *reserved* bytes (used bytes
-///   without pools).
+///   without pools);
+/// - [`with_records`](FakePool::with_records) makes it a source of per-allocation
+///   records, like CUPTI: every `alloc` and `free` (at the call) is logged with a
+///   logical timestamp, and the log is delivered at each flush;
+///   [`with_records_unavailable`](FakePool::with_records_unavailable) plays a build
+///   whose record source cannot start (no libcupti).
 #[derive(Debug, Clone)]
 pub struct FakePool {
     state: Arc<Mutex<State>>,
@@ -43,6 +49,19 @@ struct State {
     pending_frees: Vec<u64>,
     next_id: u64,
     syncs: u64,
+    records: RecordMode,
+    /// Records not flushed yet.
+    log: Vec<MemoryRecord>,
+    /// The logical clock of the records and of `now`.
+    clock: u64,
+}
+
+#[derive(Debug, Default, Clone)]
+enum RecordMode {
+    #[default]
+    Off,
+    On,
+    Unavailable(String),
 }
 
 impl FakePool {
@@ -65,8 +84,31 @@ impl FakePool {
         pool
     }
 
+    /// The same device, also a source of per-allocation records (see the type's doc).
+    pub fn with_records(self) -> FakePool {
+        self.lock().records = RecordMode::On;
+        self
+    }
+
+    /// The same device, with a record source that cannot start: `reason` becomes the
+    /// session's fallback.
+    pub fn with_records_unavailable(self, reason: &str) -> FakePool {
+        self.lock().records = RecordMode::Unavailable(reason.to_owned());
+        self
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A device allocation on another device (`device` ≠ 0): a record only, no change
+    /// to this device's counters.
+    pub fn alloc_on_device(&self, device: u32, bytes: u64) -> u64 {
+        let mut s = self.lock();
+        s.next_id += 1;
+        let id = s.next_id;
+        s.record(Operation::Allocation, id, bytes, device);
+        id
     }
 
     /// Allocates `bytes` from the pool (stream-ordered, but effective at once); returns
@@ -75,6 +117,7 @@ impl FakePool {
         let mut s = self.lock();
         s.next_id += 1;
         let id = s.next_id;
+        s.record(Operation::Allocation, id, bytes, 0);
         s.live.insert(id, bytes);
         s.used += bytes;
         s.used_high = s.used_high.max(s.used);
@@ -89,6 +132,9 @@ impl FakePool {
     /// Frees allocation `id`: queued until the next synchronize (immediate without pools).
     pub fn free(&self, id: u64) {
         let mut s = self.lock();
+        if let Some(&bytes) = s.live.get(&id) {
+            s.record(Operation::Release, id, bytes, 0);
+        }
         if s.pools {
             s.pending_frees.push(id);
         } else if let Some(bytes) = s.live.remove(&id) {
@@ -131,6 +177,55 @@ impl FakePool {
 impl State {
     fn device_used(&self) -> u64 {
         self.context + self.outside + if self.pools { self.reserved } else { self.used }
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    fn record(&mut self, operation: Operation, address: u64, bytes: u64, device: u32) {
+        if matches!(self.records, RecordMode::On) {
+            let timestamp = self.tick();
+            self.log.push(MemoryRecord {
+                operation,
+                kind: MemoryKind::Device,
+                address,
+                bytes,
+                timestamp,
+                device,
+            });
+        }
+    }
+}
+
+/// [`FakePool`]'s record source: its log, flushed.
+#[derive(Debug)]
+struct FakeRecords {
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeRecords {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl AllocationRecords for FakeRecords {
+    fn name(&self) -> &'static str {
+        "FakePool"
+    }
+
+    fn device(&self) -> u32 {
+        0
+    }
+
+    fn now(&self) -> Option<u64> {
+        Some(self.lock().tick())
+    }
+
+    fn flush(&mut self) -> Result<Vec<MemoryRecord>, CudaError> {
+        Ok(std::mem::take(&mut self.lock().log))
     }
 }
 
@@ -191,5 +286,15 @@ impl Driver for FakePool {
 
     fn cuda_version(&self) -> Result<(u32, u32), CudaError> {
         Ok((12, 8))
+    }
+
+    fn allocation_records(&self) -> Option<Result<Box<dyn AllocationRecords>, String>> {
+        match &self.lock().records {
+            RecordMode::Off => None,
+            RecordMode::On => Some(Ok(Box::new(FakeRecords {
+                state: Arc::clone(&self.state),
+            }))),
+            RecordMode::Unavailable(reason) => Some(Err(reason.clone())),
+        }
     }
 }

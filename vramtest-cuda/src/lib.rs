@@ -7,7 +7,12 @@
 //! - [`PoolSession`] samples the device's memory pool at phase boundaries and records
 //!   tracked allocations; [`watermarks::profile`] (pure) turns what it recorded into a
 //!   [`vramtest_model::Profile`] with fidelity `exact` (tracked allocations) or `phase`
-//!   (pool watermarks).
+//!   (pool watermarks);
+//! - with the `cupti` cargo feature (off by default), [`CudarcDriver`] also starts a
+//!   source of per-allocation records ([`records::AllocationRecords`]: CUPTI's
+//!   `MEMORY2` activity records, whichever framework allocates), and the session's
+//!   profile is `exact`; without libcupti at run time the session falls back to the
+//!   pool watermarks and says so in [`Report::fallback`] ("no CUPTI library …").
 //!
 //! ```no_run
 //! use vramtest_cuda::{Availability, CudarcDriver, PoolSession, detect};
@@ -32,14 +37,18 @@
 //! toolkit and runs (reporting [`Availability::NoDriver`]) without a driver.
 
 mod cuda;
+#[cfg(feature = "cupti")]
+mod cupti;
 mod driver;
 mod fake;
+pub mod records;
 mod session;
 pub mod watermarks;
 
 pub use cuda::{Availability, CudarcDriver, detect, parse_nvidia_version};
 pub use driver::{Driver, PoolAttribute};
 pub use fake::{FakePool, GRANULE};
+pub use records::{AllocationRecords, MemoryRecord};
 pub use session::{DeviceInfo, PoolSession, Report};
 pub use watermarks::{PoolFigures, Sample, Source};
 
@@ -64,6 +73,9 @@ pub enum CudaError {
     /// Only high-water marks can be reset.
     #[error("{0:?} is not a high-water mark")]
     NotAHighWaterMark(PoolAttribute),
+    /// A call of the per-allocation record source (CUPTI) failed while it was running.
+    #[error("{call} failed: {code}")]
+    Records { call: &'static str, code: String },
 }
 
 #[cfg(test)]

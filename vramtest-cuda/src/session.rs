@@ -2,6 +2,7 @@
 
 use crate::CudaError;
 use crate::driver::{Driver, sample};
+use crate::records::{self, AllocationRecords, Batch};
 use crate::watermarks::{self, PoolFigures, Sample, Source};
 use std::time::{Duration, Instant};
 use vramtest_model::{Event, Profile};
@@ -28,9 +29,13 @@ pub struct Report {
     pub profile: Profile,
     /// Where the samples came from.
     pub source: Source,
-    /// Set when the probe had to fall back from pool watermarks, with the reason
-    /// (print it: the figures are then `cuMemGetInfo` deltas at phase boundaries, with no
-    /// in-phase peaks).
+    /// What the per-allocation records came from ("CUPTI"), when a record source ran:
+    /// the profile is then exact.
+    pub allocation_records: Option<&'static str>,
+    /// Set when the probe had to fall back, with the reason (print it): from
+    /// per-allocation records to pool watermarks ("no CUPTI library …"), or from pool
+    /// watermarks to `cuMemGetInfo` deltas at phase boundaries, with no in-phase peaks
+    /// ("the device has no memory pools …"); both joined by "; ".
     pub fallback: Option<String>,
     /// The pool's own peaks and fragmentation.
     pub pool: PoolFigures,
@@ -69,6 +74,16 @@ impl Report {
 /// the high-water marks. The iteration boundaries are sampled too (beyond phase starts
 /// and ends) so that what a loop body frees outside any phase lands inside its
 /// iteration, as the leak signal needs. Tag events are only recorded.
+///
+/// **Per-allocation records.** When the driver has a record source
+/// ([`Driver::allocation_records`]: CUPTI's `MEMORY2` activity records for
+/// [`CudarcDriver`](crate::CudarcDriver) with the `cupti` feature), the session starts
+/// it before the baseline sample, flushes it at every sampled boundary (after the
+/// synchronize) and reads its clock at every marker, tags included; `finish` merges the
+/// records into the markers ([`records::merge`]) and the profile is exact whatever
+/// framework allocated. Tracked allocations are then ignored (the records already hold
+/// them). When the source cannot start (no libcupti), the session runs on the pool
+/// watermarks as without it and the reason is the report's `fallback`.
 #[derive(Debug)]
 pub struct PoolSession<D: Driver> {
     driver: D,
@@ -78,8 +93,32 @@ pub struct PoolSession<D: Driver> {
     baseline: Sample,
     events: Vec<Event>,
     samples: Vec<Sample>,
+    records: Option<Records>,
     started: Instant,
     boundary_time: Duration,
+}
+
+/// A running record source and what it delivered so far.
+#[derive(Debug)]
+struct Records {
+    source: Box<dyn AllocationRecords>,
+    /// The source's clock at each recorded event (one entry per `events` entry).
+    times: Vec<Option<u64>>,
+    batches: Vec<Batch>,
+}
+
+impl Records {
+    /// Flushes the source into a batch placed before marker `before_event`.
+    fn flush(&mut self, before_event: usize) -> Result<(), CudaError> {
+        let records = self.source.flush()?;
+        if !records.is_empty() {
+            self.batches.push(Batch {
+                before_event,
+                records,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl<D: Driver> PoolSession<D> {
@@ -99,8 +138,38 @@ impl<D: Driver> PoolSession<D> {
             total_bytes,
             memory_pools: pools,
         };
+        // Started before the baseline: whatever the source allocates itself is baseline.
+        let (mut records, mut records_fallback) = match driver.allocation_records() {
+            None => (None, None),
+            Some(Ok(source)) => (
+                Some(Records {
+                    source,
+                    times: Vec::with_capacity(1024),
+                    batches: Vec::with_capacity(256),
+                }),
+                None,
+            ),
+            Some(Err(reason)) => (None, Some(reason)),
+        };
         let baseline = sample(&driver, pools, 0)?;
+        // What happened before the baseline is the baseline: drop it. A source that
+        // cannot even flush now is given up for the watermarks, not a failed test.
+        if let Some(Err(e)) = records.as_mut().map(|r| r.source.flush()) {
+            records = None;
+            records_fallback = Some(format!(
+                "per-allocation records failed ({e}): phase fidelity"
+            ));
+        }
         let boundary_time = started.elapsed();
+        let pools_fallback = (!pools).then(|| {
+            "the device has no memory pools: phase-boundary cuMemGetInfo deltas \
+             (no in-phase peaks, no reserved bytes)"
+                .to_owned()
+        });
+        let fallback = match (records_fallback, pools_fallback) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
         Ok(PoolSession {
             driver,
             source: if pools {
@@ -108,15 +177,12 @@ impl<D: Driver> PoolSession<D> {
             } else {
                 Source::DeviceUsed
             },
-            fallback: (!pools).then(|| {
-                "the device has no memory pools: phase-boundary cuMemGetInfo deltas \
-                 (no in-phase peaks, no reserved bytes)"
-                    .to_owned()
-            }),
+            fallback,
             device,
             baseline,
             events: Vec::with_capacity(1024),
             samples: Vec::with_capacity(256),
+            records,
             started,
             boundary_time,
         })
@@ -131,32 +197,55 @@ impl<D: Driver> PoolSession<D> {
             | Event::IterationStart(_)
             | Event::IterationEnd => {
                 let t = Instant::now();
-                let s = sample(&self.driver, self.source == Source::Pool, self.events.len())?;
+                let before_event = self.events.len();
+                let s = sample(&self.driver, self.source == Source::Pool, before_event)?;
+                if let Some(r) = &mut self.records {
+                    r.flush(before_event)?;
+                }
                 self.boundary_time += t.elapsed();
                 self.samples.push(s);
-                self.events.push(*event);
+                self.push_marker(*event);
             }
             Event::Alloc { id, bytes } => self.track_alloc(id, bytes),
             Event::Free { id } => self.track_free(id),
-            Event::TagPush(_) | Event::TagPop => self.events.push(*event),
+            Event::TagPush(_) | Event::TagPop => self.push_marker(*event),
         }
         Ok(())
     }
 
+    fn push_marker(&mut self, event: Event) {
+        if let Some(r) = &mut self.records {
+            r.times.push(r.source.now());
+        }
+        self.events.push(event);
+    }
+
     /// An allocation of `bytes` under the identity `id` (its device pointer), made by
     /// code that reports its allocations. Any tracked allocation makes the profile exact.
+    /// Ignored while per-allocation records run (they hold this allocation already).
     pub fn track_alloc(&mut self, id: u64, bytes: u64) {
-        self.events.push(Event::Alloc { id, bytes });
+        if self.records.is_none() {
+            self.events.push(Event::Alloc { id, bytes });
+        }
     }
 
     /// The tracked allocation `id` was freed (at the call, not when the stream gets there).
+    /// Ignored while per-allocation records run.
     pub fn track_free(&mut self, id: u64) {
-        self.events.push(Event::Free { id });
+        if self.records.is_none() {
+            self.events.push(Event::Free { id });
+        }
     }
 
-    /// Set when the probe fell back from pool watermarks, with the reason.
+    /// Set when the probe fell back (from per-allocation records, or from pool
+    /// watermarks), with the reason.
     pub fn fallback(&self) -> Option<&str> {
         self.fallback.as_deref()
+    }
+
+    /// What the per-allocation records come from ("CUPTI"), when a record source runs.
+    pub fn allocation_records(&self) -> Option<&'static str> {
+        self.records.as_ref().map(|r| r.source.name())
     }
 
     /// The device, as read at the start.
@@ -169,22 +258,42 @@ impl<D: Driver> PoolSession<D> {
         &self.driver
     }
 
-    /// The events recorded so far.
+    /// The events recorded so far (while per-allocation records run: the markers only;
+    /// the records are merged in at [`finish`](PoolSession::finish)).
     pub fn events(&self) -> &[Event] {
         &self.events
     }
 
-    /// Takes a last sample and computes the profile ([`watermarks::profile`]).
+    /// Takes a last sample and computes the profile ([`watermarks::profile`]; with
+    /// per-allocation records, [`watermarks::exact_profile`] of the merged stream).
     pub fn finish(mut self) -> Result<Report, CudaError> {
         let t = Instant::now();
         let last = sample(&self.driver, self.source == Source::Pool, self.events.len())?;
+        if let Some(r) = &mut self.records {
+            r.flush(self.events.len())?;
+        }
         self.boundary_time += t.elapsed();
         self.samples.push(last);
-        let profile = watermarks::profile(&self.events, &self.baseline, &self.samples, self.source);
+        let profile = match &self.records {
+            None => watermarks::profile(&self.events, &self.baseline, &self.samples, self.source),
+            Some(r) => {
+                let merged = records::merge(&self.events, &r.times, &r.batches, r.source.device());
+                let samples: Vec<Sample> = self
+                    .samples
+                    .iter()
+                    .map(|s| Sample {
+                        before_event: merged.position(s.before_event),
+                        ..*s
+                    })
+                    .collect();
+                watermarks::exact_profile(&merged.events, &self.baseline, &samples, self.source)
+            }
+        };
         let pool = watermarks::pool_figures(&self.baseline, &self.samples, self.source);
         Ok(Report {
             profile,
             source: self.source,
+            allocation_records: self.records.as_ref().map(|r| r.source.name()),
             fallback: self.fallback,
             pool,
             device: self.device,

@@ -1,9 +1,14 @@
 //! Session tests on [`FakePool`]: the whole probe, CPU only.
 
 use crate::*;
-use vramtest_model::{CategoryBytes, Event, Fidelity, Phase, ledger};
+use std::sync::{Mutex, PoisonError};
+use vramtest_model::{Category, CategoryBytes, Event, Fidelity, Phase, ledger};
 
 const MIB: u64 = 1 << 20;
+
+/// Held by the tests that may touch a real device or CUPTI (process-wide state: one
+/// CUPTI session at a time).
+pub(crate) static GPU: Mutex<()> = Mutex::new(());
 const TOTAL: u64 = 80 * 1024 * MIB;
 const CONTEXT: u64 = 500 * MIB;
 
@@ -380,6 +385,7 @@ fn tags_and_tracked_events_pass_through_boundary() {
 
 #[test]
 fn a_device_without_a_driver_reports_no_driver() {
+    let _gpu = GPU.lock().unwrap_or_else(PoisonError::into_inner);
     // The machines this suite runs on in CI have no NVIDIA driver; a GPU runner has one.
     match detect() {
         Availability::NoDriver(reason) => assert!(reason.starts_with("no CUDA driver")),
@@ -400,4 +406,205 @@ fn sessions_can_live_in_a_global() {
     fn send<T: Send>() {}
     send::<PoolSession<CudarcDriver>>();
     send::<PoolSession<FakePool>>();
+}
+
+// Per-allocation records (CUPTI's role, played by FakePool).
+
+#[test]
+fn allocation_records_are_exact_without_tracking() {
+    let mut tracked = Harness::new(FakePool::new(TOTAL, CONTEXT), true);
+    training_step(&mut tracked, 3, 0);
+    let reference = tracked.finish();
+
+    let mut h = Harness::new(FakePool::new(TOTAL, CONTEXT).with_records(), false);
+    assert_eq!(h.session.allocation_records(), Some("FakePool"));
+    training_step(&mut h, 3, 0);
+    // Only the markers are recorded; the records are merged in at the end.
+    assert!(
+        h.session
+            .events()
+            .iter()
+            .all(|e| !matches!(e, Event::Alloc { .. } | Event::Free { .. }))
+    );
+    let r = h.finish();
+    assert_eq!(r.allocation_records, Some("FakePool"));
+    assert_eq!(r.fallback, None);
+    assert_eq!(r.profile.fidelity, Fidelity::Exact);
+    // The very same profile as the harness's tracked allocations.
+    assert_eq!(r.profile, reference.profile);
+    assert_eq!(r.profile.at_peak.temporaries, 2 * MIB);
+    assert_eq!(r.profile.allocations, 2 + 3 * 5);
+    assert_eq!(r.boundaries, reference.boundaries);
+}
+
+#[test]
+fn tracked_allocations_are_not_counted_twice_while_records_run() {
+    let mut h = Harness::new(FakePool::new(TOTAL, CONTEXT).with_records(), true);
+    training_step(&mut h, 2, 0);
+    let p = h.finish().profile;
+    assert_eq!(p.peak_bytes, 26 * MIB);
+    assert_eq!(p.allocations, 2 + 2 * 5);
+}
+
+#[test]
+fn records_put_allocations_inside_their_tag() {
+    let fake = FakePool::new(TOTAL, CONTEXT).with_records();
+    let mut s = PoolSession::new(fake.clone()).unwrap();
+    s.boundary(&Event::IterationStart(0)).unwrap();
+    s.boundary(&Event::PhaseStart(Phase::Forward)).unwrap();
+    let before = fake.alloc(2 * MIB);
+    s.boundary(&Event::TagPush(Category::Workspace)).unwrap();
+    fake.alloc(4 * MIB);
+    s.boundary(&Event::TagPop).unwrap();
+    let after = fake.alloc(6 * MIB);
+    s.boundary(&Event::PhaseEnd).unwrap();
+    fake.free(before);
+    fake.free(after);
+    s.boundary(&Event::IterationEnd).unwrap();
+    let p = s.finish().unwrap().profile;
+    assert_eq!(
+        p.at_peak,
+        CategoryBytes {
+            activations: 8 * MIB,
+            workspace: 4 * MIB,
+            ..CategoryBytes::default()
+        }
+    );
+}
+
+#[test]
+fn records_of_other_devices_are_ignored() {
+    let fake = FakePool::new(TOTAL, CONTEXT).with_records();
+    let mut s = PoolSession::new(fake.clone()).unwrap();
+    s.boundary(&Event::PhaseStart(Phase::Params)).unwrap();
+    fake.alloc(4 * MIB);
+    fake.alloc_on_device(1, 64 * MIB);
+    s.boundary(&Event::PhaseEnd).unwrap();
+    let p = s.finish().unwrap().profile;
+    assert_eq!(p.peak_bytes, 4 * MIB);
+    assert_eq!(p.at_peak.parameters, 4 * MIB);
+    assert_eq!(p.allocations, 1);
+}
+
+#[test]
+fn records_before_the_session_are_baseline() {
+    let fake = FakePool::new(TOTAL, CONTEXT).with_records();
+    let early = fake.alloc(16 * MIB); // before the session: alive at its start
+    let mut s = PoolSession::new(fake.clone()).unwrap();
+    s.boundary(&Event::PhaseStart(Phase::Params)).unwrap();
+    fake.free(early); // a release of an address never seen allocated
+    fake.alloc(2 * MIB);
+    s.boundary(&Event::PhaseEnd).unwrap();
+    let p = s.finish().unwrap().profile;
+    assert_eq!(p.fidelity, Fidelity::Exact);
+    assert_eq!(p.at_peak.parameters, 2 * MIB);
+    assert_eq!(p.allocations, 1);
+    assert_eq!(p.peak_bytes, 2 * MIB);
+}
+
+#[test]
+fn records_leave_untracked_to_device_memory_outside_them() {
+    let fake = FakePool::new(TOTAL, CONTEXT).with_records();
+    let mut h = Harness::new(fake, false);
+    h.phase(Phase::Params, |h| h.alloc(4 * MIB));
+    h.mark(Event::IterationStart(0));
+    h.phase(Phase::Forward, |h| {
+        h.fake.alloc_outside(16 * MIB); // a loaded module: no record
+        h.alloc(2 * MIB)
+    });
+    h.mark(Event::IterationEnd);
+    let p = h.finish().profile;
+    assert_eq!(p.fidelity, Fidelity::Exact);
+    assert_eq!(p.at_peak.untracked, 16 * MIB);
+    assert_eq!(p.at_peak.parameters, 4 * MIB);
+    assert_eq!(p.at_peak.workspace, 2 * MIB);
+    assert_eq!(p.at_peak.total(), p.peak_bytes);
+}
+
+#[test]
+fn a_record_source_that_saw_nothing_is_still_exact() {
+    let fake = FakePool::new(TOTAL, CONTEXT).with_records();
+    let mut s = PoolSession::new(fake).unwrap();
+    s.boundary(&Event::PhaseStart(Phase::Params)).unwrap();
+    s.boundary(&Event::PhaseEnd).unwrap();
+    let p = s.finish().unwrap().profile;
+    assert_eq!(p.fidelity, Fidelity::Exact);
+    assert_eq!(p.peak_bytes, 0);
+    assert_eq!(p.allocations, 0);
+}
+
+#[test]
+fn a_record_source_that_cannot_start_falls_back_to_watermarks_with_the_reason() {
+    let reason = "no CUPTI library (libcupti could not be loaded): phase fidelity";
+    let mut plain = Harness::new(FakePool::new(TOTAL, CONTEXT), false);
+    training_step(&mut plain, 2, 0);
+    let reference = plain.finish();
+
+    let mut h = Harness::new(
+        FakePool::new(TOTAL, CONTEXT).with_records_unavailable(reason),
+        false,
+    );
+    assert_eq!(h.session.fallback(), Some(reason));
+    assert_eq!(h.session.allocation_records(), None);
+    training_step(&mut h, 2, 0);
+    let r = h.finish();
+    assert_eq!(r.fallback.as_deref(), Some(reason));
+    assert_eq!(r.allocation_records, None);
+    assert_eq!(r.profile.fidelity, Fidelity::Phase);
+    assert_eq!(r.profile, reference.profile);
+
+    // Both fallbacks at once are both reported.
+    let h = Harness::new(
+        FakePool::without_pools(TOTAL, CONTEXT).with_records_unavailable(reason),
+        false,
+    );
+    let both = h.finish().fallback.unwrap();
+    assert!(both.starts_with(reason), "{both}");
+    assert!(both.contains("; the device has no memory pools"), "{both}");
+}
+
+/// On a machine with a GPU and libcupti (not CI): cudarc allocations, pooled or not, are
+/// seen one by one without any tracking.
+#[cfg(feature = "cupti")]
+#[test]
+fn cupti_sees_cudarc_allocations_on_a_real_device() {
+    use cudarc::driver::result;
+    let _gpu = GPU.lock().unwrap_or_else(PoisonError::into_inner);
+    if !matches!(detect(), Availability::Ready { .. }) {
+        return;
+    }
+    let mut s = PoolSession::new(CudarcDriver::new(0).unwrap()).unwrap();
+    let Some(name) = s.allocation_records() else {
+        let why = s.fallback().unwrap_or_default().to_owned();
+        assert!(why.contains("CUPTI"), "{why}");
+        return;
+    };
+    assert_eq!(name, "CUPTI");
+    let pooled = s.device().memory_pools;
+    s.boundary(&Event::PhaseStart(Phase::Params)).unwrap();
+    // SAFETY: the session made device 0's primary context current on this thread.
+    let params = unsafe { result::malloc_sync(4 << 20) }.unwrap();
+    s.boundary(&Event::PhaseEnd).unwrap();
+    s.boundary(&Event::PhaseStart(Phase::Forward)).unwrap();
+    if pooled {
+        let null: cudarc::driver::sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the legacy stream of the current context; freed on it right away.
+        unsafe {
+            let t = result::malloc_async(null, 2 << 20).unwrap();
+            result::free_async(t, null).unwrap();
+        }
+    }
+    s.boundary(&Event::PhaseEnd).unwrap();
+    let r = s.finish().unwrap();
+    // SAFETY: allocated above.
+    unsafe { result::free_sync(params) }.unwrap();
+    let p = &r.profile;
+    assert_eq!(r.allocation_records, Some("CUPTI"));
+    assert_eq!(p.fidelity, Fidelity::Exact);
+    assert_eq!(p.category_peaks.parameters, 4 << 20, "{p:#?}");
+    if pooled {
+        assert_eq!(p.category_peaks.temporaries, 2 << 20, "{p:#?}");
+    }
+    assert_eq!(p.allocations, if pooled { 2 } else { 1 });
+    assert_eq!(p.at_peak.total(), p.peak_bytes);
 }

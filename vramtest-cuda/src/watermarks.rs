@@ -11,7 +11,9 @@
 //! - **Untracked** memory (always): the device's used-bytes growth since the start that
 //!   the probe does not account for, `U = Δ(device used) − Δ(pool slack) − accounted`,
 //!   clamped at 0, where the probe accounts for the pool's used-bytes growth (phase
-//!   fidelity) or the tracked live bytes (exact fidelity), and the pool's slack is
+//!   fidelity) or the tracked live bytes (exact fidelity: the harness's tracked
+//!   allocations, or the per-allocation records a session merges in, see
+//!   [`exact_profile`]), and the pool's slack is
 //!   `reserved − used`. So untracked is device memory outside the pool (the CUDA
 //!   runtime's own growth: cuBLAS handles and workspaces, loaded modules, `cuMemAlloc`
 //!   outside the pool) plus, in exact fidelity, pool allocations nobody tracked; being
@@ -104,6 +106,28 @@ pub struct PoolFigures {
 /// ignored); `samples` are the later ones, in order, with non-decreasing `before_event`.
 pub fn profile(events: &[Event], baseline: &Sample, samples: &[Sample], source: Source) -> Profile {
     let exact = events.iter().any(|e| matches!(e, Event::Alloc { .. }));
+    build(events, baseline, samples, source, exact)
+}
+
+/// The profile of a session whose `events` hold *every* allocation of the device (a
+/// per-allocation record source such as CUPTI): exact fidelity even when it saw none,
+/// with untracked memory computed as for tracked allocations.
+pub fn exact_profile(
+    events: &[Event],
+    baseline: &Sample,
+    samples: &[Sample],
+    source: Source,
+) -> Profile {
+    build(events, baseline, samples, source, true)
+}
+
+fn build(
+    events: &[Event],
+    baseline: &Sample,
+    samples: &[Sample],
+    source: Source,
+    exact: bool,
+) -> Profile {
     let mut synth = Synth::default();
 
     // Live bytes the probe accounts for at each sample: tracked (exact) or pool (phase).

@@ -34,6 +34,11 @@ fn run(ops: &[Op], tracked: bool, pools: bool) -> (Report, Vec<Event>) {
     } else {
         FakePool::without_pools(1 << 40, 300 * MIB)
     };
+    run_on(fake, ops, tracked)
+}
+
+/// Runs `ops` on `fake`.
+fn run_on(fake: FakePool, ops: &[Op], tracked: bool) -> (Report, Vec<Event>) {
     let mut s = PoolSession::new(fake.clone()).unwrap();
     let mut live: Vec<u64> = Vec::new();
     for op in ops {
@@ -111,6 +116,31 @@ proptest! {
             prop_assert_eq!(&p.phases, &reference.phases);
             prop_assert_eq!(&p.iteration_end_bytes, &reference.iteration_end_bytes);
             prop_assert_eq!(p.leak_bytes_per_iteration, reference.leak_bytes_per_iteration);
+        }
+    }
+
+    /// Per-allocation records (CUPTI's role) merged at the boundaries give the very
+    /// profile of the same allocations tracked one by one, whatever the program.
+    #[test]
+    fn records_are_the_tracked_profile(
+        ops in prop::collection::vec(
+            prop_oneof![9 => op(), 1 => (1u64..64 * MIB).prop_map(Op::Outside)], 0..60),
+        pools: bool, tracked_too: bool)
+    {
+        let fake = || if pools {
+            FakePool::new(1 << 40, 300 * MIB)
+        } else {
+            FakePool::without_pools(1 << 40, 300 * MIB)
+        };
+        let (tracked, events) = run_on(fake(), &ops, true);
+        let (records, _) = run_on(fake().with_records(), &ops, tracked_too);
+        prop_assert_eq!(records.profile.fidelity, Fidelity::Exact);
+        prop_assert_eq!(records.allocation_records, Some("FakePool"));
+        if events.iter().any(|e| matches!(e, Event::Alloc { .. })) {
+            prop_assert_eq!(&records.profile, &tracked.profile);
+        } else {
+            prop_assert_eq!(records.profile.allocations, 0);
+            prop_assert_eq!(records.profile.at_peak.total(), records.profile.peak_bytes);
         }
     }
 }
