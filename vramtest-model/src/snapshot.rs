@@ -182,7 +182,7 @@ mod tests {
         for (input, expected) in [
             ("tests/vram.rs", "tests/vram.rs"),
             ("vramtest 0.1.0", "vramtest 0.1.0"),
-            ("NVIDIA H200", "NVIDIA H200"),
+            ("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"),
             ("a, b", "\"a, b\""),
             ("key: value", "\"key: value\""),
             ("true", "\"true\""),

@@ -166,7 +166,7 @@ fn a_cuda_snapshot_with_every_optional_field_round_trips() {
     let mut snap = valid_snapshot();
     snap.test = "models::conv::resnet \"tiny\"".into();
     snap.info = Info {
-        device: "NVIDIA H200".into(),
+        device: "NVIDIA A100-SXM4-80GB".into(),
         fidelity: "phase".into(),
         tool: "vramtest 0.1.0".into(),
         driver: Some("570.86.15".into()),
@@ -357,8 +357,8 @@ fn a_missing_nullable_key_is_an_error_too(line: usize, key: &str) {
 #[test_case("vram", "mlp_adamw", DeviceClass::Cuda, "vram__mlp_adamw@cuda.snap")]
 #[test_case("memory", "models::conv::resnet", DeviceClass::Cpu, "memory__models__conv__resnet@cpu.snap"; "module path")]
 fn path_for_names_the_snapshot(target: &str, test: &str, class: DeviceClass, file: &str) {
-    let crate_dir = Path::new("/work/user-crate");
-    let expected: PathBuf = ["/work/user-crate", "tests", "snapshots", file]
+    let crate_dir = Path::new("/src/user-crate");
+    let expected: PathBuf = ["/src/user-crate", "tests", "snapshots", file]
         .iter()
         .collect();
     assert_eq!(snapshot::path_for(crate_dir, target, test, class), expected);
