@@ -100,6 +100,7 @@ struct Run {
     strict: bool,
     config: Config,
     nocapture: bool,
+    timeout: Option<std::time::Duration>,
     report_dir: Option<PathBuf>,
     references: Option<PathBuf>,
 }
@@ -142,6 +143,7 @@ fn parent(target: Target) -> Result<ExitCode, String> {
         strict: env::strict(),
         config,
         nocapture: args.nocapture,
+        timeout: env::timeout()?,
         report_dir: env::report_dir(),
         references: env::references_file(),
     });
@@ -303,22 +305,19 @@ impl Run {
             // figures do not depend on the machine's cores.
             cmd.env("RAYON_NUM_THREADS", "2");
         }
-        let output = if self.nocapture {
-            let status = cmd
-                .status()
-                .map_err(|e| format!("cannot start the test: {e}"))?;
-            format!("(output shown above; exit status: {status})")
-        } else {
-            let out = cmd
-                .output()
-                .map_err(|e| format!("cannot start the test: {e}"))?;
-            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-            text += &String::from_utf8_lossy(&out.stderr);
-            if !out.status.success() {
-                text += &format!("\n(exit status: {})", out.status);
-            }
-            text
-        };
+        let (output, timed_out) = run_process(cmd, !self.nocapture, self.timeout)?;
+        if timed_out {
+            let _ = std::fs::remove_file(&result_path);
+            return Err(format!(
+                "{name} timed out after {:.0?} (VRAMTEST_TIMEOUT) and was killed{}",
+                self.timeout.unwrap_or_default(),
+                if output.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("\n---- output ----\n{}", output.trim())
+                }
+            ));
+        }
         let result = match std::fs::read(&result_path) {
             Ok(bytes) => {
                 let _ = std::fs::remove_file(&result_path);
@@ -528,6 +527,53 @@ impl Run {
         }
         Ok(())
     }
+}
+
+/// Runs a child to its end, or kills it after `timeout`; returns its output (when
+/// captured) and whether it timed out. Output is drained while waiting, so a chatty
+/// child never blocks on a full pipe.
+fn run_process(
+    mut cmd: Command,
+    capture: bool,
+    timeout: Option<std::time::Duration>,
+) -> Result<(String, bool), String> {
+    use std::io::Read;
+    use wait_timeout::ChildExt;
+    if capture {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the test: {e}"))?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let wait = |child: &mut std::process::Child| match timeout {
+        Some(t) => child.wait_timeout(t),
+        None => child.wait().map(Some),
+    };
+    let status = wait(&mut child).map_err(|e| format!("cannot wait for the test: {e}"))?;
+    let timed_out = status.is_none();
+    if timed_out {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let mut text = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
+    text += &String::from_utf8_lossy(&err.join().unwrap_or_default());
+    match status {
+        Some(s) if !capture => text = format!("(output shown above; exit status: {s})"),
+        Some(s) if !s.success() => text += &format!("\n(exit status: {s})"),
+        _ => {}
+    }
+    Ok((text, timed_out))
 }
 
 fn failure(message: &str, output: &str) -> Failed {

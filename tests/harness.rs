@@ -84,6 +84,36 @@ fn a_panicking_step_fails_with_its_message_and_the_others_still_pass() {
     }
 }
 
+#[test]
+fn a_hanging_step_is_killed_after_the_timeout_and_the_others_still_pass() {
+    let (dir, exe) = fixture_binary("vec-model");
+    let started = std::time::Instant::now();
+    let run = run(
+        &dir,
+        &exe,
+        &[],
+        &[
+            ("VEC_MODEL_FAIL", "hang"),
+            ("VRAMTEST_TIMEOUT", "2"),
+            ("CI", "true"),
+        ],
+    );
+    let hung = run.report("fails_on_demand");
+    assert_eq!(hung.status, Status::Failed);
+    assert!(
+        hung.message
+            .contains("timed out after 2s (VRAMTEST_TIMEOUT) and was killed"),
+        "{}",
+        hung.message
+    );
+    assert_eq!(run.status("linear_adam"), Status::Passed);
+    assert!(!run.output.status.success());
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "the hang was not cut short"
+    );
+}
+
 fn list(args: &[&str]) -> String {
     let (dir, exe) = fixture_binary("vec-model");
     let out = Command::new(exe)

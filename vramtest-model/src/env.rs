@@ -117,11 +117,31 @@ pub const CHILD_RESULT: &str = "__VRAMTEST_CHILD_RESULT";
 /// The device the child runs on (`cpu` or `cuda:N`).
 pub const CHILD_DEVICE: &str = "__VRAMTEST_CHILD_DEVICE";
 
+/// `VRAMTEST_TIMEOUT=<seconds>`: a test still running after this long is killed and
+/// fails. `None` (the default): no limit.
+pub fn timeout() -> Result<Option<std::time::Duration>, String> {
+    match std::env::var("VRAMTEST_TIMEOUT") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(|s| Some(std::time::Duration::from_secs_f64(s)))
+            .ok_or_else(|| {
+                format!(
+                    "VRAMTEST_TIMEOUT={v}: not a number of seconds (hint: VRAMTEST_TIMEOUT=600)"
+                )
+            }),
+        _ => Ok(None),
+    }
+}
+
 /// Checks every switch that has a fixed set of values (`VRAMTEST_UPDATE`/`INSTA_UPDATE`,
 /// `VRAMTEST_DEVICE`, `VRAMTEST_CONFIG`), so a front end can reject a typo up front.
 pub fn validate() -> Result<(), String> {
     update()?;
     device()?;
     config()?;
+    timeout()?;
     Ok(())
 }
