@@ -336,19 +336,17 @@ impl Run {
 
     fn policy(&self, def: &TestDef) -> Result<Policy, String> {
         let mut policy = Policy::default();
-        // `tolerance` sets every limit: apply it before the specific ones.
-        let mut limits: Vec<_> = self.config.limits.iter().collect();
-        limits.sort_by_key(|(key, _)| key.as_str() != "tolerance");
-        for (key, limit) in limits {
-            policy.set(key, *limit).map_err(|e| e.to_string())?;
-        }
+        policy
+            .set_all(self.config.limits.iter().map(|(k, l)| (k.as_str(), *l)))
+            .map_err(|e| e.to_string())?;
         policy.budget = self.config.budget;
-        let mut options: Vec<_> = def.options.limits.iter().collect();
-        options.sort_by_key(|(key, _)| *key != "tolerance");
-        for (key, text) in options {
-            let limit: Limit = text.parse().map_err(|e| format!("{e}"))?;
-            policy.set(key, limit).map_err(|e| e.to_string())?;
-        }
+        let options = def
+            .options
+            .limits
+            .iter()
+            .map(|(key, text)| Ok((*key, text.parse::<Limit>().map_err(|e| e.to_string())?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        policy.set_all(options).map_err(|e| e.to_string())?;
         if def.options.budget.is_some() {
             policy.budget = def.options.budget;
         }
@@ -510,10 +508,7 @@ impl Run {
             message += &format!("\n{h}");
         }
         report.message = message.clone();
-        // A new snapshot with pending review fails, like insta; so do regressions.
-        let fails = decision.status.is_failure()
-            || (decision.status == Status::New && decision.write == Some(Write::Pending));
-        if fails {
+        if report.fails() {
             let mut text = message;
             if let Some(diff) = &report.diff {
                 text += "\n\n";

@@ -44,21 +44,8 @@ impl Outcome {
     /// Whether this result fails the run: a failing status, or a new result left
     /// pending for review (as insta does).
     pub fn fails(&self) -> bool {
-        fails(&self.report)
+        self.report.fails()
     }
-}
-
-/// Whether a report fails the run.
-pub fn fails(report: &TestReport) -> bool {
-    report.status.is_failure() || (report.status == Status::New && is_pending(report))
-}
-
-/// Whether the report's run left a `.snap.new` behind.
-pub fn is_pending(report: &TestReport) -> bool {
-    report
-        .written
-        .as_ref()
-        .is_some_and(|p| p.extension().is_some_and(|e| e == "new"))
 }
 
 /// Environment variables for the tests of each package (`VRAMTEST_*`).
@@ -381,7 +368,7 @@ pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
             ),
             output(),
         ),
-        Found::Report(report) if exit.success || fails(&report) => *report,
+        Found::Report(report) if exit.success || report.fails() => *report,
         Found::Report(mut report) => {
             let mut message = format!(
                 "the test process of {} failed ({}) although its report says `{}`",
@@ -513,7 +500,7 @@ mod tests {
     #[test_case(Status::SnapshotError, None, true)]
     #[test_case(Status::Ignored, None, false)]
     fn what_fails(status: Status, written: Option<&str>, expected: bool) {
-        assert_eq!(fails(&report(status, written)), expected);
+        assert_eq!(report(status, written).fails(), expected);
     }
 
     fn exit(success: bool) -> Exit {
@@ -558,7 +545,7 @@ mod tests {
             r.output.as_deref(),
             Some("thread 'main' panicked at writing the snapshot")
         );
-        assert!(fails(&r));
+        assert!(r.fails());
     }
 
     #[test_case(Status::Regressed, None; "regressed")]

@@ -64,6 +64,20 @@ impl Policy {
         Ok(())
     }
 
+    /// Sets several limits by key. `tolerance` sets every limit, so it is applied
+    /// first, whatever the order given: the specific keys refine it.
+    pub fn set_all<'a>(
+        &mut self,
+        limits: impl IntoIterator<Item = (&'a str, Limit)>,
+    ) -> Result<(), UnknownLimitKey> {
+        let mut limits: Vec<_> = limits.into_iter().collect();
+        limits.sort_by_key(|(key, _)| *key != "tolerance");
+        for (key, limit) in limits {
+            self.set(key, limit)?;
+        }
+        Ok(())
+    }
+
     /// The limit for one subject.
     pub fn limit(&self, subject: Subject) -> Limit {
         match subject {

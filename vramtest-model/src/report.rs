@@ -105,6 +105,21 @@ pub struct TestReport {
     pub details: Option<Details>,
 }
 
+impl TestReport {
+    /// Whether this result fails the run: a failing status, or a new result left
+    /// pending for review (`.snap.new`), as insta fails an unreviewed snapshot.
+    pub fn fails(&self) -> bool {
+        self.status.is_failure() || (self.status == Status::New && self.is_pending())
+    }
+
+    /// Whether the run left a `.snap.new` behind.
+    pub fn is_pending(&self) -> bool {
+        self.written
+            .as_ref()
+            .is_some_and(|p| p.extension().is_some_and(|e| e == "new"))
+    }
+}
+
 /// Figures reported apart from the snapshot: they vary with the machine or the process,
 /// so they are never compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

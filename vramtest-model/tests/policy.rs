@@ -590,3 +590,21 @@ fn body_diff_of_identical_bodies_has_no_changes() {
     let diff = body_diff(&base(), &base(), "a", "b");
     assert!(changed_lines(&diff).is_empty(), "{diff}");
 }
+
+#[test]
+fn set_all_applies_tolerance_before_the_specific_limits_in_any_order() {
+    let five: Limit = "+5%".parse().unwrap();
+    let loose: Limit = "+20% | 1MiB".parse().unwrap();
+    for order in [
+        vec![("activations", five), ("tolerance", loose)],
+        vec![("tolerance", loose), ("activations", five)],
+    ] {
+        let mut p = Policy::default();
+        p.set_all(order).unwrap();
+        assert_eq!(p.limit(Subject::Category(Category::Activations)), five);
+        assert_eq!(p.limit(Subject::Category(Category::Gradients)), loose);
+        assert_eq!(p.limit(Subject::Peak), loose);
+    }
+    let mut p = Policy::default();
+    assert!(p.set_all([("activation", five)]).is_err());
+}

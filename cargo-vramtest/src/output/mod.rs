@@ -9,7 +9,7 @@ pub mod list;
 pub mod markdown;
 pub mod table;
 
-use crate::run::{Outcome, fails, is_pending};
+use crate::run::Outcome;
 use anstyle::{AnsiColor, Style};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -52,7 +52,7 @@ impl Summary {
         Summary {
             tests: outcomes.len(),
             counts,
-            pending: outcomes.iter().filter(|o| is_pending(&o.report)).count(),
+            pending: outcomes.iter().filter(|o| o.report.is_pending()).count(),
             failing,
             exit_code,
         }
@@ -83,7 +83,7 @@ fn status_word(s: Status) -> &'static str {
 /// The status column: `passed`, `regressed`, `new (pending)`, …
 pub fn status_label(r: &TestReport) -> String {
     match r.status {
-        Status::New if is_pending(r) => "new (pending)".into(),
+        Status::New if r.is_pending() => "new (pending)".into(),
         s => status_word(s).into(),
     }
 }
@@ -125,7 +125,7 @@ impl Row {
             change: peak_change(r),
             worst: worst_category(&r.changes).unwrap_or_else(|| "—".into()),
             status: status_label(r),
-            failing: fails(r),
+            failing: r.fails(),
         }
     }
 }
