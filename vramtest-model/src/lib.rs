@@ -13,6 +13,8 @@ pub mod bytes;
 pub mod category;
 pub mod config;
 pub mod env;
+pub mod explain;
+pub mod fit;
 pub mod ledger;
 pub mod limit;
 pub mod policy;
