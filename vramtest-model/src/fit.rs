@@ -8,6 +8,7 @@
 //! worst point is from the line, and [`SeriesFit::is_linear`] applies the threshold.
 
 use crate::category::Category;
+use crate::limit::Limit;
 use crate::profile::CategoryBytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -307,6 +308,103 @@ pub fn largest_batch(peak: &Linear, memory: u64, reserve: u64) -> Fits {
     peak.largest_batch(memory.saturating_sub(reserve))
 }
 
+/// A per-sample cost that moved between an accepted sweep and a new one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerSampleChange {
+    /// The peak (`None`) or a category.
+    pub category: Option<Category>,
+    pub old: i64,
+    pub new: i64,
+    pub limit: Limit,
+    /// The sweep's largest batch, where the cost is judged.
+    pub judged_at: u64,
+    pub regressed: bool,
+    /// For the peak: the largest batch within `budget` before and after.
+    pub largest_batch: Option<(u64, Fits, Fits)>,
+}
+
+impl fmt::Display for PerSampleChange {
+    /// `activations per sample: 3.00 KiB → 12.00 KiB (+9.00 KiB, +300.0%), over the limit +1% | 64.00 KiB at batch 256`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::bytes::{HumanBytes, HumanDelta};
+        let name = self.category.map_or("peak", Category::as_str);
+        let delta = i128::from(self.new) - i128::from(self.old);
+        write!(
+            f,
+            "{name} per sample: {} → {} ({}",
+            HumanBytes(self.old.max(0) as u64),
+            HumanBytes(self.new.max(0) as u64),
+            HumanDelta(delta)
+        )?;
+        if self.old > 0 {
+            write!(f, ", {:+.1}%", delta as f64 * 100.0 / self.old as f64)?;
+        }
+        f.write_str(")")?;
+        if self.regressed {
+            write!(
+                f,
+                ", over the limit {} at batch {}",
+                self.limit, self.judged_at
+            )?;
+        }
+        if let Some((memory, old, new)) = self.largest_batch {
+            write!(
+                f,
+                "; largest batch within {}: {old} → {new}",
+                crate::bytes::HumanBytes(memory)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Holds a new sweep's per-sample costs to the accepted ones. A per-sample cost is
+/// judged at the sweep's largest batch: it fails when what it adds there,
+/// `(new − old) × batch`, exceeds the limit's slack on `old × batch` — so the
+/// absolute part of a limit means the same bytes with or without a sweep. Only growth
+/// is reported; `budget` adds the largest batch within it for the peak.
+pub fn compare_per_sample(
+    old: &Scaling,
+    new: &Scaling,
+    limit_of: impl Fn(Option<Category>) -> Limit,
+    budget: Option<u64>,
+) -> Vec<PerSampleChange> {
+    let at = new.batch.iter().copied().max().unwrap_or(1).max(1);
+    let judge = |category: Option<Category>, o: &Linear, n: &Linear| {
+        let (old, new) = (o.bytes_per_sample, n.bytes_per_sample);
+        if new <= old {
+            return None;
+        }
+        let limit = limit_of(category);
+        let grown = (i128::from(new) - i128::from(old)) * i128::from(at);
+        let base = (i128::from(old.max(0)) * i128::from(at)).min(i128::from(u64::MAX)) as u64;
+        let regressed = grown > i128::from(limit.slack(base));
+        let largest_batch = match (category, budget) {
+            (None, Some(b)) => Some((b, o.largest_batch(b), n.largest_batch(b))),
+            _ => None,
+        };
+        Some(PerSampleChange {
+            category,
+            old,
+            new,
+            limit,
+            judged_at: at,
+            regressed,
+            largest_batch,
+        })
+    };
+    let mut out: Vec<PerSampleChange> = Category::ALL
+        .iter()
+        .filter_map(|&c| {
+            let (o, n) = (old.category_peaks.get(&c)?, new.category_peaks.get(&c)?);
+            judge(Some(c), o, n)
+        })
+        .collect();
+    out.extend(judge(None, &old.peak, &new.peak));
+    out.sort_by_key(|c| !c.regressed);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,5 +472,74 @@ mod tests {
             bytes_per_sample: 4096,
         };
         assert_eq!(line.to_string(), "12.00 MiB + 4.00 KiB × batch");
+    }
+
+    fn scaling(per_sample_acts: i64) -> Scaling {
+        let mut category_peaks = BTreeMap::new();
+        for c in Category::ALL {
+            category_peaks.insert(
+                c,
+                Linear {
+                    fixed_bytes: 0,
+                    bytes_per_sample: 0,
+                },
+            );
+        }
+        category_peaks.insert(
+            Category::Activations,
+            Linear {
+                fixed_bytes: 0,
+                bytes_per_sample: per_sample_acts,
+            },
+        );
+        Scaling {
+            batch: vec![64, 128, 256],
+            peak: Linear {
+                fixed_bytes: 1 << 20,
+                bytes_per_sample: per_sample_acts,
+            },
+            category_peaks,
+        }
+    }
+
+    #[test]
+    fn per_sample_growth_is_judged_at_the_largest_batch() {
+        // +64 B per sample × 256 = 16 KiB: within 64 KiB.
+        let small = compare_per_sample(
+            &scaling(4096),
+            &scaling(4096 + 64),
+            |_| Limit::DEFAULT,
+            None,
+        );
+        assert!(small.iter().all(|c| !c.regressed), "{small:?}");
+        // +1 KiB per sample × 256 = 256 KiB: over max(1% of 1 MiB, 64 KiB).
+        let big = compare_per_sample(
+            &scaling(4096),
+            &scaling(4096 + 1024),
+            |_| Limit::DEFAULT,
+            Some(1 << 30),
+        );
+        let acts = big
+            .iter()
+            .find(|c| c.category == Some(Category::Activations))
+            .unwrap();
+        assert!(acts.regressed);
+        let line = acts.to_string();
+        assert!(
+            line.starts_with("activations per sample: 4.00 KiB → 5.00 KiB"),
+            "{line}"
+        );
+        let peak = big.iter().find(|c| c.category.is_none()).unwrap();
+        let (_, old, new) = peak.largest_batch.unwrap();
+        // (1 GiB − 1 MiB) / 4 KiB = 261,888 and / 5 KiB = 209,510.
+        assert_eq!((old, new), (Fits::UpTo(261_888), Fits::UpTo(209_510)));
+        assert!(peak.to_string().contains("261888 → 209510"), "{peak}");
+    }
+
+    #[test]
+    fn shrinking_per_sample_is_not_reported() {
+        assert!(
+            compare_per_sample(&scaling(4096), &scaling(1024), |_| Limit::DEFAULT, None).is_empty()
+        );
     }
 }
