@@ -4,7 +4,7 @@
 use crate::color::{GRID, INK, PEAK, category_color};
 use crate::escape;
 use crate::scale::{byte_axis, count_ticks};
-use crate::timeline::{Timeline, downsample};
+use crate::timeline::{Point, Timeline};
 use std::fmt::Write;
 use vramtest_model::HumanBytes;
 
@@ -53,6 +53,74 @@ impl Frame {
     fn px(&self, x: u64) -> f64 {
         let span = (self.x1 - self.x0).max(1) as f64;
         self.left + x.saturating_sub(self.x0) as f64 / span * (self.right - self.left)
+    }
+
+    /// When one x unit is narrower than a pixel: the number of pixel columns and the
+    /// width of each.
+    fn columns(&self) -> Option<(u64, f64)> {
+        let width = self.right - self.left;
+        let columns = width.floor().max(1.0) as u64;
+        (self.x1 - self.x0 > columns).then(|| (columns, width / columns as f64))
+    }
+
+    fn column(&self, x: u64, columns: u64) -> u64 {
+        let span = (self.x1 - self.x0).max(1);
+        (u128::from(x.saturating_sub(self.x0)) * u128::from(columns) / u128::from(span)) as u64
+    }
+
+    /// The middle of the step (or pixel column) that shows `x`.
+    fn center(&self, x: u64) -> f64 {
+        match self.columns() {
+            Some((columns, width)) => self.left + (self.column(x, columns) as f64 + 0.5) * width,
+            None => (self.px(x) + self.px(x + 1)) / 2.0,
+        }
+    }
+
+    /// The steps to draw, as `(left edge in pixels, point)`, and the right edge of the
+    /// last. Each point lasts until the next. Where one x unit is narrower than a
+    /// pixel, each pixel column shows the highest total live in it (the point before
+    /// the column counts, as it is live at the column's start), so no spike is thinner
+    /// than a pixel or lost; a run of columns without points shows the last value.
+    fn steps(&self, points: &[Point]) -> (Vec<(f64, Point)>, f64) {
+        let Some(last) = points.last() else {
+            return (Vec::new(), self.left);
+        };
+        let Some((columns, width)) = self.columns() else {
+            let steps = points.iter().map(|p| (self.px(p.x), *p)).collect();
+            return (steps, self.px(last.x + 1));
+        };
+        let mut out: Vec<(u64, Point)> = Vec::new();
+        let mut previous: Option<Point> = None;
+        for p in points {
+            let c = self.column(p.x, columns);
+            match out.last_mut() {
+                Some((col, best)) if *col == c => {
+                    if p.total() > best.total() {
+                        *best = *p;
+                    }
+                }
+                last_column => {
+                    let last_column = last_column.map(|(col, _)| *col);
+                    let mut start = *p;
+                    if let Some(prev) = previous {
+                        if last_column.is_some_and(|col| col + 1 < c) {
+                            out.push((last_column.unwrap_or(0) + 1, prev));
+                        }
+                        if prev.total() > start.total() {
+                            start = prev;
+                        }
+                    }
+                    out.push((c, start));
+                }
+            }
+            previous = Some(*p);
+        }
+        let end_column = out.last().map_or(0, |(c, _)| c + 1);
+        let steps = out
+            .into_iter()
+            .map(|(c, p)| (self.left + c as f64 * width, p))
+            .collect();
+        (steps, self.left + end_column as f64 * width)
     }
 
     fn py(&self, bytes: u64) -> f64 {
@@ -166,9 +234,9 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
 
     // The series, stacked in report order, drawn from the top one down so that each
     // path only needs its upper edge.
-    let points = downsample(&timeline.points, ((f.right - f.left) * 2.0) as usize);
+    let (steps, end) = f.steps(&timeline.points);
     s.push_str("<g class=\"stack\">\n");
-    if points.is_empty() {
+    if steps.is_empty() {
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" text-anchor="middle" fill="{INK}">no samples recorded</text>"#,
@@ -177,25 +245,22 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
         );
     }
     for (k, &category) in categories.iter().enumerate().rev() {
-        let Some(last) = points.last() else { break };
-        let stacked = |p: &crate::timeline::Point| -> u64 {
-            categories[..=k].iter().map(|&c| p.live[c]).sum()
-        };
+        let Some(first) = steps.first() else { break };
+        let stacked = |p: &Point| -> u64 { categories[..=k].iter().map(|&c| p.live[c]).sum() };
         let base = num(f.bottom);
-        let mut d = format!("M{}", num(f.px(points[0].x)));
-        let _ = write!(d, " {base}");
+        let mut d = format!("M{} {base}", num(first.0));
         let mut last_y: Option<String> = None;
-        for p in &points {
+        for (x, p) in &steps {
             let y = num(f.py(stacked(p)));
             if last_y.as_ref() != Some(&y) {
                 if last_y.is_some() {
-                    let _ = write!(d, "H{}", num(f.px(p.x)));
+                    let _ = write!(d, "H{}", num(*x));
                 }
                 let _ = write!(d, "V{y}");
                 last_y = Some(y);
             }
         }
-        let _ = write!(d, "H{}V{base}Z", num(f.px(last.x + 1)));
+        let _ = write!(d, "H{}V{base}Z", num(end));
         let _ = writeln!(
             s,
             r#"<path class="series" data-category="{category}" fill="{color}" d="{d}"><title>{category}: {at_peak} at the peak</title></path>"#,
@@ -277,9 +342,9 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
     );
     s.push_str("</g>\n");
 
-    if !points.is_empty() {
+    if !steps.is_empty() {
         let peak = &timeline.peak;
-        let x = (f.px(peak.x) + f.px(peak.x + 1)) / 2.0;
+        let x = f.center(peak.x);
         let y = f.py(peak.total);
         let right_half = x > (f.left + f.right) / 2.0;
         let _ = writeln!(

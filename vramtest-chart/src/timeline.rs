@@ -31,10 +31,33 @@ impl XAxis {
 }
 
 /// Live bytes per category from `x` until the next point.
+///
+/// In JSON a point is compact, `[x, [parameters, gradients, ...]]` with the bytes in
+/// [`Category::ALL`] order: a timeline holds thousands of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "PointRepr", into = "PointRepr")]
 pub struct Point {
     pub x: u64,
     pub live: CategoryBytes,
+}
+
+#[derive(Serialize, Deserialize)]
+struct PointRepr(u64, [u64; 8]);
+
+impl From<Point> for PointRepr {
+    fn from(p: Point) -> Self {
+        PointRepr(p.x, Category::ALL.map(|c| p.live[c]))
+    }
+}
+
+impl From<PointRepr> for Point {
+    fn from(PointRepr(x, bytes): PointRepr) -> Self {
+        let mut live = CategoryBytes::default();
+        for c in Category::ALL {
+            live[c] = bytes[c.index()];
+        }
+        Point { x, live }
+    }
 }
 
 impl Point {
@@ -353,6 +376,10 @@ mod tests {
         );
         let json = serde_json::to_string(&t).unwrap();
         assert!(json.contains("\"x_axis\":\"event\""), "{json}");
+        assert!(
+            json.contains("\"points\":[[0,[2,0,0,1,0,0,0,0]],[1,[2,0,0,3,0,0,0,0]]]"),
+            "{json}"
+        );
         assert_eq!(serde_json::from_str::<Timeline>(&json).unwrap(), t);
     }
 }
