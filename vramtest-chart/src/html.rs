@@ -75,7 +75,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .status{display:inline-block;font-size:.85em;font-weight:bold;padding:0 .5em;border-radius:3px;color:#fff}
 .status.passed{background:#2e7d32}.status.failed{background:#c62828}.status.new{background:#1565c0}.status.updated{background:#6a1b9a}.status.ignored{background:#757575}
 .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.4em;vertical-align:-1px}
-td.bars{width:280px}
+td.bars{width:300px;min-width:200px}
 .bar{height:7px;margin:2px 0;min-width:1px}
 .bar.old{opacity:.4}
 .legend{font-size:.85em;color:#555}
@@ -155,15 +155,9 @@ fn section(s: &mut String, index: usize, t: &TestEntry) {
     );
     match &t.timeline {
         Some(timeline) => {
-            let options = SvgOptions {
-                title: Some(t.name.clone()),
-                ..SvgOptions::default()
-            };
-            let _ = write!(
-                s,
-                "<figure class=\"timeline\">\n{}</figure>\n",
-                svg(timeline, &options)
-            );
+            // The heading above already names the test.
+            let picture = svg(timeline, &SvgOptions::default());
+            let _ = write!(s, "<figure class=\"timeline\">\n{picture}</figure>\n");
         }
         None => s.push_str("<p class=\"none\">No timeline recorded for this test.</p>\n"),
     }
