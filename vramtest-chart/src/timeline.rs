@@ -135,6 +135,11 @@ impl Timeline {
             .collect()
     }
 
+    /// The live total at each point, for a sparkline.
+    pub fn totals(&self) -> Vec<u64> {
+        self.points.iter().map(Point::total).collect()
+    }
+
     /// The x range covered by points, phases and iterations: `[start, end)`, where the
     /// last point lasts one unit. `(0, 1)` for an empty timeline.
     pub fn x_range(&self) -> (u64, u64) {
@@ -351,6 +356,7 @@ mod tests {
             vec![Category::Parameters, Category::Activations]
         );
         assert_eq!(t.x_range(), (2, 9));
+        assert_eq!(t.totals(), vec![5, 12]);
         let empty = Timeline::new(XAxis::Sample, &[], vec![], vec![], 10);
         assert_eq!(empty.x_range(), (0, 1));
         assert!(empty.categories().is_empty());
