@@ -5,6 +5,7 @@
 use crate::partition::Partition;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use vramtest_model::config::DeviceSetting;
 
 /// The exit codes, shown after `--help`. The README repeats this text.
 pub const EXIT_CODES: &str = "\
@@ -160,8 +161,8 @@ pub struct FilterArgs {
 pub struct ExecArgs {
     /// The device to measure on (VRAMTEST_DEVICE): cpu, cuda, or auto (CUDA when a
     /// device is present, else the CPU heap). Overrides `device` in the metadata.
-    #[arg(long, value_enum, value_name = "DEVICE")]
-    pub device: Option<DeviceArg>,
+    #[arg(long, value_name = "DEVICE", value_parser = device_parser())]
+    pub device: Option<DeviceSetting>,
 
     /// Check mode (VRAMTEST_CHECK=1): never write a .snap file; a missing snapshot
     /// fails. The default under CI (CI set and not empty/0/false, or TF_BUILD set).
@@ -256,21 +257,12 @@ pub enum ColorArg {
     Never,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DeviceArg {
-    Cpu,
-    Cuda,
-    Auto,
-}
-
-impl DeviceArg {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceArg::Cpu => "cpu",
-            DeviceArg::Cuda => "cuda",
-            DeviceArg::Auto => "auto",
-        }
-    }
+/// `--device`: the metadata's own type, so the flag and the `device` key take the same
+/// values and mean the same thing.
+fn device_parser() -> impl clap::builder::TypedValueParser<Value = DeviceSetting> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(DeviceSetting::ALL.map(DeviceSetting::as_str))
+        .map(|s| s.parse().expect("one of the possible values"))
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -382,7 +374,7 @@ mod tests {
             panic!("run")
         };
         assert!(run.exec.check && run.exec.strict);
-        assert_eq!(run.exec.device, Some(DeviceArg::Cuda));
+        assert_eq!(run.exec.device, Some(DeviceSetting::Cuda));
         assert_eq!(run.exec.jobs, Some(3));
         assert_eq!(run.report.message_format, MessageFormat::Json);
         assert_eq!(run.build.features, ["a,b"]);

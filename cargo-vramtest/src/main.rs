@@ -37,11 +37,12 @@ mod partition;
 mod progress;
 mod review;
 mod run;
+mod select;
 mod snapshots;
 
 use cli::{
-    Cli, ColorArg, Command, DeviceArg, ExecArgs, FilterArgs, ListArgs, MessageFormat, RunArgs,
-    ShowArgs, SnapshotArgs,
+    Cli, ColorArg, Command, ExecArgs, FilterArgs, ListArgs, MessageFormat, RunArgs, ShowArgs,
+    SnapshotArgs,
 };
 use discover::Workspace;
 use error::{Error, Result};
@@ -51,6 +52,7 @@ use run::{PackageEnv, TestCase};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
+use vramtest_model::config::DeviceSetting;
 use vramtest_model::env;
 
 fn main() -> ExitCode {
@@ -110,8 +112,8 @@ fn validate_env() -> Result<()> {
 }
 
 /// `VRAMTEST_DEVICE`, once [`validate_env`] has accepted it.
-fn env_device() -> Option<DeviceArg> {
-    env::device().ok().flatten().map(DeviceArg::from)
+fn env_device() -> Option<DeviceSetting> {
+    env::device().ok().flatten()
 }
 
 /// The `VRAMTEST_*` variables for each package's tests.
@@ -130,11 +132,9 @@ fn package_env(ws: &Workspace, exec: &ExecArgs) -> PackageEnv {
             if exec.strict {
                 vars.push(("VRAMTEST_STRICT".into(), "1".into()));
             }
-            let device = exec.device.or(p
-                .settings
+            let device = exec
                 .device
-                .map(DeviceArg::from)
-                .filter(|_| !inherited_device));
+                .or(p.settings.device.filter(|_| !inherited_device));
             if let Some(d) = device {
                 vars.push(("VRAMTEST_DEVICE".into(), d.as_str().into()));
             }
@@ -144,24 +144,21 @@ fn package_env(ws: &Workspace, exec: &ExecArgs) -> PackageEnv {
 }
 
 /// The device the run measures on, for the default of `-j`.
-fn run_device(ws: &Workspace, exec: &ExecArgs) -> DeviceArg {
+fn run_device(ws: &Workspace, exec: &ExecArgs) -> DeviceSetting {
     if let Some(d) = exec.device {
         return d;
     }
     if let Some(d) = env_device() {
         return d;
     }
-    let devices: Vec<Option<DeviceArg>> = ws
-        .packages
-        .iter()
-        .map(|p| p.settings.device.map(DeviceArg::from))
-        .collect();
-    if devices.iter().all(|d| *d == Some(DeviceArg::Cpu)) {
-        DeviceArg::Cpu
-    } else if devices.contains(&Some(DeviceArg::Cuda)) {
-        DeviceArg::Cuda
+    let devices: Vec<Option<DeviceSetting>> =
+        ws.packages.iter().map(|p| p.settings.device).collect();
+    if devices.iter().all(|d| *d == Some(DeviceSetting::Cpu)) {
+        DeviceSetting::Cpu
+    } else if devices.contains(&Some(DeviceSetting::Cuda)) {
+        DeviceSetting::Cuda
     } else {
-        DeviceArg::Auto
+        DeviceSetting::Auto
     }
 }
 
@@ -175,23 +172,26 @@ fn select_tests(
 ) -> Result<Vec<(TestCase, Option<u64>)>> {
     let progress = Progress::new();
     let binaries = build::build(ws, build, cargo_color(), &progress)?;
-    let cases: Vec<TestCase> = run::list(&binaries, env)?
-        .into_iter()
+    let all = run::list(&binaries, env)?;
+    let names: Vec<select::TestName<'_>> = all.iter().map(TestCase::test_name).collect();
+    if let Some(typo) = select::unmatched(&names, &filter.filters, filter.exact).first() {
+        return Err(Error::NoMatch {
+            filter: (*typo).to_owned(),
+            among: format!("the tests of {}", ws.root.display()),
+            closest: select::closest(&names, typo),
+        });
+    }
+    let cases: Vec<TestCase> = all
+        .iter()
         .filter(|c| run::matches(c, &filter.filters, filter.exact))
+        .cloned()
         .collect();
     let Some(partition) = filter.partition else {
         return Ok(cases.into_iter().map(|c| (c, None)).collect());
     };
-    let ids: Vec<(String, String)> = cases
-        .iter()
-        .map(|c| (c.binary.id(), c.name.clone()))
-        .collect();
-    let refs: Vec<(&str, &str)> = ids.iter().map(|(b, n)| (b.as_str(), n.as_str())).collect();
-    let shards = partition.shards(&refs);
-    Ok(cases
+    Ok(partition
+        .select(cases)
         .into_iter()
-        .zip(shards)
-        .filter(|(_, s)| *s == partition.shard)
         .map(|(c, s)| (c, Some(s)))
         .collect())
 }
@@ -205,7 +205,7 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
         .map(|(c, _)| c)
         .collect();
     if cases.is_empty() {
-        anstream::eprintln!("warning: no test matches the filters");
+        anstream::eprintln!("warning: no test to run");
     }
     let jobs = args
         .exec

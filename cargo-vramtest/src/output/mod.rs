@@ -80,12 +80,24 @@ fn status_word(s: Status) -> &'static str {
     }
 }
 
-/// The status column: `passed`, `regressed`, `new (pending)`, …
+/// The status column: `passed`, `regressed`, `new (pending)`, `ignored: no CUDA
+/// driver`, …
 pub fn status_label(r: &TestReport) -> String {
     match r.status {
         Status::New if r.is_pending() => "new (pending)".into(),
+        Status::Ignored => match ignore_reason(r) {
+            Some(reason) => format!("ignored: {reason}"),
+            None => "ignored".into(),
+        },
         s => status_word(s).into(),
     }
+}
+
+/// Why an ignored test was ignored (the first line of its message), when it says.
+pub fn ignore_reason(r: &TestReport) -> Option<&str> {
+    let reason = r.message.lines().next()?.trim();
+    let reason = reason.strip_prefix("ignored: ").unwrap_or(reason);
+    (!reason.is_empty() && reason != "ignored").then_some(reason)
 }
 
 /// The color of a status.
@@ -260,6 +272,13 @@ pub(crate) mod fixtures {
                     Some(format!("/w/mlp/tests/snapshots/vram__{test}@cpu.snap.new").into());
                 report.message = format!("{test} (cpu) has no snapshot yet");
             }
+            Status::Ignored => {
+                report.body = None;
+                report.old_peak_bytes = None;
+                report.snapshot = None;
+                report.message =
+                    "no CUDA driver (vramtest was built without its `cuda` feature)".into();
+            }
             Status::Failed => {
                 report.body = None;
                 report.old_peak_bytes = None;
@@ -305,6 +324,7 @@ pub(crate) mod fixtures {
             outcome("small", Status::Improved),
             outcome("fresh", Status::New),
             outcome("broken", Status::Failed),
+            outcome("slow", Status::Ignored),
         ]
     }
 }
@@ -331,6 +351,10 @@ mod tests {
             ("new", "new (pending)")
         );
         assert_eq!((rows[4].peak.as_str(), rows[4].change.as_str()), ("—", "—"));
+        assert_eq!(
+            rows[5].status,
+            "ignored: no CUDA driver (vramtest was built without its `cuda` feature)"
+        );
     }
 
     #[test]
@@ -341,7 +365,7 @@ mod tests {
         assert_eq!(s.pending, 1);
         assert_eq!(
             s.headline(),
-            "5 tests: 1 passed, 1 improved, 1 new, 1 regressed, 1 failed"
+            "6 tests: 1 passed, 1 improved, 1 new, 1 regressed, 1 failed, 1 ignored"
         );
         let passing = [outcome("a", Status::Passed), outcome("b", Status::Improved)];
         assert_eq!(Summary::of(&passing).exit_code, 0);
@@ -351,6 +375,21 @@ mod tests {
         ];
         assert_eq!(Summary::of(&broken).exit_code, 2);
         assert_eq!(Summary::of(&[]).headline(), "0 tests");
+    }
+
+    #[test_case::test_case("no CUDA driver", Some("no CUDA driver"); "a reason")]
+    #[test_case::test_case("ignored: too slow for CI\nmore", Some("too slow for CI"); "first line, prefix dropped")]
+    #[test_case::test_case("ignored", None; "no reason")]
+    #[test_case::test_case("", None; "empty")]
+    fn ignored_tests_say_why(message: &str, expected: Option<&str>) {
+        let mut o = outcome("slow", Status::Ignored);
+        o.report.message = message.into();
+        assert_eq!(ignore_reason(&o.report), expected);
+        let label = status_label(&o.report);
+        match expected {
+            Some(reason) => assert_eq!(label, format!("ignored: {reason}")),
+            None => assert_eq!(label, "ignored"),
+        }
     }
 
     #[test]
