@@ -13,8 +13,10 @@ Exit codes:
   0    every test passed (an improvement or a change within its limits passes)
   1    a memory regression, a failing or crashing test, a missing snapshot in check
        mode, or a new result left pending for review (.snap.new)
-  2    a usage, configuration or snapshot-format error; the message names the file,
-       and the line where there is one
+  2    a usage, configuration or snapshot-format error, a filter that matches no
+       test, or a report (--junit, --markdown, the job summary) that could not be
+       written (the table and annotations are printed first); the message names the
+       file, and the line where there is one
   101  the build failed; cargo's own messages are shown as cargo printed them";
 
 /// Run `#[vramtest]` peak-memory tests across a workspace, and review their snapshots.
@@ -139,18 +141,21 @@ impl BuildArgs {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Test selection")]
 pub struct FilterArgs {
-    /// Only tests whose name contains one of these strings (libtest's rule; the full
-    /// `package::target::test` name matches too).
+    /// Only tests whose name contains one of these strings: libtest's rule, applied to
+    /// the full name the table prints (`package::target::test`), so `target::test` and
+    /// the bare name match too. A filter that matches no test is an error.
     #[arg(value_name = "FILTERS")]
     pub filters: Vec<String>,
 
-    /// Match filters against whole test names only.
+    /// Match filters against whole names only: `package::target::test`,
+    /// `target::test` or the bare test name.
     #[arg(long)]
     pub exact: bool,
 
     /// Run one shard of the tests, like nextest: `hash:M/N` (by a hash of the test's
     /// name; stable when tests come and go), `slice:M/N` (round-robin over the sorted
     /// list of every binary's tests) or `count:M/N` (round-robin within each binary).
+    /// Ignored tests are dropped first, as nextest does.
     #[arg(long, value_name = "KIND:M/N")]
     pub partition: Option<Partition>,
 }
@@ -230,10 +235,13 @@ pub struct ListArgs {
 pub struct SnapshotArgs {
     #[command(flatten)]
     pub selection: Selection,
-    /// Only pending files whose test name contains one of these strings.
+    /// Only pending files of tests whose name contains one of these strings (the rule
+    /// of `run`: `package::target::test`, `target::test` or the bare name). A filter
+    /// that matches no snapshot file is an error.
     #[arg(value_name = "FILTERS")]
     pub filters: Vec<String>,
-    /// Match filters against whole test names only.
+    /// Match filters against whole names only: `package::target::test`,
+    /// `target::test` or the bare test name.
     #[arg(long)]
     pub exact: bool,
 }
@@ -242,7 +250,8 @@ pub struct SnapshotArgs {
 pub struct ShowArgs {
     #[command(flatten)]
     pub selection: Selection,
-    /// The test: its name (`mlp_adamw`) or `target::name`; a unique part of it will do.
+    /// The test: `package::target::test` as the table prints it, `target::test` or the
+    /// bare name (`mlp_adamw`); a unique part of it will do.
     #[arg(value_name = "TEST")]
     pub test: String,
     /// Show the pending result (.snap.new) instead of the committed snapshot.
@@ -410,5 +419,6 @@ mod tests {
         let help = Cli::command().render_long_help().to_string();
         assert!(help.contains("Exit codes:"));
         assert!(help.contains("101"));
+        assert!(help.contains("a report (--junit, --markdown, the job summary)"));
     }
 }

@@ -16,7 +16,8 @@
 //!
 //! Exit codes: 0 every test passed; 1 a memory regression, a failing or crashing
 //! test, a missing snapshot in check mode, or a new result pending review; 2 a usage,
-//! configuration or snapshot-format error; 101 the build failed.
+//! configuration or snapshot-format error, a filter that matches no test, or a report
+//! that could not be written (after the table and annotations); 101 the build failed.
 //!
 //! `--message-format json` prints one JSON object per line (`"format_version": 1`):
 //! each test's report (`"type": "test"`), then a summary (`"type": "summary"`); see
@@ -225,12 +226,15 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
         MessageFormat::Human => anstream::print!("{}", output::table::render(run, &summary)),
         MessageFormat::Json => print!("{}", output::json::render(run, &summary)),
     }
+    // A report that cannot be written does not hide the verdict: the table and the
+    // annotations still print, then the failures to write, and the run exits 2.
+    let mut unwritten = Vec::new();
     if let Some(path) = &args.report.junit {
-        write_file(path, &output::junit::render(run))?;
+        unwritten.extend(write_file(path, &output::junit::render(run)).err());
     }
     let markdown = output::markdown::render(run, &summary);
     if let Some(path) = &args.report.markdown {
-        write_file(path, &markdown)?;
+        unwritten.extend(write_file(path, &markdown).err());
     }
     if github {
         let base = output::github::base(&ws.root);
@@ -242,15 +246,31 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
             }
         }
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-            append_file(std::path::Path::new(&path), &markdown)?;
+            unwritten.extend(append_file(std::path::Path::new(&path), &markdown).err());
         }
     }
-    Ok(summary.exit_code)
+    for e in &unwritten {
+        let red = anstyle::Style::new()
+            .fg_color(Some(anstyle::AnsiColor::Red.into()))
+            .bold();
+        anstream::eprintln!("{red}error{red:#}: cannot write a report: {e}");
+    }
+    if unwritten.is_empty() {
+        Ok(summary.exit_code)
+    } else {
+        Ok(REPORT_NOT_WRITTEN.max(summary.exit_code))
+    }
 }
+
+/// The exit code of a run whose report (`--junit`, `--markdown`, the job summary)
+/// could not be written, whatever the verdict: CI must not take a missing report for
+/// a pass.
+const REPORT_NOT_WRITTEN: u8 = 2;
 
 fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+        // Named after the report: that is the file the user asked for.
+        std::fs::create_dir_all(dir).map_err(Error::io(path))?;
     }
     std::fs::write(path, text).map_err(Error::io(path))
 }
@@ -296,7 +316,16 @@ fn review(args: &SnapshotArgs) -> Result<u8> {
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let mut stdin = std::io::stdin().lock();
     let mut stdout = anstream::stdout();
-    let tally = review::review(&files, interactive, &mut stdin, &mut stdout)?;
+    let policy = |file: &snapshots::SnapshotFile| -> Result<vramtest_model::Policy> {
+        let package = ws.packages.iter().find(|p| p.name == file.package);
+        let config = package.map(|p| p.settings.to_harness()).unwrap_or_default();
+        review::policy(&config).map_err(|e| Error::Config {
+            manifest: package.map_or(ws.manifest.clone(), |p| p.dir.join("Cargo.toml")),
+            line: None,
+            message: e.to_string(),
+        })
+    };
+    let tally = review::review(&files, &policy, interactive, &mut stdin, &mut stdout)?;
     if interactive {
         println!(
             "{} accepted, {} rejected, {} skipped",

@@ -197,11 +197,9 @@ pub fn run(
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(case) = cases.get(i) else { break };
-                    let outcome = if case.ignored {
-                        ignored(case)
-                    } else {
-                        run_one(case, env, &scratch.path.join(i.to_string()))
-                    };
+                    // An ignored test runs too: the harness skips it at once and
+                    // leaves a report that says why.
+                    let outcome = run_one(case, env, &scratch.path.join(i.to_string()));
                     if tx.send((i, outcome)).is_err() {
                         break;
                     }
@@ -344,6 +342,10 @@ fn find_report(dir: &Path) -> Found {
 pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
     let output = || Some(exit.output.clone());
     match found {
+        // A harness that gives no reason for an ignored test.
+        Found::Nothing if case.ignored && exit.success => {
+            synthetic(case, Status::Ignored, "ignored".into(), None)
+        }
         Found::Nothing => synthetic(
             case,
             Status::Failed,
@@ -382,14 +384,6 @@ pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
             report.output = output();
             *report
         }
-    }
-}
-
-fn ignored(case: &TestCase) -> Outcome {
-    Outcome {
-        case: case.clone(),
-        report: synthetic(case, Status::Ignored, "ignored".into(), None),
-        duration: Duration::ZERO,
     }
 }
 
@@ -563,6 +557,27 @@ mod tests {
         let r = reconcile(&case("t"), &exit(true), found(status, None));
         assert_eq!(r.status, status);
         assert_eq!(r.message, "peak 1.00 KiB");
+    }
+
+    #[test]
+    fn an_ignored_test_says_why_when_its_report_does() {
+        let mut slow = case("slow");
+        slow.ignored = true;
+        let mut r = report(Status::Ignored, None);
+        r.message = "too slow for CI".into();
+        let got = reconcile(&slow, &exit(true), Found::Report(Box::new(r)));
+        assert_eq!(got.status, Status::Ignored);
+        assert_eq!(got.message, "too slow for CI");
+        assert!(!got.fails());
+        // A harness that writes no report for it: plainly ignored, not a crash.
+        let got = reconcile(&slow, &exit(true), Found::Nothing);
+        assert_eq!(
+            (got.status, got.message.as_str()),
+            (Status::Ignored, "ignored")
+        );
+        // A test that is not ignored and leaves no report still fails.
+        let got = reconcile(&case("t"), &exit(true), Found::Nothing);
+        assert_eq!(got.status, Status::Failed);
     }
 
     #[test]
