@@ -316,6 +316,68 @@ pub(crate) mod fixtures {
         }
     }
 
+    /// A realistic regression, judged by the model as the harness does: the committed
+    /// `tests/data/mlp_adamw@cpu.snap` against a run whose forward pass keeps 640.71 KiB
+    /// more activations alive (`fixtures/candle-mlp` with `CANDLE_MLP_BLOAT`).
+    pub fn regression() -> Outcome {
+        use vramtest_model::{Movement, Policy, compare};
+        let old_text = include_str!("../../tests/data/mlp_adamw@cpu.snap");
+        let old = vramtest_model::snapshot::parse(old_text).unwrap().body;
+        let grown = 656_088;
+        let mut new = old.clone();
+        new.at_peak.activations += grown;
+        new.category_peaks.activations += grown;
+        new.peak_bytes += grown;
+        let cmp = compare(&old, &new, &Policy::default());
+        let mut o = outcome("mlp_adamw", Status::Regressed);
+        o.case.binary = Arc::new(crate::build::Binary {
+            package: "candle-mlp".into(),
+            ..(*o.case.binary).clone()
+        });
+        let r = &mut o.report;
+        let mut message = "memory regression in mlp_adamw (cpu)".to_owned();
+        for f in cmp
+            .findings
+            .iter()
+            .filter(|f| f.movement != Movement::Within)
+        {
+            message += &format!("\n  {f}");
+        }
+        r.message = message;
+        r.changes = cmp
+            .findings
+            .iter()
+            .map(|f| Change {
+                subject: f.subject,
+                old: f.old,
+                new: f.new,
+                limit: String::from(f.limit),
+                movement: f.movement,
+                message: f.to_string(),
+            })
+            .collect();
+        r.old_peak_bytes = Some(old.peak_bytes);
+        r.diff = Some(
+            similar::TextDiff::from_lines(&old.to_text(), &new.to_text())
+                .unified_diff()
+                .context_radius(3)
+                .header(
+                    "old: tests/snapshots/vram__mlp_adamw@cpu.snap",
+                    "new: mlp_adamw (cpu)",
+                )
+                .to_string(),
+        );
+        r.body = Some(new);
+        r.details = Some(vramtest_model::report::Details {
+            baseline_bytes: 10_240,
+            allocations: 48_213,
+            reserved_peak_bytes: None,
+        });
+        r.snapshot = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap".into());
+        r.written = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap.new".into());
+        o
+    }
+
     /// One of each status that matters.
     pub fn mixed() -> Vec<Outcome> {
         vec![

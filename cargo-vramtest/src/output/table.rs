@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_failure_block_colors_its_diff() {
-        let outcomes = [outcome("adamw", Status::Regressed)];
+        let outcomes = [regression()];
         let run = Run {
             outcomes: &outcomes,
             duration: Duration::from_millis(1250),
