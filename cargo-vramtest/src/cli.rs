@@ -391,6 +391,29 @@ mod tests {
     }
 
     #[test]
+    fn the_flag_and_the_metadata_share_one_device_type() {
+        for device in DeviceSetting::ALL {
+            let name = device.as_str();
+            let Command::Run(run) = parse(&["cargo-vramtest", "--device", name]).into_command()
+            else {
+                panic!("run")
+            };
+            let from_metadata =
+                crate::config::Settings::parse(&serde_json::json!({ "device": name }))
+                    .unwrap()
+                    .device;
+            assert_eq!(run.exec.device, from_metadata, "{name}");
+            assert_eq!(name.parse::<DeviceSetting>(), Ok(device));
+            assert_eq!(device.to_string(), name);
+        }
+        let help = Cli::command().render_long_help().to_string();
+        assert!(
+            help.contains("[possible values: cpu, cuda, auto]"),
+            "{help}"
+        );
+    }
+
+    #[test]
     fn usage_errors_are_exit_code_2() {
         for bad in [
             &["cargo-vramtest", "-j", "0"][..],

@@ -241,6 +241,7 @@ mod tests {
         );
         assert!(text.contains("-    \"activations\": 412412,"));
         assert!(text.contains("+    \"activations\": 4124120,"));
+        insta::assert_snapshot!(text.replace(&dir.display().to_string(), "<dir>"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
