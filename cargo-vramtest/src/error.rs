@@ -79,6 +79,17 @@ pub enum Error {
     #[error("{message}")]
     Selection { message: String },
 
+    /// A report (`--junit`, `--markdown`, the job summary) could not be written. The
+    /// run's verdict was printed before it.
+    #[error(
+        "cannot write the report {path}: {source} (hint: its directory must be creatable and writable; the verdict above stands)"
+    )]
+    Report {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

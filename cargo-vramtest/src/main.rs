@@ -253,7 +253,7 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
         let red = anstyle::Style::new()
             .fg_color(Some(anstyle::AnsiColor::Red.into()))
             .bold();
-        anstream::eprintln!("{red}error{red:#}: cannot write a report: {e}");
+        anstream::eprintln!("{red}error{red:#}: {e}");
     }
     if unwritten.is_empty() {
         Ok(summary.exit_code)
@@ -268,21 +268,28 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
 const REPORT_NOT_WRITTEN: u8 = 2;
 
 fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
+    let report = |source| Error::Report {
+        path: path.to_owned(),
+        source,
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // Named after the report: that is the file the user asked for.
-        std::fs::create_dir_all(dir).map_err(Error::io(path))?;
+        std::fs::create_dir_all(dir).map_err(report)?;
     }
-    std::fs::write(path, text).map_err(Error::io(path))
+    std::fs::write(path, text).map_err(report)
 }
 
 fn append_file(path: &std::path::Path, text: &str) -> Result<()> {
     use std::io::Write as _;
+    let report = |source| Error::Report {
+        path: path.to_owned(),
+        source,
+    };
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(Error::io(path))?;
-    writeln!(f, "{text}").map_err(Error::io(path))
+        .map_err(report)?;
+    writeln!(f, "{text}").map_err(report)
 }
 
 fn list(args: &ListArgs) -> Result<u8> {
