@@ -147,6 +147,19 @@ fn parent(target: Target) -> Result<ExitCode, String> {
         report_dir: env::report_dir(),
         references: env::references_file(),
     });
+    if let Some(dir) = &run.report_dir {
+        // A test its attribute ignores, run by name, still leaves a report: `cargo
+        // vramtest` shows why it was ignored.
+        for (name, def) in &tests {
+            let Some(reason) = def.options.ignore else {
+                continue;
+            };
+            let trial = Trial::test(name.clone(), || Ok(())).with_ignored_flag(true);
+            if args.is_ignored(&trial) && !args.is_filtered_out(&trial) {
+                write_report(dir, &ignored_report(&run.target, name, def, reason));
+            }
+        }
+    }
     let trials = tests
         .into_iter()
         .map(|(name, def)| {
@@ -577,6 +590,28 @@ fn failure(message: &str, output: &str) -> Failed {
         Failed::from(message)
     } else {
         Failed::from(format!("{message}\n---- output ----\n{output}"))
+    }
+}
+
+/// The report of a test its attribute ignores: the reason, nothing measured.
+fn ignored_report(target: &Target, name: &str, def: &TestDef, reason: &str) -> TestReport {
+    TestReport {
+        schema: REPORT_SCHEMA,
+        target: target.name.clone(),
+        test: name.to_owned(),
+        source: relative_source(&target.manifest_dir, def.file),
+        line: def.line,
+        device_class: None,
+        status: Status::Ignored,
+        body: None,
+        old_peak_bytes: None,
+        changes: Vec::new(),
+        message: if reason.is_empty() { "ignored" } else { reason }.to_owned(),
+        diff: None,
+        snapshot: None,
+        written: None,
+        output: None,
+        details: None,
     }
 }
 

@@ -5,6 +5,7 @@
 use crate::partition::Partition;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use vramtest_model::config::DeviceSetting;
 
 /// The exit codes, shown after `--help`. The README repeats this text.
 pub const EXIT_CODES: &str = "\
@@ -12,8 +13,10 @@ Exit codes:
   0    every test passed (an improvement or a change within its limits passes)
   1    a memory regression, a failing or crashing test, a missing snapshot in check
        mode, or a new result left pending for review (.snap.new)
-  2    a usage, configuration or snapshot-format error; the message names the file,
-       and the line where there is one
+  2    a usage, configuration or snapshot-format error, a filter that matches no
+       test, or a report (--junit, --markdown, the job summary) that could not be
+       written (the table and annotations are printed first); the message names the
+       file, and the line where there is one
   101  the build failed; cargo's own messages are shown as cargo printed them";
 
 /// Run `#[vramtest]` peak-memory tests across a workspace, and review their snapshots.
@@ -138,18 +141,21 @@ impl BuildArgs {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Test selection")]
 pub struct FilterArgs {
-    /// Only tests whose name contains one of these strings (libtest's rule; the full
-    /// `package::target::test` name matches too).
+    /// Only tests whose name contains one of these strings: libtest's rule, applied to
+    /// the full name the table prints (`package::target::test`), so `target::test` and
+    /// the bare name match too. A filter that matches no test is an error.
     #[arg(value_name = "FILTERS")]
     pub filters: Vec<String>,
 
-    /// Match filters against whole test names only.
+    /// Match filters against whole names only: `package::target::test`,
+    /// `target::test` or the bare test name.
     #[arg(long)]
     pub exact: bool,
 
     /// Run one shard of the tests, like nextest: `hash:M/N` (by a hash of the test's
     /// name; stable when tests come and go), `slice:M/N` (round-robin over the sorted
     /// list of every binary's tests) or `count:M/N` (round-robin within each binary).
+    /// Ignored tests are dropped first, as nextest does.
     #[arg(long, value_name = "KIND:M/N")]
     pub partition: Option<Partition>,
 }
@@ -160,8 +166,8 @@ pub struct FilterArgs {
 pub struct ExecArgs {
     /// The device to measure on (VRAMTEST_DEVICE): cpu, cuda, or auto (CUDA when a
     /// device is present, else the CPU heap). Overrides `device` in the metadata.
-    #[arg(long, value_enum, value_name = "DEVICE")]
-    pub device: Option<DeviceArg>,
+    #[arg(long, value_name = "DEVICE", value_parser = device_parser())]
+    pub device: Option<DeviceSetting>,
 
     /// Check mode (VRAMTEST_CHECK=1): never write a .snap file; a missing snapshot
     /// fails. The default under CI (CI set and not empty/0/false, or TF_BUILD set).
@@ -229,10 +235,13 @@ pub struct ListArgs {
 pub struct SnapshotArgs {
     #[command(flatten)]
     pub selection: Selection,
-    /// Only pending files whose test name contains one of these strings.
+    /// Only pending files of tests whose name contains one of these strings (the rule
+    /// of `run`: `package::target::test`, `target::test` or the bare name). A filter
+    /// that matches no snapshot file is an error.
     #[arg(value_name = "FILTERS")]
     pub filters: Vec<String>,
-    /// Match filters against whole test names only.
+    /// Match filters against whole names only: `package::target::test`,
+    /// `target::test` or the bare test name.
     #[arg(long)]
     pub exact: bool,
 }
@@ -241,7 +250,8 @@ pub struct SnapshotArgs {
 pub struct ShowArgs {
     #[command(flatten)]
     pub selection: Selection,
-    /// The test: its name (`mlp_adamw`) or `target::name`; a unique part of it will do.
+    /// The test: `package::target::test` as the table prints it, `target::test` or the
+    /// bare name (`mlp_adamw`); a unique part of it will do.
     #[arg(value_name = "TEST")]
     pub test: String,
     /// Show the pending result (.snap.new) instead of the committed snapshot.
@@ -256,21 +266,12 @@ pub enum ColorArg {
     Never,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DeviceArg {
-    Cpu,
-    Cuda,
-    Auto,
-}
-
-impl DeviceArg {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceArg::Cpu => "cpu",
-            DeviceArg::Cuda => "cuda",
-            DeviceArg::Auto => "auto",
-        }
-    }
+/// `--device`: the metadata's own type, so the flag and the `device` key take the same
+/// values and mean the same thing.
+fn device_parser() -> impl clap::builder::TypedValueParser<Value = DeviceSetting> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(DeviceSetting::ALL.map(DeviceSetting::as_str))
+        .map(|s| s.parse().expect("one of the possible values"))
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -382,11 +383,34 @@ mod tests {
             panic!("run")
         };
         assert!(run.exec.check && run.exec.strict);
-        assert_eq!(run.exec.device, Some(DeviceArg::Cuda));
+        assert_eq!(run.exec.device, Some(DeviceSetting::Cuda));
         assert_eq!(run.exec.jobs, Some(3));
         assert_eq!(run.report.message_format, MessageFormat::Json);
         assert_eq!(run.build.features, ["a,b"]);
         assert!(run.build.release);
+    }
+
+    #[test]
+    fn the_flag_and_the_metadata_share_one_device_type() {
+        for device in DeviceSetting::ALL {
+            let name = device.as_str();
+            let Command::Run(run) = parse(&["cargo-vramtest", "--device", name]).into_command()
+            else {
+                panic!("run")
+            };
+            let from_metadata =
+                crate::config::Settings::parse(&serde_json::json!({ "device": name }))
+                    .unwrap()
+                    .device;
+            assert_eq!(run.exec.device, from_metadata, "{name}");
+            assert_eq!(name.parse::<DeviceSetting>(), Ok(device));
+            assert_eq!(device.to_string(), name);
+        }
+        let help = Cli::command().render_long_help().to_string();
+        assert!(
+            help.contains("[possible values: cpu, cuda, auto]"),
+            "{help}"
+        );
     }
 
     #[test]
@@ -418,5 +442,6 @@ mod tests {
         let help = Cli::command().render_long_help().to_string();
         assert!(help.contains("Exit codes:"));
         assert!(help.contains("101"));
+        assert!(help.contains("a report (--junit, --markdown, the job summary)"));
     }
 }

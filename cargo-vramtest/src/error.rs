@@ -65,9 +65,30 @@ pub enum Error {
     #[error("{}", .0)]
     Snapshot(#[from] vramtest_model::snapshot::FileError),
 
+    /// A filter names no test: a typo must not pass as an empty, green run.
+    #[error("no test matches `{filter}` in {among} (hint: {})", suggest(.closest))]
+    NoMatch {
+        filter: String,
+        /// Where the tests were looked for (`the tests of /w`).
+        among: String,
+        /// The closest names, best first.
+        closest: Vec<String>,
+    },
+
     /// `show TEST` matched nothing, or more than one test.
     #[error("{message}")]
     Selection { message: String },
+
+    /// A report (`--junit`, `--markdown`, the job summary) could not be written. The
+    /// run's verdict was printed before it.
+    #[error(
+        "cannot write the report {path}: {source} (hint: its directory must be creatable and writable; the verdict above stands)"
+    )]
+    Report {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 
     /// A file could not be read or written.
     #[error("{path}: {source}")]
@@ -92,6 +113,16 @@ impl Error {
     pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io { path, source }
+    }
+}
+
+/// `did you mean a, b?` and where to see every name.
+fn suggest(closest: &[String]) -> String {
+    let list = "`cargo vramtest list` shows every test";
+    if closest.is_empty() {
+        list.to_owned()
+    } else {
+        format!("did you mean {}? {list}", closest.join(", "))
     }
 }
 

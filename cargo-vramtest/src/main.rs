@@ -16,7 +16,8 @@
 //!
 //! Exit codes: 0 every test passed; 1 a memory regression, a failing or crashing
 //! test, a missing snapshot in check mode, or a new result pending review; 2 a usage,
-//! configuration or snapshot-format error; 101 the build failed.
+//! configuration or snapshot-format error, a filter that matches no test, or a report
+//! that could not be written (after the table and annotations); 101 the build failed.
 //!
 //! `--message-format json` prints one JSON object per line (`"format_version": 1`):
 //! each test's report (`"type": "test"`), then a summary (`"type": "summary"`); see
@@ -37,11 +38,12 @@ mod partition;
 mod progress;
 mod review;
 mod run;
+mod select;
 mod snapshots;
 
 use cli::{
-    Cli, ColorArg, Command, DeviceArg, ExecArgs, FilterArgs, ListArgs, MessageFormat, RunArgs,
-    ShowArgs, SnapshotArgs,
+    Cli, ColorArg, Command, ExecArgs, FilterArgs, ListArgs, MessageFormat, RunArgs, ShowArgs,
+    SnapshotArgs,
 };
 use discover::Workspace;
 use error::{Error, Result};
@@ -51,6 +53,7 @@ use run::{PackageEnv, TestCase};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
+use vramtest_model::config::DeviceSetting;
 use vramtest_model::env;
 
 fn main() -> ExitCode {
@@ -110,8 +113,8 @@ fn validate_env() -> Result<()> {
 }
 
 /// `VRAMTEST_DEVICE`, once [`validate_env`] has accepted it.
-fn env_device() -> Option<DeviceArg> {
-    env::device().ok().flatten().map(DeviceArg::from)
+fn env_device() -> Option<DeviceSetting> {
+    env::device().ok().flatten()
 }
 
 /// The `VRAMTEST_*` variables for each package's tests.
@@ -130,11 +133,9 @@ fn package_env(ws: &Workspace, exec: &ExecArgs) -> PackageEnv {
             if exec.strict {
                 vars.push(("VRAMTEST_STRICT".into(), "1".into()));
             }
-            let device = exec.device.or(p
-                .settings
+            let device = exec
                 .device
-                .map(DeviceArg::from)
-                .filter(|_| !inherited_device));
+                .or(p.settings.device.filter(|_| !inherited_device));
             if let Some(d) = device {
                 vars.push(("VRAMTEST_DEVICE".into(), d.as_str().into()));
             }
@@ -144,24 +145,21 @@ fn package_env(ws: &Workspace, exec: &ExecArgs) -> PackageEnv {
 }
 
 /// The device the run measures on, for the default of `-j`.
-fn run_device(ws: &Workspace, exec: &ExecArgs) -> DeviceArg {
+fn run_device(ws: &Workspace, exec: &ExecArgs) -> DeviceSetting {
     if let Some(d) = exec.device {
         return d;
     }
     if let Some(d) = env_device() {
         return d;
     }
-    let devices: Vec<Option<DeviceArg>> = ws
-        .packages
-        .iter()
-        .map(|p| p.settings.device.map(DeviceArg::from))
-        .collect();
-    if devices.iter().all(|d| *d == Some(DeviceArg::Cpu)) {
-        DeviceArg::Cpu
-    } else if devices.contains(&Some(DeviceArg::Cuda)) {
-        DeviceArg::Cuda
+    let devices: Vec<Option<DeviceSetting>> =
+        ws.packages.iter().map(|p| p.settings.device).collect();
+    if devices.iter().all(|d| *d == Some(DeviceSetting::Cpu)) {
+        DeviceSetting::Cpu
+    } else if devices.contains(&Some(DeviceSetting::Cuda)) {
+        DeviceSetting::Cuda
     } else {
-        DeviceArg::Auto
+        DeviceSetting::Auto
     }
 }
 
@@ -175,23 +173,26 @@ fn select_tests(
 ) -> Result<Vec<(TestCase, Option<u64>)>> {
     let progress = Progress::new();
     let binaries = build::build(ws, build, cargo_color(), &progress)?;
-    let cases: Vec<TestCase> = run::list(&binaries, env)?
-        .into_iter()
+    let all = run::list(&binaries, env)?;
+    let names: Vec<select::TestName<'_>> = all.iter().map(TestCase::test_name).collect();
+    if let Some(typo) = select::unmatched(&names, &filter.filters, filter.exact).first() {
+        return Err(Error::NoMatch {
+            filter: (*typo).to_owned(),
+            among: format!("the tests of {}", ws.root.display()),
+            closest: select::closest(&names, typo),
+        });
+    }
+    let cases: Vec<TestCase> = all
+        .iter()
         .filter(|c| run::matches(c, &filter.filters, filter.exact))
+        .cloned()
         .collect();
     let Some(partition) = filter.partition else {
         return Ok(cases.into_iter().map(|c| (c, None)).collect());
     };
-    let ids: Vec<(String, String)> = cases
-        .iter()
-        .map(|c| (c.binary.id(), c.name.clone()))
-        .collect();
-    let refs: Vec<(&str, &str)> = ids.iter().map(|(b, n)| (b.as_str(), n.as_str())).collect();
-    let shards = partition.shards(&refs);
-    Ok(cases
+    Ok(partition
+        .select(cases)
         .into_iter()
-        .zip(shards)
-        .filter(|(_, s)| *s == partition.shard)
         .map(|(c, s)| (c, Some(s)))
         .collect())
 }
@@ -205,7 +206,7 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
         .map(|(c, _)| c)
         .collect();
     if cases.is_empty() {
-        anstream::eprintln!("warning: no test matches the filters");
+        anstream::eprintln!("warning: no test to run");
     }
     let jobs = args
         .exec
@@ -225,12 +226,15 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
         MessageFormat::Human => anstream::print!("{}", output::table::render(run, &summary)),
         MessageFormat::Json => print!("{}", output::json::render(run, &summary)),
     }
+    // A report that cannot be written does not hide the verdict: the table and the
+    // annotations still print, then the failures to write, and the run exits 2.
+    let mut unwritten = Vec::new();
     if let Some(path) = &args.report.junit {
-        write_file(path, &output::junit::render(run))?;
+        unwritten.extend(write_file(path, &output::junit::render(run)).err());
     }
     let markdown = output::markdown::render(run, &summary);
     if let Some(path) = &args.report.markdown {
-        write_file(path, &markdown)?;
+        unwritten.extend(write_file(path, &markdown).err());
     }
     if github {
         let base = output::github::base(&ws.root);
@@ -242,27 +246,50 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
             }
         }
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-            append_file(std::path::Path::new(&path), &markdown)?;
+            unwritten.extend(append_file(std::path::Path::new(&path), &markdown).err());
         }
     }
-    Ok(summary.exit_code)
+    for e in &unwritten {
+        let red = anstyle::Style::new()
+            .fg_color(Some(anstyle::AnsiColor::Red.into()))
+            .bold();
+        anstream::eprintln!("{red}error{red:#}: {e}");
+    }
+    if unwritten.is_empty() {
+        Ok(summary.exit_code)
+    } else {
+        Ok(REPORT_NOT_WRITTEN.max(summary.exit_code))
+    }
 }
 
+/// The exit code of a run whose report (`--junit`, `--markdown`, the job summary)
+/// could not be written, whatever the verdict: CI must not take a missing report for
+/// a pass.
+const REPORT_NOT_WRITTEN: u8 = 2;
+
 fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
+    let report = |source| Error::Report {
+        path: path.to_owned(),
+        source,
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+        std::fs::create_dir_all(dir).map_err(report)?;
     }
-    std::fs::write(path, text).map_err(Error::io(path))
+    std::fs::write(path, text).map_err(report)
 }
 
 fn append_file(path: &std::path::Path, text: &str) -> Result<()> {
     use std::io::Write as _;
+    let report = |source| Error::Report {
+        path: path.to_owned(),
+        source,
+    };
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(Error::io(path))?;
-    writeln!(f, "{text}").map_err(Error::io(path))
+        .map_err(report)?;
+    writeln!(f, "{text}").map_err(report)
 }
 
 fn list(args: &ListArgs) -> Result<u8> {
@@ -296,7 +323,16 @@ fn review(args: &SnapshotArgs) -> Result<u8> {
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let mut stdin = std::io::stdin().lock();
     let mut stdout = anstream::stdout();
-    let tally = review::review(&files, interactive, &mut stdin, &mut stdout)?;
+    let policy = |file: &snapshots::SnapshotFile| -> Result<vramtest_model::Policy> {
+        let package = ws.packages.iter().find(|p| p.name == file.package);
+        let config = package.map(|p| p.settings.to_harness()).unwrap_or_default();
+        review::policy(&config).map_err(|e| Error::Config {
+            manifest: package.map_or(ws.manifest.clone(), |p| p.dir.join("Cargo.toml")),
+            line: None,
+            message: e.to_string(),
+        })
+    };
+    let tally = review::review(&files, &policy, interactive, &mut stdin, &mut stdout)?;
     if interactive {
         println!(
             "{} accepted, {} rejected, {} skipped",

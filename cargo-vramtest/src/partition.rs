@@ -7,8 +7,10 @@
 //!   (`package::target`) then name: the i-th test (from 0) is in shard `i % N + 1`.
 //! - `count:M/N`: the same round-robin, counted within each binary.
 //!
-//! Partitioning applies after the name filters.
+//! Partitioning applies after the name filters, and ignored tests are dropped before
+//! it, as nextest does: they neither run in a shard nor take a place in the count.
 
+use crate::run::TestCase;
 use std::fmt;
 use std::str::FromStr;
 use xxhash_rust::xxh64::xxh64;
@@ -77,6 +79,23 @@ impl fmt::Display for Partition {
 }
 
 impl Partition {
+    /// The tests of this shard, each with its shard, from the filtered list (sorted by
+    /// binary, then name). Ignored tests are dropped first.
+    pub fn select(&self, cases: Vec<TestCase>) -> Vec<(TestCase, u64)> {
+        let cases: Vec<TestCase> = cases.into_iter().filter(|c| !c.ignored).collect();
+        let ids: Vec<(String, &str)> = cases
+            .iter()
+            .map(|c| (c.binary.id(), c.name.as_str()))
+            .collect();
+        let refs: Vec<(&str, &str)> = ids.iter().map(|(b, n)| (b.as_str(), *n)).collect();
+        let shards = self.shards(&refs);
+        cases
+            .into_iter()
+            .zip(shards)
+            .filter(|(_, s)| *s == self.shard)
+            .collect()
+    }
+
     /// The shard (1-based) of each test in `tests`, given as `(binary id, test name)`
     /// in list order (sorted by binary, then name).
     pub fn shards(&self, tests: &[(&str, &str)]) -> Vec<u64> {
@@ -168,6 +187,50 @@ mod tests {
         assert_eq!(shards, [xxh64(b"mlp_adamw", 0) % 7 + 1]);
         // Same name, same shard, whatever the binary.
         assert_eq!(p.shards(&TESTS)[0], p.shards(&TESTS)[2]);
+    }
+
+    fn cases(tests: &[(&str, &str, bool)]) -> Vec<TestCase> {
+        tests
+            .iter()
+            .map(|(target, name, ignored)| TestCase {
+                binary: std::sync::Arc::new(crate::build::Binary {
+                    package: "p".into(),
+                    target: (*target).into(),
+                    path: "/x".into(),
+                    package_dir: "/".into(),
+                    package_version: "0.1.0".into(),
+                }),
+                name: (*name).into(),
+                ignored: *ignored,
+            })
+            .collect()
+    }
+
+    #[test_case("slice:1/2", &["a::one", "a::two", "b::two"]; "slice")]
+    #[test_case("slice:2/2", &["a::three", "b::one"]; "slice, second shard")]
+    #[test_case("count:1/2", &["a::one", "a::two", "b::one"]; "count")]
+    #[test_case("count:2/2", &["a::three", "b::two"]; "count, second shard")]
+    fn ignored_tests_are_dropped_before_dealing(partition: &str, expected: &[&str]) {
+        // nextest drops ignored tests first: `slow` takes no place in the round-robin.
+        let tests = cases(&[
+            ("a", "one", false),
+            ("a", "slow", true),
+            ("a", "three", false),
+            ("a", "two", false),
+            ("b", "one", false),
+            ("b", "slow", true),
+            ("b", "two", false),
+        ]);
+        let p: Partition = partition.parse().unwrap();
+        let got: Vec<String> = p
+            .select(tests)
+            .iter()
+            .map(|(c, s)| {
+                assert_eq!(*s, p.shard);
+                format!("{}::{}", c.binary.target, c.name)
+            })
+            .collect();
+        assert_eq!(got, expected);
     }
 
     #[test]

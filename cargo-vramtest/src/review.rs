@@ -1,6 +1,7 @@
-//! `review`: each pending result beside its snapshot: what moved (under the default
-//! limits), the diff of the two files, then accept, reject or skip. Without a terminal
-//! it only prints, and the caller exits 1 while pending files exist.
+//! `review`: each pending result beside its snapshot: what moved (under the package's
+//! configured limits, as the harness judges it), the diff of the two files, then
+//! accept, reject or skip. Without a terminal it only prints, and the caller exits 1
+//! while pending files exist.
 
 use crate::error::{Error, Result};
 use crate::output::table::color_diff;
@@ -8,6 +9,7 @@ use crate::snapshots::{self, SnapshotFile};
 use anstyle::Style;
 use std::fmt::Write as _;
 use std::io::{BufRead, Write};
+use vramtest_model::report::Config;
 use vramtest_model::snapshot;
 use vramtest_model::{HumanBytes, Movement, Policy, compare};
 
@@ -19,10 +21,27 @@ pub struct Tally {
     pub skipped: usize,
 }
 
-/// One pending file, described for a reviewer: a header, the figures that moved, and
-/// the diff against the committed snapshot (or the whole file when there is none).
-/// An unreadable pending file is an error naming it.
-pub fn describe(file: &SnapshotFile, index: usize, total: usize) -> Result<String> {
+/// The limits a package's results are held to: its `vramtest` metadata, as the harness
+/// receives it (`VRAMTEST_CONFIG`) and applies it, over the defaults. A test's own
+/// attribute options are not known without building it, and do not apply here.
+pub fn policy(
+    config: &Config,
+) -> std::result::Result<Policy, vramtest_model::policy::UnknownLimitKey> {
+    let mut policy = Policy::default();
+    policy.set_all(config.limits.iter().map(|(k, l)| (k.as_str(), *l)))?;
+    policy.budget = config.budget;
+    Ok(policy)
+}
+
+/// One pending file, described for a reviewer: a header, the figures that moved under
+/// `policy`, and the diff against the committed snapshot (or the whole file when there
+/// is none). An unreadable pending file is an error naming it.
+pub fn describe(
+    file: &SnapshotFile,
+    index: usize,
+    total: usize,
+    policy: &Policy,
+) -> Result<String> {
     let bold = Style::new().bold();
     let mut out = format!(
         "{bold}Reviewing [{}/{}] {}{bold:#}\n  pending: {}\n",
@@ -55,7 +74,15 @@ pub fn describe(file: &SnapshotFile, index: usize, total: usize) -> Result<Strin
             );
         }
         (Some(Ok(o)), Ok(n)) => {
-            let cmp = compare(&o.body, &n.body, &Policy::default());
+            let cmp = compare(&o.body, &n.body, policy);
+            if let Some((peak, budget)) = cmp.over_budget {
+                let _ = writeln!(
+                    out,
+                    "  over budget: peak {} over the budget {}",
+                    HumanBytes(peak),
+                    HumanBytes(budget)
+                );
+            }
             if cmp.findings.is_empty() {
                 out += "  no figure changed\n";
             }
@@ -83,10 +110,11 @@ pub fn describe(file: &SnapshotFile, index: usize, total: usize) -> Result<Strin
     Ok(out)
 }
 
-/// Reviews `files`. With `interactive`, asks for each (`a`ccept, `r`eject, `s`kip;
-/// end of input skips the rest); otherwise only prints.
+/// Reviews `files`, each judged under `policy(file)`. With `interactive`, asks for each
+/// (`a`ccept, `r`eject, `s`kip; end of input skips the rest); otherwise only prints.
 pub fn review(
     files: &[SnapshotFile],
+    policy: &dyn Fn(&SnapshotFile) -> Result<Policy>,
     interactive: bool,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
@@ -94,7 +122,8 @@ pub fn review(
     let mut tally = Tally::default();
     let io = |e| Error::io("<stdout>")(e);
     for (i, file) in files.iter().enumerate() {
-        write!(out, "{}", describe(file, i, files.len())?).map_err(io)?;
+        let text = describe(file, i, files.len(), &policy(file)?)?;
+        write!(out, "{text}").map_err(io)?;
         if !interactive {
             tally.skipped += 1;
             writeln!(out).map_err(io)?;
@@ -165,11 +194,43 @@ mod tests {
 
     use std::path::PathBuf;
 
+    fn default(_: &SnapshotFile) -> Result<Policy> {
+        Ok(Policy::default())
+    }
+
+    #[test]
+    fn judges_with_the_packages_limits() {
+        // activations grow 10×: past the default limit, within a package's +1000%.
+        let bigger = SNAP.replace("\"activations\": 412412", "\"activations\": 4124120");
+        let (dir, file) = setup("policy", Some(SNAP), &bigger);
+        let settings = crate::config::Settings::parse(&serde_json::json!({
+            "limits": { "activations": "+1000%" }
+        }))
+        .unwrap();
+        let configured = policy(&settings.to_harness()).unwrap();
+        let text = strip_str(&describe(&file, 0, 1, &configured).unwrap()).to_string();
+        assert!(
+            text.contains("within  activations: 402.75 KiB → 3.93 MiB"),
+            "{text}"
+        );
+        assert!(!text.contains("grew  activations"), "{text}");
+        // A budget from the metadata applies too.
+        let settings =
+            crate::config::Settings::parse(&serde_json::json!({ "budget": "1KiB" })).unwrap();
+        let budget = policy(&settings.to_harness()).unwrap();
+        let text = strip_str(&describe(&file, 0, 1, &budget).unwrap()).to_string();
+        assert!(
+            text.contains("over budget: peak 31.96 MiB over the budget 1.00 KiB"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     #[test]
     fn describes_what_moved_and_the_diff() {
         let bigger = SNAP.replace("\"activations\": 412412", "\"activations\": 4124120");
         let (dir, file) = setup("describe", Some(SNAP), &bigger);
-        let text = strip_str(&describe(&file, 0, 2).unwrap()).to_string();
+        let text = strip_str(&describe(&file, 0, 2, &Policy::default()).unwrap()).to_string();
         assert!(
             text.starts_with("Reviewing [1/2] p::vram::t (cpu)"),
             "{text}"
@@ -180,6 +241,7 @@ mod tests {
         );
         assert!(text.contains("-    \"activations\": 412412,"));
         assert!(text.contains("+    \"activations\": 4124120,"));
+        insta::assert_snapshot!(text.replace(&dir.display().to_string(), "<dir>"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -187,10 +249,13 @@ mod tests {
     fn an_unreadable_pending_file_is_an_error_naming_it() {
         let (dir, file) = setup("unreadable", Some(SNAP), SNAP);
         std::fs::remove_file(&file.path).unwrap();
-        let e = describe(&file, 0, 1).unwrap_err().to_string();
+        let e = describe(&file, 0, 1, &Policy::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with(&format!("{}: ", file.path.display())), "{e}");
         let e = review(
             std::slice::from_ref(&file),
+            &default,
             false,
             &mut "".as_bytes(),
             &mut Vec::new(),
@@ -206,6 +271,7 @@ mod tests {
         let mut out = Vec::new();
         let tally = review(
             std::slice::from_ref(&file),
+            &default,
             true,
             &mut "what\na\n".as_bytes(),
             &mut out,
@@ -218,6 +284,7 @@ mod tests {
         std::fs::write(&file.path, SNAP).unwrap();
         let tally = review(
             std::slice::from_ref(&file),
+            &default,
             true,
             &mut "r\n".as_bytes(),
             &mut out,
@@ -228,9 +295,9 @@ mod tests {
 
         std::fs::write(&file.path, SNAP).unwrap();
         let files = [file.clone(), file.clone()];
-        let tally = review(&files, true, &mut "".as_bytes(), &mut out).unwrap();
+        let tally = review(&files, &default, true, &mut "".as_bytes(), &mut out).unwrap();
         assert_eq!(tally.skipped, 2, "end of input skips the rest");
-        let tally = review(&files, false, &mut "a\n".as_bytes(), &mut out).unwrap();
+        let tally = review(&files, &default, false, &mut "a\n".as_bytes(), &mut out).unwrap();
         assert_eq!(tally.skipped, 2, "without a terminal nothing is asked");
         assert!(file.path.exists());
         std::fs::remove_dir_all(dir).unwrap();

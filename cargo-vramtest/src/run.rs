@@ -4,7 +4,6 @@
 //! or segfaults fails with its output; the others still run.
 
 use crate::build::Binary;
-use crate::cli::DeviceArg;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use anstream::adapter::strip_str;
@@ -15,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use vramtest_model::HumanBytes;
+use vramtest_model::config::DeviceSetting;
 use vramtest_model::report::{REPORT_SCHEMA, Status, TestReport};
 
 /// One test of one binary.
@@ -29,6 +29,15 @@ impl TestCase {
     /// `package::target::test`.
     pub fn full_name(&self) -> String {
         format!("{}::{}", self.binary.id(), self.name)
+    }
+
+    /// The names filters match.
+    pub fn test_name(&self) -> crate::select::TestName<'_> {
+        crate::select::TestName {
+            package: &self.binary.package,
+            target: &self.binary.target,
+            test: &self.name,
+        }
     }
 }
 
@@ -103,21 +112,9 @@ fn list_output(binary: &Binary, env: &PackageEnv, ignored: bool) -> Result<Strin
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Keeps the tests that match a filter (all when there is none): libtest's rule, a
-/// substring of the name, or the whole name with `exact`; `package::target::test`
-/// matches too.
+/// Keeps the tests that match a filter (all when there is none); see [`crate::select`].
 pub fn matches(case: &TestCase, filters: &[String], exact: bool) -> bool {
-    if filters.is_empty() {
-        return true;
-    }
-    let full = case.full_name();
-    filters.iter().any(|f| {
-        if exact {
-            case.name == *f || full == *f
-        } else {
-            case.name.contains(f.as_str()) || full.contains(f.as_str())
-        }
-    })
+    case.test_name().matches_any(filters, exact)
 }
 
 /// A command for a test binary, set up as `cargo test` would run it.
@@ -158,14 +155,14 @@ fn dylib_path_var() -> &'static str {
 
 /// The default of `-j`: every core for CPU tests, one at a time on a GPU (tests that
 /// share a GPU would see each other's memory).
-pub fn default_jobs(device: DeviceArg) -> usize {
+pub fn default_jobs(device: DeviceSetting) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     match device {
-        DeviceArg::Cpu => cores,
-        DeviceArg::Cuda => 1,
+        DeviceSetting::Cpu => cores,
+        DeviceSetting::Cuda => 1,
         // `auto` measures on a GPU when there is one.
-        DeviceArg::Auto if gpu_present() => 1,
-        DeviceArg::Auto => cores,
+        DeviceSetting::Auto if gpu_present() => 1,
+        DeviceSetting::Auto => cores,
     }
 }
 
@@ -200,11 +197,9 @@ pub fn run(
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(case) = cases.get(i) else { break };
-                    let outcome = if case.ignored {
-                        ignored(case)
-                    } else {
-                        run_one(case, env, &scratch.path.join(i.to_string()))
-                    };
+                    // An ignored test runs too: the harness skips it at once and
+                    // leaves a report that says why.
+                    let outcome = run_one(case, env, &scratch.path.join(i.to_string()));
                     if tx.send((i, outcome)).is_err() {
                         break;
                     }
@@ -347,6 +342,10 @@ fn find_report(dir: &Path) -> Found {
 pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
     let output = || Some(exit.output.clone());
     match found {
+        // A harness that gives no reason for an ignored test.
+        Found::Nothing if case.ignored && exit.success => {
+            synthetic(case, Status::Ignored, "ignored".into(), None)
+        }
         Found::Nothing => synthetic(
             case,
             Status::Failed,
@@ -385,14 +384,6 @@ pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
             report.output = output();
             *report
         }
-    }
-}
-
-fn ignored(case: &TestCase) -> Outcome {
-    Outcome {
-        case: case.clone(),
-        report: synthetic(case, Status::Ignored, "ignored".into(), None),
-        duration: Duration::ZERO,
     }
 }
 
@@ -478,6 +469,7 @@ mod tests {
     #[test_case(&["mlp_adamw"], true, true; "exact")]
     #[test_case(&["pkg::vram::mlp_adamw"], true, true; "full name")]
     #[test_case(&["pkg::vram"], false, true; "binary id")]
+    #[test_case(&["vram::mlp_adamw"], true, true; "target and name, exact")]
     #[test_case(&["sgd"], false, false; "no match")]
     fn filters(filters: &[&str], exact: bool, expected: bool) {
         let filters: Vec<String> = filters.iter().map(|s| s.to_string()).collect();
@@ -565,6 +557,27 @@ mod tests {
         let r = reconcile(&case("t"), &exit(true), found(status, None));
         assert_eq!(r.status, status);
         assert_eq!(r.message, "peak 1.00 KiB");
+    }
+
+    #[test]
+    fn an_ignored_test_says_why_when_its_report_does() {
+        let mut slow = case("slow");
+        slow.ignored = true;
+        let mut r = report(Status::Ignored, None);
+        r.message = "too slow for CI".into();
+        let got = reconcile(&slow, &exit(true), Found::Report(Box::new(r)));
+        assert_eq!(got.status, Status::Ignored);
+        assert_eq!(got.message, "too slow for CI");
+        assert!(!got.fails());
+        // A harness that writes no report for it: plainly ignored, not a crash.
+        let got = reconcile(&slow, &exit(true), Found::Nothing);
+        assert_eq!(
+            (got.status, got.message.as_str()),
+            (Status::Ignored, "ignored")
+        );
+        // A test that is not ignored and leaves no report still fails.
+        let got = reconcile(&case("t"), &exit(true), Found::Nothing);
+        assert_eq!(got.status, Status::Failed);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use crate::discover::Workspace;
 use crate::error::{Error, Result};
+use crate::select::{self, TestName};
 use std::path::{Path, PathBuf};
 use vramtest_model::snapshot;
 
@@ -12,7 +13,8 @@ use vramtest_model::snapshot;
 pub struct SnapshotFile {
     pub path: PathBuf,
     pub package: String,
-    /// The harness's target name (the crate name: `-` becomes `_`).
+    /// The cargo target name, as the run's table prints it (the file name holds the
+    /// crate name, where `-` became `_`).
     pub target: String,
     /// The test's name, `::` restored.
     pub test: String,
@@ -22,6 +24,15 @@ pub struct SnapshotFile {
 }
 
 impl SnapshotFile {
+    /// The names filters match (see [`crate::select`]).
+    pub fn test_name(&self) -> TestName<'_> {
+        TestName {
+            package: &self.package,
+            target: &self.target,
+            test: &self.test,
+        }
+    }
+
     /// `package::target::test@class`.
     pub fn label(&self) -> String {
         format!(
@@ -75,7 +86,14 @@ pub fn scan(ws: &Workspace) -> Result<Vec<SnapshotFile>> {
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 continue;
             };
-            if let Some((target, test, class, pending)) = parse_name(name) {
+            if let Some((crate_name, test, class, pending)) = parse_name(name) {
+                // The cargo target whose crate name the file carries.
+                let target = pkg
+                    .targets
+                    .iter()
+                    .find(|t| t.replace('-', "_") == crate_name)
+                    .cloned()
+                    .unwrap_or(crate_name);
                 files.push(SnapshotFile {
                     package: pkg.name.clone(),
                     target,
@@ -91,23 +109,26 @@ pub fn scan(ws: &Workspace) -> Result<Vec<SnapshotFile>> {
     Ok(files)
 }
 
-/// Whether a file's test matches the filters (all when there is none): its name or
-/// `target::test`, by substring, or whole with `exact`.
+/// Whether a file's test matches the filters (all when there is none); see
+/// [`crate::select`].
 pub fn matches(file: &SnapshotFile, filters: &[String], exact: bool) -> bool {
-    let full = format!("{}::{}", file.target, file.test);
-    filters.is_empty()
-        || filters.iter().any(|f| {
-            if exact {
-                file.test == *f || full == *f
-            } else {
-                full.contains(f.as_str())
-            }
-        })
+    file.test_name().matches_any(filters, exact)
 }
 
-/// The pending files that match the filters.
+/// The pending files that match the filters. A filter that names no test with a
+/// snapshot file (committed or pending) is an error with the closest names: a typo
+/// must not pass as "nothing to do".
 pub fn pending(ws: &Workspace, filters: &[String], exact: bool) -> Result<Vec<SnapshotFile>> {
-    Ok(scan(ws)?
+    let files = scan(ws)?;
+    let names: Vec<TestName<'_>> = files.iter().map(SnapshotFile::test_name).collect();
+    if let Some(filter) = select::unmatched(&names, filters, exact).first() {
+        return Err(Error::NoMatch {
+            filter: (*filter).to_owned(),
+            among: format!("the snapshot files of {}", ws.root.display()),
+            closest: select::closest(&names, filter),
+        });
+    }
+    Ok(files
         .into_iter()
         .filter(|f| f.pending && matches(f, filters, exact))
         .collect())
@@ -157,12 +178,22 @@ pub fn find<'a>(
                     format!("only a pending result exists: `cargo vramtest show --pending {test}`")
                 }
                 (true, true) => format!("try `cargo vramtest show {test}`"),
-                _ => "`cargo vramtest list` shows the tests and their snapshots".into(),
+                _ => {
+                    let names: Vec<TestName<'_>> =
+                        files.iter().map(SnapshotFile::test_name).collect();
+                    match select::closest(&names, test).as_slice() {
+                        [] => "`cargo vramtest list` shows the tests and their snapshots".into(),
+                        closest => format!(
+                            "did you mean {}? `cargo vramtest list` shows the tests and their snapshots",
+                            closest.join(", ")
+                        ),
+                    }
+                }
             };
             Err(format!("no {kind} of a test named `{test}` (hint: {hint})"))
         }
         _ => Err(format!(
-            "`{test}` matches several tests: {} (hint: give the whole name, or `target::name`)",
+            "`{test}` matches several tests: {} (hint: give the whole name as the table prints it)",
             tests.join(", ")
         )),
     }
@@ -243,6 +274,9 @@ mod tests {
     #[test_case(&["mlp_adamw"], true, true)]
     #[test_case(&["vram::mlp_adamw"], true, true)]
     #[test_case(&["sgd"], false, false)]
+    #[test_case(&["p::vram::mlp_adamw"], false, true; "the name the table prints")]
+    #[test_case(&["p::vram::mlp_adamw"], true, true; "the name the table prints, exact")]
+    #[test_case(&["q::vram::mlp_adamw"], false, false; "another package")]
     fn filters(filters: &[&str], exact: bool, expected: bool) {
         let filters: Vec<String> = filters.iter().map(|s| s.to_string()).collect();
         assert_eq!(matches(&file("mlp_adamw"), &filters, exact), expected);
@@ -263,6 +297,8 @@ mod tests {
     #[test_case("vram::mlp_sgd", false, Ok(&["mlp_sgd@cpu"]); "target and name")]
     #[test_case("adam", false, Ok(&["mlp_adamw@cpu", "mlp_adamw@cuda"]); "a unique part")]
     #[test_case("mlp", false, Ok(&["mlp@cpu"]); "a whole name wins over parts")]
+    #[test_case("p::vram::mlp_sgd", false, Ok(&["mlp_sgd@cpu"]); "the name the table prints")]
+    #[test_case("mlp_adamv", false, Err("(hint: did you mean p::vram::mlp_adamw"); "closest names")]
     #[test_case("mlp_", false, Err("`mlp_` matches several tests: p::vram::mlp_adamw, p::vram::mlp_sgd"); "ambiguous part")]
     #[test_case("mlp", true, Err("no pending result of a test named `mlp` (hint: try"); "pending of another test")]
     #[test_case("conv", false, Err("no snapshot of a test named `conv` (hint: only a pending result exists: `cargo vramtest show --pending conv`)"); "only pending")]
@@ -290,6 +326,50 @@ mod tests {
                 assert!(e.contains(needle), "{e}");
             }
         }
+    }
+
+    #[test]
+    fn files_carry_the_cargo_target_name_and_a_typo_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("cargo-vramtest-scan-{}", std::process::id()));
+        let snaps = dir.join("p").join("tests").join("snapshots");
+        std::fs::create_dir_all(&snaps).unwrap();
+        for name in [
+            "my_vram__mlp_adamw@cpu.snap.new",
+            "my_vram__mlp_sgd@cpu.snap",
+        ] {
+            std::fs::write(snaps.join(name), "").unwrap();
+        }
+        let ws = Workspace {
+            root: dir.clone(),
+            manifest: dir.join("Cargo.toml"),
+            packages: vec![crate::discover::Package {
+                name: "p".into(),
+                id: "p 0.1.0".into(),
+                version: "0.1.0".into(),
+                dir: dir.join("p"),
+                targets: vec!["my-vram".into()],
+                settings: Default::default(),
+            }],
+        };
+        let filters = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let found = pending(&ws, &filters(&["p::my-vram::mlp_adamw"]), true).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].label(), "p::my-vram::mlp_adamw (cpu)");
+        // A test with only a committed snapshot is matched, and has nothing pending.
+        assert!(
+            pending(&ws, &filters(&["mlp_sgd"]), false)
+                .unwrap()
+                .is_empty()
+        );
+        let e = pending(&ws, &filters(&["mlp_adamv"]), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("no test matches `mlp_adamv` in the snapshot files of"),
+            "{e}"
+        );
+        assert!(e.contains("did you mean p::my-vram::mlp_adamw"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -62,7 +62,11 @@ fn an_aborting_test_fails_alone() {
     assert!(passes["body"]["peak_bytes"].as_u64().unwrap() >= 4096 * 4);
     assert_eq!(f.snapshot_files(), ["vram__passes@cpu.snap"]);
 
-    assert_eq!(by_name("ignored")["status"], "ignored");
+    // An ignored test says why (its attribute's reason).
+    let ignored = by_name("ignored");
+    assert_eq!(ignored["status"], "ignored");
+    assert_eq!(ignored["message"], "too slow for CI", "{ignored}");
+    assert_eq!(ignored["fails"], false);
     assert!(!ran.stdout.contains("never_run_by_cargo_vramtest"));
 
     let summary = lines.last().unwrap();
@@ -80,6 +84,14 @@ fn an_aborting_test_fails_alone() {
         ran.text()
     );
     assert!(ran.stdout.contains("---- output ----"), "{}", ran.text());
+    assert!(
+        ran.stdout
+            .lines()
+            .any(|l| l.starts_with("abort-crate::vram::ignored")
+                && l.ends_with("ignored: too slow for CI")),
+        "{}",
+        ran.text()
+    );
     assert!(
         ran.stdout
             .contains("4 tests: 1 passed, 2 failed, 1 ignored"),

@@ -33,6 +33,31 @@ impl DeviceSetting {
             DeviceSetting::Auto => "auto",
         }
     }
+
+    /// Every setting, in the order help texts list them.
+    pub const ALL: [DeviceSetting; 3] =
+        [DeviceSetting::Cpu, DeviceSetting::Cuda, DeviceSetting::Auto];
+}
+
+impl std::fmt::Display for DeviceSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A device name that is not `cpu`, `cuda` or `auto`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown device `{0}` (hint: use cpu, cuda or auto)")]
+pub struct UnknownDevice(pub String);
+
+impl std::str::FromStr for DeviceSetting {
+    type Err = UnknownDevice;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DeviceSetting::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| UnknownDevice(s.to_owned()))
+    }
 }
 
 /// The keys a `vramtest` table may hold.

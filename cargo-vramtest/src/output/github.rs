@@ -156,5 +156,6 @@ mod tests {
         ));
         assert!(lines[2].contains("title=mlp%3A%3Avram%3A%3Afresh%3A new (pending)"));
         assert!(lines[3].contains("out of memory, 100%25"));
+        insta::assert_snapshot!(lines.join("\n"));
     }
 }

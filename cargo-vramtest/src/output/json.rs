@@ -49,9 +49,8 @@ struct SummaryLine {
     exit_code: u8,
 }
 
-/// One test's line.
-pub fn test_line(o: &Outcome) -> String {
-    serde_json::to_string(&TestLine {
+fn test_object(o: &Outcome) -> TestLine<'_> {
+    TestLine {
         format_version: FORMAT_VERSION,
         kind: "test",
         package: &o.case.binary.package,
@@ -60,13 +59,16 @@ pub fn test_line(o: &Outcome) -> String {
         duration_secs: o.duration.as_secs_f64(),
         fails: o.fails(),
         report: &o.report,
-    })
-    .expect("reports serialize")
+    }
 }
 
-/// The summary line.
-pub fn summary_line(run: Run<'_>, summary: &Summary) -> String {
-    serde_json::to_string(&SummaryLine {
+/// One test's line.
+pub fn test_line(o: &Outcome) -> String {
+    serde_json::to_string(&test_object(o)).expect("reports serialize")
+}
+
+fn summary_object(run: Run<'_>, summary: &Summary) -> SummaryLine {
+    SummaryLine {
         format_version: FORMAT_VERSION,
         kind: "summary",
         tests: summary.tests,
@@ -79,8 +81,12 @@ pub fn summary_line(run: Run<'_>, summary: &Summary) -> String {
         failing: summary.failing,
         duration_secs: run.duration.as_secs_f64(),
         exit_code: summary.exit_code,
-    })
-    .expect("summaries serialize")
+    }
+}
+
+/// The summary line.
+pub fn summary_line(run: Run<'_>, summary: &Summary) -> String {
+    serde_json::to_string(&summary_object(run, summary)).expect("summaries serialize")
 }
 
 /// Every line of a run.
@@ -132,5 +138,42 @@ mod tests {
         assert_eq!(summary["exit_code"], 1);
         assert_eq!(summary["counts"]["regressed"], 1);
         assert_eq!(summary["pending"], 1);
+    }
+
+    /// The ```json blocks of a markdown text.
+    fn json_blocks(markdown: &str) -> Vec<&str> {
+        markdown
+            .split("```json\n")
+            .skip(1)
+            .map(|b| b.split("\n```").next().unwrap_or(b))
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_example_is_what_a_run_prints() {
+        let outcomes = [regression()];
+        let run = Run {
+            outcomes: &outcomes,
+            duration: Duration::from_millis(1250),
+        };
+        let test = serde_json::to_string_pretty(&test_object(&outcomes[0])).unwrap();
+        let summary =
+            serde_json::to_string_pretty(&summary_object(run, &Summary::of(&outcomes))).unwrap();
+        // What `--message-format json` prints, one object a line, pretty-printed.
+        for (pretty, line) in [
+            (&test, test_line(&outcomes[0])),
+            (&summary, summary_line(run, &Summary::of(&outcomes))),
+        ] {
+            let a: Value = serde_json::from_str(pretty).unwrap();
+            let b: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(a, b);
+        }
+        insta::assert_snapshot!(format!("{test}\n{summary}"));
+        let readme = include_str!("../../README.md");
+        assert_eq!(
+            json_blocks(readme),
+            [test.as_str(), summary.as_str()],
+            "cargo-vramtest/README.md's JSON example differs from the output"
+        );
     }
 }

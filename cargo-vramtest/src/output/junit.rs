@@ -24,7 +24,10 @@ pub fn render(run: Run<'_>) -> String {
             }
             _ => TestCaseStatus::success(),
         };
-        if !matches!(status, TestCaseStatus::Success { .. }) {
+        if r.status == Status::Ignored {
+            // JUnit's `<skipped message="…">`: the reason, where there is one.
+            status.set_message(super::ignore_reason(r).unwrap_or("ignored"));
+        } else if !matches!(status, TestCaseStatus::Success { .. }) {
             status.set_message(r.message.lines().next().unwrap_or(r.status.as_str()));
             status.set_type(r.status.as_str());
             let mut description = r.message.clone();
@@ -74,7 +77,7 @@ mod tests {
         });
         let report = Report::deserialize_from_str(&xml).unwrap();
         assert_eq!(report.name.as_str(), "cargo-vramtest");
-        assert_eq!(report.tests, 5);
+        assert_eq!(report.tests, 6);
         assert_eq!(report.failures, 3, "regressed, failed and pending new");
         assert_eq!(report.test_suites.len(), 1);
         let suite = &report.test_suites[0];
@@ -86,5 +89,15 @@ mod tests {
         assert!(xml.contains("6291456"));
         // Text that needs escaping survives.
         assert!(xml.contains("out of memory, 100%"));
+        // An ignored test is skipped, with its reason.
+        let slow = &suite.test_cases[5];
+        assert_eq!(slow.name.as_str(), "slow");
+        assert!(
+            matches!(&slow.status, TestCaseStatus::Skipped { message: Some(m), .. }
+                if m.as_str() == "no CUDA driver (vramtest was built without its `cuda` feature)"),
+            "{:?}",
+            slow.status
+        );
+        insta::assert_snapshot!(xml);
     }
 }

@@ -101,15 +101,7 @@ mod tests {
     fn a_table_with_the_shard() {
         let p: Partition = "hash:2/3".parse().unwrap();
         let text = strip_str(&render(&listed(), Some(p))).to_string();
-        assert_eq!(
-            text,
-            "\
-TEST            TARGET  PACKAGE  SNAPSHOT             SHARD
-adamw           vram    mlp      cpu, cuda (pending)  2/3
-slow (ignored)  vram    mlp      missing              2/3
-2 tests in partition hash:2/3
-"
-        );
+        insta::assert_snapshot!(text);
         let text = strip_str(&render(&listed()[..1], None)).to_string();
         assert!(
             text.ends_with("1 test\n") && !text.contains("SHARD"),

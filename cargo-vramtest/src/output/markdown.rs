@@ -103,19 +103,13 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn golden() {
+    fn a_pull_request_comment() {
         let outcomes = mixed();
         let run = Run {
             outcomes: &outcomes,
             duration: Duration::from_secs(2),
         };
-        let text = render(run, &Summary::of(&outcomes));
-        let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report.md");
-        if std::env::var_os("BLESS").is_some() {
-            std::fs::write(golden, &text).unwrap();
-        }
-        let expected = std::fs::read_to_string(golden).unwrap();
-        assert_eq!(text, expected, "the markdown report changed:\n{text}");
+        insta::assert_snapshot!(render(run, &Summary::of(&outcomes)));
     }
 
     #[test]

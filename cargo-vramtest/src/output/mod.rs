@@ -80,12 +80,24 @@ fn status_word(s: Status) -> &'static str {
     }
 }
 
-/// The status column: `passed`, `regressed`, `new (pending)`, …
+/// The status column: `passed`, `regressed`, `new (pending)`, `ignored: no CUDA
+/// driver`, …
 pub fn status_label(r: &TestReport) -> String {
     match r.status {
         Status::New if r.is_pending() => "new (pending)".into(),
+        Status::Ignored => match ignore_reason(r) {
+            Some(reason) => format!("ignored: {reason}"),
+            None => "ignored".into(),
+        },
         s => status_word(s).into(),
     }
+}
+
+/// Why an ignored test was ignored (the first line of its message), when it says.
+pub fn ignore_reason(r: &TestReport) -> Option<&str> {
+    let reason = r.message.lines().next()?.trim();
+    let reason = reason.strip_prefix("ignored: ").unwrap_or(reason);
+    (!reason.is_empty() && reason != "ignored").then_some(reason)
 }
 
 /// The color of a status.
@@ -260,6 +272,13 @@ pub(crate) mod fixtures {
                     Some(format!("/w/mlp/tests/snapshots/vram__{test}@cpu.snap.new").into());
                 report.message = format!("{test} (cpu) has no snapshot yet");
             }
+            Status::Ignored => {
+                report.body = None;
+                report.old_peak_bytes = None;
+                report.snapshot = None;
+                report.message =
+                    "no CUDA driver (vramtest was built without its `cuda` feature)".into();
+            }
             Status::Failed => {
                 report.body = None;
                 report.old_peak_bytes = None;
@@ -297,6 +316,68 @@ pub(crate) mod fixtures {
         }
     }
 
+    /// A realistic regression, judged by the model as the harness does: the committed
+    /// `tests/data/mlp_adamw@cpu.snap` against a run whose forward pass keeps 640.71 KiB
+    /// more activations alive (`fixtures/candle-mlp` with `CANDLE_MLP_BLOAT`).
+    pub fn regression() -> Outcome {
+        use vramtest_model::{Movement, Policy, compare};
+        let old_text = include_str!("../../tests/data/mlp_adamw@cpu.snap");
+        let old = vramtest_model::snapshot::parse(old_text).unwrap().body;
+        let grown = 656_088;
+        let mut new = old.clone();
+        new.at_peak.activations += grown;
+        new.category_peaks.activations += grown;
+        new.peak_bytes += grown;
+        let cmp = compare(&old, &new, &Policy::default());
+        let mut o = outcome("mlp_adamw", Status::Regressed);
+        o.case.binary = Arc::new(crate::build::Binary {
+            package: "candle-mlp".into(),
+            ..(*o.case.binary).clone()
+        });
+        let r = &mut o.report;
+        let mut message = "memory regression in mlp_adamw (cpu)".to_owned();
+        for f in cmp
+            .findings
+            .iter()
+            .filter(|f| f.movement != Movement::Within)
+        {
+            message += &format!("\n  {f}");
+        }
+        r.message = message;
+        r.changes = cmp
+            .findings
+            .iter()
+            .map(|f| Change {
+                subject: f.subject,
+                old: f.old,
+                new: f.new,
+                limit: String::from(f.limit),
+                movement: f.movement,
+                message: f.to_string(),
+            })
+            .collect();
+        r.old_peak_bytes = Some(old.peak_bytes);
+        r.diff = Some(
+            similar::TextDiff::from_lines(&old.to_text(), &new.to_text())
+                .unified_diff()
+                .context_radius(3)
+                .header(
+                    "old: tests/snapshots/vram__mlp_adamw@cpu.snap",
+                    "new: mlp_adamw (cpu)",
+                )
+                .to_string(),
+        );
+        r.body = Some(new);
+        r.details = Some(vramtest_model::report::Details {
+            baseline_bytes: 10_240,
+            allocations: 48_213,
+            reserved_peak_bytes: None,
+        });
+        r.snapshot = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap".into());
+        r.written = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap.new".into());
+        o
+    }
+
     /// One of each status that matters.
     pub fn mixed() -> Vec<Outcome> {
         vec![
@@ -305,6 +386,7 @@ pub(crate) mod fixtures {
             outcome("small", Status::Improved),
             outcome("fresh", Status::New),
             outcome("broken", Status::Failed),
+            outcome("slow", Status::Ignored),
         ]
     }
 }
@@ -331,6 +413,10 @@ mod tests {
             ("new", "new (pending)")
         );
         assert_eq!((rows[4].peak.as_str(), rows[4].change.as_str()), ("—", "—"));
+        assert_eq!(
+            rows[5].status,
+            "ignored: no CUDA driver (vramtest was built without its `cuda` feature)"
+        );
     }
 
     #[test]
@@ -341,7 +427,7 @@ mod tests {
         assert_eq!(s.pending, 1);
         assert_eq!(
             s.headline(),
-            "5 tests: 1 passed, 1 improved, 1 new, 1 regressed, 1 failed"
+            "6 tests: 1 passed, 1 improved, 1 new, 1 regressed, 1 failed, 1 ignored"
         );
         let passing = [outcome("a", Status::Passed), outcome("b", Status::Improved)];
         assert_eq!(Summary::of(&passing).exit_code, 0);
@@ -351,6 +437,21 @@ mod tests {
         ];
         assert_eq!(Summary::of(&broken).exit_code, 2);
         assert_eq!(Summary::of(&[]).headline(), "0 tests");
+    }
+
+    #[test_case::test_case("no CUDA driver", Some("no CUDA driver"); "a reason")]
+    #[test_case::test_case("ignored: too slow for CI\nmore", Some("too slow for CI"); "first line, prefix dropped")]
+    #[test_case::test_case("ignored", None; "no reason")]
+    #[test_case::test_case("", None; "empty")]
+    fn ignored_tests_say_why(message: &str, expected: Option<&str>) {
+        let mut o = outcome("slow", Status::Ignored);
+        o.report.message = message.into();
+        assert_eq!(ignore_reason(&o.report), expected);
+        let label = status_label(&o.report);
+        match expected {
+            Some(reason) => assert_eq!(label, format!("ignored: {reason}")),
+            None => assert_eq!(label, "ignored"),
+        }
     }
 
     #[test]

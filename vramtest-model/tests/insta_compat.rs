@@ -1,0 +1,248 @@
+//! Our snapshot files are insta snapshots, proven with insta's own code: insta's reader
+//! (`insta::Snapshot::from_file`, what `cargo insta review` and `pending-snapshots` use)
+//! reads every kind of file the harness writes, and our reader reads the files insta
+//! itself writes (`Snapshot::save`, which `cargo insta accept` uses to rewrite a
+//! pending file as the snapshot).
+//!
+//! insta 1.49 has no `scaling` body key to speak of: it is not part of this revision's
+//! body, so there is no batch-sweep variant to write.
+
+use insta::TextSnapshotKind;
+use insta::internals::{Content, TextSnapshotContents};
+use std::path::{Path, PathBuf};
+use test_case::test_case;
+use vramtest_model::snapshot::{self, Info};
+use vramtest_model::{Body, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot};
+
+/// A body with every key filled in, as a measurement on `class` would give.
+fn body(class: DeviceClass) -> Body {
+    let at_peak = CategoryBytes {
+        parameters: 1_629_948,
+        gradients: 3_412_695,
+        optimizer_state: 3_258_512,
+        activations: 412_412,
+        inputs: 201_464,
+        temporaries: 22_482_432,
+        workspace: 2_116_232,
+        untracked: if class == DeviceClass::Cuda {
+            8_388_608
+        } else {
+            0
+        },
+    };
+    let mut category_peaks = at_peak;
+    category_peaks.temporaries += 4096;
+    Body {
+        schema: snapshot::SCHEMA,
+        device_class: class,
+        fidelity: match class {
+            DeviceClass::Cpu => Fidelity::Exact,
+            DeviceClass::Cuda => Fidelity::Phase,
+        },
+        iterations: 3,
+        peak_bytes: at_peak.total(),
+        peak_phase: Some(Phase::OptimizerStep),
+        peak_iteration: Some(0),
+        at_peak,
+        category_peaks,
+        phases: vec![
+            PhaseRecord {
+                phase: Phase::Params,
+                iteration: None,
+                start_bytes: 0,
+                peak_bytes: 1_629_948,
+                end_bytes: 1_629_948,
+            },
+            PhaseRecord {
+                phase: Phase::Forward,
+                iteration: Some(2),
+                start_bytes: 8_000_000,
+                peak_bytes: 8_412_412,
+                end_bytes: 8_400_000,
+            },
+        ],
+        leak_bytes_per_iteration: 0,
+    }
+}
+
+fn info(class: DeviceClass) -> Info {
+    match class {
+        DeviceClass::Cpu => Info {
+            device: "cpu".into(),
+            fidelity: "exact".into(),
+            tool: "vramtest 0.1.0".into(),
+            driver: None,
+            cuda: None,
+        },
+        DeviceClass::Cuda => Info {
+            device: "NVIDIA H100 80GB HBM3".into(),
+            fidelity: "phase".into(),
+            tool: "vramtest 0.1.0".into(),
+            driver: Some("550.54.15".into()),
+            cuda: Some("12.4".into()),
+        },
+    }
+}
+
+/// A scratch directory of its own for each case.
+fn scratch(case: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "vramtest-insta-compat-{case}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `snap` where and how the harness does: `path_for`, `.snap.new` beside it
+/// when pending, `write_atomic` of `to_text`.
+fn write_like_the_harness(dir: &Path, snap: &Snapshot, pending: bool) -> PathBuf {
+    let committed = snapshot::path_for(dir, "vram", &snap.test, snap.body.device_class);
+    let path = if pending {
+        snapshot::pending_path(&committed)
+    } else {
+        committed
+    };
+    snapshot::write_atomic(&path, &snap.to_text()).unwrap();
+    path
+}
+
+/// The `info` map as insta read it: key → string.
+fn info_of(content: Option<&Content>) -> Vec<(String, String)> {
+    let Some(Content::Map(entries)) = content.map(Content::resolve_inner) else {
+        panic!("info is not a map: {content:?}");
+    };
+    entries
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().expect("string keys").to_owned(),
+                v.as_str().expect("string values").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn expected_info(info: &Info) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("device".to_owned(), info.device.clone()),
+        ("fidelity".to_owned(), info.fidelity.clone()),
+        ("tool".to_owned(), info.tool.clone()),
+    ];
+    if let Some(d) = &info.driver {
+        out.push(("driver".into(), d.clone()));
+    }
+    if let Some(c) = &info.cuda {
+        out.push(("cuda".into(), c.clone()));
+    }
+    out
+}
+
+#[test_case(DeviceClass::Cpu, "mlp_adamw", false; "cpu snapshot")]
+#[test_case(DeviceClass::Cpu, "mlp_adamw", true; "cpu pending result")]
+#[test_case(DeviceClass::Cuda, "mlp_adamw", false; "cuda snapshot with driver info")]
+#[test_case(DeviceClass::Cuda, "mlp_adamw", true; "cuda pending result with driver info")]
+#[test_case(DeviceClass::Cpu, "nested::mlp_sgd", false; "a test in a module")]
+fn insta_reads_what_the_harness_writes(class: DeviceClass, test: &str, pending: bool) {
+    let dir = scratch(&format!(
+        "read-{class}-{}-{pending}",
+        test.replace("::", "_")
+    ));
+    let snap = Snapshot {
+        source: "tests/vram.rs".into(),
+        test: test.into(),
+        info: info(class),
+        body: body(class),
+    };
+    let path = write_like_the_harness(&dir, &snap, pending);
+
+    let read = insta::Snapshot::from_file(&path)
+        .unwrap_or_else(|e| panic!("insta cannot read {}: {e}", path.display()));
+    let meta = read.metadata();
+    assert_eq!(meta.source(), Some("tests/vram.rs"));
+    assert_eq!(meta.expression(), Some(test));
+    assert_eq!(
+        meta.description(),
+        Some(format!("vramtest: peak memory of {test} on {class}, by category").as_str())
+    );
+    assert_eq!(meta.assertion_line(), None);
+    assert_eq!(info_of(meta.private_info()), expected_info(&snap.info));
+
+    // The contents, as text, are our body byte for byte (insta's reader drops the
+    // file's last newline).
+    let ours = snap.body.to_text();
+    let text = read.contents().as_text().expect("a text snapshot");
+    assert!(
+        text.matches_fully(&TextSnapshotContents::new(
+            ours.strip_suffix('\n').unwrap().to_owned(),
+            TextSnapshotKind::File
+        )),
+        "insta read:\n{text}\nours:\n{ours}"
+    );
+    assert_eq!(format!("{text}\n"), ours);
+
+    // insta names a snapshot by its file as it names its own: the module path (the
+    // target, then the test's modules), then the name (with the device class).
+    let (modules, name) = match test.rsplit_once("::") {
+        Some((modules, name)) => (format!("vram__{}", modules.replace("::", "__")), name),
+        None => ("vram".to_owned(), test),
+    };
+    assert_eq!(read.module_name(), modules);
+    let suffix = if pending { ".snap" } else { "" };
+    assert_eq!(
+        read.snapshot_name(),
+        Some(format!("{name}@{class}{suffix}").as_str())
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test_case(DeviceClass::Cpu; "cpu")]
+#[test_case(DeviceClass::Cuda; "cuda")]
+fn we_read_what_insta_writes(class: DeviceClass) {
+    let dir = scratch(&format!("write-{class}"));
+    let snap = Snapshot {
+        source: "tests/vram.rs".into(),
+        test: "mlp_adamw".into(),
+        info: info(class),
+        body: body(class),
+    };
+    let pending = write_like_the_harness(&dir, &snap, true);
+
+    // `cargo insta accept`: insta reads the pending file and writes the snapshot with
+    // its own serializer (header keys in its order, its quoting).
+    let committed = pending.with_extension("");
+    insta::Snapshot::from_file(&pending)
+        .unwrap()
+        .save(&committed)
+        .unwrap();
+    let parsed = snapshot::read(&committed)
+        .unwrap()
+        .expect("the file exists");
+    assert_eq!(parsed.body, snap.body);
+    // insta writes the header as we do: accepting does not churn the file.
+    assert_eq!(std::fs::read_to_string(&committed).unwrap(), snap.to_text());
+
+    // A pending file as insta writes it carries `assertion_line`, and `info` may hold
+    // keys we never wrote: header keys are not interpreted, the body is.
+    let insta_pending = snap
+        .to_text()
+        .replacen(
+            "source: tests/vram.rs\n",
+            "source: tests/vram.rs\nassertion_line: 42\n",
+            1,
+        )
+        .replacen("info:\n", "info:\n  runner: gpu-7\n", 1);
+    assert!(
+        insta_pending.contains("assertion_line: 42\n"),
+        "{insta_pending}"
+    );
+    let parsed = snapshot::parse(&insta_pending).unwrap();
+    assert_eq!(parsed.body, snap.body);
+    // insta itself agrees this is one of its files.
+    let file = dir.join("vram__with_line@cpu.snap.new");
+    std::fs::write(&file, &insta_pending).unwrap();
+    let read = insta::Snapshot::from_file(&file).unwrap();
+    assert_eq!(read.metadata().assertion_line(), Some(42));
+    std::fs::remove_dir_all(dir).unwrap();
+}
