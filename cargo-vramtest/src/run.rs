@@ -13,9 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use vramtest_model::HumanBytes;
 use vramtest_model::config::DeviceSetting;
 use vramtest_model::report::{REPORT_SCHEMA, Status, TestReport};
+use vramtest_model::{Body, HumanBytes};
 
 /// One test of one binary.
 #[derive(Debug, Clone)]
@@ -47,6 +47,9 @@ pub struct Outcome {
     pub case: TestCase,
     pub report: TestReport,
     pub duration: Duration,
+    /// The committed snapshot's body the result was judged against, for the reports'
+    /// old-against-new charts.
+    pub old: Option<Body>,
 }
 
 impl Outcome {
@@ -255,11 +258,22 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path) -> Outcome {
         Ok(out) => reconcile(case, &Exit::of(&out), find_report(dir)),
         Err(message) => synthetic(case, Status::Failed, message, None),
     };
+    let old = old_body(case, &report);
     Outcome {
         case: case.clone(),
         report,
         duration,
+        old,
     }
+}
+
+/// The body of the snapshot a report was judged against, when it can be read.
+fn old_body(case: &TestCase, report: &TestReport) -> Option<Body> {
+    let path = case.binary.package_dir.join(report.snapshot.as_deref()?);
+    vramtest_model::snapshot::read(&path)
+        .ok()
+        .flatten()
+        .map(|p| p.body)
 }
 
 /// How a test's process ended.

@@ -12,6 +12,10 @@ pub const MARKER: &str = "<!-- cargo-vramtest-report -->";
 /// The most output lines a failure block keeps (the end of the output).
 const OUTPUT_LINES: usize = 60;
 
+/// GitHub rejects a comment body over 65,536 characters; failure blocks that would
+/// take the report past this many bytes are left out, with a note that says so.
+pub const MAX_BYTES: usize = 60_000;
+
 /// The markdown text of a run.
 pub fn render(run: Run<'_>, summary: &Summary) -> String {
     let mut out = String::new();
@@ -35,34 +39,61 @@ pub fn render(run: Run<'_>, summary: &Summary) -> String {
             );
         }
     }
-    for o in run.outcomes.iter().filter(|o| o.fails()) {
-        let r = &o.report;
-        let _ = write!(
-            out,
-            "\n<details>\n<summary>❌ <code>{}</code>: {}</summary>\n\n",
-            html(&o.case.full_name()),
-            html(&super::status_label(r))
-        );
-        out += &fenced("text", r.message.trim_end());
-        if let Some(diff) = &r.diff {
-            out.push('\n');
-            out += &fenced("diff", diff.trim_end());
+    let failing: Vec<_> = run.outcomes.iter().filter(|o| o.fails()).collect();
+    for (shown, o) in failing.iter().enumerate() {
+        let block = failure_block(o);
+        if out.len() + block.len() > MAX_BYTES {
+            let left = failing.len() - shown;
+            let _ = writeln!(
+                out,
+                "\n{left} more failing {} left out to stay within GitHub's comment size limit: the HTML report (`cargo vramtest --html`, uploaded with the run's artifacts) has every test.",
+                if left == 1 { "test" } else { "tests" }
+            );
+            break;
         }
-        if let Some(output) = r.output.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-            let lines: Vec<&str> = output.lines().collect();
-            let tail = lines[lines.len().saturating_sub(OUTPUT_LINES)..].join("\n");
-            out += "\nOutput";
-            if lines.len() > OUTPUT_LINES {
-                let _ = write!(out, " (last {OUTPUT_LINES} lines)");
-            }
-            out += ":\n\n";
-            out += &fenced("text", &tail);
-        }
-        out += "\n</details>\n";
+        out += &block;
     }
     if summary.pending > 0 {
         out += "\nPending results were written as `.snap.new` files: review them with `cargo vramtest review` (or `cargo insta review`).\n";
     }
+    out
+}
+
+/// One collapsible block: the message, a chart of old against new per category,
+/// the diff and the end of the test's output.
+fn failure_block(o: &crate::run::Outcome) -> String {
+    let mut out = String::new();
+    let r = &o.report;
+    let _ = write!(
+        out,
+        "\n<details>\n<summary>❌ <code>{}</code>: {}</summary>\n\n",
+        html(&o.case.full_name()),
+        html(&super::status_label(r))
+    );
+    out += &fenced("text", r.message.trim_end());
+    if let (Some(old), Some(new)) = (&o.old, &r.body) {
+        out.push('\n');
+        out += &vramtest_chart::mermaid_xychart(
+            &format!("{}: category peaks", o.case.name),
+            &old.category_peaks,
+            &new.category_peaks,
+        );
+    }
+    if let Some(diff) = &r.diff {
+        out.push('\n');
+        out += &fenced("diff", diff.trim_end());
+    }
+    if let Some(output) = r.output.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        let lines: Vec<&str> = output.lines().collect();
+        let tail = lines[lines.len().saturating_sub(OUTPUT_LINES)..].join("\n");
+        out += "\nOutput";
+        if lines.len() > OUTPUT_LINES {
+            let _ = write!(out, " (last {OUTPUT_LINES} lines)");
+        }
+        out += ":\n\n";
+        out += &fenced("text", &tail);
+    }
+    out += "\n</details>\n";
     out
 }
 
@@ -110,6 +141,34 @@ mod tests {
             duration: Duration::from_secs(2),
         };
         insta::assert_snapshot!(render(run, &Summary::of(&outcomes)));
+    }
+
+    #[test]
+    fn a_failure_charts_old_against_new() {
+        let outcomes = [regression()];
+        let run = Run {
+            outcomes: &outcomes,
+            duration: Duration::ZERO,
+        };
+        let text = render(run, &Summary::of(&outcomes));
+        let chart = text.split("```mermaid\n").nth(1).expect("a mermaid block");
+        assert!(chart.starts_with("xychart-beta\n"), "{chart}");
+        assert!(chart.contains("\"activations\""), "{chart}");
+    }
+
+    #[test]
+    fn many_failures_stay_within_a_comment() {
+        let outcomes: Vec<_> = (0..400)
+            .map(|i| outcome(&format!("t{i}"), Status::Regressed))
+            .collect();
+        let run = Run {
+            outcomes: &outcomes,
+            duration: Duration::ZERO,
+        };
+        let text = render(run, &Summary::of(&outcomes));
+        assert!(text.len() <= MAX_BYTES + 1_000, "{} bytes", text.len());
+        assert!(text.contains("more failing tests left out"), "{text}");
+        assert!(text.contains("cargo vramtest --html"));
     }
 
     #[test]

@@ -299,6 +299,7 @@ pub(crate) mod fixtures {
                 name: test.into(),
                 ignored: false,
             },
+            old: report.old_peak_bytes.map(body),
             report,
             duration: Duration::from_millis(1250),
         }
@@ -368,6 +369,8 @@ pub(crate) mod fixtures {
                 .to_string(),
         );
         r.body = Some(new);
+        o.old = Some(old);
+        let r = &mut o.report;
         r.details = Some(vramtest_model::report::Details {
             baseline_bytes: 10_240,
             allocations: 48_213,
