@@ -14,9 +14,9 @@ Exit codes:
   1    a memory regression, a failing or crashing test, a missing snapshot in check
        mode, or a new result left pending for review (.snap.new)
   2    a usage, configuration or snapshot-format error, a filter that matches no
-       test, or a report (--junit, --markdown, the job summary) that could not be
-       written (the table and annotations are printed first); the message names the
-       file, and the line where there is one
+       test, or a report (--junit, --markdown, --html, the job summary) that could
+       not be written (the table and annotations are printed first); the message
+       names the file, and the line where there is one
   101  the build failed; cargo's own messages are shown as cargo printed them";
 
 /// Run `#[vramtest]` peak-memory tests across a workspace, and review their snapshots.
@@ -202,6 +202,11 @@ pub struct ReportArgs {
     /// Write a markdown report (a pull-request comment body) to PATH.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+
+    /// Write a self-contained HTML report (summary, per-test timelines, old against
+    /// new per category, diffs) to PATH; it opens from a downloaded CI artifact.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -442,6 +447,6 @@ mod tests {
         let help = Cli::command().render_long_help().to_string();
         assert!(help.contains("Exit codes:"));
         assert!(help.contains("101"));
-        assert!(help.contains("a report (--junit, --markdown, the job summary)"));
+        assert!(help.contains("a report (--junit, --markdown, --html, the job summary)"));
     }
 }

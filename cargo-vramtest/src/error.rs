@@ -79,7 +79,7 @@ pub enum Error {
     #[error("{message}")]
     Selection { message: String },
 
-    /// A report (`--junit`, `--markdown`, the job summary) could not be written. The
+    /// A report (`--junit`, `--markdown`, `--html`, the job summary) could not be written. The
     /// run's verdict was printed before it.
     #[error(
         "cannot write the report {path}: {source} (hint: its directory must be creatable and writable; the verdict above stands)"

@@ -236,6 +236,11 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
     if let Some(path) = &args.report.markdown {
         unwritten.extend(write_file(path, &markdown).err());
     }
+    if let Some(path) = &args.report.html {
+        let title = format!("cargo vramtest: {}", ws.root.display());
+        let page = output::html::render(run, &title, |_| None);
+        unwritten.extend(write_file(path, &page).err());
+    }
     if github {
         let base = output::github::base(&ws.root);
         for line in output::github::annotations(run, &base) {
@@ -262,7 +267,7 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
     }
 }
 
-/// The exit code of a run whose report (`--junit`, `--markdown`, the job summary)
+/// The exit code of a run whose report (`--junit`, `--markdown`, `--html`, the job summary)
 /// could not be written, whatever the verdict: CI must not take a missing report for
 /// a pass.
 const REPORT_NOT_WRITTEN: u8 = 2;

@@ -3,6 +3,7 @@
 //! this module holds what they share (the rows of the table, the summary).
 
 pub mod github;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod list;
