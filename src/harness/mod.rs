@@ -1,0 +1,80 @@
+//! The test harness behind `vramtest::main!()`: lists tests the way libtest does (so
+//! `cargo test` and `cargo nextest run` both drive it), runs each test in a child
+//! process of its own, and judges the child's measurement against the snapshot.
+//!
+//! One module per job: [`list`] (what the binary holds, for libtest and nextest),
+//! [`parent`] (the run: device, settings, one trial per test), [`spawn`] (a child
+//! process per test, with a timeout), [`verdict`] (judging a result against its
+//! snapshot, and the messages), [`child`] (the child's side: run one test under the
+//! probe and report).
+
+mod child;
+mod list;
+mod parent;
+mod spawn;
+mod verdict;
+
+pub(crate) use child::{ChildResult, run_body};
+
+use crate::env;
+use crate::step::Step;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A `#[vramtest]` function, registered by the attribute.
+#[doc(hidden)]
+pub struct TestDef {
+    pub name: &'static str,
+    pub module: &'static str,
+    pub file: &'static str,
+    pub line: u32,
+    pub func: fn(&mut Step) -> crate::Result<()>,
+    pub options: Options,
+}
+
+/// The attribute's options, checked at compile time.
+#[doc(hidden)]
+pub struct Options {
+    pub iterations: Option<u32>,
+    /// `Some(reason)` (possibly empty) when the test is ignored.
+    pub ignore: Option<&'static str>,
+    /// `(key, limit)` pairs: `tolerance`, `peak`, `leak` or a category.
+    pub limits: &'static [(&'static str, &'static str)],
+    pub budget: Option<u64>,
+    /// Device classes the test supports (`cpu`, `cuda`); empty means all.
+    pub devices: &'static [&'static str],
+}
+
+inventory::collect!(TestDef);
+
+/// The test target this harness runs in.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) manifest_dir: PathBuf,
+    pub(crate) name: String,
+}
+
+/// The default iterations of `t.iterations()`.
+pub const DEFAULT_ITERATIONS: u32 = 3;
+
+/// The whole `main` of a vramtest target.
+#[doc(hidden)]
+pub fn main(manifest_dir: &'static str, crate_name: &'static str) -> ExitCode {
+    // The compile-time crate directory, not the run-time CARGO_MANIFEST_DIR: that one is
+    // inherited by every process a test run starts, so it may name another crate.
+    let manifest_dir = PathBuf::from(manifest_dir);
+    let target = Target {
+        manifest_dir,
+        name: crate_name.to_owned(),
+    };
+    if let Ok(test) = std::env::var(env::CHILD_TEST) {
+        return child::main(&test);
+    }
+    match parent::run(target) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
