@@ -296,7 +296,6 @@ fn snapshots_are_created_reviewed_and_checked() {
         "{}",
         r.text()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

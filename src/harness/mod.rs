@@ -4,10 +4,12 @@
 //!
 //! One module per job: [`list`] (what the binary holds, for libtest and nextest),
 //! [`parent`] (the run: device, settings, one trial per test), [`spawn`] (a child
-//! process per test, with a timeout), [`verdict`] (judging a result against its
+//! process per test, with a timeout), [`checkout`] (which package directory is
+//! tested), [`verdict`] (judging a result against its
 //! snapshot, and the messages), [`child`] (the child's side: run one test under the
 //! probe and report).
 
+mod checkout;
 mod child;
 mod list;
 mod parent;
@@ -50,21 +52,30 @@ inventory::collect!(TestDef);
 /// The test target this harness runs in.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
+    /// The package being tested: its snapshots, settings and sources.
     pub(crate) manifest_dir: PathBuf,
+    /// The package directory the binary was compiled in (the same, unless cargo reused
+    /// a binary built in another checkout).
+    pub(crate) built_in: PathBuf,
     pub(crate) name: String,
 }
 
 /// The default iterations of `t.iterations()`.
 pub const DEFAULT_ITERATIONS: u32 = 3;
 
-/// The whole `main` of a vramtest target.
+/// The whole `main` of a vramtest target: `manifest_dir`, `package` and `crate_name`
+/// are the compile-time `CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME` and `CARGO_CRATE_NAME`.
 #[doc(hidden)]
-pub fn main(manifest_dir: &'static str, crate_name: &'static str) -> ExitCode {
-    // The compile-time crate directory, not the run-time CARGO_MANIFEST_DIR: that one is
-    // inherited by every process a test run starts, so it may name another crate.
-    let manifest_dir = PathBuf::from(manifest_dir);
+pub fn main(
+    manifest_dir: &'static str,
+    package: &'static str,
+    crate_name: &'static str,
+) -> ExitCode {
+    let built_in = PathBuf::from(manifest_dir);
+    let runtime = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
     let target = Target {
-        manifest_dir,
+        manifest_dir: checkout::package_dir(&built_in, package, runtime.as_deref()),
+        built_in,
         name: crate_name.to_owned(),
     };
     if let Ok(test) = std::env::var(env::CHILD_TEST) {

@@ -2,7 +2,7 @@
 //! each measured in a child process and judged against its snapshot.
 
 use super::child::ChildResult;
-use super::{Target, TestDef, list, verdict};
+use super::{Target, TestDef, checkout, list, verdict};
 use crate::env::{self, Update};
 use crate::step::Device;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -32,6 +32,9 @@ pub(super) fn run(target: Target) -> Result<ExitCode, String> {
     let tests = list::registered();
     if args.list {
         return Ok(list::list(&args, &tests));
+    }
+    if let Some(note) = checkout::reuse_note(&target.built_in, &target.manifest_dir) {
+        eprintln!("{note}");
     }
     // `cargo vramtest` passes its reading of the metadata tables; under plain `cargo
     // test` the harness reads the same tables itself.
@@ -94,7 +97,7 @@ impl Run {
             schema: REPORT_SCHEMA,
             target: self.target.name.clone(),
             test: name.to_owned(),
-            source: verdict::relative_source(&self.target.manifest_dir, def.file),
+            source: verdict::relative_source(&self.target, def.file),
             line: def.line,
             device_class: self.device.as_ref().ok().map(|d| class_of(*d)),
             status: Status::Failed,

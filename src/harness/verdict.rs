@@ -1,8 +1,8 @@
 //! Judging a measured result against its snapshot: the policy from the settings and
 //! the attribute, the decision, the files written, and the messages a person reads.
 
-use super::TestDef;
 use super::parent::Run;
+use super::{Target, TestDef};
 use crate::judge::{self, Write};
 use libtest_mimic::Failed;
 use std::path::{Path, PathBuf};
@@ -242,17 +242,19 @@ pub(super) fn append_reference(refs: &Path, snap: &Path) {
 }
 
 /// `file!()` of the test, relative to its crate (`tests/vram.rs`). rustc gives paths
-/// relative to the workspace root, or absolute; the longest suffix that exists under
-/// the crate is it.
-pub(super) fn relative_source(manifest_dir: &Path, file: &str) -> String {
+/// relative to the workspace root, or absolute (under the directory the binary was
+/// built in); the longest suffix that exists under the crate is it.
+pub(super) fn relative_source(target: &Target, file: &str) -> String {
     let path = Path::new(file);
-    if let Ok(rel) = path.strip_prefix(manifest_dir) {
-        return rel.to_string_lossy().replace('\\', "/");
+    for dir in [&target.manifest_dir, &target.built_in] {
+        if let Ok(rel) = path.strip_prefix(dir) {
+            return rel.to_string_lossy().replace('\\', "/");
+        }
     }
     let parts: Vec<_> = path.components().collect();
     for start in 0..parts.len() {
         let suffix: PathBuf = parts[start..].iter().collect();
-        if manifest_dir.join(&suffix).is_file() {
+        if target.manifest_dir.join(&suffix).is_file() {
             return suffix.to_string_lossy().replace('\\', "/");
         }
     }
