@@ -6,27 +6,31 @@ use super::{Target, TestDef};
 use crate::judge::{self, Write};
 use libtest_mimic::Failed;
 use std::path::{Path, PathBuf};
+use vramtest_model::config::Settings;
 use vramtest_model::report::{Change, Status, TestReport};
 use vramtest_model::snapshot::{self, Info};
 use vramtest_model::{Body, HumanBytes, Limit, Movement, Policy, Profile, Snapshot};
 
 impl Run {
+    /// The limits for `def`: the settings (workspace, package) refined by the test's
+    /// attribute, key by key and category by category.
     fn policy(&self, def: &TestDef) -> Result<Policy, String> {
-        let mut policy = Policy::default();
-        policy
-            .set_all(self.config.limits.iter().map(|(k, l)| (k.as_str(), *l)))
-            .map_err(|e| e.to_string())?;
-        policy.budget = self.config.budget;
-        let options = def
-            .options
-            .limits
-            .iter()
-            .map(|(key, text)| Ok((*key, text.parse::<Limit>().map_err(|e| e.to_string())?)))
-            .collect::<Result<Vec<_>, String>>()?;
-        policy.set_all(options).map_err(|e| e.to_string())?;
-        if def.options.budget.is_some() {
-            policy.budget = def.options.budget;
+        let mut attribute = Settings {
+            budget: def.options.budget,
+            ..Settings::default()
+        };
+        for (key, text) in def.options.limits {
+            let limit = text.parse::<Limit>().map_err(|e| e.to_string())?;
+            if *key == "tolerance" {
+                attribute.tolerance = Some(limit);
+            } else {
+                attribute.limits.insert((*key).to_owned(), limit);
+            }
         }
+        let mut policy = Settings::from_harness(&self.config)
+            .map_err(|e| format!("{}: {e}", crate::env::CONFIG))?
+            .overridden_by(&attribute)
+            .policy();
         policy.strict = self.strict;
         Ok(policy)
     }
