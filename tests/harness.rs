@@ -324,3 +324,51 @@ fn strict_mode_and_budgets_fail_on_their_own_terms() {
         report.message
     );
 }
+
+/// A pending result this run makes stale is kept unless it holds exactly this run's
+/// result: it may be one under review (downloaded from a CI artifact).
+#[test]
+fn a_stale_pending_result_is_kept_and_named_unless_identical() {
+    let dir = common::copy_fixture_as("vec-model", "pending");
+    let exe = common::build_vram_target(&dir);
+    let snaps = dir.join("tests").join("snapshots");
+    let snap = snaps.join("vram__linear_adam@cpu.snap");
+    let pending = snaps.join("vram__linear_adam@cpu.snap.new");
+    let one = ["linear_adam", "--exact"];
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    assert!(r.output.status.success(), "{}", r.text());
+    let committed = std::fs::read_to_string(&snap).unwrap();
+
+    // A pending result that differs (CI measured a regression): a passing local run
+    // keeps it and says so, in every mode that may write.
+    let peak = r.report("linear_adam").body.as_ref().unwrap().peak_bytes;
+    let different = committed.replacen(
+        &format!("\"peak_bytes\": {peak},"),
+        &format!("\"peak_bytes\": {},", 2 * peak),
+        1,
+    );
+    assert_ne!(different, committed);
+    for update in ["auto", "always"] {
+        std::fs::write(&pending, &different).unwrap();
+        let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", update)]);
+        assert_eq!(r.status("linear_adam"), Status::Passed, "{}", r.text());
+        assert_eq!(
+            std::fs::read_to_string(&pending).ok().as_deref(),
+            Some(different.as_str()),
+            "{update}: the pending result was not kept:\n{}",
+            r.text()
+        );
+        assert!(
+            r.text().contains("stale pending result kept")
+                && r.text().contains("vram__linear_adam@cpu.snap.new"),
+            "{update}: {}",
+            r.text()
+        );
+    }
+
+    // One that holds exactly this run's result goes: nothing is lost.
+    std::fs::write(&pending, &committed).unwrap();
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "auto")]);
+    assert_eq!(r.status("linear_adam"), Status::Passed, "{}", r.text());
+    assert!(!pending.exists(), "{}", r.text());
+}

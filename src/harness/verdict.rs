@@ -83,21 +83,21 @@ impl Run {
             Some(Write::Pending) => Some(pending.clone()),
             None => None,
         };
+        let replaced = decision.write == Some(Write::Pending) && differs(&pending, &body);
         if let Some(path) = &written {
             snapshot::write_atomic(path, &snapshot.to_text()).map_err(|e| {
                 report.status = Status::Failed;
                 report.message = format!("cannot write the snapshot: {e}");
                 report.message.clone()
             })?;
-            if decision.write == Some(Write::Snapshot) {
-                let _ = std::fs::remove_file(&pending);
-            }
-        } else if decision.remove_pending {
-            let _ = std::fs::remove_file(&pending);
         }
-        report.written = written.clone();
-
         let shown = |p: &Path| display_path(&self.target.manifest_dir, p);
+        let kept = if decision.write == Some(Write::Snapshot) || decision.remove_pending {
+            clear_pending(&pending, &body, &shown(&pending))
+        } else {
+            None
+        };
+        report.written = written.clone();
         let mut lines = Vec::new();
         let headline = match decision.status {
             Status::Passed | Status::Improved | Status::New => None,
@@ -147,8 +147,14 @@ impl Run {
             } else {
                 "pending result written"
             };
-            lines.push(format!("{what}: {}", shown(path)));
+            let replacing = if replaced {
+                " (it replaces an earlier pending result that differed)"
+            } else {
+                ""
+            };
+            lines.push(format!("{what}: {}{replacing}", shown(path)));
         }
+        lines.extend(kept);
         if decision.status == Status::New && decision.write == Some(Write::Pending) {
             lines.insert(
                 0,
@@ -202,6 +208,34 @@ impl Run {
             println!("{name}: {message}");
         }
         Ok(())
+    }
+}
+
+/// A pending result that this run makes stale: removed when it holds exactly this
+/// run's result (nothing is lost), else kept (it may be a result under review, say
+/// one downloaded from CI) and named in the returned note.
+fn clear_pending(pending: &Path, body: &Body, shown: &str) -> Option<String> {
+    match snapshot::read(pending) {
+        Ok(None) => None,
+        Ok(Some(p)) if p.body == *body => {
+            let _ = std::fs::remove_file(pending);
+            None
+        }
+        Ok(Some(_)) => Some(format!(
+            "stale pending result kept: {shown} differs from this run's result (hint: review it with `cargo vramtest review`, or delete it)"
+        )),
+        Err(e) => Some(format!(
+            "pending result kept: {e} (hint: delete it, or rerun to write a new one)"
+        )),
+    }
+}
+
+/// Whether a pending file exists and holds something other than `body`.
+fn differs(pending: &Path, body: &Body) -> bool {
+    match snapshot::read(pending) {
+        Ok(None) => false,
+        Ok(Some(p)) => p.body != *body,
+        Err(_) => true,
     }
 }
 
