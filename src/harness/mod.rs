@@ -18,7 +18,6 @@ mod verdict;
 
 pub(crate) use child::{ChildResult, run_body};
 
-use crate::env;
 use crate::step::Step;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -78,8 +77,9 @@ pub fn main(
         built_in,
         name: crate_name.to_owned(),
     };
-    if let Ok(test) = std::env::var(env::CHILD_TEST) {
-        return child::main(&test);
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(invocation) = child::Invocation::from_args(&args) {
+        return child::main(invocation);
     }
     match parent::run(target) {
         Ok(code) => code,

@@ -2,6 +2,7 @@
 //! each measured in a child process and judged against its snapshot.
 
 use super::child::ChildResult;
+use super::spawn::ResultDir;
 use super::{Target, TestDef, checkout, list, verdict};
 use crate::env::{self, Update};
 use crate::step::Device;
@@ -25,6 +26,8 @@ pub(super) struct Run {
     pub(super) timeout: Option<std::time::Duration>,
     pub(super) report_dir: Option<PathBuf>,
     pub(super) references: Option<PathBuf>,
+    /// Where the children write their results.
+    pub(super) results: ResultDir,
 }
 
 pub(super) fn run(target: Target) -> Result<ExitCode, String> {
@@ -64,6 +67,7 @@ pub(super) fn run(target: Target) -> Result<ExitCode, String> {
         timeout: env::timeout()?,
         report_dir: env::report_dir(),
         references: env::references_file(),
+        results: ResultDir::new()?,
     });
     let trials = tests
         .into_iter()
@@ -154,7 +158,7 @@ impl Run {
         device: Device,
         report: &mut TestReport,
     ) -> Result<Completion, Failed> {
-        let (result, output) = self.spawn_child(name, device).map_err(|e| {
+        let (result, output) = self.spawn_child(name, def, device).map_err(|e| {
             report.message = e.clone();
             Failed::from(e)
         })?;

@@ -1,11 +1,46 @@
-//! A child process per test: started with the child-mode environment, its output
-//! drained while it runs, killed when it outlives `VRAMTEST_TIMEOUT`.
+//! A child process per test: started with its [`Invocation`] on the command line,
+//! writing its result into the run's private directory, its output drained while it
+//! runs, and its whole process group killed when it outlives `VRAMTEST_TIMEOUT`.
 
-use super::child::ChildResult;
+use super::DEFAULT_ITERATIONS;
+use super::TestDef;
+use super::child::{ChildResult, Invocation};
 use super::parent::Run;
-use crate::env;
 use crate::step::Device;
-use std::process::{Command, Stdio};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+/// How long output is drained after a child ended, for a grandchild that still holds
+/// its pipes: then the output read so far is taken and the rest left behind.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Where the children of one run write their results: a fresh directory with a random
+/// name that only this user can enter, so no other process can plant a link where a
+/// result goes; removed with the run.
+pub(super) struct ResultDir(tempfile::TempDir);
+
+impl ResultDir {
+    pub(super) fn new() -> Result<ResultDir, String> {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("vramtest-");
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        builder
+            .tempdir()
+            .map(ResultDir)
+            .map_err(|e| format!("cannot create a temporary directory for results: {e}"))
+    }
+
+    /// The result file of `test`.
+    pub(super) fn file_for(&self, test: &str) -> PathBuf {
+        self.0
+            .path()
+            .join(format!("{}.json", test.replace("::", "__")))
+    }
+}
 
 impl Run {
     /// Runs the test in a fresh process: a clean heap, a clean CUDA context, and a
@@ -13,25 +48,25 @@ impl Run {
     pub(super) fn spawn_child(
         &self,
         name: &str,
+        def: &TestDef,
         device: Device,
     ) -> Result<(Option<ChildResult>, String), String> {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
-        let result_path = std::env::temp_dir().join(format!(
-            "vramtest-{}-{}.json",
-            std::process::id(),
-            name.replace("::", "__")
-        ));
-        let _ = std::fs::remove_file(&result_path);
+        let invocation = Invocation {
+            test: name.to_owned(),
+            device,
+            iterations: def
+                .options
+                .iterations
+                .or(self.config.iterations)
+                .unwrap_or(DEFAULT_ITERATIONS),
+            result: self.results.file_for(name),
+        };
+        let result_path = &invocation.result;
+        let _ = std::fs::remove_file(result_path);
         let mut cmd = Command::new(exe);
-        cmd.env(env::CHILD_TEST, name)
-            .env(env::CHILD_RESULT, &result_path)
-            .env(env::CHILD_DEVICE, device.to_string())
-            .env(
-                env::CONFIG,
-                serde_json::to_string(&self.config).expect("configs serialize"),
-            )
-            .stdin(Stdio::null());
+        cmd.args(invocation.to_args()).stdin(Stdio::null());
         if std::env::var_os("RAYON_NUM_THREADS").is_none() {
             // Per-thread buffers (gemm packing) scale with the thread count: pin it so
             // figures do not depend on the machine's cores.
@@ -39,7 +74,7 @@ impl Run {
         }
         let (output, timed_out) = run_process(cmd, !self.nocapture, self.timeout)?;
         if timed_out {
-            let _ = std::fs::remove_file(&result_path);
+            let _ = std::fs::remove_file(result_path);
             return Err(format!(
                 "{name} timed out after {:.0?} (VRAMTEST_TIMEOUT) and was killed{}",
                 self.timeout.unwrap_or_default(),
@@ -50,9 +85,9 @@ impl Run {
                 }
             ));
         }
-        let result = match std::fs::read(&result_path) {
+        let result = match std::fs::read(result_path) {
             Ok(bytes) => {
-                let _ = std::fs::remove_file(&result_path);
+                let _ = std::fs::remove_file(result_path);
                 Some(serde_json::from_slice(&bytes).map_err(|e| {
                     format!(
                         "the test's result file {} is unreadable: {e}",
@@ -69,47 +104,145 @@ impl Run {
 
 /// Runs a child to its end, or kills it after `timeout`; returns its output (when
 /// captured) and whether it timed out. Output is drained while waiting, so a chatty
-/// child never blocks on a full pipe.
+/// child never blocks on a full pipe; the child leads a process group of its own, and
+/// whatever is left of that group when it ends (or times out) is killed.
 fn run_process(
     mut cmd: Command,
     capture: bool,
-    timeout: Option<std::time::Duration>,
+    timeout: Option<Duration>,
 ) -> Result<(String, bool), String> {
-    use std::io::Read;
     use wait_timeout::ChildExt;
     if capture {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start the test: {e}"))?;
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let wait = |child: &mut std::process::Child| match timeout {
+    let out = Drain::start(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = Drain::start(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = match timeout {
         Some(t) => child.wait_timeout(t),
         None => child.wait().map(Some),
-    };
-    let status = wait(&mut child).map_err(|e| format!("cannot wait for the test: {e}"))?;
+    }
+    .map_err(|e| format!("cannot wait for the test: {e}"))?;
     let timed_out = status.is_none();
+    kill_group(&mut child);
     if timed_out {
-        let _ = child.kill();
         let _ = child.wait();
     }
-    let mut text = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
-    text += &String::from_utf8_lossy(&err.join().unwrap_or_default());
+    let mut text = String::from_utf8_lossy(&out.finish()).into_owned();
+    text += &String::from_utf8_lossy(&err.finish());
     match status {
         Some(s) if !capture => text = format!("(output shown above; exit status: {s})"),
         Some(s) if !s.success() => text += &format!("\n(exit status: {s})"),
         _ => {}
     }
     Ok((text, timed_out))
+}
+
+/// Kills the child's process group (the child, if it still runs, and everything it
+/// started that did not leave the group).
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals the group the child leads (it
+        // was started with `process_group(0)`); no memory is involved.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+}
+
+/// A thread that reads one pipe to its end.
+struct Drain {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Drain {
+    fn start(pipe: Option<Box<dyn Read + Send>>) -> Drain {
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let (tx, done) = mpsc::channel();
+        let sink = Arc::clone(&bytes);
+        std::thread::spawn(move || {
+            if let Some(mut p) = pipe {
+                let mut buf = [0u8; 8192];
+                while let Ok(n @ 1..) = p.read(&mut buf) {
+                    sink.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend_from_slice(&buf[..n]);
+                }
+            }
+            let _ = tx.send(());
+        });
+        Drain { bytes, done }
+    }
+
+    /// The output read until the pipe closed, or until [`DRAIN_GRACE`] passed (a
+    /// process outside the child's group still holds the pipe open).
+    fn finish(self) -> Vec<u8> {
+        let _ = self.done.recv_timeout(DRAIN_GRACE);
+        std::mem::take(&mut *self.bytes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_run_writes_results_in_a_private_directory_of_its_own() {
+        let (a, b) = (ResultDir::new().unwrap(), ResultDir::new().unwrap());
+        let file = a.file_for("tagged::explicit_tag");
+        let dir = file.parent().unwrap().to_path_buf();
+        assert_eq!(file.file_name().unwrap(), "tagged__explicit_tag.json");
+        assert_ne!(dir, std::env::temp_dir(), "the shared temporary directory");
+        assert_ne!(dir, b.file_for("x").parent().unwrap());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        }
+        drop(a);
+        assert!(!dir.exists(), "removed with the run");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_timeout_kills_the_group_and_does_not_wait_for_a_grandchild_holding_the_pipes() {
+        // The child starts a grandchild that inherits its output pipes, and hangs.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 60 & echo \"grandchild $!\"; sleep 60"]);
+        let start = std::time::Instant::now();
+        let (output, timed_out) = run_process(cmd, true, Some(Duration::from_millis(500))).unwrap();
+        assert!(timed_out);
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "waited {:?} for the grandchild",
+            start.elapsed()
+        );
+        let pid = output
+            .lines()
+            .find_map(|l| l.strip_prefix("grandchild "))
+            .unwrap_or_else(|| panic!("{output}"));
+        #[cfg(target_os = "linux")]
+        {
+            // Killed with the group: gone, or a zombie waiting for init to reap it.
+            let alive = || {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                    !state.starts_with('Z') && !state.starts_with('X')
+                })
+            };
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while alive() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(!alive(), "the grandchild {pid} still runs");
+        }
+    }
 }
