@@ -75,6 +75,25 @@ pub fn fixture_binary(name: &str) -> (PathBuf, PathBuf) {
     (dir, exe)
 }
 
+/// Whether `cargo nextest` runs here. Where it does not, the caller skips its test
+/// and this says why, on stderr; with `VRAMTEST_REQUIRE_NEXTEST=1` (as `.ci/run`
+/// sets it) a missing nextest fails instead, so CI never skips silently.
+pub fn has_nextest() -> bool {
+    let found = Command::new(env!("CARGO"))
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let hint = "cargo-nextest is not installed (hint: cargo install cargo-nextest --locked)";
+        assert!(
+            std::env::var_os("VRAMTEST_REQUIRE_NEXTEST").is_none(),
+            "{hint}; VRAMTEST_REQUIRE_NEXTEST is set"
+        );
+        eprintln!("skipped: {hint}");
+    }
+    found
+}
+
 /// The outcome of running a test binary.
 pub struct Run {
     pub output: Output,
