@@ -16,7 +16,9 @@ mod parent;
 mod spawn;
 mod verdict;
 
-pub(crate) use child::{ChildResult, run_body};
+pub(crate) use child::ChildResult;
+#[cfg(feature = "cuda")]
+pub(crate) use child::run_body;
 
 use crate::step::Step;
 use std::path::PathBuf;

@@ -376,27 +376,16 @@ fn pending_path_appends_new() {
 // ---------------------------------------------------------------------------------------
 // The file system.
 
-/// A fresh directory under the system temp dir, removed when dropped.
-struct Scratch(PathBuf);
+/// A fresh scratch directory, removed when dropped.
+struct Scratch(PathBuf, #[allow(dead_code)] tempfile::TempDir);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!(
-            "vramtest-model-test-{}-{name}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("vramtest-model-test-{name}-"))
+            .tempdir()
+            .unwrap();
+        Scratch(dir.path().to_owned(), dir)
     }
 }
 

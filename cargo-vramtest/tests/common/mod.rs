@@ -39,7 +39,8 @@ pub fn shared_target() -> PathBuf {
 pub struct Fixture {
     /// The copy's root (its `Cargo.toml` is here).
     pub dir: PathBuf,
-    base: PathBuf,
+    /// The scratch directory holding the copy (kept when a test fails, to look at).
+    base: Option<tempfile::TempDir>,
 }
 
 /// What a run of `cargo vramtest` produced.
@@ -104,13 +105,18 @@ impl Fixture {
         let crate_name = src.file_name().expect("a crate directory");
         // One depth for every copy: the path from a copy to the repository (part of
         // the vramtest dependency's build hash) is then the same for all of them.
-        let base = std::env::temp_dir()
-            .join("cargo-vramtest-e2e")
-            .join(format!("{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        let dir = base.join(crate_name);
+        let parent = std::env::temp_dir().join("cargo-vramtest-e2e");
+        std::fs::create_dir_all(&parent).unwrap();
+        let base = tempfile::Builder::new()
+            .prefix(&format!("{name}-"))
+            .tempdir_in(parent)
+            .unwrap();
+        let dir = base.path().join(crate_name);
         fixture_copy::copy_crate(src, &dir, &repo(), version);
-        Fixture { dir, base }
+        Fixture {
+            dir,
+            base: Some(base),
+        }
     }
 
     /// `cargo vramtest ARGS` in the copy, with a clean environment (no CI, no GitHub,
@@ -185,8 +191,10 @@ impl Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.base);
+        if std::thread::panicking()
+            && let Some(base) = self.base.take()
+        {
+            eprintln!("kept for a look: {}", base.keep().display());
         }
     }
 }
