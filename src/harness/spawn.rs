@@ -104,8 +104,9 @@ impl Run {
 
 /// Runs a child to its end, or kills it after `timeout`; returns its output (when
 /// captured) and whether it timed out. Output is drained while waiting, so a chatty
-/// child never blocks on a full pipe; the child leads a process group of its own, and
-/// whatever is left of that group when it ends (or times out) is killed.
+/// child never blocks on a full pipe. The child leads a process group of its own: a
+/// timeout kills the whole group. Output is read until the pipes close, or for
+/// [`DRAIN_GRACE`] more when something the child started still holds them.
 fn run_process(
     mut cmd: Command,
     capture: bool,
@@ -128,8 +129,10 @@ fn run_process(
     }
     .map_err(|e| format!("cannot wait for the test: {e}"))?;
     let timed_out = status.is_none();
-    kill_group(&mut child);
     if timed_out {
+        // Still running, so not reaped: its pid (the group's id) cannot have been
+        // reused by another process.
+        kill_group(&mut child);
         let _ = child.wait();
     }
     let mut text = String::from_utf8_lossy(&out.finish()).into_owned();
@@ -142,8 +145,8 @@ fn run_process(
     Ok((text, timed_out))
 }
 
-/// Kills the child's process group (the child, if it still runs, and everything it
-/// started that did not leave the group).
+/// Kills the child's process group: the child and everything it started that did not
+/// leave the group. Only for a child that has not been reaped yet.
 fn kill_group(child: &mut Child) {
     #[cfg(unix)]
     if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
@@ -244,5 +247,24 @@ mod tests {
             }
             assert!(!alive(), "the grandchild {pid} still runs");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_child_that_ends_is_not_waited_for_because_of_a_grandchild_holding_the_pipes() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 60 & echo \"grandchild $!\""]);
+        let start = std::time::Instant::now();
+        let (output, timed_out) = run_process(cmd, true, None).unwrap();
+        let elapsed = start.elapsed();
+        if let Some(pid) = output.lines().find_map(|l| l.strip_prefix("grandchild ")) {
+            let _ = Command::new("kill").arg(pid.trim()).status();
+        }
+        assert!(!timed_out);
+        assert!(output.contains("grandchild "), "{output}");
+        assert!(
+            elapsed < DRAIN_GRACE + Duration::from_secs(10),
+            "waited {elapsed:?} for the grandchild"
+        );
     }
 }
