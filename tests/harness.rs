@@ -403,3 +403,62 @@ fn a_stale_pending_result_is_kept_and_named_unless_identical() {
     assert_eq!(r.status("linear_adam"), Status::Passed, "{}", r.text());
     assert!(!pending.exists(), "{}", r.text());
 }
+
+/// The README's merge rule, end to end: a workspace that lets activations grow 400%
+/// and a package with a tight `tolerance`. Activations that grew 200% pass, under
+/// plain `cargo test` (the harness reads the manifest) and with the settings
+/// `cargo vramtest` hands over; without the workspace's line they fail.
+#[test]
+fn settings_merge_key_by_key_under_cargo_test_and_cargo_vramtest() {
+    use vramtest_model::config::Settings;
+    let dir = common::copy_fixture_as("vec-model", "settings");
+    let exe = common::build_vram_target(&dir);
+    let one = ["linear_adam", "--exact"];
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    assert!(r.output.status.success(), "{}", r.text());
+    let activations = r
+        .report("linear_adam")
+        .body
+        .as_ref()
+        .unwrap()
+        .category_peaks[Category::Activations];
+
+    // The committed snapshot says a third of that: activations grew by 200%.
+    let snap = dir.join("tests/snapshots/vram__linear_adam@cpu.snap");
+    let text = std::fs::read_to_string(&snap).unwrap();
+    let key = format!("\"activations\": {activations}");
+    let at = text.rfind(&key).expect("category_peaks.activations");
+    let third = format!("\"activations\": {}", activations / 3);
+    std::fs::write(
+        &snap,
+        format!("{}{third}{}", &text[..at], &text[at + key.len()..]),
+    )
+    .unwrap();
+
+    let manifest = dir.join("Cargo.toml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let workspace = r#"limits = { activations = "+400%", peak = "+400%" }"#;
+    let package = r#"tolerance = "+1% | 1KiB""#;
+    for (with_workspace, expected) in [(true, Status::Passed), (false, Status::Regressed)] {
+        let ws_table = if with_workspace { workspace } else { "" };
+        std::fs::write(
+            &manifest,
+            format!(
+                "{original}\n[workspace.metadata.vramtest]\n{ws_table}\n\n[package.metadata.vramtest]\n{package}\n"
+            ),
+        )
+        .unwrap();
+        // Plain `cargo test`: the harness reads the manifest.
+        let r = run(&dir, &exe, &one, &[]);
+        assert_eq!(r.status("linear_adam"), expected, "{}", r.text());
+        // `cargo vramtest`: its reading of the same tables, handed over.
+        let parse = |table: &str| {
+            let value: toml::Value = toml::from_str(table).unwrap();
+            Settings::parse(&serde_json::to_value(value).unwrap()).unwrap()
+        };
+        let config = parse(ws_table).overridden_by(&parse(package)).to_harness();
+        let config = serde_json::to_string(&config).unwrap();
+        let r = run(&dir, &exe, &one, &[("VRAMTEST_CONFIG", &config)]);
+        assert_eq!(r.status("linear_adam"), expected, "{config}\n{}", r.text());
+    }
+}

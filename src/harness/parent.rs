@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use vramtest_model::DeviceClass;
-use vramtest_model::config::DeviceSetting;
-use vramtest_model::report::{Config, Details, REPORT_SCHEMA, Status, TestReport};
+use vramtest_model::config::{DeviceSetting, Settings};
+use vramtest_model::report::{Details, REPORT_SCHEMA, Status, TestReport};
 
 /// Everything a trial needs, shared between trials.
 pub(super) struct Run {
@@ -21,7 +21,8 @@ pub(super) struct Run {
     pub(super) update: Update,
     pub(super) check: bool,
     pub(super) strict: bool,
-    pub(super) config: Config,
+    /// The workspace's and the package's settings, merged.
+    pub(super) settings: Settings,
     pub(super) nocapture: bool,
     pub(super) timeout: Option<std::time::Duration>,
     pub(super) report_dir: Option<PathBuf>,
@@ -40,16 +41,16 @@ pub(super) fn run(target: Target) -> Result<ExitCode, String> {
         eprintln!("{note}");
     }
     // `cargo vramtest` passes its reading of the metadata tables; under plain `cargo
-    // test` the harness reads the same tables itself.
-    let (config, configured_device) = match env::config()? {
-        Some(config) => (config, None),
-        None => {
-            let settings = crate::settings::from_manifests(&target.manifest_dir)?;
-            (settings.to_harness(), settings.device)
+    // test` the harness reads the same tables itself, with the same parser. From here
+    // on both are one `Settings`, judged the same way.
+    let settings = match env::config()? {
+        Some(config) => {
+            Settings::from_harness(&config).map_err(|e| format!("{}: {e}", env::CONFIG))?
         }
+        None => crate::settings::from_manifests(&target.manifest_dir)?,
     };
     let choice = env::device()?
-        .or(configured_device)
+        .or(settings.device)
         .unwrap_or(DeviceSetting::Auto);
     let device = select_device(choice);
     if matches!(device, Ok(Device::Cuda(_))) && args.test_threads.is_none() {
@@ -62,7 +63,7 @@ pub(super) fn run(target: Target) -> Result<ExitCode, String> {
         update: env::update()?,
         check: env::check(),
         strict: env::strict(),
-        config,
+        settings,
         nocapture: args.nocapture,
         timeout: env::timeout()?,
         report_dir: env::report_dir(),

@@ -59,7 +59,7 @@ impl Run {
             iterations: def
                 .options
                 .iterations
-                .or(self.config.iterations)
+                .or(self.settings.iterations)
                 .unwrap_or(DEFAULT_ITERATIONS),
             result: self.results.file_for(name),
         };

@@ -27,10 +27,7 @@ impl Run {
                 attribute.limits.insert((*key).to_owned(), limit);
             }
         }
-        let mut policy = Settings::from_harness(&self.config)
-            .map_err(|e| format!("{}: {e}", crate::env::CONFIG))?
-            .overridden_by(&attribute)
-            .policy();
+        let mut policy = self.settings.clone().overridden_by(&attribute).policy();
         policy.strict = self.strict;
         Ok(policy)
     }
