@@ -72,6 +72,10 @@ pub fn main(
     package: &'static str,
     crate_name: &'static str,
 ) -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(invocation) = child::Invocation::from_args(&args) {
+        return child::main(invocation);
+    }
     let built_in = PathBuf::from(manifest_dir);
     let runtime = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
     let target = Target {
@@ -79,10 +83,6 @@ pub fn main(
         built_in,
         name: crate_name.to_owned(),
     };
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(invocation) = child::Invocation::from_args(&args) {
-        return child::main(invocation);
-    }
     match parent::run(target) {
         Ok(code) => code,
         Err(message) => {
