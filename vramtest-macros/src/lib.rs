@@ -13,8 +13,10 @@ use syn::{
 };
 
 /// Marks `fn name(t: &mut vramtest::Step) -> vramtest::Result<()>` as a memory test.
+/// Another signature (async, generic, other arguments or return type) is a compile
+/// error at the part that differs.
 ///
-/// Options (all optional):
+/// Options (all optional, each at most once):
 /// - `iterations = 5`: iterations of `t.iterations()` (default 3);
 /// - `ignore` or `ignore = "reason"`: skipped unless run with `--ignored`;
 /// - `tolerance = "+2% | 1MiB"`: the allowed growth of every category and the peak;
