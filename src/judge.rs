@@ -20,7 +20,8 @@ pub enum Write {
 pub struct Decision {
     pub status: Status,
     pub write: Option<Write>,
-    /// A stale `.snap.new` should go: the result matches the snapshot.
+    /// A `.snap.new` is stale: the result matches the snapshot. The harness removes
+    /// it only when it holds this very result; any other is kept and named.
     pub remove_pending: bool,
     pub comparison: Option<Comparison>,
     /// Peak and budget, when the budget is exceeded.
@@ -72,7 +73,8 @@ pub fn decide(
         status,
         write,
         // A passing result makes an older pending file stale (it may hold a regression
-        // that was fixed since): remove it, unless nothing may be written at all.
+        // that was fixed since, or a result under review): the harness deals with it,
+        // unless nothing may be written at all.
         remove_pending: write.is_none() && !status.is_failure() && update != Update::No,
         comparison: Some(comparison),
         over_budget,

@@ -64,7 +64,11 @@ macro_rules! main {
             $crate::__private::Counting::new($alloc);
 
         fn main() -> ::std::process::ExitCode {
-            $crate::__private::main(env!("CARGO_MANIFEST_DIR"), env!("CARGO_CRATE_NAME"))
+            $crate::__private::main(
+                env!("CARGO_MANIFEST_DIR"),
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_CRATE_NAME"),
+            )
         }
     };
 }

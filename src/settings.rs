@@ -28,9 +28,9 @@ fn parse(path: &Path, text: &str) -> Result<toml::Table, String> {
 }
 
 /// The manifest with the `[workspace]` table, found the way cargo finds it: the one
-/// `package.workspace` names, else the nearest ancestor's (`None`: the crate is its
-/// own workspace, read with the package). A manifest on the way that does not parse
-/// is an error, as it is for cargo.
+/// `package.workspace` names, else the nearest ancestor's whose workspace does not
+/// exclude the crate (`None`: the crate is its own workspace, read with the package).
+/// A manifest on the way that does not parse is an error, as it is for cargo.
 fn workspace_manifest(
     manifest_dir: &Path,
     own: &toml::Table,
@@ -43,6 +43,7 @@ fn workspace_manifest(
         .and_then(|p| p.get("workspace"))
         .and_then(|w| w.as_str())
         .map(|w| manifest_dir.join(w));
+    let explicit = named.is_some();
     let candidates: Vec<PathBuf> = match named {
         Some(dir) => vec![dir],
         None => manifest_dir
@@ -57,11 +58,31 @@ fn workspace_manifest(
             continue;
         };
         let table = parse(&path, &text)?;
-        if table.contains_key("workspace") {
+        let Some(workspace) = table.get("workspace") else {
+            continue;
+        };
+        if explicit || !excludes(&dir, workspace, manifest_dir) {
             return Ok(Some((path, text, table)));
         }
     }
     Ok(None)
+}
+
+/// cargo's rule: a workspace at `root` excludes the crate at `crate_dir` when an
+/// `exclude` entry is a prefix of its path and no `members` entry is.
+fn excludes(root: &Path, workspace: &toml::Value, crate_dir: &Path) -> bool {
+    let under = |key: &str| {
+        workspace
+            .get(key)
+            .and_then(|v| v.as_array())
+            .is_some_and(|entries| {
+                entries
+                    .iter()
+                    .filter_map(|e| e.as_str())
+                    .any(|e| crate_dir.starts_with(root.join(e)))
+            })
+    };
+    under("exclude") && !under("members")
 }
 
 /// `[<section>.metadata.vramtest]` of one manifest (`package` or `workspace`); for a
@@ -100,13 +121,12 @@ fn table_settings(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use test_case::test_case;
 
-    fn crate_dir(label: &str, files: &[(&str, &str)]) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("vramtest-settings-{}-{label}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+    fn crate_dir(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
         for (name, text) in files {
-            let path = dir.join(name);
+            let path = dir.path().join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
@@ -115,46 +135,68 @@ mod tests {
 
     #[test]
     fn the_package_overrides_its_workspace() {
-        let root = crate_dir(
-            "merge",
-            &[
-                (
-                    "Cargo.toml",
-                    "[workspace]\nmembers = [\"a\"]\n[workspace.metadata.vramtest]\niterations = 5\nbudget = \"1GiB\"\n",
-                ),
-                (
-                    "a/Cargo.toml",
-                    "[package]\nname = \"a\"\n[package.metadata.vramtest]\niterations = 2\n",
-                ),
-            ],
-        );
-        let s = from_manifests(&root.join("a")).unwrap();
+        let root = crate_dir(&[
+            (
+                "Cargo.toml",
+                "[workspace]\nmembers = [\"a\"]\n[workspace.metadata.vramtest]\niterations = 5\nbudget = \"1GiB\"\n",
+            ),
+            (
+                "a/Cargo.toml",
+                "[package]\nname = \"a\"\n[package.metadata.vramtest]\niterations = 2\n",
+            ),
+        ]);
+        let s = from_manifests(&root.path().join("a")).unwrap();
         assert_eq!(s.iterations, Some(2));
         assert_eq!(s.budget, Some(1 << 30));
-        let _ = std::fs::remove_dir_all(root);
     }
 
     #[test]
     fn a_bad_key_names_the_manifest_and_line() {
-        let root = crate_dir(
-            "bad",
-            &[(
-                "Cargo.toml",
-                "[package]\nname = \"a\"\n\n[package.metadata.vramtest]\niteration = 2\n[workspace]\n",
-            )],
-        );
-        let e = from_manifests(&root).unwrap_err();
+        let root = crate_dir(&[(
+            "Cargo.toml",
+            "[package]\nname = \"a\"\n\n[package.metadata.vramtest]\niteration = 2\n[workspace]\n",
+        )]);
+        let e = from_manifests(root.path()).unwrap_err();
         assert!(
             e.contains("Cargo.toml:5: [package.metadata.vramtest] `iteration`"),
             "{e}"
         );
-        let _ = std::fs::remove_dir_all(root);
     }
 
     #[test]
     fn no_tables_are_the_defaults() {
-        let root = crate_dir("none", &[("Cargo.toml", "[package]\nname = \"a\"\n")]);
-        assert_eq!(from_manifests(&root).unwrap(), Settings::default());
-        let _ = std::fs::remove_dir_all(root);
+        let root = crate_dir(&[("Cargo.toml", "[package]\nname = \"a\"\n")]);
+        assert_eq!(from_manifests(root.path()).unwrap(), Settings::default());
+    }
+
+    const WORKSPACE: &str = "[workspace]\nmembers = [\"a\"]\nexclude = [\"fixtures\"]\n[workspace.metadata.vramtest]\niterations = 5\n";
+
+    #[test_case("a", Some(5); "a member")]
+    #[test_case("fixtures/b", None; "an excluded crate is its own workspace")]
+    fn an_excluded_crate_does_not_take_the_workspace_settings(dir: &str, iterations: Option<u32>) {
+        let root = crate_dir(&[
+            ("Cargo.toml", WORKSPACE),
+            ("a/Cargo.toml", "[package]\nname = \"a\"\n"),
+            ("fixtures/b/Cargo.toml", "[package]\nname = \"b\"\n"),
+        ]);
+        let s = from_manifests(&root.path().join(dir)).unwrap();
+        assert_eq!(s.iterations, iterations);
+    }
+
+    #[test]
+    fn a_workspace_above_an_excluding_one_is_found() {
+        let root = crate_dir(&[
+            (
+                "Cargo.toml",
+                "[workspace]\n[workspace.metadata.vramtest]\niterations = 7\n",
+            ),
+            (
+                "inner/Cargo.toml",
+                "[workspace]\nexclude = [\"b\"]\n[workspace.metadata.vramtest]\niterations = 5\n",
+            ),
+            ("inner/b/Cargo.toml", "[package]\nname = \"b\"\n"),
+        ]);
+        let s = from_manifests(&root.path().join("inner/b")).unwrap();
+        assert_eq!(s.iterations, Some(7));
     }
 }

@@ -24,13 +24,9 @@ pub struct Tally {
 /// The limits a package's results are held to: its `vramtest` metadata, as the harness
 /// receives it (`VRAMTEST_CONFIG`) and applies it, over the defaults. A test's own
 /// attribute options are not known without building it, and do not apply here.
-pub fn policy(
-    config: &Config,
-) -> std::result::Result<Policy, vramtest_model::policy::UnknownLimitKey> {
-    let mut policy = Policy::default();
-    policy.set_all(config.limits.iter().map(|(k, l)| (k.as_str(), *l)))?;
-    policy.budget = config.budget;
-    Ok(policy)
+pub fn policy(config: &Config) -> std::result::Result<Policy, vramtest_model::config::ConfigError> {
+    // The harness's own path: settings merged key by key, then turned into limits.
+    Ok(vramtest_model::config::Settings::from_harness(config)?.policy())
 }
 
 /// One pending file, described for a reviewer: a header, the figures that moved under

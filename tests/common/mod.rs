@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[path = "fixture_copy.rs"]
+pub mod fixture_copy;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
@@ -19,14 +22,12 @@ pub fn fixture_target_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target").join("fixtures"))
 }
 
-/// A fresh, empty directory under the system's temporary directory.
-pub fn temp_dir(label: &str) -> PathBuf {
-    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("vramtest-e2e-{}-{label}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh, empty scratch directory, removed when dropped.
+pub fn scratch_dir(label: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("vramtest-e2e-{label}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Builds the `vram` test target of the crate at `manifest_dir` and returns the
@@ -74,6 +75,25 @@ pub fn fixture_binary(name: &str) -> (PathBuf, PathBuf) {
     (dir, exe)
 }
 
+/// Whether `cargo nextest` runs here. Where it does not, the caller skips its test
+/// and this says why, on stderr; with `VRAMTEST_REQUIRE_NEXTEST=1` (as `.ci/run`
+/// sets it) a missing nextest fails instead, so CI never skips silently.
+pub fn has_nextest() -> bool {
+    let found = Command::new(env!("CARGO"))
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let hint = "cargo-nextest is not installed (hint: cargo install cargo-nextest --locked)";
+        assert!(
+            std::env::var_os("VRAMTEST_REQUIRE_NEXTEST").is_none(),
+            "{hint}; VRAMTEST_REQUIRE_NEXTEST is set"
+        );
+        eprintln!("skipped: {hint}");
+    }
+    found
+}
+
 /// The outcome of running a test binary.
 pub struct Run {
     pub output: Output,
@@ -104,11 +124,12 @@ impl Run {
 /// Runs a test binary like `cargo test` does (cwd = the crate), with reports collected.
 /// By default nothing is written: `VRAMTEST_UPDATE=no` unless `envs` says otherwise.
 pub fn run(crate_dir: &Path, exe: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
-    let reports_dir = temp_dir("reports");
+    let scratch = scratch_dir("reports");
+    let reports_dir = scratch.path();
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .current_dir(crate_dir)
-        .env("VRAMTEST_REPORT_DIR", &reports_dir)
+        .env("VRAMTEST_REPORT_DIR", reports_dir)
         .env("VRAMTEST_UPDATE", "no")
         .env_remove("CI")
         .env_remove("VRAMTEST_CHECK")
@@ -119,7 +140,7 @@ pub fn run(crate_dir: &Path, exe: &Path, args: &[&str], envs: &[(&str, &str)]) -
         cmd.env(k, v);
     }
     let output = cmd.output().expect("the test binary runs");
-    let mut reports: Vec<TestReport> = std::fs::read_dir(&reports_dir)
+    let mut reports: Vec<TestReport> = std::fs::read_dir(reports_dir)
         .map(|entries| {
             entries
                 .filter_map(|e| e.ok())
@@ -131,7 +152,6 @@ pub fn run(crate_dir: &Path, exe: &Path, args: &[&str], envs: &[(&str, &str)]) -
         })
         .unwrap_or_default();
     reports.sort_by(|a, b| a.test.cmp(&b.test));
-    let _ = std::fs::remove_dir_all(&reports_dir);
     Run { output, reports }
 }
 
@@ -152,42 +172,39 @@ pub fn assert_close(what: &str, measured: u64, expected: u64, percent: f64) {
     );
 }
 
-/// Copies a fixture crate (without its target dir and snapshots) to a temporary
-/// directory, pointing its `vramtest` dependency back at this repository.
-pub fn copy_fixture(name: &str) -> PathBuf {
-    let src = repo_root().join("fixtures").join(name);
-    let dst = temp_dir(name);
-    copy_dir(&src, &dst);
-    let _ = std::fs::remove_dir_all(dst.join("tests").join("snapshots"));
-    let manifest = dst.join("Cargo.toml");
-    // Cargo names a root package's artifacts by name and version, not by path: a copy
-    // with the same version would overwrite the committed fixture's test binary in the
-    // shared target directory. A version of its own keeps them apart (a fixed one, so
-    // the target directory does not grow from run to run; one copy per fixture).
-    let text = std::fs::read_to_string(&manifest)
-        .unwrap()
-        .replace(
-            "path = \"../..\"",
-            &format!("path = {:?}", repo_root().display().to_string()),
-        )
-        .replacen("version = \"0.1.0\"", "version = \"0.1.0-e2e-root\"", 1);
-    std::fs::write(manifest, text).unwrap();
-    dst
+/// A copy of a fixture crate in a scratch directory of its own, removed when dropped.
+pub struct Copy {
+    /// The copy's root (its `Cargo.toml` is here).
+    pub dir: PathBuf,
+    _scratch: tempfile::TempDir,
 }
 
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == "target" {
-            continue;
-        }
-        let to = dst.join(&name);
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), to).unwrap();
-        }
+impl std::ops::Deref for Copy {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Copies a fixture crate (without its target dir and snapshots) to a scratch
+/// directory, pointing its `vramtest` dependency back at this repository.
+pub fn copy_fixture(name: &str) -> Copy {
+    copy_fixture_as(name, "root")
+}
+
+/// [`copy_fixture`] with the package version `0.1.0-e2e-<scenario>`: copies that share
+/// a scenario share their test binary's name in the shared target directory.
+pub fn copy_fixture_as(name: &str, scenario: &str) -> Copy {
+    let scratch = scratch_dir(name);
+    let dir = scratch.path().join(name);
+    fixture_copy::copy_crate(
+        &repo_root().join("fixtures").join(name),
+        &dir,
+        &repo_root(),
+        &format!("0.1.0-e2e-{scenario}"),
+    );
+    Copy {
+        dir,
+        _scratch: scratch,
     }
 }

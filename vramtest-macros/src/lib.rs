@@ -7,11 +7,16 @@ use proc_macro::TokenStream;
 use quote::quote;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
+use syn::{
+    Expr, ExprLit, FnArg, GenericArgument, GenericParam, ItemFn, Lit, Meta, PathArguments,
+    ReturnType, Signature, Token, Type,
+};
 
 /// Marks `fn name(t: &mut vramtest::Step) -> vramtest::Result<()>` as a memory test.
+/// Another signature (async, generic, other arguments or return type) is a compile
+/// error at the part that differs.
 ///
-/// Options (all optional):
+/// Options (all optional, each at most once):
 /// - `iterations = 5`: iterations of `t.iterations()` (default 3);
 /// - `ignore` or `ignore = "reason"`: skipped unless run with `--ignored`;
 /// - `tolerance = "+2% | 1MiB"`: the allowed growth of every category and the peak;
@@ -31,7 +36,9 @@ fn expand(
     item: proc_macro2::TokenStream,
 ) -> syn::Result<proc_macro2::TokenStream> {
     let func: ItemFn = syn::parse2(item)?;
+    check_signature(&func.sig)?;
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
+    let mut seen: Vec<String> = Vec::new();
 
     let mut iterations = quote!(::core::option::Option::None);
     let mut ignore = quote!(::core::option::Option::None);
@@ -45,6 +52,13 @@ fn expand(
             .get_ident()
             .map(|i| i.to_string())
             .ok_or_else(|| syn::Error::new_spanned(meta.path(), "expected an option name"))?;
+        if seen.contains(&key) {
+            return Err(syn::Error::new_spanned(
+                meta.path(),
+                format!("`{key}` is given more than once (hint: keep one)"),
+            ));
+        }
+        seen.push(key.clone());
         match (&meta, key.as_str()) {
             (Meta::Path(_), "ignore") => ignore = quote!(::core::option::Option::Some("")),
             (Meta::NameValue(nv), "ignore") => {
@@ -134,11 +148,148 @@ fn expand(
     })
 }
 
+/// The signature the harness calls: `fn name(t: &mut Step) -> vramtest::Result<()>`,
+/// neither async nor generic. Errors point at the part that differs.
+fn check_signature(sig: &Signature) -> syn::Result<()> {
+    const EXPECTED: &str =
+        "a #[vramtest] function is `fn name(t: &mut vramtest::Step) -> vramtest::Result<()>`";
+    if let Some(a) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(
+            a,
+            format!("{EXPECTED}, not async (hint: block on the future inside the test)"),
+        ));
+    }
+    if let Some(p) = sig
+        .generics
+        .params
+        .iter()
+        .find(|p| !matches!(p, GenericParam::Lifetime(_)))
+    {
+        return Err(syn::Error::new_spanned(
+            p,
+            format!("{EXPECTED}, not generic (hint: write one test per type)"),
+        ));
+    }
+    if let Some(v) = &sig.variadic {
+        return Err(syn::Error::new_spanned(v, EXPECTED));
+    }
+    let mut inputs = sig.inputs.iter();
+    let step_ok = match inputs.next() {
+        Some(FnArg::Typed(arg)) => is_mut_step(&arg.ty),
+        _ => false,
+    };
+    if !step_ok {
+        let message = format!("{EXPECTED}: it takes one argument, `&mut Step`");
+        return Err(match sig.inputs.first() {
+            Some(first) => syn::Error::new_spanned(first, message),
+            None => syn::Error::new(sig.paren_token.span.join(), message),
+        });
+    }
+    if let Some(extra) = inputs.next() {
+        return Err(syn::Error::new_spanned(
+            extra,
+            format!("{EXPECTED}: it takes one argument, `&mut Step`"),
+        ));
+    }
+    match &sig.output {
+        ReturnType::Type(_, ty) if is_unit_result(ty) => Ok(()),
+        ReturnType::Type(_, ty) => Err(syn::Error::new_spanned(
+            ty,
+            format!("{EXPECTED}: it returns `vramtest::Result<()>`"),
+        )),
+        ReturnType::Default => Err(syn::Error::new_spanned(
+            &sig.ident,
+            format!("{EXPECTED}: it returns `vramtest::Result<()>` (hint: end it with `Ok(())`)"),
+        )),
+    }
+}
+
+/// `&mut Step` (any path ending in `Step`).
+fn is_mut_step(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(r) if r.mutability.is_some() => {
+            matches!(&*r.elem, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Step" && s.arguments.is_none()))
+        }
+        Type::Paren(p) => is_mut_step(&p.elem),
+        _ => false,
+    }
+}
+
+/// `Result<()>` (any path ending in it: `vramtest::Result<()>`).
+fn is_unit_result(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
+    let Some(last) = p.path.segments.last() else {
+        return false;
+    };
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return false;
+    };
+    last.ident == "Result"
+        && p.qself.is_none()
+        && args.args.len() == 1
+        && matches!(args.args.first(), Some(GenericArgument::Type(Type::Tuple(t))) if t.elems.is_empty())
+}
+
 fn string(e: &Expr) -> syn::Result<String> {
     match e {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
         }) => Ok(s.value()),
         other => Err(syn::Error::new_spanned(other, "expected a string literal")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+    use test_case::test_case;
+
+    const GOOD: &str = "fn step(t: &mut Step) -> vramtest::Result<()> { Ok(()) }";
+
+    /// Expands `#[vramtest(attr)] item`; the error's message and its line:column
+    /// (1-based line, 0-based column) in `item` (or `attr`).
+    fn error(attr: &str, item: &str) -> (String, (usize, usize)) {
+        let attr = proc_macro2::TokenStream::from_str(attr).unwrap();
+        let item = proc_macro2::TokenStream::from_str(item).unwrap();
+        let e = expand(attr, item).expect_err("a compile error");
+        let start = e.span().start();
+        (e.to_string(), (start.line, start.column))
+    }
+
+    #[test_case("fn step(t: &mut Step) -> vramtest::Result<()> { Ok(()) }"; "the documented form")]
+    #[test_case("fn step(t: &mut vramtest::Step) -> Result<()> { Ok(()) }"; "other paths")]
+    #[test_case("pub(crate) fn step<'a>(t: &'a mut Step) -> vramtest::Result<()> { Ok(()) }"; "a lifetime")]
+    fn accepts(item: &str) {
+        let item = proc_macro2::TokenStream::from_str(item).unwrap();
+        expand(proc_macro2::TokenStream::new(), item).unwrap();
+    }
+
+    #[test_case("async fn step(t: &mut Step) -> vramtest::Result<()> { Ok(()) }", "not async", (1, 0); "async")]
+    #[test_case("fn step<T>(t: &mut Step) -> vramtest::Result<()> { Ok(()) }", "not generic", (1, 8); "a type parameter")]
+    #[test_case("fn step<const N: usize>(t: &mut Step) -> vramtest::Result<()> { Ok(()) }", "not generic", (1, 8); "a const parameter")]
+    #[test_case("fn step() -> vramtest::Result<()> { Ok(()) }", "one argument", (1, 7); "no argument")]
+    #[test_case("fn step(t: &Step) -> vramtest::Result<()> { Ok(()) }", "one argument", (1, 8); "a shared reference")]
+    #[test_case("fn step(t: Step) -> vramtest::Result<()> { Ok(()) }", "one argument", (1, 8); "by value")]
+    #[test_case("fn step(t: &mut Step, n: usize) -> vramtest::Result<()> { Ok(()) }", "one argument", (1, 22); "two arguments")]
+    #[test_case("fn step(t: &mut Step) { }", "returns `vramtest::Result<()>`", (1, 3); "no return type")]
+    #[test_case("fn step(t: &mut Step) -> std::io::Result<u32> { Ok(1) }", "returns `vramtest::Result<()>`", (1, 25); "another result")]
+    #[test_case("fn step(t: &mut Step) -> Result<(), String> { Ok(()) }", "returns `vramtest::Result<()>`", (1, 25); "a two-parameter result")]
+    fn rejects_the_signature(item: &str, needle: &str, at: (usize, usize)) {
+        let (message, span) = error("", item);
+        assert!(message.contains(needle), "{message}");
+        assert_eq!(span, at, "{message}");
+    }
+
+    #[test_case("iterations = 2, iterations = 3", "`iterations` is given more than once", (1, 16); "iterations")]
+    #[test_case("ignore, ignore = \"slow\"", "`ignore` is given more than once", (1, 8); "ignore")]
+    #[test_case("activations = \"+5%\", activations = \"+6%\"", "`activations` is given more than once", (1, 21); "a limit")]
+    #[test_case("devices = \"cpu\", devices = \"cuda\"", "`devices` is given more than once", (1, 17); "devices")]
+    #[test_case("iterations = 0", "at least 1", (1, 13); "zero iterations")]
+    #[test_case("activation = \"+5%\"", "unknown or malformed option", (1, 0); "a misspelt category")]
+    fn rejects_the_options(attr: &str, needle: &str, at: (usize, usize)) {
+        let (message, span) = error(attr, GOOD);
+        assert!(message.contains(needle), "{message}");
+        assert_eq!(span, at, "{message}");
     }
 }

@@ -13,9 +13,10 @@
 //! ```
 
 use crate::report::Config;
-use crate::{Category, Limit, parse_bytes};
+use crate::{Category, Limit, Policy, parse_bytes};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use toml::de::{DeTable, DeValue};
 
 /// The `device` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,38 +152,77 @@ impl Settings {
     }
 
     /// These settings with `over`'s keys taking precedence (a package over its
-    /// workspace). Limits merge key by key.
+    /// workspace, a test's attribute over both), key by key: `over`'s `tolerance`
+    /// replaces only the tolerance, and `limits` merge category by category, so a
+    /// limit named at any level is kept unless a more specific level names it too.
     pub fn overridden_by(mut self, over: &Settings) -> Settings {
         self.iterations = over.iterations.or(self.iterations);
         self.device = over.device.or(self.device);
         self.budget = over.budget.or(self.budget);
-        if over.tolerance.is_some() {
-            // A package's tolerance replaces the workspace's per-key limits too: it is
-            // the package's statement of how tight everything is.
-            self.tolerance = over.tolerance;
-            self.limits.clear();
-        }
+        self.tolerance = over.tolerance.or(self.tolerance);
         self.limits
             .extend(over.limits.iter().map(|(k, v)| (k.clone(), *v)));
         self
     }
 
-    /// What the harness reads from `VRAMTEST_CONFIG`. `tolerance` is expanded into the
-    /// peak and every category that `limits` does not name, so the result does not
-    /// depend on the order in which the harness applies keys.
+    /// What the harness reads from `VRAMTEST_CONFIG`: the named limits, and the
+    /// tolerance under the key `tolerance`. [`Settings::from_harness`] reads it back.
     pub fn to_harness(&self) -> Config {
         let mut limits = self.limits.clone();
         if let Some(t) = self.tolerance {
-            let keys = std::iter::once("peak").chain(Category::ALL.iter().map(|c| c.as_str()));
-            for key in keys {
-                limits.entry(key.to_owned()).or_insert(t);
-            }
+            limits.insert("tolerance".to_owned(), t);
         }
         Config {
             iterations: self.iterations,
             limits,
             budget: self.budget,
         }
+    }
+
+    /// The settings `VRAMTEST_CONFIG` carries (see [`Settings::to_harness`]); an
+    /// unknown limit key is an error.
+    pub fn from_harness(config: &Config) -> Result<Settings, ConfigError> {
+        let mut limits = config.limits.clone();
+        let tolerance = limits.remove("tolerance");
+        if let Some(key) = limits
+            .keys()
+            .find(|k| !matches!(k.as_str(), "peak" | "leak") && k.parse::<Category>().is_err())
+        {
+            return Err(bad(
+                format!("limits.{key}"),
+                format!("unknown limit (expected one of: {LIMIT_KEYS})"),
+            ));
+        }
+        Ok(Settings {
+            iterations: config.iterations,
+            device: None,
+            budget: config.budget,
+            tolerance,
+            limits,
+        })
+    }
+
+    /// The limits these settings hold a result to. Each subject takes its limit
+    /// from `limits` if named there, else from `tolerance`, else its default; the
+    /// tolerance covers the peak and every category but `untracked` (which keeps its
+    /// wider default unless named), and not the leak.
+    pub fn policy(&self) -> Policy {
+        let mut policy = Policy::default();
+        let named = |key: &str| self.limits.get(key).copied();
+        let tolerance = |default: Limit| self.tolerance.unwrap_or(default);
+        policy.peak = named("peak").unwrap_or_else(|| tolerance(policy.peak));
+        for c in Category::ALL {
+            let default = policy.categories[c.index()];
+            policy.categories[c.index()] =
+                named(c.as_str()).unwrap_or(if c == Category::Untracked {
+                    default
+                } else {
+                    tolerance(default)
+                });
+        }
+        policy.leak = named("leak").unwrap_or(policy.leak);
+        policy.budget = self.budget;
+        policy
     }
 }
 
@@ -250,49 +290,34 @@ fn limit(key: &str, v: &Value) -> Result<Limit, ConfigError> {
 }
 
 /// The 1-based line of `key` (possibly dotted, `limits.activations`) in the TOML table
-/// `table` (`package.metadata.vramtest`) of a manifest's text, for error messages.
-/// Best effort: falls back to the table's header line, then to `None`.
+/// `table` (`package.metadata.vramtest`) of a manifest's text, for error messages, from
+/// the TOML parser's spans. Falls back to the table's line, then to `None` (no such
+/// table, or text that is not TOML).
 pub fn key_line(manifest: &str, table: &str, key: &str) -> Option<usize> {
-    let (parent, leaf) = match key.split_once('.') {
-        Some((p, l)) => (Some(p), l),
-        None => (None, key),
-    };
-    let mut current = String::new();
-    let mut header = None;
-    let mut parent_line = None;
-    for (i, raw) in manifest.lines().enumerate() {
-        let line = raw.trim();
-        if let Some(h) = line.strip_prefix('[') {
-            current = h
-                .trim_start_matches('[')
-                .split(']')
-                .next()
-                .unwrap_or("")
-                .replace([' ', '"'], "");
-            if current == table {
-                header = Some(i + 1);
-            }
-            continue;
-        }
-        let Some((lhs, _)) = line.split_once('=') else {
-            continue;
+    let document = DeTable::parse(manifest).ok()?;
+    let line = |span: std::ops::Range<usize>| manifest[..span.start].matches('\n').count() + 1;
+    let mut current = document.get_ref();
+    let mut table_span = document.span();
+    for part in table.split('.') {
+        let (k, v) = current.iter().find(|(k, _)| k.get_ref() == part)?;
+        let DeValue::Table(t) = v.get_ref() else {
+            return None;
         };
-        let lhs = lhs.trim().replace([' ', '"'], "");
-        let in_table = current == table;
-        let in_sub = parent.is_some_and(|p| current == format!("{table}.{p}"));
-        let hit = match parent {
-            None => in_table && lhs == leaf,
-            Some(p) => (in_table && lhs == format!("{p}.{leaf}")) || (in_sub && lhs == leaf),
-        };
-        if hit {
-            return Some(i + 1);
-        }
-        if in_table && parent == Some(lhs.as_str()) {
-            // `limits = { activations = "+5%" }`: the inline table's line.
-            parent_line = Some(i + 1);
-        }
+        table_span = k.span();
+        current = t;
     }
-    parent_line.or(header)
+    let mut best = line(table_span);
+    for part in key.split('.') {
+        let Some((k, v)) = current.iter().find(|(k, _)| k.get_ref() == part) else {
+            break;
+        };
+        best = line(k.span());
+        let DeValue::Table(t) = v.get_ref() else {
+            break;
+        };
+        current = t;
+    }
+    Some(best)
 }
 
 #[cfg(test)]
@@ -369,21 +394,96 @@ mod tests {
     }
 
     #[test]
-    fn tolerance_fills_every_limit_not_named() {
+    fn tolerance_fills_every_limit_not_named_but_untracked_and_leak() {
         let s = Settings::parse(&json!({
             "tolerance": "+3%", "limits": { "activations": "+5%" }
         }))
         .unwrap();
-        let c = s.to_harness();
-        assert_eq!(c.limits["activations"], limit("+5%"));
-        assert_eq!(c.limits["peak"], limit("+3%"));
-        assert_eq!(c.limits["workspace"], limit("+3%"));
-        assert_eq!(c.limits["untracked"], limit("+3%"));
-        assert!(!c.limits.contains_key("leak"));
-        assert!(!c.limits.contains_key("tolerance"));
-        // The harness reads it back.
-        let json = serde_json::to_string(&c).unwrap();
-        assert_eq!(serde_json::from_str::<Config>(&json).unwrap(), c);
+        let p = s.policy();
+        assert_eq!(p.categories[Category::Activations.index()], limit("+5%"));
+        assert_eq!(p.peak, limit("+3%"));
+        assert_eq!(p.categories[Category::Workspace.index()], limit("+3%"));
+        assert_eq!(p.categories[Category::Untracked.index()], Limit::UNTRACKED);
+        assert_eq!(p.leak, Policy::default().leak);
+        // The harness reads the same settings back from `VRAMTEST_CONFIG`.
+        let json = serde_json::to_string(&s.to_harness()).unwrap();
+        let back = Settings::from_harness(&serde_json::from_str::<Config>(&json).unwrap()).unwrap();
+        assert_eq!(back, s);
+    }
+
+    /// One level of settings, as a table.
+    fn level(value: Value) -> Settings {
+        Settings::parse(&value).unwrap()
+    }
+
+    #[test_case(
+        &[json!({"limits": {"activations": "+400%", "peak": "+400%"}}), json!({"tolerance": "+1% | 1KiB"})],
+        &[("activations", "+400%"), ("peak", "+400%"), ("gradients", "+1% | 1KiB"), ("untracked", "+10% | 16MiB")];
+        "a package tolerance keeps the workspace's named limits"
+    )]
+    #[test_case(
+        &[json!({"tolerance": "+2% | 1MiB"})],
+        &[("peak", "+2% | 1MiB"), ("untracked", "+10% | 16MiB")];
+        "a looser tolerance does not tighten untracked"
+    )]
+    #[test_case(
+        &[json!({"tolerance": "+50%"}), json!({"limits": {"untracked": "+20% | 32MiB"}})],
+        &[("untracked", "+20% | 32MiB"), ("inputs", "+50%")];
+        "untracked follows only its own name"
+    )]
+    #[test_case(
+        &[json!({"tolerance": "+5%"}), json!({"tolerance": "+7%"})],
+        &[("peak", "+7%"), ("parameters", "+7%")];
+        "the more specific tolerance wins"
+    )]
+    #[test_case(
+        &[json!({"limits": {"activations": "+9%"}}), json!({"limits": {"gradients": "+2%"}}), json!({"tolerance": "+30%", "limits": {"leak": "0"}})],
+        &[("activations", "+9%"), ("gradients", "+2%"), ("inputs", "+30%"), ("leak", "0")];
+        "workspace, package and attribute merge category by category"
+    )]
+    #[test_case(
+        &[json!({"limits": {"activations": "+1%"}}), json!({"limits": {"activations": "+3%"}})],
+        &[("activations", "+3%")];
+        "a name at a more specific level wins"
+    )]
+    fn levels_merge_key_by_key(levels: &[Value], expected: &[(&str, &str)]) {
+        let merged = levels.iter().fold(Settings::default(), |acc, v| {
+            acc.overridden_by(&level(v.clone()))
+        });
+        // The same through `VRAMTEST_CONFIG`, as under `cargo vramtest`.
+        let through_env = Settings::from_harness(&merged.to_harness()).unwrap();
+        for settings in [&merged, &through_env] {
+            let p = settings.policy();
+            for (key, text) in expected {
+                let got = match *key {
+                    "peak" => p.peak,
+                    "leak" => p.leak,
+                    c => p.categories[c.parse::<Category>().unwrap().index()],
+                };
+                assert_eq!(got, limit(text), "{key}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_harness_rejects_an_unknown_limit_in_its_config() {
+        let mut config = Settings::default().to_harness();
+        config.limits.insert("activation".into(), Limit::EXACT);
+        let e = Settings::from_harness(&config).unwrap_err();
+        assert_eq!(e.key, "limits.activation");
+    }
+
+    #[test]
+    fn a_package_tolerance_does_not_fail_what_the_workspace_allows() {
+        // Workspace: activations may grow 400%; package: a tight tolerance. Activations
+        // growing by 200% pass (the README's promise: the package wins key by key).
+        let ws = level(json!({"limits": {"activations": "+400%", "peak": "+400%"}}));
+        let pkg = level(json!({"tolerance": "+1% | 1KiB"}));
+        let old = 1u64 << 20;
+        let new = 3 * old;
+        let p = ws.overridden_by(&pkg).policy();
+        let slack = p.categories[Category::Activations.index()].slack(old);
+        assert!(new - old <= slack, "{} > {slack}", new - old);
     }
 
     const MANIFEST: &str = r#"[package]
@@ -393,22 +493,27 @@ name = "x"
 iterations = 0
 limits = { activations = "lots" }
 
-[package.metadata.vramtest.limits]
-gradients = "+1%"
-
 [workspace.metadata.vramtest]
 "budget" = "x"
-limits.peak = "y"
+
+[workspace.metadata.vramtest.limits]
+gradients = "+1%"
+peak = "y"
 "#;
 
-    #[test_case("package.metadata.vramtest", "iterations", Some(5))]
-    #[test_case("package.metadata.vramtest", "limits.activations", Some(6))]
-    #[test_case("package.metadata.vramtest", "limits.gradients", Some(9))]
-    #[test_case("package.metadata.vramtest", "device", Some(4); "missing key: the header")]
-    #[test_case("workspace.metadata.vramtest", "budget", Some(12))]
-    #[test_case("workspace.metadata.vramtest", "limits.peak", Some(13))]
-    #[test_case("package.metadata.other", "x", None)]
-    fn finds_the_line(table: &str, key: &str, line: Option<usize>) {
-        assert_eq!(key_line(MANIFEST, table, key), line);
+    #[test_case(MANIFEST, "package.metadata.vramtest", "iterations", Some(5))]
+    #[test_case(MANIFEST, "package.metadata.vramtest", "limits.activations", Some(6))]
+    #[test_case(MANIFEST, "package.metadata.vramtest", "device", Some(4); "missing key: the header")]
+    #[test_case(MANIFEST, "package.metadata.vramtest", "limits.inputs", Some(6); "missing limit: the limits table")]
+    #[test_case(MANIFEST, "workspace.metadata.vramtest", "budget", Some(9); "a quoted key")]
+    #[test_case(MANIFEST, "workspace.metadata.vramtest", "limits.gradients", Some(12); "a sub-table")]
+    #[test_case(MANIFEST, "workspace.metadata.vramtest", "limits.peak", Some(13))]
+    #[test_case(MANIFEST, "package.metadata.other", "x", None)]
+    #[test_case("[package.metadata.vramtest]\nx = 1\nlimits.peak = \"y\"\n", "package.metadata.vramtest", "limits.peak", Some(3); "a dotted key")]
+    #[test_case("[package.metadata]\nvramtest = { iterations = 0 }\n", "package.metadata.vramtest", "iterations", Some(2); "an inline table")]
+    #[test_case("[package.metadata.vramtest]\n  iterations   =   0 # x = 1\n", "package.metadata.vramtest", "iterations", Some(2); "spaces and a comment")]
+    #[test_case("[package\nname = 1", "package", "name", None; "not TOML")]
+    fn finds_the_line(manifest: &str, table: &str, key: &str, line: Option<usize>) {
+        assert_eq!(key_line(manifest, table, key), line);
     }
 }

@@ -85,8 +85,8 @@ pub fn device() -> Result<Option<DeviceSetting>, String> {
     }
 }
 
-/// The name of the variable that carries resolved settings (JSON of `report::Config`):
-/// from `cargo vramtest` to the harness, and from the harness to its children.
+/// The name of the variable that carries resolved settings (JSON of `report::Config`)
+/// from `cargo vramtest` to the harness.
 pub const CONFIG: &str = "VRAMTEST_CONFIG";
 
 /// Settings from `cargo vramtest` (`VRAMTEST_CONFIG`); `None` when unset.
@@ -109,13 +109,6 @@ pub fn report_dir() -> Option<PathBuf> {
 pub fn references_file() -> Option<PathBuf> {
     std::env::var_os("INSTA_SNAPSHOT_REFERENCES_FILE").map(PathBuf::from)
 }
-
-/// Set in a child process of the harness (internal): the one test it runs, and where it writes its result.
-pub const CHILD_TEST: &str = "__VRAMTEST_CHILD_TEST";
-/// The child's result file.
-pub const CHILD_RESULT: &str = "__VRAMTEST_CHILD_RESULT";
-/// The device the child runs on (`cpu` or `cuda:N`).
-pub const CHILD_DEVICE: &str = "__VRAMTEST_CHILD_DEVICE";
 
 /// `VRAMTEST_TIMEOUT=<seconds>`: a test still running after this long is killed and
 /// fails. `None` (the default): no limit.

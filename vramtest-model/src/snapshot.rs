@@ -202,6 +202,8 @@ mod tests {
 pub enum ParseError {
     #[error("line 1: not a snapshot file: it must start with `---` and a `source:` line")]
     NoHeader,
+    #[error("line {line}: not UTF-8 text (hint: a snapshot file is UTF-8; re-create it)")]
+    NotUtf8 { line: usize },
     #[error("line {line}: the header is never closed by a `---` line")]
     UnclosedHeader { line: usize },
     #[error("line {line}: invalid snapshot body: {message}")]
@@ -248,10 +250,13 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         return Err(ParseError::UnclosedHeader { line });
     }
     let body_text = &text[offset..];
+    // serde_json counts a missing value at the end as the line after the last one.
+    let last_line = 1 + text.matches('\n').count();
+    let body_line = |e: &serde_json::Error| (line + e.line()).min(last_line);
     // Check the schema first, so a future format gets a precise message.
     let value: serde_json::Value =
         serde_json::from_str(body_text).map_err(|e| ParseError::Body {
-            line: line + e.line(),
+            line: body_line(&e),
             message: e.to_string(),
         })?;
     // The file line holding the `schema` key (the body starts after `line`).
@@ -277,7 +282,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         }
     }
     let body: Body = serde_json::from_str(body_text).map_err(|e| ParseError::Body {
-        line: line + e.line(),
+        line: body_line(&e),
         message: e.to_string(),
     })?;
     Ok(Parsed { header, body })
@@ -338,6 +343,7 @@ impl FileError {
             FileError::Parse { source, .. } => match source {
                 ParseError::NoHeader => Some(1),
                 ParseError::UnclosedHeader { line }
+                | ParseError::NotUtf8 { line }
                 | ParseError::Body { line, .. }
                 | ParseError::Schema { line, .. } => Some(*line),
             },
@@ -348,8 +354,8 @@ impl FileError {
 
 /// Reads and parses a snapshot file; `Ok(None)` when it does not exist.
 pub fn read(path: &Path) -> Result<Option<Parsed>, FileError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
             return Err(FileError::Io {
@@ -358,35 +364,65 @@ pub fn read(path: &Path) -> Result<Option<Parsed>, FileError> {
             });
         }
     };
-    parse(&text).map(Some).map_err(|source| FileError::Parse {
-        path: path.to_owned(),
-        source,
-    })
+    parse_bytes(&bytes)
+        .map(Some)
+        .map_err(|source| FileError::Parse {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+/// [`parse`] for a file's bytes: text that is not UTF-8 is an error at the line of
+/// the first byte that is not.
+pub fn parse_bytes(bytes: &[u8]) -> Result<Parsed, ParseError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse(text),
+        Err(e) => Err(ParseError::NotUtf8 {
+            line: 1 + bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count(),
+        }),
+    }
 }
 
 /// Writes `text` to `path` atomically: a temporary file in the same directory, flushed,
-/// then renamed over the target. A crash leaves the old file or the new one, never half.
+/// then renamed over the target, and the directory flushed so that the rename itself
+/// survives a power cut. A crash leaves the old file or the new one, never half.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), FileError> {
     let io = |source| FileError::Io {
         path: path.to_owned(),
         source,
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     std::fs::create_dir_all(dir).map_err(io)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.unwrap_or_default(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io)
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // A random name beside the target (removed again if anything fails).
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // A file like any other (0666 less the umask), not tempfile's private 0600.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(dir).map_err(io)?;
+    tmp.write_all(text.as_bytes()).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    sync_dir(dir).map_err(io)
+}
+
+/// Flushes a directory's entries to disk (Unix; elsewhere a rename is as durable as
+/// the file system makes it).
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }

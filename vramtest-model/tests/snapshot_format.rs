@@ -376,27 +376,16 @@ fn pending_path_appends_new() {
 // ---------------------------------------------------------------------------------------
 // The file system.
 
-/// A fresh directory under the system temp dir, removed when dropped.
-struct Scratch(PathBuf);
+/// A fresh scratch directory, removed when dropped.
+struct Scratch(PathBuf, #[allow(dead_code)] tempfile::TempDir);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!(
-            "vramtest-model-test-{}-{name}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("vramtest-model-test-{name}-"))
+            .tempdir()
+            .unwrap();
+        Scratch(dir.path().to_owned(), dir)
     }
 }
 
@@ -471,4 +460,235 @@ fn read_reports_path_and_line_of_a_malformed_file() {
     let message = err.to_string();
     let prefix = format!("{}:15: invalid snapshot body", path.display());
     assert!(message.starts_with(&prefix), "{message}");
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_an_error_at_its_line() {
+    let scratch = Scratch::new("latin1");
+    let path = scratch.0.join("vram__x@cpu.snap");
+    let mut bytes = valid_text().into_bytes();
+    // Line 3 (the description) gets a Latin-1 byte.
+    let at = valid_text().find("vramtest:").unwrap();
+    bytes[at] = 0xE9;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = snapshot::read(&path).unwrap_err();
+    assert_eq!(err.line(), Some(3));
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:3: not UTF-8", path.display())),
+        "{err}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn write_atomic_gives_the_file_the_usual_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new("mode");
+    let plain = scratch.0.join("plain");
+    std::fs::write(&plain, "x").unwrap();
+    let path = scratch.0.join("vram__x@cpu.snap");
+    snapshot::write_atomic(&path, "x").unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), mode(&plain));
+}
+
+/// With `VRAMTEST_WRITE_ATOMIC_TO=<path>`: one `write_atomic`, for the system-call
+/// trace of the test below.
+#[test]
+#[ignore = "run by write_atomic_flushes_the_directory_after_the_rename"]
+fn write_atomic_once() {
+    if let Some(path) = std::env::var_os("VRAMTEST_WRITE_ATOMIC_TO") {
+        snapshot::write_atomic(Path::new(&path), "x\n").unwrap();
+    }
+}
+
+/// The rename is durable only once the directory is flushed: a `fsync` follows the
+/// rename. Traced with strace (skipped where it is not installed).
+#[cfg(target_os = "linux")]
+#[test]
+fn write_atomic_flushes_the_directory_after_the_rename() {
+    use std::process::Command;
+    if !Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: strace is not installed");
+        return;
+    }
+    let scratch = Scratch::new("fsync");
+    let path = scratch.0.join("vram__x@cpu.snap");
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-e",
+            "trace=fsync,fdatasync,rename,renameat,renameat2",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "write_atomic_once",
+            "--exact",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env("VRAMTEST_WRITE_ATOMIC_TO", &path)
+        .output()
+        .unwrap();
+    let trace = String::from_utf8_lossy(&out.stderr);
+    if trace.contains("PTRACE_TRACEME") || trace.contains("Operation not permitted") {
+        eprintln!("skipped: strace cannot trace here:\n{trace}");
+        return;
+    }
+    assert!(out.status.success(), "{trace}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "x\n");
+    let calls: Vec<&str> = trace
+        .lines()
+        .filter_map(|l| {
+            ["fsync(", "fdatasync(", "rename"]
+                .iter()
+                .find(|c| l.contains(**c))
+                .copied()
+        })
+        .collect();
+    let rename = calls
+        .iter()
+        .rposition(|c| *c == "rename")
+        .unwrap_or_else(|| panic!("no rename:\n{trace}"));
+    assert!(
+        calls[..rename].iter().any(|c| c.starts_with("f")),
+        "the file is not flushed before the rename:\n{trace}"
+    );
+    assert!(
+        calls[rename + 1..].iter().any(|c| c.starts_with("f")),
+        "the directory is not flushed after the rename:\n{trace}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Properties: whatever the bytes, the parser answers with a snapshot or an error that
+// names the file and a line of it; it never panics.
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lines in `bytes`, counting a last line without a newline.
+    fn lines(bytes: &[u8]) -> usize {
+        bytes.iter().filter(|b| **b == b'\n').count() + 1
+    }
+
+    /// Parses `bytes` from a file and checks the answer.
+    fn check(bytes: &[u8]) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vram__x@cpu.snap");
+        std::fs::write(&path, bytes).unwrap();
+        match snapshot::read(&path) {
+            Ok(Some(_)) => {}
+            Ok(None) => prop_assert!(false, "the file exists"),
+            Err(e) => {
+                let line = e.line();
+                prop_assert!(
+                    line.is_some_and(|l| (1..=lines(bytes)).contains(&l)),
+                    "line {line:?} of {} for {e}",
+                    lines(bytes)
+                );
+                let prefix = format!("{}:{}:", path.display(), line.unwrap());
+                prop_assert!(e.to_string().starts_with(&prefix), "{e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// A change to a valid file's bytes.
+    #[derive(Debug, Clone)]
+    enum Mutation {
+        Flip(usize, u8),
+        Insert(usize, Vec<u8>),
+        Delete(usize, usize),
+        Truncate(usize),
+        DuplicateLine(usize),
+        SwapLines(usize, usize),
+    }
+
+    fn mutation() -> impl Strategy<Value = Mutation> {
+        prop_oneof![
+            (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
+            (any::<usize>(), prop::collection::vec(any::<u8>(), 1..8))
+                .prop_map(|(i, b)| Mutation::Insert(i, b)),
+            (any::<usize>(), 1..40usize).prop_map(|(i, n)| Mutation::Delete(i, n)),
+            any::<usize>().prop_map(Mutation::Truncate),
+            any::<usize>().prop_map(Mutation::DuplicateLine),
+            (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Mutation::SwapLines(a, b)),
+        ]
+    }
+
+    fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
+        let at = |i: usize, len: usize| if len == 0 { 0 } else { i % len };
+        match m {
+            Mutation::Flip(i, b) => {
+                let i = at(*i, bytes.len());
+                if let Some(x) = bytes.get_mut(i) {
+                    *x = *b;
+                }
+            }
+            Mutation::Insert(i, new) => {
+                let i = at(*i, bytes.len() + 1);
+                bytes.splice(i..i, new.iter().copied());
+            }
+            Mutation::Delete(i, n) => {
+                let i = at(*i, bytes.len());
+                let end = (i + n).min(bytes.len());
+                bytes.drain(i..end);
+            }
+            Mutation::Truncate(n) => bytes.truncate(at(*n, bytes.len() + 1)),
+            Mutation::DuplicateLine(i) | Mutation::SwapLines(i, _) => {
+                let mut lines: Vec<Vec<u8>> = bytes
+                    .split_inclusive(|b| *b == b'\n')
+                    .map(<[u8]>::to_vec)
+                    .collect();
+                let i = at(*i, lines.len());
+                match m {
+                    Mutation::SwapLines(_, j) => {
+                        let j = at(*j, lines.len());
+                        lines.swap(i, j);
+                    }
+                    _ if !lines.is_empty() => lines.insert(i, lines[i].clone()),
+                    _ => {}
+                }
+                *bytes = lines.concat();
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn arbitrary_bytes_are_a_snapshot_or_an_error_at_a_line(
+            bytes in prop::collection::vec(any::<u8>(), 0..512)
+        ) {
+            check(&bytes)?;
+        }
+
+        #[test]
+        fn arbitrary_text_after_a_valid_header_is_an_error_at_a_line(
+            body in "[ -~\n]{0,300}"
+        ) {
+            let text = valid_text();
+            let header_end = text.find("---\n{").unwrap() + 4;
+            check(format!("{}{body}", &text[..header_end]).as_bytes())?;
+        }
+
+        #[test]
+        fn mutated_valid_snapshots_are_a_snapshot_or_an_error_at_a_line(
+            mutations in prop::collection::vec(mutation(), 1..4)
+        ) {
+            let mut bytes = valid_text().into_bytes();
+            for m in &mutations {
+                apply(&mut bytes, m);
+            }
+            check(&bytes)?;
+        }
+    }
 }

@@ -13,6 +13,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../tests/common/fixture_copy.rs"]
+pub mod fixture_copy;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -36,7 +39,8 @@ pub fn shared_target() -> PathBuf {
 pub struct Fixture {
     /// The copy's root (its `Cargo.toml` is here).
     pub dir: PathBuf,
-    base: PathBuf,
+    /// The scratch directory holding the copy (kept when a test fails, to look at).
+    base: Option<tempfile::TempDir>,
 }
 
 /// What a run of `cargo vramtest` produced.
@@ -82,27 +86,37 @@ impl Fixture {
         Fixture::copy(&src, name)
     }
 
+    /// `fixtures/vec-model` (no dependencies but vramtest), copied for the scenario
+    /// `name`.
+    pub fn vec_model(name: &str) -> Fixture {
+        Fixture::copy(&repo().join("fixtures").join("vec-model"), name)
+    }
+
     /// Copies `src` without `target` and `tests/snapshots`, points its `vramtest`
     /// dependency at this repository, and gives it the version `0.1.0-e2e-<name>`.
     pub fn copy(src: &Path, name: &str) -> Fixture {
+        Fixture::copy_as(src, name, &format!("0.1.0-e2e-{name}"))
+    }
+
+    /// [`Fixture::copy`] with the package version `version`: copies that share it
+    /// share their test binaries in the shared target directory, as two checkouts of
+    /// one crate do.
+    pub fn copy_as(src: &Path, name: &str, version: &str) -> Fixture {
         let crate_name = src.file_name().expect("a crate directory");
         // One depth for every copy: the path from a copy to the repository (part of
         // the vramtest dependency's build hash) is then the same for all of them.
-        let base = std::env::temp_dir()
-            .join("cargo-vramtest-e2e")
-            .join(format!("{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        let dir = base.join(crate_name);
-        copy_dir(
-            src,
-            &dir,
-            &[Path::new("target"), Path::new("tests/snapshots")],
-        );
-        let manifest = dir.join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest).unwrap();
-        let text = rewrite_manifest(&text, &repo(), name);
-        std::fs::write(&manifest, text).unwrap();
-        Fixture { dir, base }
+        let parent = std::env::temp_dir().join("cargo-vramtest-e2e");
+        std::fs::create_dir_all(&parent).unwrap();
+        let base = tempfile::Builder::new()
+            .prefix(&format!("{name}-"))
+            .tempdir_in(parent)
+            .unwrap();
+        let dir = base.path().join(crate_name);
+        fixture_copy::copy_crate(src, &dir, &repo(), version);
+        Fixture {
+            dir,
+            base: Some(base),
+        }
     }
 
     /// `cargo vramtest ARGS` in the copy, with a clean environment (no CI, no GitHub,
@@ -177,55 +191,12 @@ impl Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.base);
+        if std::thread::panicking()
+            && let Some(base) = self.base.take()
+        {
+            eprintln!("kept for a look: {}", base.keep().display());
         }
     }
-}
-
-/// Points `vramtest = { path = … }` at `repo` and sets the package version to
-/// `0.1.0-e2e-<name>`.
-pub fn rewrite_manifest(text: &str, repo: &Path, name: &str) -> String {
-    let mut in_package = false;
-    let mut version_done = false;
-    text.lines()
-        .map(|line| {
-            let trimmed = line.trim_start();
-            if trimmed.starts_with('[') {
-                in_package = trimmed.starts_with("[package]");
-            }
-            if in_package && !version_done && trimmed.starts_with("version") {
-                version_done = true;
-                return format!("version = \"0.1.0-e2e-{name}\"");
-            }
-            if trimmed.starts_with("vramtest") && trimmed.contains("path") {
-                let repo = repo.display().to_string().replace('\\', "/");
-                return format!("vramtest = {{ path = \"{repo}\" }}");
-            }
-            line.to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
-}
-
-fn copy_dir(src: &Path, dst: &Path, skip: &[&Path]) {
-    fn walk(root: &Path, rel: &Path, dst: &Path, skip: &[&Path]) {
-        std::fs::create_dir_all(dst.join(rel)).unwrap();
-        for entry in std::fs::read_dir(root.join(rel)).unwrap().flatten() {
-            let rel = rel.join(entry.file_name());
-            if skip.contains(&rel.as_path()) {
-                continue;
-            }
-            if entry.file_type().unwrap().is_dir() {
-                walk(root, &rel, dst, skip);
-            } else {
-                // A fresh modification time: cargo rebuilds the copy.
-                std::fs::write(dst.join(&rel), std::fs::read(entry.path()).unwrap()).unwrap();
-            }
-        }
-    }
-    walk(src, Path::new(""), dst, skip);
 }
 
 /// Asserts an exit code, showing the whole output when it differs.

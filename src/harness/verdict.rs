@@ -1,0 +1,305 @@
+//! Judging a measured result against its snapshot: the policy from the settings and
+//! the attribute, the decision, the files written, and the messages a person reads.
+
+use super::parent::Run;
+use super::{Target, TestDef};
+use crate::judge::{self, Write};
+use libtest_mimic::Failed;
+use std::path::{Path, PathBuf};
+use vramtest_model::config::Settings;
+use vramtest_model::report::{Change, Status, TestReport};
+use vramtest_model::snapshot::{self, Info};
+use vramtest_model::{Body, HumanBytes, Limit, Movement, Policy, Profile, Snapshot};
+
+impl Run {
+    /// The limits for `def`: the settings (workspace, package) refined by the test's
+    /// attribute, key by key and category by category.
+    fn policy(&self, def: &TestDef) -> Result<Policy, String> {
+        let mut attribute = Settings {
+            budget: def.options.budget,
+            ..Settings::default()
+        };
+        for (key, text) in def.options.limits {
+            let limit = text.parse::<Limit>().map_err(|e| e.to_string())?;
+            if *key == "tolerance" {
+                attribute.tolerance = Some(limit);
+            } else {
+                attribute.limits.insert((*key).to_owned(), limit);
+            }
+        }
+        let mut policy = self.settings.clone().overridden_by(&attribute).policy();
+        policy.strict = self.strict;
+        Ok(policy)
+    }
+
+    pub(super) fn judge(
+        &self,
+        name: &str,
+        def: &TestDef,
+        profile: &Profile,
+        info: Info,
+        report: &mut TestReport,
+    ) -> Result<(), String> {
+        let class = report.device_class.expect("set for measured tests");
+        let body = Body::from_profile(profile, class);
+        let snap_path =
+            snapshot::path_for(&self.target.manifest_dir, &self.target.name, name, class);
+        let pending = snapshot::pending_path(&snap_path);
+        report.snapshot = Some(snap_path.clone());
+        report.body = Some(body.clone());
+        if let Some(refs) = &self.references {
+            append_reference(refs, &snap_path);
+        }
+        let old = match snapshot::read(&snap_path) {
+            Ok(old) => old,
+            Err(e) => {
+                report.status = Status::SnapshotError;
+                report.message = format!("invalid snapshot: {e}");
+                return Err(report.message.clone());
+            }
+        };
+        report.old_peak_bytes = old.as_ref().map(|o| o.body.peak_bytes);
+        let policy = self.policy(def)?;
+        let decision = judge::decide(
+            old.as_ref().map(|o| &o.body),
+            &body,
+            &policy,
+            self.update,
+            self.check,
+        );
+        report.status = decision.status;
+
+        let snapshot = Snapshot {
+            source: report.source.clone(),
+            test: name.to_owned(),
+            info,
+            body: body.clone(),
+        };
+        let written = match decision.write {
+            Some(Write::Snapshot) => Some(snap_path.clone()),
+            Some(Write::Pending) => Some(pending.clone()),
+            None => None,
+        };
+        let replaced = decision.write == Some(Write::Pending) && differs(&pending, &body);
+        if let Some(path) = &written {
+            snapshot::write_atomic(path, &snapshot.to_text()).map_err(|e| {
+                report.status = Status::Failed;
+                report.message = format!("cannot write the snapshot: {e}");
+                report.message.clone()
+            })?;
+        }
+        let shown = |p: &Path| display_path(&self.target.manifest_dir, p);
+        let kept = if decision.write == Some(Write::Snapshot) || decision.remove_pending {
+            clear_pending(&pending, &body, &shown(&pending))
+        } else {
+            None
+        };
+        report.written = written.clone();
+        let mut lines = Vec::new();
+        let headline = match decision.status {
+            Status::Passed | Status::Improved | Status::New => None,
+            Status::Regressed => Some(format!("memory regression in {name} ({class})")),
+            Status::Missing => Some(format!(
+                "{name} ({class}) has no snapshot {} (check mode, as on CI, never writes one)",
+                shown(&snap_path)
+            )),
+            _ => None,
+        };
+        if let Some((peak, budget)) = decision.over_budget {
+            lines.push(format!(
+                "peak {} is over the budget of {}",
+                HumanBytes(peak),
+                HumanBytes(budget)
+            ));
+        }
+        if let Some(cmp) = &decision.comparison {
+            for f in &cmp.findings {
+                report.changes.push(Change {
+                    subject: f.subject,
+                    old: f.old,
+                    new: f.new,
+                    limit: String::from(f.limit),
+                    movement: f.movement,
+                    message: f.to_string(),
+                });
+                if f.movement != Movement::Within {
+                    lines.push(f.to_string());
+                }
+            }
+        }
+        if profile.leak_bytes_per_iteration > 0 {
+            for site in &profile.leak_sites {
+                lines.push(format!(
+                    "leak: {} per iteration kept alive in {} (allocated in phase {})",
+                    HumanBytes(site.bytes_per_iteration),
+                    site.category,
+                    site.phase
+                        .map_or("outside any phase".into(), |p| p.to_string())
+                ));
+            }
+        }
+        if let Some(path) = &written {
+            let what = if decision.write == Some(Write::Snapshot) {
+                "snapshot written"
+            } else {
+                "pending result written"
+            };
+            let replacing = if replaced {
+                " (it replaces an earlier pending result that differed)"
+            } else {
+                ""
+            };
+            lines.push(format!("{what}: {}{replacing}", shown(path)));
+        }
+        lines.extend(kept);
+        if decision.status == Status::New && decision.write == Some(Write::Pending) {
+            lines.insert(
+                0,
+                format!(
+                    "{name} ({class}) has no snapshot yet; peak {}",
+                    HumanBytes(body.peak_bytes)
+                ),
+            );
+        }
+        let hint = match decision.status {
+            Status::Regressed | Status::Improved | Status::New
+                if decision.write == Some(Write::Pending) =>
+            {
+                Some(
+                    "hint: review with `cargo vramtest review` (or `cargo insta review`); accept with `cargo vramtest accept`, or rerun with VRAMTEST_UPDATE=always",
+                )
+            }
+            Status::Missing => Some(
+                "hint: run the tests locally and commit the accepted .snap file (`cargo vramtest accept`)",
+            ),
+            _ => None,
+        };
+        if let (Some(old), true) = (&old, decision.status == Status::Regressed) {
+            let diff = vramtest_model::policy::body_diff(
+                &old.body,
+                &body,
+                &format!("old: {}", shown(&snap_path)),
+                &format!("new: {name} ({class})"),
+            );
+            report.diff = Some(diff);
+        }
+        let mut message = headline
+            .into_iter()
+            .chain(lines)
+            .collect::<Vec<_>>()
+            .join("\n  ");
+        if let Some(h) = hint {
+            message += &format!("\n{h}");
+        }
+        report.message = message.clone();
+        if report.fails() {
+            let mut text = message;
+            if let Some(diff) = &report.diff {
+                text += "\n\n";
+                text += diff;
+            }
+            return Err(text);
+        }
+        if !message.is_empty() {
+            // Passing with something to say (improved, new snapshot written).
+            println!("{name}: {message}");
+        }
+        Ok(())
+    }
+}
+
+/// A pending result that this run makes stale: removed when it holds exactly this
+/// run's result (nothing is lost), else kept (it may be a result under review, say
+/// one downloaded from CI) and named in the returned note.
+fn clear_pending(pending: &Path, body: &Body, shown: &str) -> Option<String> {
+    match snapshot::read(pending) {
+        Ok(None) => None,
+        Ok(Some(p)) if p.body == *body => {
+            let _ = std::fs::remove_file(pending);
+            None
+        }
+        Ok(Some(_)) => Some(format!(
+            "stale pending result kept: {shown} differs from this run's result (hint: review it with `cargo vramtest review`, or delete it)"
+        )),
+        Err(e) => Some(format!(
+            "pending result kept: {e} (hint: delete it, or rerun to write a new one)"
+        )),
+    }
+}
+
+/// Whether a pending file exists and holds something other than `body`.
+fn differs(pending: &Path, body: &Body) -> bool {
+    match snapshot::read(pending) {
+        Ok(None) => false,
+        Ok(Some(p)) => p.body != *body,
+        Err(_) => true,
+    }
+}
+
+pub(super) fn failure(message: &str, output: &str) -> Failed {
+    let output = output.trim();
+    if output.is_empty() {
+        Failed::from(message)
+    } else {
+        Failed::from(format!("{message}\n---- output ----\n{output}"))
+    }
+}
+
+pub(super) fn write_report(dir: &Path, report: &TestReport) {
+    let file = dir.join(format!(
+        "{}__{}.json",
+        report.target,
+        report.test.replace("::", "__")
+    ));
+    let text = serde_json::to_string(report).expect("reports serialize");
+    if let Err(e) = snapshot::write_atomic(&file, &text) {
+        eprintln!("warning: cannot write the report: {e}");
+    }
+}
+
+pub(super) fn append_reference(refs: &Path, snap: &Path) {
+    use std::io::Write as _;
+    // One `write_all` of a whole line on an append-mode file: parallel trials and
+    // processes do not interleave their lines.
+    let line = format!("{}\n", snap.display());
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(refs)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "warning: cannot record {} in {}: {e}",
+            snap.display(),
+            refs.display()
+        );
+    }
+}
+
+/// `file!()` of the test, relative to its crate (`tests/vram.rs`). rustc gives paths
+/// relative to the workspace root, or absolute (under the directory the binary was
+/// built in); the longest suffix that exists under the crate is it.
+pub(super) fn relative_source(target: &Target, file: &str) -> String {
+    let path = Path::new(file);
+    for dir in [&target.manifest_dir, &target.built_in] {
+        if let Ok(rel) = path.strip_prefix(dir) {
+            return rel.to_string_lossy().replace('\\', "/");
+        }
+    }
+    let parts: Vec<_> = path.components().collect();
+    for start in 0..parts.len() {
+        let suffix: PathBuf = parts[start..].iter().collect();
+        if target.manifest_dir.join(&suffix).is_file() {
+            return suffix.to_string_lossy().replace('\\', "/");
+        }
+    }
+    file.replace('\\', "/")
+}
+
+/// A path relative to the crate, for messages.
+pub(super) fn display_path(manifest_dir: &Path, p: &Path) -> String {
+    p.strip_prefix(manifest_dir)
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
