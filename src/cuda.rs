@@ -67,11 +67,16 @@ mod imp {
     }
 
     /// Measures one test on CUDA device `ordinal`.
-    pub(crate) fn measure(def: &TestDef, ordinal: usize, iterations: u32) -> ChildResult {
+    pub(crate) fn measure(
+        def: &TestDef,
+        ordinal: usize,
+        iterations: u32,
+        batch: usize,
+    ) -> ChildResult {
         if let Err(reason) = first_device() {
             return ChildResult::Ignored { reason };
         }
-        let mut step = Step::new(Device::Cuda(ordinal), iterations);
+        let mut step = Step::new(Device::Cuda(ordinal), iterations).with_batch(batch);
         let started = run_body(def, &mut step, || {
             let session = CudarcDriver::new(ordinal).and_then(PoolSession::new);
             match session {
@@ -144,7 +149,12 @@ mod imp {
         Err("no CUDA driver (vramtest was built without its `cuda` feature)".into())
     }
 
-    pub(crate) fn measure(_def: &TestDef, _ordinal: usize, _iterations: u32) -> ChildResult {
+    pub(crate) fn measure(
+        _def: &TestDef,
+        _ordinal: usize,
+        _iterations: u32,
+        _batch: usize,
+    ) -> ChildResult {
         ChildResult::Ignored {
             reason: first_device().unwrap_err(),
         }

@@ -2,6 +2,7 @@
 //! Pure: the harness does the I/O.
 
 use crate::env::Update;
+use vramtest_model::fit::{self, PerSampleChange, Scaling};
 use vramtest_model::policy::{Comparison, check_budget};
 use vramtest_model::report::Status;
 use vramtest_model::{Body, Policy, Verdict, compare};
@@ -26,6 +27,58 @@ pub struct Decision {
     pub comparison: Option<Comparison>,
     /// Peak and budget, when the budget is exceeded.
     pub over_budget: Option<(u64, u64)>,
+    /// A batch sweep's per-sample costs that grew (regressions first).
+    pub per_sample: Vec<PerSampleChange>,
+    /// The sweep itself changed (sizes, or a sweep added or removed): the figures are
+    /// not comparable, the snapshot must be accepted again.
+    pub sweep_changed: Option<String>,
+}
+
+/// The memory a per-sample change is explained against when no budget is set: an
+/// 80 GiB card, less the default reserve.
+pub const EXPLAIN_MEMORY: u64 = 80 * (1 << 30) - fit::DEFAULT_RESERVE;
+
+/// Per-sample costs of two sweeps under `policy`, and whether the sweeps can be
+/// compared at all.
+fn compare_sweeps(
+    old: Option<&Scaling>,
+    new: Option<&Scaling>,
+    policy: &Policy,
+) -> (Vec<PerSampleChange>, Option<String>) {
+    let list = |s: &Scaling| format!("{:?}", s.batch);
+    match (old, new) {
+        (None, None) => (Vec::new(), None),
+        (None, Some(n)) => (
+            Vec::new(),
+            Some(format!(
+                "this run is a batch sweep ({}) and the snapshot is not: accept it again to record the sweep",
+                list(n)
+            )),
+        ),
+        (Some(o), None) => (
+            Vec::new(),
+            Some(format!(
+                "the snapshot holds a batch sweep ({}) and this run has none: accept it again to drop the sweep",
+                list(o)
+            )),
+        ),
+        (Some(o), Some(n)) if o.batch != n.batch => (
+            Vec::new(),
+            Some(format!(
+                "batch sizes changed from {} to {}: accept the snapshot again",
+                list(o),
+                list(n)
+            )),
+        ),
+        (Some(o), Some(n)) => {
+            let limit_of = |c: Option<vramtest_model::Category>| match c {
+                None => policy.peak,
+                Some(c) => policy.categories[c.index()],
+            };
+            let changes = fit::compare_per_sample(o, n, limit_of, policy.budget, EXPLAIN_MEMORY);
+            (changes, None)
+        }
+    }
 }
 
 /// Decides the status of `new` against `old` (the committed snapshot, if any).
@@ -55,9 +108,16 @@ pub fn decide(
             remove_pending: false,
             comparison: None,
             over_budget,
+            per_sample: Vec::new(),
+            sweep_changed: None,
         };
     };
-    let comparison = compare(old, new, policy);
+    let mut comparison = compare(old, new, policy);
+    let (per_sample, sweep_changed) =
+        compare_sweeps(old.scaling.as_ref(), new.scaling.as_ref(), policy);
+    if sweep_changed.is_some() || per_sample.iter().any(|c| c.regressed) {
+        comparison.verdict = Verdict::Regressed;
+    }
     let over_budget = comparison.over_budget;
     let (status, write) = match (comparison.verdict, update) {
         (Verdict::Unchanged, _) => (Status::Passed, None),
@@ -78,6 +138,8 @@ pub fn decide(
         remove_pending: write.is_none() && !status.is_failure() && update != Update::No,
         comparison: Some(comparison),
         over_budget,
+        per_sample,
+        sweep_changed,
     }
 }
 
@@ -104,6 +166,7 @@ mod tests {
             category_peaks: peaks,
             phases: vec![],
             leak_bytes_per_iteration: 0,
+            scaling: None,
         }
     }
 

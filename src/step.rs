@@ -31,16 +31,33 @@ impl std::fmt::Display for Device {
 pub struct Step {
     device: Device,
     iterations: u32,
+    batch: usize,
 }
 
 impl Step {
     pub(crate) fn new(device: Device, iterations: u32) -> Step {
-        Step { device, iterations }
+        Step {
+            device,
+            iterations,
+            batch: 1,
+        }
+    }
+
+    /// The same step for one batch size of a sweep.
+    pub(crate) fn with_batch(mut self, batch: usize) -> Step {
+        self.batch = batch;
+        self
     }
 
     /// The device this run measures.
     pub fn device(&self) -> Device {
         self.device
+    }
+
+    /// The batch size of this run: one of the attribute's `batch = [..]` values, each
+    /// measured in a process of its own; 1 for a test without a sweep.
+    pub fn batch(&self) -> usize {
+        self.batch
     }
 
     /// Builds the model: survivors are `parameters`.

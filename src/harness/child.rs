@@ -31,6 +31,8 @@ pub(super) struct Invocation {
     pub(super) iterations: u32,
     /// Where the child writes its [`ChildResult`].
     pub(super) result: PathBuf,
+    /// The batch size of this run (`t.batch()`).
+    pub(super) batch: usize,
 }
 
 impl Invocation {
@@ -42,6 +44,7 @@ impl Invocation {
             self.device.to_string().into(),
             self.iterations.to_string().into(),
             self.result.clone().into(),
+            self.batch.to_string().into(),
         ]
     }
 
@@ -72,11 +75,22 @@ impl Invocation {
                 .get(5)
                 .map(PathBuf::from)
                 .ok_or_else(|| format!("{FLAG}: the result file is missing"))?;
+            let batch = text(6, "batch size")?
+                .parse()
+                .ok()
+                .filter(|&b: &usize| b >= 1)
+                .ok_or_else(|| {
+                    format!(
+                        "{FLAG}: bad batch size `{}`",
+                        text(6, "batch size").unwrap_or_default()
+                    )
+                })?;
             Ok(Invocation {
                 test: text(2, "test name")?.to_owned(),
                 device,
                 iterations,
                 result,
+                batch,
             })
         })())
     }
@@ -123,18 +137,18 @@ fn run_child(invocation: &Invocation) -> ChildResult {
         };
     };
     match invocation.device {
-        Device::Cpu => measure_cpu(def, invocation.iterations),
-        Device::Cuda(n) => crate::cuda::measure(def, n, invocation.iterations),
+        Device::Cpu => measure_cpu(def, invocation.iterations, invocation.batch),
+        Device::Cuda(n) => crate::cuda::measure(def, n, invocation.iterations, invocation.batch),
     }
 }
 
-fn measure_cpu(def: &TestDef, iterations: u32) -> ChildResult {
+fn measure_cpu(def: &TestDef, iterations: u32, batch: usize) -> ChildResult {
     if !heap::installed() {
         return ChildResult::Failed {
             message: "the counting allocator is not installed (hint: end the test file with `vramtest::main!();`, which installs it)".into(),
         };
     }
-    let mut step = Step::new(Device::Cpu, iterations);
+    let mut step = Step::new(Device::Cpu, iterations).with_batch(batch);
     let outcome = run_body(def, &mut step, heap::start);
     let events = heap::stop();
     match outcome {
@@ -195,6 +209,7 @@ mod tests {
             device: Device::Cuda(1),
             iterations: 4,
             result: "/private/dir/tagged__explicit_tag.json".into(),
+            batch: 128,
         };
         let mut argv = vec![OsString::from("vram-0123")];
         argv.extend(invocation.to_args());
@@ -212,6 +227,8 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child", "t", "tpu", "3", "/r"], "unknown device"; "a bad device")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "x", "/r"], "bad iterations"; "bad iterations")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3"], "result file"; "no result file")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r"], "batch size"; "no batch size")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "0"], "bad batch size"; "batch size zero")]
     fn a_malformed_child_command_line_is_an_error(argv: &[&str], needle: &str) {
         let e = Invocation::from_args(&args(argv)).unwrap().unwrap_err();
         assert!(e.contains(needle), "{e}");

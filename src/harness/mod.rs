@@ -46,6 +46,8 @@ pub struct Options {
     pub budget: Option<u64>,
     /// Device classes the test supports (`cpu`, `cuda`); empty means all.
     pub devices: &'static [&'static str],
+    /// A batch sweep: the test runs once per size (empty: once, `t.batch()` is 1).
+    pub batch: &'static [usize],
 }
 
 inventory::collect!(TestDef);

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use vramtest_model::DeviceClass;
 use vramtest_model::config::{DeviceSetting, Settings};
+use vramtest_model::fit::{SweepPoint, fit_sweep};
 use vramtest_model::report::{Details, REPORT_SCHEMA, Status, TestReport};
 
 /// Everything a trial needs, shared between trials.
@@ -194,34 +195,65 @@ impl Run {
         device: Device,
         report: &mut TestReport,
     ) -> Result<Completion, Failed> {
-        let (result, output) = self.spawn_child(name, def, device).map_err(|e| {
-            report.message = e.clone();
-            Failed::from(e)
-        })?;
-        let (profile, info) = match result {
-            Some(ChildResult::Measured { profile, info }) => (profile, info),
-            Some(ChildResult::Ignored { reason }) => {
-                report.status = Status::Ignored;
-                report.message = reason.clone();
-                return Ok(Completion::ignored_with(reason));
+        // A sweep runs once per batch size, each in a process of its own.
+        let sweep = !def.options.batch.is_empty();
+        let sizes: &[usize] = if sweep { def.options.batch } else { &[1] };
+        let mut measured = Vec::with_capacity(sizes.len());
+        for &batch in sizes {
+            let label = if sweep {
+                format!("{name} (batch {batch})")
+            } else {
+                name.to_owned()
+            };
+            let (result, output) = self.spawn_child(name, def, device, batch).map_err(|e| {
+                report.message = e.clone();
+                Failed::from(e)
+            })?;
+            match result {
+                Some(ChildResult::Measured { profile, info }) => {
+                    measured.push((batch, profile, info))
+                }
+                Some(ChildResult::Ignored { reason }) => {
+                    report.status = Status::Ignored;
+                    report.message = reason.clone();
+                    return Ok(Completion::ignored_with(reason));
+                }
+                Some(ChildResult::Failed { message }) => {
+                    report.message = format!("{label} failed: {message}");
+                    report.output = Some(output.clone());
+                    return Err(verdict::failure(&report.message, &output));
+                }
+                None => {
+                    report.message = format!("{label} crashed before reporting a result");
+                    report.output = Some(output.clone());
+                    return Err(verdict::failure(&report.message, &output));
+                }
             }
-            Some(ChildResult::Failed { message }) => {
-                report.message = format!("{name} failed: {message}");
-                report.output = Some(output.clone());
-                return Err(verdict::failure(&report.message, &output));
-            }
-            None => {
-                report.message = format!("{name} crashed before reporting a result");
-                report.output = Some(output.clone());
-                return Err(verdict::failure(&report.message, &output));
-            }
+        }
+        let fit = if sweep {
+            let points: Vec<SweepPoint> = measured
+                .iter()
+                .map(|(batch, profile, _)| SweepPoint {
+                    batch: *batch as u64,
+                    peak_bytes: profile.peak_bytes,
+                    category_peaks: profile.category_peaks,
+                })
+                .collect();
+            let fit = fit_sweep(&points).map_err(|e| {
+                report.message = format!("{name}: {e}");
+                Failed::from(report.message.clone())
+            })?;
+            Some(fit)
+        } else {
+            None
         };
+        let (_, profile, info) = measured.swap_remove(0);
         report.details = Some(Details {
             baseline_bytes: profile.baseline_bytes,
             allocations: profile.allocations,
             reserved_peak_bytes: profile.reserved_peak_bytes,
         });
-        self.judge(name, def, &profile, info, report)
+        self.judge(name, def, &profile, info, fit.as_ref(), report)
             .map(|()| Completion::Completed)
             .map_err(Failed::from)
     }

@@ -50,6 +50,7 @@ impl Run {
         name: &str,
         def: &TestDef,
         device: Device,
+        batch: usize,
     ) -> Result<(Option<ChildResult>, String), String> {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
@@ -61,7 +62,8 @@ impl Run {
                 .iterations
                 .or(self.settings.iterations)
                 .unwrap_or(DEFAULT_ITERATIONS),
-            result: self.results.file_for(name),
+            result: self.results.file_for(&format!("{name}@{batch}")),
+            batch,
         };
         let result_path = &invocation.result;
         let _ = std::fs::remove_file(result_path);

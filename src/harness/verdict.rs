@@ -7,6 +7,7 @@ use crate::judge::{self, Write};
 use libtest_mimic::Failed;
 use std::path::{Path, PathBuf};
 use vramtest_model::config::Settings;
+use vramtest_model::fit::SweepFit;
 use vramtest_model::report::{Change, Status, TestReport};
 use vramtest_model::snapshot::{self, Info};
 use vramtest_model::{Body, HumanBytes, Limit, Movement, Policy, Profile, Snapshot};
@@ -38,10 +39,13 @@ impl Run {
         def: &TestDef,
         profile: &Profile,
         info: Info,
+        fit: Option<&SweepFit>,
         report: &mut TestReport,
     ) -> Result<(), String> {
         let class = report.device_class.expect("set for measured tests");
-        let body = Body::from_profile(profile, class);
+        let policy = self.policy(def)?;
+        let mut body = Body::from_profile(profile, class);
+        body.scaling = fit.map(|f| f.scaling.clone().with_budget(policy.budget));
         let snap_path =
             snapshot::path_for(&self.target.manifest_dir, &self.target.name, name, class);
         let pending = snapshot::pending_path(&snap_path);
@@ -59,7 +63,6 @@ impl Run {
             }
         };
         report.old_peak_bytes = old.as_ref().map(|o| o.body.peak_bytes);
-        let policy = self.policy(def)?;
         let decision = judge::decide(
             old.as_ref().map(|o| &o.body),
             &body,
@@ -125,6 +128,29 @@ impl Run {
                 if f.movement != Movement::Within {
                     lines.push(f.to_string());
                 }
+            }
+        }
+        lines.extend(decision.sweep_changed.clone());
+        for c in &decision.per_sample {
+            if c.regressed || c.category.is_none() {
+                lines.push(c.to_string());
+            }
+        }
+        if decision.status == Status::Regressed {
+            let ratios = vramtest_model::explain::ratios(&body.category_peaks);
+            if !ratios.is_empty() {
+                let text: Vec<String> = ratios.iter().map(|r| r.to_string()).collect();
+                lines.push(format!("formulas: {}", text.join("; ")));
+            }
+        }
+        if let Some(fit) = fit {
+            for (category, f) in fit.nonlinear() {
+                lines.push(format!(
+                    "note: {} does not grow linearly with the batch (the worst point, batch {}, is {:.1}% of its largest value off the line): its per-sample figure is an approximation",
+                    category.map_or("the peak", |c| c.as_str()),
+                    f.worst_batch,
+                    f.worst_residual * 100.0
+                ));
             }
         }
         if profile.leak_bytes_per_iteration > 0 {

@@ -22,7 +22,10 @@ use syn::{
 /// - `tolerance = "+2% | 1MiB"`: the allowed growth of every category and the peak;
 /// - `peak = ".."`, `leak = ".."`, or a category (`activations = "+5%"`): one limit;
 /// - `budget = "22GiB"`: the peak must stay under this, whatever the snapshot says;
-/// - `devices = "cpu"` or `"cpu, cuda"`: where the test can run (default: both).
+/// - `devices = "cpu"` or `"cpu, cuda"`: where the test can run (default: both);
+/// - `batch = [64, 128, 256]`: a batch sweep (two or more sizes): the test runs once per
+///   size, `t.batch()` says which, and every category is fitted as fixed plus
+///   per-sample bytes.
 #[proc_macro_attribute]
 pub fn vramtest(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item.into()) {
@@ -45,6 +48,7 @@ fn expand(
     let mut budget = quote!(::core::option::Option::None);
     let mut limits = Vec::new();
     let mut devices: Vec<String> = Vec::new();
+    let mut batch: Vec<usize> = Vec::new();
 
     for meta in metas {
         let key = meta
@@ -102,6 +106,7 @@ fn expand(
                     devices.push(d.to_owned());
                 }
             }
+            (Meta::NameValue(nv), "batch") => batch = batch_sizes(&nv.value)?,
             (Meta::NameValue(nv), k)
                 if k == "tolerance"
                     || k == "peak"
@@ -117,7 +122,7 @@ fn expand(
                 return Err(syn::Error::new_spanned(
                     &meta,
                     format!(
-                        "unknown or malformed option `{key}` (expected iterations = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\")"
+                        "unknown or malformed option `{key}` (expected iterations = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128])"
                     ),
                 ));
             }
@@ -142,10 +147,43 @@ fn expand(
                     limits: &[#(#limits),*],
                     budget: #budget,
                     devices: &[#(#devices),*],
+                    batch: &[#(#batch),*],
                 },
             }
         }
     })
+}
+
+/// `batch = [64, 128, 256]`: two or more distinct batch sizes, each at least 1.
+fn batch_sizes(value: &Expr) -> syn::Result<Vec<usize>> {
+    const HINT: &str =
+        "`batch` takes a list of two or more batch sizes, like `batch = [64, 128, 256]`";
+    let Expr::Array(array) = value else {
+        return Err(syn::Error::new_spanned(value, HINT));
+    };
+    let mut sizes = Vec::new();
+    for elem in &array.elems {
+        let n = match elem {
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(i), ..
+            }) => i.base10_parse::<usize>()?,
+            other => return Err(syn::Error::new_spanned(other, HINT)),
+        };
+        if n == 0 {
+            return Err(syn::Error::new_spanned(elem, "a batch size is at least 1"));
+        }
+        if sizes.contains(&n) {
+            return Err(syn::Error::new_spanned(
+                elem,
+                format!("batch size {n} is given twice"),
+            ));
+        }
+        sizes.push(n);
+    }
+    if sizes.len() < 2 {
+        return Err(syn::Error::new_spanned(value, HINT));
+    }
+    Ok(sizes)
 }
 
 /// The signature the harness calls: `fn name(t: &mut Step) -> vramtest::Result<()>`,
@@ -265,6 +303,17 @@ mod tests {
         expand(proc_macro2::TokenStream::new(), item).unwrap();
     }
 
+    #[test]
+    fn a_sweep_lists_its_sizes_in_the_options() {
+        let attr = proc_macro2::TokenStream::from_str("batch = [64, 128, 256]").unwrap();
+        let item = proc_macro2::TokenStream::from_str(GOOD).unwrap();
+        let out = expand(attr, item).unwrap().to_string();
+        assert!(
+            out.contains("batch : & [64usize , 128usize , 256usize]"),
+            "{out}"
+        );
+    }
+
     #[test_case("async fn step(t: &mut Step) -> vramtest::Result<()> { Ok(()) }", "not async", (1, 0); "async")]
     #[test_case("fn step<T>(t: &mut Step) -> vramtest::Result<()> { Ok(()) }", "not generic", (1, 8); "a type parameter")]
     #[test_case("fn step<const N: usize>(t: &mut Step) -> vramtest::Result<()> { Ok(()) }", "not generic", (1, 8); "a const parameter")]
@@ -287,6 +336,11 @@ mod tests {
     #[test_case("devices = \"cpu\", devices = \"cuda\"", "`devices` is given more than once", (1, 17); "devices")]
     #[test_case("iterations = 0", "at least 1", (1, 13); "zero iterations")]
     #[test_case("activation = \"+5%\"", "unknown or malformed option", (1, 0); "a misspelt category")]
+    #[test_case("batch = 64", "a list of two or more batch sizes", (1, 8); "a single batch size")]
+    #[test_case("batch = [64]", "a list of two or more batch sizes", (1, 8); "a one-element sweep")]
+    #[test_case("batch = [0, 64]", "at least 1", (1, 9); "batch zero")]
+    #[test_case("batch = [64, 64]", "given twice", (1, 13); "a repeated size")]
+    #[test_case("batch = [64, \"x\"]", "a list of two or more batch sizes", (1, 13); "not a number")]
     fn rejects_the_options(attr: &str, needle: &str, at: (usize, usize)) {
         let (message, span) = error(attr, GOOD);
         assert!(message.contains(needle), "{message}");

@@ -208,6 +208,30 @@ pub struct Scaling {
     pub peak: Linear,
     /// Each category's own peak.
     pub category_peaks: BTreeMap<Category, Linear>,
+    /// With a `budget`: the largest batch whose modelled peak stays within it. A change
+    /// that lowers it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_budget: Option<WithinBudget>,
+}
+
+/// The largest batch within a hard budget, as a snapshot stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WithinBudget {
+    pub budget_bytes: u64,
+    /// `null`: the peak does not grow with the batch, any batch fits.
+    pub largest_batch: Option<u64>,
+}
+
+impl Scaling {
+    /// Records the largest batch within `budget` (see [`Scaling::within_budget`]).
+    pub fn with_budget(mut self, budget: Option<u64>) -> Scaling {
+        self.within_budget = budget.map(|b| WithinBudget {
+            budget_bytes: b,
+            largest_batch: self.peak.largest_batch(b).batch(),
+        });
+        self
+    }
 }
 
 /// One measured point of a sweep.
@@ -259,6 +283,7 @@ pub fn fit_sweep(points: &[SweepPoint]) -> Result<SweepFit, FitError> {
             batch: batches,
             peak: peak.line,
             category_peaks: categories.iter().map(|(&c, f)| (c, f.line)).collect(),
+            within_budget: None,
         },
         peak,
         categories,
@@ -347,7 +372,7 @@ impl fmt::Display for PerSampleChange {
                 self.limit, self.judged_at
             )?;
         }
-        if let Some((memory, old, new)) = self.largest_batch {
+        if let Some((memory, old, new)) = self.largest_batch.filter(|(_, o, n)| o != n) {
             write!(
                 f,
                 "; largest batch within {}: {old} → {new}",
@@ -358,17 +383,30 @@ impl fmt::Display for PerSampleChange {
     }
 }
 
+/// Whether `a` allows a smaller batch than `b`.
+fn fewer(a: Fits, b: Fits) -> bool {
+    match (a, b) {
+        (Fits::Any, _) => false,
+        (Fits::UpTo(_), Fits::Any) => true,
+        (Fits::UpTo(x), Fits::UpTo(y)) => x < y,
+    }
+}
+
 /// Holds a new sweep's per-sample costs to the accepted ones. A per-sample cost is
 /// judged at the sweep's largest batch: it fails when what it adds there,
 /// `(new − old) × batch`, exceeds the limit's slack on `old × batch` — so the
 /// absolute part of a limit means the same bytes with or without a sweep. Only growth
-/// is reported; `budget` adds the largest batch within it for the peak.
+/// is reported. The peak's line also says what the growth does to the largest batch
+/// within `memory`; with a hard `budget` (then `memory` is the budget) a lower largest
+/// batch fails whatever the limit.
 pub fn compare_per_sample(
     old: &Scaling,
     new: &Scaling,
     limit_of: impl Fn(Option<Category>) -> Limit,
     budget: Option<u64>,
+    memory: u64,
 ) -> Vec<PerSampleChange> {
+    let memory = budget.unwrap_or(memory);
     let at = new.batch.iter().copied().max().unwrap_or(1).max(1);
     let judge = |category: Option<Category>, o: &Linear, n: &Linear| {
         let (old, new) = (o.bytes_per_sample, n.bytes_per_sample);
@@ -378,11 +416,11 @@ pub fn compare_per_sample(
         let limit = limit_of(category);
         let grown = (i128::from(new) - i128::from(old)) * i128::from(at);
         let base = (i128::from(old.max(0)) * i128::from(at)).min(i128::from(u64::MAX)) as u64;
-        let regressed = grown > i128::from(limit.slack(base));
-        let largest_batch = match (category, budget) {
-            (None, Some(b)) => Some((b, o.largest_batch(b), n.largest_batch(b))),
-            _ => None,
-        };
+        let largest_batch = category
+            .is_none()
+            .then(|| (memory, o.largest_batch(memory), n.largest_batch(memory)));
+        let lowered = budget.is_some() && largest_batch.is_some_and(|(_, o, n)| fewer(n, o));
+        let regressed = grown > i128::from(limit.slack(base)) || lowered;
         Some(PerSampleChange {
             category,
             old,
@@ -499,6 +537,7 @@ mod tests {
                 bytes_per_sample: per_sample_acts,
             },
             category_peaks,
+            within_budget: None,
         }
     }
 
@@ -510,6 +549,7 @@ mod tests {
             &scaling(4096 + 64),
             |_| Limit::DEFAULT,
             None,
+            1 << 30,
         );
         assert!(small.iter().all(|c| !c.regressed), "{small:?}");
         // +1 KiB per sample × 256 = 256 KiB: over max(1% of 1 MiB, 64 KiB).
@@ -517,7 +557,8 @@ mod tests {
             &scaling(4096),
             &scaling(4096 + 1024),
             |_| Limit::DEFAULT,
-            Some(1 << 30),
+            None,
+            1 << 30,
         );
         let acts = big
             .iter()
@@ -537,9 +578,49 @@ mod tests {
     }
 
     #[test]
+    fn a_budget_fails_any_change_that_lowers_its_largest_batch() {
+        // +16 B per sample: within the limit at batch 256, but (1 GiB − 1 MiB) / 4112
+        // is 260,868 < 261,888.
+        let budget = 1 << 30;
+        let old = scaling(4096).with_budget(Some(budget));
+        assert_eq!(
+            old.within_budget,
+            Some(WithinBudget {
+                budget_bytes: budget,
+                largest_batch: Some(261_888)
+            })
+        );
+        let changes = compare_per_sample(
+            &old,
+            &scaling(4096 + 16),
+            |_| Limit::DEFAULT,
+            Some(budget),
+            0,
+        );
+        let peak = changes.iter().find(|c| c.category.is_none()).unwrap();
+        assert!(peak.regressed, "{peak}");
+        assert_eq!(
+            peak.largest_batch,
+            Some((budget, Fits::UpTo(261_888), Fits::UpTo(260_868)))
+        );
+        let acts = changes.iter().find(|c| c.category.is_some()).unwrap();
+        assert!(
+            !acts.regressed,
+            "only the budget's largest batch fails: {acts}"
+        );
+    }
+
+    #[test]
     fn shrinking_per_sample_is_not_reported() {
         assert!(
-            compare_per_sample(&scaling(4096), &scaling(1024), |_| Limit::DEFAULT, None).is_empty()
+            compare_per_sample(
+                &scaling(4096),
+                &scaling(1024),
+                |_| Limit::DEFAULT,
+                None,
+                1 << 30
+            )
+            .is_empty()
         );
     }
 }

@@ -18,6 +18,7 @@
 //! which comparisons ignore; the body is deterministic for a deterministic program.
 
 use crate::category::Phase;
+use crate::fit::Scaling;
 use crate::profile::{CategoryBytes, Fidelity, PhaseRecord, Profile};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -69,6 +70,11 @@ pub struct Body {
     /// The set-up phases and the phases of the last iteration.
     pub phases: Vec<PhaseRecord>,
     pub leak_bytes_per_iteration: u64,
+    /// A batch sweep's memory model (`#[vramtest(batch = [..])]`); the keys above then
+    /// describe the sweep's first batch size. Absent without a sweep, so snapshots
+    /// written before sweeps existed read unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Scaling>,
 }
 
 impl Body {
@@ -86,6 +92,7 @@ impl Body {
             category_peaks: profile.category_peaks,
             phases: profile.steady_state_phases(),
             leak_bytes_per_iteration: profile.leak_bytes_per_iteration,
+            scaling: None,
         }
     }
 

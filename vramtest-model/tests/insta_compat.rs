@@ -62,6 +62,7 @@ fn body(class: DeviceClass) -> Body {
             },
         ],
         leak_bytes_per_iteration: 0,
+        scaling: None,
     }
 }
 

@@ -53,6 +53,7 @@ fn base() -> Body {
             phase(Phase::OptimizerStep, Some(2), 6 * MIB, 7 * MIB, 3 * MIB),
         ],
         leak_bytes_per_iteration: 0,
+        scaling: None,
     }
 }
 

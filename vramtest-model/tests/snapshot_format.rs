@@ -118,6 +118,7 @@ fn valid_body() -> Body {
             },
         ],
         leak_bytes_per_iteration: 0,
+        scaling: None,
     }
 }
 

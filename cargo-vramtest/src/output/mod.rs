@@ -225,6 +225,7 @@ pub(crate) mod fixtures {
             category_peaks: at_peak,
             phases: vec![],
             leak_bytes_per_iteration: 0,
+            scaling: None,
         }
     }
 
