@@ -39,7 +39,8 @@ mod imp {
     use vramtest_model::Event;
     use vramtest_model::snapshot::Info;
 
-    /// The first CUDA device, or why there is none ("no CUDA driver", "no CUDA device").
+    /// The first CUDA device, or why there is none ("no CUDA driver: …", "no CUDA
+    /// device: …", "CUDA driver too old: …").
     pub fn first_device() -> Result<Device, String> {
         match vramtest_cuda::detect() {
             Availability::Ready { .. } => Ok(Device::Cuda(0)),
@@ -152,4 +153,30 @@ mod imp {
 }
 
 pub use imp::first_device;
+
+/// The device for a run that asked for CUDA explicitly (`VRAMTEST_DEVICE=cuda`,
+/// `device = "cuda"`): the first CUDA device, or the process ends with exit code 2 before
+/// any test runs, naming what is missing (a run asked for CUDA must not pass by ignoring
+/// every test on a machine whose driver broke).
+pub(crate) fn require_device() -> Device {
+    match first_device() {
+        Ok(device) => device,
+        Err(reason) => {
+            eprintln!("error: CUDA was asked for (device = \"cuda\"), but {reason}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The device for `device = "auto"`: the first CUDA device, else the CPU, saying so once
+/// on stderr.
+pub(crate) fn auto_device() -> Device {
+    match first_device() {
+        Ok(device) => device,
+        Err(reason) => {
+            eprintln!("note: measuring on the CPU ({reason})");
+            Device::Cpu
+        }
+    }
+}
 pub(crate) use imp::measure;

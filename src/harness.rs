@@ -161,8 +161,8 @@ fn parent(target: Target) -> Result<ExitCode, String> {
 fn select_device(choice: DeviceSetting) -> Result<Device, String> {
     match choice {
         DeviceSetting::Cpu => Ok(Device::Cpu),
-        DeviceSetting::Cuda => crate::cuda::first_device(),
-        DeviceSetting::Auto => Ok(crate::cuda::first_device().unwrap_or(Device::Cpu)),
+        DeviceSetting::Cuda => Ok(crate::cuda::require_device()),
+        DeviceSetting::Auto => Ok(crate::cuda::auto_device()),
     }
 }
 
