@@ -27,6 +27,26 @@ impl CudaTracker {
     pub fn free(&self, id: u64) {
         crate::probe::track(vramtest_model::Event::Free { id });
     }
+
+    /// A device allocation of `bytes` failed for lack of memory. Call it before
+    /// returning the error: the failed test's report then names the size of the request
+    /// beside the per-category breakdown measured up to the failure.
+    pub fn out_of_memory(&self, bytes: u64) {
+        FAILED_REQUEST.store(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The size of the last device request reported as failed (0: none). One test runs per
+/// measuring process.
+static FAILED_REQUEST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The failed request's size, if one was reported.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn failed_request() -> Option<u64> {
+    match FAILED_REQUEST.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        bytes => Some(bytes),
+    }
 }
 
 #[cfg(feature = "cuda")]
@@ -90,6 +110,19 @@ mod imp {
             .and_then(|p| p.into_any().downcast::<Probe>().ok())
             .map_or((None, None), |p| (p.session, p.error));
         match started {
+            // Out of memory on the device inside the step (an error or a panic): the
+            // breakdown up to the failure and the failed request, not the bare error.
+            Err(message)
+                if failed_request().is_some() || vramtest_cuda::is_out_of_memory(&message) =>
+            {
+                let detail = match session {
+                    Some(s) => s.out_of_memory(failed_request()).to_string(),
+                    None => "the CUDA probe was not running: no breakdown".to_owned(),
+                };
+                ChildResult::Failed {
+                    message: format!("{message}\n{detail}"),
+                }
+            }
             Err(message) => ChildResult::Failed { message },
             Ok(Err(message)) => ChildResult::Failed {
                 message: format!("cannot start the CUDA probe: {message}"),

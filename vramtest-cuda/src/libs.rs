@@ -385,7 +385,8 @@ mod tests {
     /// one. Needs a C compiler; says so and passes without one.
     #[test]
     fn each_kind_of_libcuda_is_named() {
-        let cases: [(&str, i32, i32, i32, Result<usize, Unavailable>); 5] = [
+        type Case = (&'static str, i32, i32, i32, Result<usize, Unavailable>);
+        let cases: [Case; 5] = [
             (
                 "stub",
                 34,
