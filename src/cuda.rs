@@ -36,6 +36,33 @@ impl CudaTracker {
     }
 }
 
+/// Why the running test cannot run on this device, once it said so.
+static UNAVAILABLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// The error a CUDA test returns when something it needs beside the driver is missing
+/// on this machine (cuBLAS, NVRTC, a kernel library): the test is reported *ignored*
+/// with `reason`, as it is without a driver, not failed.
+///
+/// ```no_run
+/// # fn load_cublas() -> Result<(), String> { Ok(()) }
+/// # fn f() -> vramtest::Result<()> {
+/// load_cublas().map_err(|why| vramtest::cuda_unavailable(format!("no cuBLAS ({why})")))?;
+/// # Ok(()) }
+/// ```
+pub fn cuda_unavailable(reason: impl std::fmt::Display) -> crate::Error {
+    let reason = reason.to_string();
+    *UNAVAILABLE.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
+    crate::Error::msg(format!("cannot run on this device: {reason}"))
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn unavailable() -> Option<String> {
+    UNAVAILABLE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
 /// The size of the last device request reported as failed (0: none). One test runs per
 /// measuring process.
 static FAILED_REQUEST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -110,6 +137,9 @@ mod imp {
             .and_then(|p| p.into_any().downcast::<Probe>().ok())
             .map_or((None, None), |p| (p.session, p.error));
         match started {
+            Err(_) if unavailable().is_some() => ChildResult::Ignored {
+                reason: unavailable().unwrap_or_default(),
+            },
             // Out of memory on the device inside the step (an error or a panic): the
             // breakdown up to the failure and the failed request, not the bare error.
             Err(message)
