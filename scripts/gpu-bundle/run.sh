@@ -117,6 +117,14 @@ step() { # step NAME DIR CMD...: runs CMD in DIR with a timeout, logs it, prints
 }
 
 B=$DIR/bin
+if [ ! -d "$B" ]; then
+    "$PYTHON" - "$DIR/bin.tar.gz" "$DIR" <<'PY' || exit 1
+import sys, tarfile
+extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+with tarfile.open(sys.argv[1]) as t:
+    t.extractall(sys.argv[2], **extra)
+PY
+fi
 step vramtest-cuda "$BUILD_ROOT/vramtest-cuda" "$B/vramtest-cuda-tests" --test-threads=1 || failed=1
 step vramtest-cuda-cupti "$BUILD_ROOT/vramtest-cuda" "$B/vramtest-cuda-tests-cupti" --test-threads=1 || failed=1
 step pool-semantics "$BUILD_ROOT" "$B/pool_semantics" || failed=1
