@@ -225,7 +225,10 @@ pub(crate) fn require_device() -> Device {
     match first_device() {
         Ok(device) => device,
         Err(reason) => {
-            eprintln!("error: CUDA was asked for (device = \"cuda\"), but {reason}");
+            eprintln!(
+                "error: CUDA was asked for (VRAMTEST_DEVICE=cuda or device = \"cuda\" in the \
+                 metadata), but {reason}"
+            );
             std::process::exit(2);
         }
     }
