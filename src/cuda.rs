@@ -27,6 +27,53 @@ impl CudaTracker {
     pub fn free(&self, id: u64) {
         crate::probe::track(vramtest_model::Event::Free { id });
     }
+
+    /// A device allocation of `bytes` failed for lack of memory. Call it before
+    /// returning the error: the failed test's report then names the size of the request
+    /// beside the per-category breakdown measured up to the failure.
+    pub fn out_of_memory(&self, bytes: u64) {
+        FAILED_REQUEST.store(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Why the running test cannot run on this device, once it said so.
+static UNAVAILABLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// The error a CUDA test returns when something it needs beside the driver is missing
+/// on this machine (cuBLAS, NVRTC, a kernel library): the test is reported *ignored*
+/// with `reason`, as it is without a driver, not failed.
+///
+/// ```no_run
+/// # fn load_cublas() -> Result<(), String> { Ok(()) }
+/// # fn f() -> vramtest::Result<()> {
+/// load_cublas().map_err(|why| vramtest::cuda_unavailable(format!("no cuBLAS ({why})")))?;
+/// # Ok(()) }
+/// ```
+pub fn cuda_unavailable(reason: impl std::fmt::Display) -> crate::Error {
+    let reason = reason.to_string();
+    *UNAVAILABLE.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
+    crate::Error::msg(format!("cannot run on this device: {reason}"))
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn unavailable() -> Option<String> {
+    UNAVAILABLE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// The size of the last device request reported as failed (0: none). One test runs per
+/// measuring process.
+static FAILED_REQUEST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The failed request's size, if one was reported.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn failed_request() -> Option<u64> {
+    match FAILED_REQUEST.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        bytes => Some(bytes),
+    }
 }
 
 #[cfg(feature = "cuda")]
@@ -39,7 +86,8 @@ mod imp {
     use vramtest_model::Event;
     use vramtest_model::snapshot::Info;
 
-    /// The first CUDA device, or why there is none ("no CUDA driver", "no CUDA device").
+    /// The first CUDA device, or why there is none ("no CUDA driver: …", "no CUDA
+    /// device: …", "CUDA driver too old: …").
     pub fn first_device() -> Result<Device, String> {
         match vramtest_cuda::detect() {
             Availability::Ready { .. } => Ok(Device::Cuda(0)),
@@ -94,6 +142,22 @@ mod imp {
             .and_then(|p| p.into_any().downcast::<Probe>().ok())
             .map_or((None, None), |p| (p.session, p.error));
         match started {
+            Err(_) if unavailable().is_some() => ChildResult::Ignored {
+                reason: unavailable().unwrap_or_default(),
+            },
+            // Out of memory on the device inside the step (an error or a panic): the
+            // breakdown up to the failure and the failed request, not the bare error.
+            Err(message)
+                if failed_request().is_some() || vramtest_cuda::is_out_of_memory(&message) =>
+            {
+                let detail = match session {
+                    Some(s) => s.out_of_memory(failed_request()).to_string(),
+                    None => "the CUDA probe was not running: no breakdown".to_owned(),
+                };
+                ChildResult::Failed {
+                    message: format!("{message}\n{detail}"),
+                }
+            }
             Err(message) => ChildResult::Failed { message },
             Ok(Err(message)) => ChildResult::Failed {
                 message: format!("cannot start the CUDA probe: {message}"),
@@ -162,4 +226,33 @@ mod imp {
 }
 
 pub use imp::first_device;
+
+/// The device for a run that asked for CUDA explicitly (`VRAMTEST_DEVICE=cuda`,
+/// `device = "cuda"`): the first CUDA device, or the process ends with exit code 2 before
+/// any test runs, naming what is missing (a run asked for CUDA must not pass by ignoring
+/// every test on a machine whose driver broke).
+pub(crate) fn require_device() -> Device {
+    match first_device() {
+        Ok(device) => device,
+        Err(reason) => {
+            eprintln!(
+                "error: CUDA was asked for (VRAMTEST_DEVICE=cuda or device = \"cuda\" in the \
+                 metadata), but {reason}"
+            );
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The device for `device = "auto"`: the first CUDA device, else the CPU, saying so once
+/// on stderr.
+pub(crate) fn auto_device() -> Device {
+    match first_device() {
+        Ok(device) => device,
+        Err(reason) => {
+            eprintln!("note: measuring on the CPU ({reason})");
+            Device::Cpu
+        }
+    }
+}
 pub(crate) use imp::measure;

@@ -34,7 +34,7 @@ mod probe;
 mod settings;
 mod step;
 
-pub use cuda::CudaTracker;
+pub use cuda::{CudaTracker, cuda_unavailable};
 pub use error::{Error, Result};
 pub use step::{Device, Iterations, Step};
 pub use vramtest_macros::vramtest;

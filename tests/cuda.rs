@@ -1,6 +1,7 @@
 #![cfg(feature = "cuda")]
-//! The CUDA path on whatever machine runs the tests: without a driver (CI) every CUDA
-//! test is reported ignored with the reason, never passed; with one, it is measured.
+//! The CUDA path on whatever machine runs the tests: without a driver (CI) asking for
+//! CUDA is an error, `auto` measures on the CPU and CUDA-only tests are ignored with the
+//! reason; with a driver, CUDA tests are measured.
 
 mod common;
 
@@ -15,8 +16,10 @@ fn driver_present() -> bool {
     )
 }
 
+/// Asking for CUDA where there is none is an error before any test runs (exit code 2,
+/// naming what is missing); with a device, every test is measured on it.
 #[test]
-fn cuda_tests_are_ignored_with_the_reason_when_there_is_no_driver() {
+fn asking_for_cuda_without_a_driver_is_exit_code_2_before_any_test() {
     let (dir, exe) = fixture_binary("cudarc-mlp");
     let r = run(
         &dir,
@@ -24,33 +27,29 @@ fn cuda_tests_are_ignored_with_the_reason_when_there_is_no_driver() {
         &[],
         &[("VRAMTEST_DEVICE", "cuda"), ("CI", "true")],
     );
-    assert_eq!(r.reports.len(), 2, "{}", r.text());
-    for report in &r.reports {
-        if driver_present() {
+    if driver_present() {
+        assert_eq!(r.reports.len(), 2, "{}", r.text());
+        for report in &r.reports {
             assert_eq!(report.device_class, Some(DeviceClass::Cuda));
             assert_ne!(report.status, Status::Ignored, "{}", report.message);
-        } else {
-            assert_eq!(report.status, Status::Ignored, "{}", report.test);
-            assert!(
-                report.message.starts_with("no CUDA driver")
-                    || report.message.starts_with("no CUDA device"),
-                "{}",
-                report.message
-            );
-            assert!(r.text().contains("ignored (no CUDA"), "{}", r.text());
         }
+        return;
     }
-    if !driver_present() {
-        assert!(
-            r.output.status.success(),
-            "ignored tests do not fail the run"
-        );
-        assert!(
-            !r.text().contains("... ok"),
-            "a CUDA test passed without a GPU:\n{}",
-            r.text()
-        );
-    }
+    assert_eq!(r.output.status.code(), Some(2), "{}", r.text());
+    assert!(r.reports.is_empty(), "no test may run:\n{}", r.text());
+    let stderr = String::from_utf8_lossy(&r.output.stderr);
+    let why = vramtest_cuda::detect().reason().unwrap();
+    assert!(
+        stderr.contains("CUDA was asked for") && stderr.contains(&why),
+        "{stderr}"
+    );
+    assert!(
+        why.starts_with("no CUDA driver")
+            || why.starts_with("no CUDA device")
+            || why.starts_with("CUDA driver too old"),
+        "{why}"
+    );
+    assert!(!r.text().contains("... ok"), "{}", r.text());
 }
 
 #[test]
@@ -67,6 +66,13 @@ fn auto_falls_back_to_the_cpu_and_cpu_only_tests_skip_cuda() {
     );
     let report = r.report("mlp_sgd");
     assert_eq!(report.device_class, Some(DeviceClass::Cpu));
+    // Said once, with the reason.
+    let stderr = String::from_utf8_lossy(&r.output.stderr);
+    assert_eq!(
+        stderr.matches("note: measuring on the CPU (").count(),
+        1,
+        "{stderr}"
+    );
     assert_eq!(report.status, Status::Passed, "{}", r.text());
     // A CUDA-only test on the CPU is ignored with its reason.
     let (dir, exe) = fixture_binary("cudarc-mlp");

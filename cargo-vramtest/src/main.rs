@@ -31,6 +31,7 @@
 mod build;
 mod cli;
 mod config;
+mod device;
 mod discover;
 mod error;
 mod output;
@@ -200,6 +201,7 @@ fn select_tests(
 fn run_tests(args: &RunArgs) -> Result<u8> {
     validate_env()?;
     let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
+    device::preflight(run_device(&ws, &args.exec))?;
     let env = package_env(&ws, &args.exec);
     let cases: Vec<TestCase> = select_tests(&ws, &args.build, &args.filter, &env)?
         .into_iter()

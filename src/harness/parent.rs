@@ -120,8 +120,8 @@ fn ignored_report(target: &Target, name: &str, def: &TestDef, reason: &str) -> T
 fn select_device(choice: DeviceSetting) -> Result<Device, String> {
     match choice {
         DeviceSetting::Cpu => Ok(Device::Cpu),
-        DeviceSetting::Cuda => crate::cuda::first_device(),
-        DeviceSetting::Auto => Ok(crate::cuda::first_device().unwrap_or(Device::Cpu)),
+        DeviceSetting::Cuda => Ok(crate::cuda::require_device()),
+        DeviceSetting::Auto => Ok(crate::cuda::auto_device()),
     }
 }
 

@@ -1,12 +1,14 @@
 //! The real device: [`detect`] and [`CudarcDriver`], over cudarc's driver API.
 //!
-//! cudarc loads libcuda dynamically and *panics* at the first call when it is absent, so
-//! every entry point checks [`sys::is_culib_present`] first and runs the driver calls
-//! under [`std::panic::catch_unwind`] as a second guard (a driver too old to export a
-//! symbol also panics in cudarc's loader).
+//! [`detect`] asks the driver through symbols it looks up itself
+//! ([`probe_driver`](crate::libs::probe_driver)), whatever linking cudarc was built
+//! with, and only then are cudarc's bindings called; those calls also run under
+//! [`std::panic::catch_unwind`] (cudarc's dynamic loader panics on a symbol an old
+//! driver does not export).
 
 use crate::CudaError;
 use crate::driver::{Driver, PoolAttribute};
+use crate::libs::{Unavailable, probe_driver};
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;
 use std::fmt;
@@ -17,20 +19,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 pub enum Availability {
     /// The driver initialized and sees this many devices (at least one).
     Ready { devices: usize },
-    /// No usable driver: the full reason, starting with "no CUDA driver".
-    NoDriver(String),
-    /// A driver, but no device (reason: [`Availability::reason`]).
-    NoDevice,
+    /// Why not: no libcuda, the toolkit's stub, no device, a driver too old.
+    Unavailable(Unavailable),
 }
 
 impl Availability {
-    /// Why CUDA tests are ignored here (`None` when ready): "no CUDA driver (…)" or
-    /// "no CUDA device (…)".
+    /// Why CUDA tests cannot run here (`None` when ready): "no CUDA driver: …",
+    /// "no CUDA device: …" or "CUDA driver too old: …".
     pub fn reason(&self) -> Option<String> {
         match self {
             Availability::Ready { .. } => None,
-            Availability::NoDriver(reason) => Some(reason.clone()),
-            Availability::NoDevice => Some(NO_DEVICE.to_owned()),
+            Availability::Unavailable(why) => Some(why.to_string()),
         }
     }
 
@@ -39,6 +38,14 @@ impl Availability {
         match self {
             Availability::Ready { devices } => *devices,
             _ => 0,
+        }
+    }
+
+    /// `Ok(devices)` or the typed reason.
+    pub fn into_result(self) -> Result<usize, Unavailable> {
+        match self {
+            Availability::Ready { devices } => Ok(devices),
+            Availability::Unavailable(why) => Err(why),
         }
     }
 }
@@ -52,45 +59,28 @@ impl fmt::Display for Availability {
     }
 }
 
-const NO_DEVICE: &str = "no CUDA device (the driver reports none; check CUDA_VISIBLE_DEVICES)";
-
-/// Finds out whether CUDA tests can run: libcuda present, `cuInit` succeeds, at least one
-/// device. Never panics, never touches the driver when libcuda is absent.
+/// Finds out whether CUDA tests can run: libcuda present and not the toolkit's stub,
+/// `cuInit` succeeds, the driver supports the bindings' CUDA version, at least one
+/// device; then initializes cudarc's bindings too. Never panics.
 pub fn detect() -> Availability {
-    // SAFETY: only tries to open the library by its candidate names; loads no symbol.
-    if !unsafe { sys::is_culib_present() } {
-        return Availability::NoDriver(
-            "no CUDA driver (libcuda could not be loaded; is the NVIDIA driver installed \
-             and on the loader path?)"
-                .to_owned(),
-        );
-    }
+    let probe = match probe_driver() {
+        Ok(probe) => probe,
+        Err(why) => return Availability::Unavailable(why),
+    };
+    // The driver answered through its own symbols; cudarc's bindings (loaded or linked)
+    // must agree before any session uses them.
     match guard("cuInit", || {
-        if let Err(e) = result::init() {
-            return Ok(match e.0 {
-                sys::CUresult::CUDA_ERROR_NO_DEVICE => Availability::NoDevice,
-                sys::CUresult::CUDA_ERROR_STUB_LIBRARY => Availability::NoDriver(
-                    "no CUDA driver (libcuda is the CUDA toolkit's stub library, not a driver)"
-                        .to_owned(),
-                ),
-                code => Availability::NoDriver(format!("no CUDA driver (cuInit failed: {code:?})")),
-            });
-        }
-        Ok(match result::device::get_count() {
-            Ok(n) if n > 0 => Availability::Ready {
-                devices: n as usize,
-            },
-            Ok(_) | Err(result::DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => {
-                Availability::NoDevice
-            }
-            Err(e) => Availability::NoDriver(format!(
-                "no CUDA driver (cuDeviceGetCount failed: {:?})",
-                e.0
-            )),
-        })
+        result::init().map_err(driver_error("cuInit"))?;
+        result::device::get_count().map_err(driver_error("cuDeviceGetCount"))
     }) {
-        Ok(availability) => availability,
-        Err(e) => Availability::NoDriver(format!("no CUDA driver ({e})")),
+        Ok(n) if n > 0 => Availability::Ready {
+            devices: probe.devices.min(n as usize),
+        },
+        Ok(_) => Availability::Unavailable(Unavailable::NoDevice),
+        Err(_) => Availability::Unavailable(Unavailable::DriverFailed {
+            call: "cuInit (through cudarc's bindings)",
+            code: -1,
+        }),
     }
 }
 
@@ -148,7 +138,7 @@ impl CudarcDriver {
             Availability::Ready { devices } => {
                 return Err(CudaError::NoSuchDevice { ordinal, devices });
             }
-            other => return Err(CudaError::Unavailable(other.reason().unwrap_or_default())),
+            Availability::Unavailable(why) => return Err(CudaError::Unavailable(why)),
         }
         guard("cuDevicePrimaryCtxRetain", || {
             let device =
@@ -343,11 +333,14 @@ mod tests {
         let a = detect();
         match &a {
             Availability::Ready { devices } => assert!(*devices > 0),
-            Availability::NoDriver(reason) => {
-                assert!(reason.starts_with("no CUDA driver"), "{reason}")
-            }
-            Availability::NoDevice => {
-                assert!(a.reason().unwrap().starts_with("no CUDA device"))
+            Availability::Unavailable(why) => {
+                let reason = why.to_string();
+                assert!(
+                    reason.starts_with("no CUDA driver")
+                        || reason.starts_with("no CUDA device")
+                        || reason.starts_with("CUDA driver too old"),
+                    "{reason}"
+                )
             }
         }
         // Twice: detection has no lasting side effect that breaks a second call.

@@ -8,8 +8,9 @@
 //! one session records at a time ([`RECORDING`]); another gets a fallback reason.
 //!
 //! cudarc loads libcupti on first use and *panics* when it is absent, so
-//! [`Cupti::start`] checks `is_culib_present` first and every call runs under
-//! [`guard`] (a libcupti too old to export a symbol panics in cudarc's loader too).
+//! [`Cupti::start`] looks for it first under CUDA 13's and 12's names
+//! ([`find_library`](crate::libs::find_library)) and every call runs under [`guard`]
+//! (a libcupti too old to export a symbol panics in cudarc's loader too).
 //!
 //! Records are read by their fields common to `CUpti_ActivityMemory2`, `3` and `4`
 //! (kind, operation, memory kind, address, bytes, timestamp, device id), which sit at the
@@ -28,9 +29,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-/// The fallback reason without libcupti.
-pub(crate) const NO_LIBRARY: &str = "no CUPTI library (libcupti could not be loaded; add the \
-     CUDA toolkit's lib64 or extras/CUPTI/lib64 to LD_LIBRARY_PATH): phase fidelity";
+/// What follows a fallback reason: the fidelity the session falls back to.
+const FALLBACK: &str = "phase fidelity";
 
 /// Whether a session holds CUPTI's activity API.
 static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -52,10 +52,16 @@ const RELEASE: u32 =
     sys::CUpti_ActivityMemoryOperationType::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE as u32;
 const DEVICE_MEMORY: u32 = sys::CUpti_ActivityMemoryKind::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE as u32;
 
-/// Whether libcupti can be loaded (opens it by its candidate names; loads no symbol).
-pub(crate) fn library_present() -> bool {
-    // SAFETY: only tries to open the library.
-    unsafe { sys::is_culib_present() }
+/// Why libcupti cannot be used (`None` when it can): missing under every name, or
+/// present only under a major version the bindings' loader does not open.
+pub(crate) fn library_problem() -> Option<String> {
+    crate::libs::find_library("cupti", crate::libs::bindings_version())
+        .problem("CUPTI library")
+        .map(|why| {
+            format!(
+                "{why} (the toolkit's extras/CUPTI/lib64 or a CUDA wheel's lib folder): {FALLBACK}"
+            )
+        })
 }
 
 fn cupti_error(call: &'static str) -> impl FnOnce(CuptiError) -> CudaError {
@@ -78,8 +84,8 @@ impl Cupti {
     /// `ctx` (CUPTI's device id of the context, else `ordinal`). The error is the
     /// session's fallback reason, ending in "phase fidelity". Never panics.
     pub(crate) fn start(ctx: Option<CUcontext>, ordinal: usize) -> Result<Cupti, String> {
-        if !library_present() {
-            return Err(NO_LIBRARY.to_owned());
+        if let Some(why) = library_problem() {
+            return Err(why);
         }
         if RECORDING.swap(true, Ordering::AcqRel) {
             return Err(
@@ -289,8 +295,8 @@ mod tests {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         match Cupti::start(None, 0) {
-            Err(reason) if !library_present() => {
-                assert_eq!(reason, NO_LIBRARY);
+            Err(reason) if library_problem().is_some() => {
+                assert_eq!(Some(&reason), library_problem().as_ref());
                 assert!(reason.starts_with("no CUPTI library"), "{reason}");
                 assert!(reason.ends_with("phase fidelity"), "{reason}");
                 // Nothing was left half-started: the same answer again.

@@ -13,18 +13,34 @@ pub const GRANULE: u64 = 2 << 20;
 /// A fake device with a memory pool. Clones share one device, so a test keeps a clone
 /// to allocate and free while a session owns another.
 ///
-/// Behaviour:
-/// - [`alloc`](FakePool::alloc) takes from the pool at once (used grows; reserved grows
-///   in [`GRANULE`]s to cover used, and never shrinks);
-/// - [`free`](FakePool::free) is stream-ordered: it lands only at the next
-///   [`synchronize`](Driver::synchronize) (without pools, frees are immediate, like
-///   `cuMemFree`);
+/// Behaviour, each from NVIDIA's documentation of the stream-ordered allocator (CUDA C++
+/// Programming Guide, "Stream Ordered Memory Allocator"; CUDA Driver API,
+/// `cuMemPoolSetAttribute`), on the one stream the fake has:
+/// - [`alloc`](FakePool::alloc) takes from the pool at once: used grows; reserved grows
+///   in [`GRANULE`]s to cover used (the pool maps physical memory in chunks). The 2 MiB
+///   granule is an assumption (the guide gives no size), unconfirmed on hardware.
+/// - [`free`](FakePool::free) is stream-ordered, and "memory freed on a stream can be
+///   reused by subsequent allocations on the same stream" at once (guide, "Memory
+///   Reuse Policies"): used drops at the free, so on one stream alloc A, free A,
+///   alloc B peaks at max(A, B), not A + B. Whether `USED_MEM_HIGH` reads so on a real
+///   device is what the bundle's probe (`pool_semantics`) measures: unconfirmed on
+///   hardware until it has run. Without pools frees are immediate (`cuMemFree`).
+/// - at a synchronize, the pool trims its reserved memory to what is used, rounded up
+///   to the granule: "when more than the release threshold bytes of memory are held by
+///   the memory pool, the allocator will try to release memory back to the OS on the
+///   next call to stream, event or context synchronize", and the threshold defaults to
+///   0 (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`, Driver API reference; guide, "Physical
+///   Page Caching Behavior"). [`set_release_threshold`](FakePool::set_release_threshold)
+///   keeps that much reserved, as a framework that raises the threshold does.
 /// - high-water marks follow their current values and are reset *to the current value*
-///   by [`reset_high_water_mark`](Driver::reset_high_water_mark);
+///   by [`reset_high_water_mark`](Driver::reset_high_water_mark) ("setting it to 0
+///   resets the high watermark to the current value", `cuMemPoolSetAttribute`);
 /// - the device's used bytes (`total − free` of `mem_get_info`) are a fixed `context`
 ///   amount + memory allocated outside the pool ([`alloc_outside`](FakePool::alloc_outside):
 ///   a cuBLAS workspace, a loaded module) + the pool's *reserved* bytes (used bytes
 ///   without pools);
+/// - [`try_alloc`](FakePool::try_alloc) fails with `CUDA_ERROR_OUT_OF_MEMORY` when the
+///   device has no room for the request;
 /// - [`with_records`](FakePool::with_records) makes it a source of per-allocation
 ///   records, like CUPTI: every `alloc` and `free` (at the call) is logged with a
 ///   logical timestamp, and the log is delivered at each flush;
@@ -46,7 +62,7 @@ struct State {
     reserved: u64,
     reserved_high: u64,
     live: HashMap<u64, u64>,
-    pending_frees: Vec<u64>,
+    release_threshold: u64,
     next_id: u64,
     syncs: u64,
     records: RecordMode,
@@ -112,34 +128,47 @@ impl FakePool {
     }
 
     /// Allocates `bytes` from the pool (stream-ordered, but effective at once); returns
-    /// the allocation's id.
+    /// the allocation's id. Never fails (see [`try_alloc`](FakePool::try_alloc)).
     pub fn alloc(&self, bytes: u64) -> u64 {
         let mut s = self.lock();
-        s.next_id += 1;
-        let id = s.next_id;
-        s.record(Operation::Allocation, id, bytes, 0);
-        s.live.insert(id, bytes);
-        s.used += bytes;
-        s.used_high = s.used_high.max(s.used);
-        if s.pools {
-            let needed = s.used.div_ceil(GRANULE) * GRANULE;
-            s.reserved = s.reserved.max(needed);
-            s.reserved_high = s.reserved_high.max(s.reserved);
-        }
-        id
+        s.alloc(bytes)
     }
 
-    /// Frees allocation `id`: queued until the next synchronize (immediate without pools).
+    /// [`alloc`](FakePool::alloc), failing like `cuMemAllocAsync` with
+    /// `CUDA_ERROR_OUT_OF_MEMORY` when the device cannot hold the request (its used
+    /// bytes plus what the pool must reserve for it would pass the total).
+    pub fn try_alloc(&self, bytes: u64) -> Result<u64, CudaError> {
+        let mut s = self.lock();
+        let used = s.used + bytes;
+        let reserved = if s.pools {
+            s.reserved.max(used.div_ceil(GRANULE) * GRANULE)
+        } else {
+            used
+        };
+        if s.context + s.outside + reserved > s.total {
+            return Err(CudaError::Driver {
+                call: "cuMemAllocAsync",
+                code: "CUDA_ERROR_OUT_OF_MEMORY".to_owned(),
+            });
+        }
+        Ok(s.alloc(bytes))
+    }
+
+    /// Frees allocation `id`, stream-ordered: reusable by the next allocation on the
+    /// stream at once, so it leaves `used` now; reserved memory is released at the next
+    /// synchronize (see the type's documentation).
     pub fn free(&self, id: u64) {
         let mut s = self.lock();
-        if let Some(&bytes) = s.live.get(&id) {
+        if let Some(bytes) = s.live.remove(&id) {
             s.record(Operation::Release, id, bytes, 0);
-        }
-        if s.pools {
-            s.pending_frees.push(id);
-        } else if let Some(bytes) = s.live.remove(&id) {
             s.used -= bytes;
         }
+    }
+
+    /// Keeps up to `bytes` reserved at a synchronize (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`;
+    /// 0 by default).
+    pub fn set_release_threshold(&self, bytes: u64) {
+        self.lock().release_threshold = bytes;
     }
 
     /// Device memory allocated outside the pool (grows `device used` only).
@@ -163,11 +192,6 @@ impl FakePool {
         self.lock().reserved
     }
 
-    /// Frees waiting for a synchronize.
-    pub fn pending_frees(&self) -> usize {
-        self.lock().pending_frees.len()
-    }
-
     /// How many times the device was synchronized.
     pub fn syncs(&self) -> u64 {
         self.lock().syncs
@@ -175,6 +199,21 @@ impl FakePool {
 }
 
 impl State {
+    fn alloc(&mut self, bytes: u64) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.record(Operation::Allocation, id, bytes, 0);
+        self.live.insert(id, bytes);
+        self.used += bytes;
+        self.used_high = self.used_high.max(self.used);
+        if self.pools {
+            let needed = self.used.div_ceil(GRANULE) * GRANULE;
+            self.reserved = self.reserved.max(needed);
+            self.reserved_high = self.reserved_high.max(self.reserved);
+        }
+        id
+    }
+
     fn device_used(&self) -> u64 {
         self.context + self.outside + if self.pools { self.reserved } else { self.used }
     }
@@ -233,10 +272,10 @@ impl Driver for FakePool {
     fn synchronize(&self) -> Result<(), CudaError> {
         let mut s = self.lock();
         s.syncs += 1;
-        for id in std::mem::take(&mut s.pending_frees) {
-            if let Some(bytes) = s.live.remove(&id) {
-                s.used -= bytes;
-            }
+        if s.pools && s.reserved > s.release_threshold {
+            // Trim to what is used (whole granules), keeping the threshold.
+            let keep = (s.used.div_ceil(GRANULE) * GRANULE).max(s.release_threshold);
+            s.reserved = s.reserved.min(keep);
         }
         Ok(())
     }

@@ -33,14 +33,21 @@
 //! # Ok(()) }
 //! ```
 //!
-//! cudarc is built with dynamic loading only, so this crate compiles without a CUDA
-//! toolkit and runs (reporting [`Availability::NoDriver`]) without a driver.
+//! Builds beside any cudarc configuration another crate of the build turns on
+//! (`dynamic-loading`, `fallback-dynamic-loading` or `dynamic-linking`, any CUDA 12 or
+//! 13 version feature): the probe finds libcuda and the CUDA libraries itself
+//! ([`libs`]). Its default feature `cuda-version-default` picks cudarc's `cuda-12080`
+//! for builds where no other crate picks a version; turn it off to use the version
+//! another crate selects. With dynamic loading (our own choice) it compiles without a
+//! CUDA toolkit and runs, reporting [`Availability::Unavailable`], without a driver.
 
 mod cuda;
 #[cfg(feature = "cupti")]
 mod cupti;
 mod driver;
 mod fake;
+pub mod libs;
+mod oom;
 pub mod records;
 mod session;
 pub mod watermarks;
@@ -48,6 +55,8 @@ pub mod watermarks;
 pub use cuda::{Availability, CudarcDriver, detect, parse_nvidia_version};
 pub use driver::{Driver, PoolAttribute};
 pub use fake::{FakePool, GRANULE};
+pub use libs::{Lookup, Unavailable, find_library, probe_driver};
+pub use oom::{OutOfMemory, is_out_of_memory};
 pub use records::{AllocationRecords, MemoryRecord};
 pub use session::{DeviceInfo, PoolSession, Report};
 pub use watermarks::{PoolFigures, Sample, Source};
@@ -55,9 +64,9 @@ pub use watermarks::{PoolFigures, Sample, Source};
 /// Why a CUDA measurement could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CudaError {
-    /// No driver or no device: the reason from [`Availability::reason`].
+    /// No driver, the toolkit's stub, no device, or a driver too old for the bindings.
     #[error("{0}")]
-    Unavailable(String),
+    Unavailable(#[from] Unavailable),
     /// The ordinal is past the last device.
     #[error("no CUDA device {ordinal} (the driver reports {devices})")]
     NoSuchDevice { ordinal: usize, devices: usize },

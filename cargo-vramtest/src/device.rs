@@ -1,0 +1,78 @@
+//! The pre-flight check of a run that asks for CUDA: without a usable driver and
+//! device, the run stops with exit code 2 before anything is built, naming what is
+//! missing (a self-hosted GPU runner whose driver broke must not go green by ignoring
+//! every test). `auto` measures on the CPU instead, and says so once.
+
+use crate::error::{Error, Result};
+use vramtest_cuda::Availability;
+use vramtest_model::config::DeviceSetting;
+
+/// Checks the device the run measures on ([`DeviceSetting::Cuda`]: a usable driver and at
+/// least one device, or an error; [`DeviceSetting::Auto`]: a note when it will be the CPU).
+pub fn preflight(device: DeviceSetting) -> Result<()> {
+    check(device, vramtest_cuda::detect())
+}
+
+fn check(device: DeviceSetting, found: Availability) -> Result<()> {
+    match (device, found) {
+        (_, Availability::Ready { .. }) | (DeviceSetting::Cpu, _) => Ok(()),
+        (DeviceSetting::Cuda, Availability::Unavailable(why)) => Err(Error::Environment {
+            message: format!(
+                "the run asks for CUDA (--device cuda, VRAMTEST_DEVICE=cuda or device = \"cuda\" in the metadata), but {why}"
+            ),
+        }),
+        (DeviceSetting::Auto, Availability::Unavailable(why)) => {
+            anstream::eprintln!("note: measuring on the CPU ({why})");
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramtest_cuda::Unavailable;
+
+    #[test]
+    fn cuda_without_a_device_is_an_error_naming_what_is_missing() {
+        let cases = [
+            (
+                Unavailable::NoLibrary {
+                    tried: vec!["libcuda.so.1".into(), "libcuda.so".into()],
+                },
+                "no CUDA driver: libcuda could not be loaded (tried libcuda.so.1, libcuda.so",
+            ),
+            (
+                Unavailable::StubLibrary {
+                    library: "libcuda.so".into(),
+                },
+                "stub library",
+            ),
+            (Unavailable::NoDevice, "no CUDA device"),
+            (
+                Unavailable::DriverTooOld {
+                    driver: (12, 2),
+                    bindings: (12, 8),
+                },
+                "CUDA driver too old",
+            ),
+        ];
+        for (why, needle) in cases {
+            let err = check(DeviceSetting::Cuda, Availability::Unavailable(why)).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            let text = err.to_string();
+            assert!(text.contains(needle), "{text} lacks {needle}");
+            assert!(text.starts_with("the run asks for CUDA"), "{text}");
+        }
+    }
+
+    #[test]
+    fn cpu_and_auto_never_fail_and_a_ready_device_passes() {
+        for device in [DeviceSetting::Cpu, DeviceSetting::Auto] {
+            assert!(check(device, Availability::Unavailable(Unavailable::NoDevice)).is_ok());
+        }
+        for device in [DeviceSetting::Cpu, DeviceSetting::Auto, DeviceSetting::Cuda] {
+            assert!(check(device, Availability::Ready { devices: 1 }).is_ok());
+        }
+    }
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Runs vramtest's GPU checks from a prepared bundle (scripts/gpu-check.sh bundle DIR):
+# needs bash, coreutils and python3 only; no cargo, no network.
+#
+#   DIR/run.sh
+#
+# Finds the NVIDIA driver (libcuda.so.1) and the CUDA 13 libraries (LD_LIBRARY_PATH,
+# /usr/local/cuda*, or the nvidia/cu13/lib folder of a Python environment with NVIDIA's
+# wheels: PYTHON=/path/to/python picks the environment, default python3), runs every GPU
+# test with VRAMTEST_DEVICE=cuda and VRAMTEST_UPDATE=new, prints one table per test and
+# collects the `@cuda` .snap.new files under DIR/out/ (same paths as in the repository).
+#
+# Environment: STEP_TIMEOUT (seconds per step, default 300), PYTHON.
+# Exit status: 0 when every step ran and every GPU test left a CUDA snapshot; 1 when a
+# step failed; 2 when there is no usable driver or device.
+
+set -uo pipefail
+DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PYTHON=${PYTHON:-python3}
+STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+# shellcheck source=/dev/null
+. "$DIR/bundle.env" # BUILD_ROOT: where the test binaries look for their crates
+
+OUT=$DIR/out
+LOGS=$OUT/logs
+rm -rf "$OUT"
+mkdir -p "$LOGS"
+started=$(date +%s)
+
+# 1. The CUDA 13 libraries: the first folder that holds libcublas.so.13.
+lib_dirs=()
+IFS=: read -r -a from_env <<<"${LD_LIBRARY_PATH:-}"
+lib_dirs+=("${from_env[@]}")
+for d in /usr/local/cuda*/lib64 /usr/local/cuda*/extras/CUPTI/lib64 /usr/local/cuda*/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && lib_dirs+=("$d")
+done
+wheel_lib=$("$PYTHON" - <<'PY' 2>/dev/null
+import os
+try:
+    import nvidia
+except ImportError:
+    raise SystemExit(0)
+for base in list(nvidia.__path__):
+    lib = os.path.join(base, "cu13", "lib")
+    if os.path.isdir(lib):
+        print(lib)
+        break
+PY
+)
+[ -n "$wheel_lib" ] && lib_dirs+=("$wheel_lib")
+found=()
+for d in "${lib_dirs[@]}"; do
+    [ -n "$d" ] && [ -d "$d" ] && found+=("$d")
+done
+LD_LIBRARY_PATH=$(IFS=:; echo "${found[*]}")
+export LD_LIBRARY_PATH
+for lib in libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libcudart.so.13 libcurand.so.10 libcupti.so.13; do
+    hit=""
+    for d in "${found[@]}"; do
+        if [ -e "$d/$lib" ]; then hit="$d/$lib"; break; fi
+    done
+    printf 'library %-20s %s\n' "$lib" "${hit:-NOT FOUND (tests that need it are ignored or fail)}"
+done
+
+# 2. The driver: libcuda.so.1 loads, cuInit succeeds, a device is there.
+if ! "$PYTHON" - <<'PY'
+import ctypes, sys
+try:
+    cuda = ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    print(f"run.sh: no CUDA driver: libcuda.so.1 could not be loaded ({e}); "
+          "install the NVIDIA driver or add its folder to LD_LIBRARY_PATH", file=sys.stderr)
+    sys.exit(2)
+rc = cuda.cuInit(0)
+if rc == 34:
+    print("run.sh: no CUDA driver: libcuda.so.1 is the CUDA toolkit's stub library",
+          file=sys.stderr)
+    sys.exit(2)
+if rc != 0:
+    print(f"run.sh: no CUDA driver: cuInit failed with CUresult {rc}", file=sys.stderr)
+    sys.exit(2)
+v, n = ctypes.c_int(), ctypes.c_int()
+cuda.cuDriverGetVersion(ctypes.byref(v))
+cuda.cuDeviceGetCount(ctypes.byref(n))
+if n.value < 1:
+    print("run.sh: no CUDA device", file=sys.stderr)
+    sys.exit(2)
+print(f"driver: CUDA {v.value // 1000}.{v.value % 1000 // 10}, {n.value} device(s)")
+PY
+then
+    exit 2
+fi
+command -v nvidia-smi >/dev/null 2>&1 &&
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader | sed 's/^/GPU: /'
+
+# 3. The crates' manifests and committed snapshots where the binaries look for them.
+rm -rf "$BUILD_ROOT"
+mkdir -p "$BUILD_ROOT"
+cp -R "$DIR/src/." "$BUILD_ROOT/"
+
+export VRAMTEST_DEVICE=cuda VRAMTEST_UPDATE=new
+unset CI TF_BUILD VRAMTEST_CHECK
+failed=0
+step() { # step NAME DIR CMD...: runs CMD in DIR with a timeout, logs it, prints its status
+    local name=$1 cwd=$2
+    shift 2
+    local t0 rc
+    t0=$(date +%s)
+    printf '==> %-32s ' "$name"
+    (cd "$cwd" && timeout "$STEP_TIMEOUT" "$@") >"$LOGS/$name.log" 2>&1
+    rc=$?
+    printf '(rc %s, %ss)\n' "$rc" "$(($(date +%s) - t0))"
+    if [ "$rc" -ne 0 ]; then
+        tail -n 25 "$LOGS/$name.log" | sed 's/^/    /'
+    fi
+    return "$rc"
+}
+
+B=$DIR/bin
+if [ ! -d "$B" ]; then
+    "$PYTHON" - "$DIR/bin.tar.gz" "$DIR" <<'PY' || exit 1
+import sys, tarfile
+extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+with tarfile.open(sys.argv[1]) as t:
+    t.extractall(sys.argv[2], **extra)
+PY
+fi
+step vramtest-cuda "$BUILD_ROOT/vramtest-cuda" "$B/vramtest-cuda-tests" --test-threads=1 || failed=1
+step vramtest-cuda-cupti "$BUILD_ROOT/vramtest-cuda" "$B/vramtest-cuda-tests-cupti" --test-threads=1 || failed=1
+step pool-semantics "$BUILD_ROOT" "$B/pool_semantics" || failed=1
+step cudarc-mlp-lib "$BUILD_ROOT/fixtures/cudarc-mlp" "$B/cudarc-mlp-lib" --test-threads=1 || failed=1
+# A vram test exits non-zero while its CUDA snapshot is new (pending): the table below
+# judges these steps by the snapshots they leave.
+step cudarc-mlp-vram "$BUILD_ROOT/fixtures/cudarc-mlp" "$B/cudarc-mlp-vram" --nocapture
+step candle-mlp-vram "$BUILD_ROOT/fixtures/candle-mlp" "$B/candle-mlp-vram" --nocapture
+
+echo
+echo "pool semantics (raw cudarc on one stream):"
+grep -E '^(device|used_high|reserved|cupti)' "$LOGS/pool-semantics.log" | sed 's/^/  /'
+
+"$PYTHON" "$DIR/table.py" "$BUILD_ROOT" "$LOGS" || failed=1
+
+# 4. The @cuda snapshots to commit, at their repository paths.
+(cd "$BUILD_ROOT" && find fixtures -name '*@cuda.snap.new' -print) | while read -r f; do
+    mkdir -p "$OUT/$(dirname "$f")"
+    cp "$BUILD_ROOT/$f" "$OUT/$f"
+    echo "collected $f"
+done
+echo
+echo "run.sh: $(($(date +%s) - started))s; logs and snapshots in $OUT"
+exit "$failed"
