@@ -374,6 +374,14 @@ fn accept_or_reject(args: &SnapshotArgs, accept: bool) -> Result<u8> {
     Ok(0)
 }
 
+/// Whether to draw with Unicode blocks: a terminal that has not asked for plain
+/// output (`NO_COLOR`, `TERM=dumb`).
+fn unicode_terminal() -> bool {
+    std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+}
+
 fn show(args: &ShowArgs) -> Result<u8> {
     let ws = discover::discover(&args.selection, Vec::new())?;
     let files = snapshots::scan(&ws)?;
@@ -394,6 +402,18 @@ fn show(args: &ShowArgs) -> Result<u8> {
             println!();
         }
         anstream::print!("{}", output::table::render_snapshot(&file.path, &parsed));
+        let reserve = ws
+            .packages
+            .iter()
+            .find(|p| p.name == file.package)
+            .and_then(|p| p.settings.reserve);
+        let draw = output::fits::Drawing {
+            unicode: unicode_terminal(),
+        };
+        print!(
+            "{}",
+            output::fits::render(&parsed.body, reserve, None, draw)
+        );
     }
     Ok(0)
 }

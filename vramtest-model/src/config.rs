@@ -62,7 +62,7 @@ impl std::str::FromStr for DeviceSetting {
 }
 
 /// The keys a `vramtest` table may hold.
-const KEYS: &str = "iterations, device, budget, tolerance, limits";
+const KEYS: &str = "iterations, device, budget, reserve, tolerance, limits";
 
 /// The keys of `limits`.
 const LIMIT_KEYS: &str = "tolerance, peak, leak, parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked";
@@ -73,6 +73,9 @@ pub struct Settings {
     pub iterations: Option<u32>,
     pub device: Option<DeviceSetting>,
     pub budget: Option<u64>,
+    /// What a GPU needs besides the measured tensors (CUDA context, libraries), taken
+    /// off each memory size before `cargo vramtest show` says what batch fits.
+    pub reserve: Option<u64>,
     /// Every category's and the peak's limit, unless `limits` names them.
     pub tolerance: Option<Limit>,
     /// Limits by key: `peak`, `leak` or a category.
@@ -113,7 +116,8 @@ impl Settings {
             match key.as_str() {
                 "iterations" => s.iterations = Some(iterations(value)?),
                 "device" => s.device = Some(device(value)?),
-                "budget" => s.budget = Some(budget(value)?),
+                "budget" => s.budget = Some(byte_size("budget", value)?),
+                "reserve" => s.reserve = Some(byte_size("reserve", value)?),
                 "tolerance" => s.tolerance = Some(limit("tolerance", value)?),
                 "limits" => {
                     let Value::Object(limits) = value else {
@@ -159,6 +163,7 @@ impl Settings {
         self.iterations = over.iterations.or(self.iterations);
         self.device = over.device.or(self.device);
         self.budget = over.budget.or(self.budget);
+        self.reserve = over.reserve.or(self.reserve);
         self.tolerance = over.tolerance.or(self.tolerance);
         self.limits
             .extend(over.limits.iter().map(|(k, v)| (k.clone(), *v)));
@@ -197,6 +202,7 @@ impl Settings {
             iterations: config.iterations,
             device: None,
             budget: config.budget,
+            reserve: None,
             tolerance,
             limits,
         })
@@ -261,14 +267,14 @@ fn device(v: &Value) -> Result<DeviceSetting, ConfigError> {
     }
 }
 
-fn budget(v: &Value) -> Result<u64, ConfigError> {
+fn byte_size(key: &str, v: &Value) -> Result<u64, ConfigError> {
     match v {
         Value::Number(n) => n
             .as_u64()
-            .ok_or_else(|| bad("budget", format!("expected a byte count, found {n}"))),
-        Value::String(s) => parse_bytes(s).map_err(|e| bad("budget", e.to_string())),
+            .ok_or_else(|| bad(key, format!("expected a byte count, found {n}"))),
+        Value::String(s) => parse_bytes(s).map_err(|e| bad(key, e.to_string())),
         other => Err(bad(
-            "budget",
+            key,
             format!("expected a byte size like \"22GiB\", found {}", kind(other)),
         )),
     }
@@ -341,6 +347,7 @@ mod tests {
             "iterations": 5,
             "device": "cuda",
             "budget": "22GiB",
+            "reserve": "1.5GiB",
             "tolerance": "+2% | 1MiB",
             "limits": { "activations": "+5%", "leak": "0", "peak": 0 }
         }))
@@ -348,6 +355,7 @@ mod tests {
         assert_eq!(s.iterations, Some(5));
         assert_eq!(s.device, Some(DeviceSetting::Cuda));
         assert_eq!(s.budget, Some(22 << 30));
+        assert_eq!(s.reserve, Some(3 << 29));
         assert_eq!(s.tolerance, Some(limit("+2% | 1MiB")));
         assert_eq!(s.limits["activations"], limit("+5%"));
         assert_eq!(s.limits["leak"], Limit::EXACT);
@@ -360,6 +368,7 @@ mod tests {
     #[test_case(json!({"budget": "lots"}), "budget", "hint:"; "budget not a size")]
     #[test_case(json!({"budget": -1}), "budget", "byte count"; "negative budget")]
     #[test_case(json!({"budget": true}), "budget", "a boolean"; "budget as a boolean")]
+    #[test_case(json!({"reserve": "much"}), "reserve", "hint:"; "reserve not a size")]
     #[test_case(json!({"tolerance": "-3%"}), "tolerance", "invalid limit"; "negative tolerance")]
     #[test_case(json!({"tolerance": 5}), "tolerance", "a number"; "tolerance as a number")]
     #[test_case(json!({"limits": "+5%"}), "limits", "expected a table"; "limits not a table")]

@@ -2,6 +2,7 @@
 //! and GitHub Actions annotations. Each format is a pure function of the outcomes;
 //! this module holds what they share (the rows of the table, the summary).
 
+pub mod fits;
 pub mod github;
 pub mod html;
 pub mod json;
