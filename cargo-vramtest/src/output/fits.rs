@@ -38,17 +38,7 @@ pub fn render(body: &Body, reserve: Option<u64>, totals: Option<&[u64]>, draw: D
         }
     }
     out += &fits(body, reserve);
-    let scaling = body
-        .scaling
-        .as_ref()
-        .map(|s| (s, s.batch.first().copied().unwrap_or(1)));
-    let hints = explain::hints(&Measured {
-        peak_bytes: body.peak_bytes,
-        peak_phase: body.peak_phase,
-        at_peak: &body.at_peak,
-        category_peaks: &body.category_peaks,
-        scaling,
-    });
+    let hints = hints(body);
     if !hints.is_empty() {
         out += "\nhints\n";
         for (i, h) in hints.iter().enumerate() {
@@ -56,6 +46,24 @@ pub fn render(body: &Body, reserve: Option<u64>, totals: Option<&[u64]>, draw: D
         }
     }
     out
+}
+
+/// At most three hints for a measured body, largest saving first.
+pub fn hints(body: &Body) -> Vec<String> {
+    let scaling = body
+        .scaling
+        .as_ref()
+        .map(|s| (s, s.batch.first().copied().unwrap_or(1)));
+    explain::hints(&Measured {
+        peak_bytes: body.peak_bytes,
+        peak_phase: body.peak_phase,
+        at_peak: &body.at_peak,
+        category_peaks: &body.category_peaks,
+        scaling,
+    })
+    .into_iter()
+    .map(|h| h.text)
+    .collect()
 }
 
 /// The "what fits" section: the fit and the largest batch per memory size.

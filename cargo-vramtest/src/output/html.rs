@@ -49,8 +49,17 @@ fn entry(o: &Outcome, timeline: Option<Timeline>) -> TestEntry {
                 text
             })
             .filter(|t| !t.is_empty()),
-        fit: None,
-        hints: None,
+        fit: r
+            .body
+            .as_ref()
+            .filter(|b| b.scaling.is_some())
+            .map(|b| super::fits::fits(b, None).trim().to_owned()),
+        hints: r
+            .body
+            .as_ref()
+            .map(super::fits::hints)
+            .filter(|h| !h.is_empty())
+            .map(|h| h.join("\n")),
         timeline,
     }
 }

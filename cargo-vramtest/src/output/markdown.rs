@@ -79,6 +79,15 @@ fn failure_block(o: &crate::run::Outcome) -> String {
             &new.category_peaks,
         );
     }
+    if let Some(body) = &r.body {
+        let hints = super::fits::hints(body);
+        if !hints.is_empty() {
+            out += "\nHints (from the measured figures):\n\n";
+            for h in hints {
+                let _ = writeln!(out, "- {}", html(&h));
+            }
+        }
+    }
     if let Some(diff) = &r.diff {
         out.push('\n');
         out += &fenced("diff", diff.trim_end());
