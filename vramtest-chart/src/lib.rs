@@ -51,7 +51,8 @@ pub use mermaid::mermaid_xychart;
 pub use svg::{SvgOptions, svg};
 pub use term::{bars, sparkline};
 pub use timeline::{
-    DEFAULT_MAX_POINTS, IterationSpan, Peak, PhaseSpan, Point, Timeline, XAxis, downsample, peak,
+    DEFAULT_MAX_POINTS, Downsampler, IterationSpan, Peak, PhaseSpan, Point, Timeline, XAxis,
+    downsample, peak,
 };
 
 /// `text` with the five characters that are special in HTML and XML escaped.

@@ -208,6 +208,107 @@ pub fn downsample(samples: &[Point], max_points: usize) -> Vec<Point> {
     out
 }
 
+/// [`downsample`] for samples that arrive one at a time, when their number is known
+/// in advance: it holds two points per bucket instead of every sample, so a stream of
+/// millions of allocation events becomes a timeline in constant memory. Fed the same
+/// samples, it returns exactly what [`downsample`] returns.
+#[derive(Debug, Clone)]
+pub struct Downsampler {
+    n: usize,
+    max_points: usize,
+    buckets: usize,
+    seen: usize,
+    bucket: usize,
+    /// The current bucket's first lowest and first highest sample.
+    low: Option<Point>,
+    high: Option<Point>,
+    /// Every sample, while they still fit in `max_points`.
+    all: Vec<Point>,
+    out: Vec<Point>,
+    peak: Option<Point>,
+}
+
+impl Downsampler {
+    /// A downsampler for `n` samples kept to at most `max_points`.
+    pub fn new(n: usize, max_points: usize) -> Downsampler {
+        Downsampler {
+            n,
+            max_points,
+            buckets: (max_points / 2).max(1),
+            seen: 0,
+            bucket: 0,
+            low: None,
+            high: None,
+            all: Vec::new(),
+            out: Vec::with_capacity(max_points.min(n)),
+            peak: None,
+        }
+    }
+
+    fn bound(&self, b: usize) -> usize {
+        (b as u128 * self.n as u128 / self.buckets as u128) as usize
+    }
+
+    /// Takes the next sample (samples past the announced `n` are ignored).
+    pub fn push(&mut self, p: Point) {
+        if self.seen >= self.n {
+            return;
+        }
+        self.seen += 1;
+        if self.peak.is_none_or(|q| p.total() > q.total()) {
+            self.peak = Some(p);
+        }
+        if self.n <= self.max_points {
+            self.all.push(p);
+            return;
+        }
+        if self.max_points == 0 {
+            return;
+        }
+        if self.low.is_none_or(|q| p.total() < q.total()) {
+            self.low = Some(p);
+        }
+        if self.high.is_none_or(|q| p.total() > q.total()) {
+            self.high = Some(p);
+        }
+        if self.seen == self.bound(self.bucket + 1) {
+            self.close_bucket();
+        }
+    }
+
+    fn close_bucket(&mut self) {
+        let (Some(low), Some(high)) = (self.low.take(), self.high.take()) else {
+            return;
+        };
+        let keep_lows = self.max_points >= 2;
+        if keep_lows && low.x != high.x {
+            let (a, b) = if low.x < high.x {
+                (low, high)
+            } else {
+                (high, low)
+            };
+            self.out.push(a);
+            self.out.push(b);
+        } else {
+            self.out.push(high);
+        }
+        self.bucket += 1;
+    }
+
+    /// The kept points and the first sample with the highest total.
+    pub fn finish(self) -> (Vec<Point>, Option<Peak>) {
+        let peak = self.peak.map(|p| Peak {
+            x: p.x,
+            total: p.total(),
+            live: p.live,
+        });
+        if self.n <= self.max_points {
+            return (self.all, peak);
+        }
+        (self.out, peak)
+    }
+}
+
 fn first_max_index(samples: &[Point]) -> Option<usize> {
     let mut best: Option<(usize, u64)> = None;
     for (i, p) in samples.iter().enumerate() {
@@ -272,6 +373,20 @@ mod tests {
             if let Some(peak) = peak(&samples) {
                 prop_assert!(out.iter().any(|p| p.x == peak.x && p.total() == peak.total));
             }
+        }
+
+        #[test]
+        fn the_streaming_downsampler_returns_what_downsample_returns(
+            samples in samples_strategy(),
+            max_points in 0usize..300,
+        ) {
+            let mut d = Downsampler::new(samples.len(), max_points);
+            for &p in &samples {
+                d.push(p);
+            }
+            let (points, top) = d.finish();
+            prop_assert_eq!(points, downsample(&samples, max_points));
+            prop_assert_eq!(top, peak(&samples));
         }
 
         #[test]
