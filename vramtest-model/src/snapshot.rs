@@ -181,6 +181,34 @@ fn yaml_str(s: &str) -> String {
 }
 
 #[cfg(test)]
+mod timeline_tests {
+    use super::*;
+
+    #[test]
+    fn a_timeline_path_is_the_same_before_and_after_the_snapshot_directory_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = Path::new("/t");
+        let snap = path_for(dir.path(), "vram", "mod::mlp", DeviceClass::Cpu);
+        let before = timeline_path(target, &snap);
+        std::fs::create_dir_all(snap.parent().unwrap()).unwrap();
+        assert_eq!(timeline_path(target, &snap), before);
+        assert!(before.starts_with("/t/vramtest/timelines"));
+        let name = before.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("vram__mod__mlp@cpu-") && name.ends_with(".json"),
+            "{name}"
+        );
+        let other = path_for(
+            &dir.path().join("other"),
+            "vram",
+            "mod::mlp",
+            DeviceClass::Cpu,
+        );
+        assert_ne!(timeline_path(target, &other), before, "another package");
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::yaml_str;
 
@@ -301,6 +329,37 @@ pub fn path_for(crate_dir: &Path, target: &str, test: &str, class: DeviceClass) 
         "{target}__{}@{class}.snap",
         test.replace("::", "__")
     ))
+}
+
+/// Where a run keeps the timeline of the result that belongs to `snap` (a snapshot
+/// path from [`path_for`]): `<target-dir>/vramtest/timelines/<name>-<hash>.json`. The
+/// timeline is volatile (it never goes into a snapshot); the harness writes it and
+/// `cargo vramtest show --svg` and `--html` read it. The hash of the canonical
+/// snapshot path keeps two packages' same-named tests apart.
+pub fn timeline_path(target_dir: &Path, snap: &Path) -> PathBuf {
+    // The nearest existing ancestor, canonical, then the rest as given: the snapshot
+    // directory may not exist yet on a first run.
+    let canonical = snap
+        .ancestors()
+        .find_map(|a| {
+            let rest = snap.strip_prefix(a).ok()?;
+            Some(a.canonicalize().ok()?.join(rest))
+        })
+        .unwrap_or_else(|| snap.to_path_buf());
+    // FNV-1a, 64 bits: stable across builds and platforms (std's hasher is not).
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in canonical.as_os_str().as_encoded_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    let stem = snap
+        .file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches(".snap").to_owned())
+        .unwrap_or_default();
+    target_dir
+        .join("vramtest")
+        .join("timelines")
+        .join(format!("{stem}-{hash:016x}.json"))
 }
 
 /// The pending file beside a snapshot: `<name>.snap.new`.
