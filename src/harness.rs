@@ -270,6 +270,7 @@ impl Run {
             baseline_bytes: profile.baseline_bytes,
             allocations: profile.allocations,
             reserved_peak_bytes: profile.reserved_peak_bytes,
+            leak_sites: profile.leak_sites.clone(),
         });
         self.judge(name, def, &profile, info, report)
             .map(|()| Completion::Completed)
@@ -434,6 +435,18 @@ impl Run {
                 HumanBytes(budget)
             ));
         }
+        if let Some(why) = decision
+            .comparison
+            .as_ref()
+            .and_then(|c| c.incomparable.clone())
+        {
+            lines.push(why);
+        }
+        if decision.comparison.is_none()
+            && let Some(line) = vramtest_model::policy::leak_message(&body, &policy)
+        {
+            lines.push(line);
+        }
         if let Some(cmp) = &decision.comparison {
             for f in &cmp.findings {
                 report.changes.push(Change {
@@ -467,7 +480,14 @@ impl Run {
                 "pending result written"
             };
             lines.push(format!("{what}: {}", shown(path)));
+            if body.leak_bytes_per_iteration > 0 {
+                lines.push(format!(
+                    "note: it records a leak of {} per iteration",
+                    HumanBytes(body.leak_bytes_per_iteration)
+                ));
+            }
         }
+        lines.extend(profile.hints());
         if decision.status == Status::New && decision.write == Some(Write::Pending) {
             lines.insert(
                 0,

@@ -519,6 +519,7 @@ impl Scan {
                         s.iteration_end_bytes.push(total);
                     }
                     after_loop = [[0; SITES]; 8];
+                    s.first_forward_kept_bytes = 0;
                     iteration = s.iteration_ended.len() as u32;
                     iteration_number = Some(number);
                     s.iteration_ended.push(false);
@@ -630,6 +631,19 @@ impl Scan {
         if iteration == NONE && block.touched != NONE && block.touched > 0 {
             after_loop[category.index()][self.site(block)] += bytes;
         }
+        // Made by the first forward pass, kept past the loop and released with the
+        // test's own state (a process-wide cache is never released): maybe a parameter
+        // created lazily.
+        if iteration == NONE
+            && !self.iteration_ended.is_empty()
+            && block.iteration == 0
+            && category == Category::Workspace
+            && block.tag == NO_TAG
+            && block.run != NONE
+            && self.run_phase[block.run as usize] == Phase::Forward
+        {
+            self.first_forward_kept_bytes += bytes;
+        }
     }
 
     /// A block alive at the end of the stream.
@@ -638,14 +652,6 @@ impl Scan {
         let block = &block;
         if block.touched != NONE && block.touched > 0 {
             self.sites[category.index()][self.site(block)] += live.bytes;
-        }
-        if block.iteration == 0
-            && category == Category::Workspace
-            && block.tag == NO_TAG
-            && block.run != NONE
-            && self.run_phase[block.run as usize] == Phase::Forward
-        {
-            self.first_forward_kept_bytes += live.bytes;
         }
     }
 

@@ -140,9 +140,10 @@ pub struct Profile {
     pub baseline_bytes: u64,
     /// For pooled GPU memory: the highest reserved (not only used) bytes.
     pub reserved_peak_bytes: Option<u64>,
-    /// Bytes first allocated in the forward pass of the first iteration and still alive
-    /// at the end (untagged `workspace`): large when a framework creates its parameters
-    /// lazily, on first use (burn does). See [`Profile::hints`].
+    /// Bytes first allocated in the forward pass of the first iteration, kept past the
+    /// loop and released after it, with the test's own state (untagged `workspace`; a
+    /// process-wide cache is never released): large when a framework creates its
+    /// parameters lazily, on first use (burn does). See [`Profile::hints`].
     #[serde(default)]
     pub first_forward_kept_bytes: u64,
 }
@@ -156,7 +157,7 @@ impl Profile {
         let parameters = self.category_peaks.parameters;
         if lazy >= LAZY_HINT_MIN_BYTES && parameters < lazy / 4 {
             hints.push(format!(
-                "hint: `parameters` is {} but {} allocated in the first forward pass stays alive to the end (charged to `workspace`): \
+                "hint: `parameters` is {} but {} allocated in the first forward pass lived as long as the model (charged to `workspace`): \
                  the framework seems to initialize parameters lazily, on first use (burn does). \
                  Touch every parameter inside `t.params` so they are created there (README: \"Lazy parameters\")",
                 HumanBytes(parameters),

@@ -1130,3 +1130,56 @@ fn a_block_moved_onto_a_live_id_releases_that_allocation_first() {
     assert_eq!(p.at_peak, bytes(&[(Category::Parameters, 300)]));
     assert_eq!(p.phases, vec![record(Phase::Params, None, 0, 300, 200)]);
 }
+
+// ---------------------------------------------------------------------------------------
+// Lazily created parameters: made in the first forward pass, released with the model.
+
+fn lazy(in_params: bool) -> Vec<Event> {
+    let weights = 1 << 20;
+    let mut events = vec![PhaseStart(Phase::Params)];
+    if in_params {
+        events.push(a(1, weights));
+    }
+    events.push(PhaseEnd);
+    for i in 0..2u32 {
+        events.extend([IterationStart(i), PhaseStart(Phase::Forward)]);
+        if i == 0 && !in_params {
+            events.push(a(1, weights));
+        }
+        if i == 0 {
+            // A process-wide cache: never released.
+            events.push(a(2, 512 * 1024));
+        }
+        events.extend([a(10 + u64::from(i), 100), PhaseEnd, f(10 + u64::from(i))]);
+        events.push(IterationEnd);
+    }
+    events.push(f(1)); // the model is dropped when the test returns
+    events
+}
+
+#[test]
+fn parameters_made_in_the_first_forward_pass_are_noticed() {
+    let p = profile(&lazy(false));
+    assert_eq!(p.category_peaks[Category::Parameters], 0);
+    assert_eq!(
+        p.category_peaks[Category::Workspace],
+        (1 << 20) + 512 * 1024
+    );
+    // The cache is never released: only the weights look like lazy parameters.
+    assert_eq!(p.first_forward_kept_bytes, 1 << 20);
+    let hints = p.hints();
+    assert_eq!(hints.len(), 1, "{hints:?}");
+    assert!(
+        hints[0].contains("initialize parameters lazily"),
+        "{}",
+        hints[0]
+    );
+}
+
+#[test]
+fn parameters_made_in_params_get_no_hint() {
+    let p = profile(&lazy(true));
+    assert_eq!(p.category_peaks[Category::Parameters], 1 << 20);
+    assert_eq!(p.first_forward_kept_bytes, 0);
+    assert!(p.hints().is_empty());
+}
