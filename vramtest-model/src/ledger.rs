@@ -57,8 +57,6 @@ pub struct Context {
     pub phase: Option<Phase>,
     /// Freed before that phase ended.
     pub freed_before_phase_end: bool,
-    /// Allocated inside a loop iteration (`t.iterations()`).
-    pub in_iteration: bool,
     /// Inside the loop: still alive when its iteration ended. Outside the loop: still
     /// alive at the end of the test.
     pub outlives: bool,
@@ -70,9 +68,10 @@ pub struct Context {
 /// 2. freed before the phase that made it ended → `temporaries`;
 /// 3. survivors of `params` → `parameters`; of `optimizer_init` and `optimizer_step`
 ///    → `optimizer_state` (optimizers create their state lazily, in the first step);
-/// 4. survivors of `inputs`, `forward` and `backward` made inside an iteration and still
-///    alive when it ended → `workspace` (a library's cache or scratch buffer); the
-///    others → `inputs`, `activations`, `gradients`;
+/// 4. survivors of `inputs`, `forward` and `backward` still alive when their iteration
+///    ended (outside the loop: never released, alive at the end of the test) →
+///    `workspace` (a library's cache or scratch buffer); the others → `inputs`,
+///    `activations`, `gradients`;
 /// 5. outside any phase: `workspace` if it outlives its iteration (outside the loop:
 ///    if it is alive at the end of the test), else `temporaries`.
 pub fn classify(cx: &Context) -> Category {
@@ -91,9 +90,7 @@ pub fn classify(cx: &Context) -> Category {
     }
     match phase {
         Phase::Params | Phase::OptimizerInit | Phase::OptimizerStep => phase.survivor_category(),
-        Phase::Inputs | Phase::Forward | Phase::Backward if cx.in_iteration && cx.outlives => {
-            Category::Workspace
-        }
+        Phase::Inputs | Phase::Forward | Phase::Backward if cx.outlives => Category::Workspace,
         Phase::Inputs | Phase::Forward | Phase::Backward => phase.survivor_category(),
     }
 }
@@ -614,7 +611,6 @@ impl Scan {
             freed_before_phase_end: !at_end
                 && block.run != NONE
                 && !self.run_ended[block.run as usize],
-            in_iteration,
             outlives: at_end || (in_iteration && self.iteration_ended[block.iteration as usize]),
         })
     }

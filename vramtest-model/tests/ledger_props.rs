@@ -214,7 +214,6 @@ fn rule(a: &Alloc) -> Category {
     if let Some(t) = a.tag {
         return t;
     }
-    let in_loop = a.iteration_end.is_some();
     // Inside the loop: alive when its iteration ended. Outside: alive at the end.
     let outlives = match (a.freed, a.iteration_end) {
         (None, _) => true,
@@ -227,7 +226,7 @@ fn rule(a: &Alloc) -> Category {
         Some((_, end)) if a.freed.is_some_and(|f| f < end) => Category::Temporaries,
         Some((Phase::Params, _)) => Category::Parameters,
         Some((Phase::OptimizerInit | Phase::OptimizerStep, _)) => Category::OptimizerState,
-        Some((Phase::Inputs | Phase::Forward | Phase::Backward, _)) if in_loop && outlives => {
+        Some((Phase::Inputs | Phase::Forward | Phase::Backward, _)) if outlives => {
             Category::Workspace
         }
         Some((Phase::Inputs, _)) => Category::Inputs,
