@@ -233,6 +233,7 @@ impl LiveTable {
         let _ = id;
     }
 
+    #[inline]
     fn insert(&mut self, id: u64, live: Live) {
         if id == EMPTY {
             self.empty_id = Some(live);
@@ -328,6 +329,9 @@ struct Scan {
     ops: Vec<u64>,
     /// Every distinct context allocations were made in, and their indices.
     contexts: Vec<Ctx>,
+    /// Per context: the category for each (freed before its phase ended, outlives) pair,
+    /// as [`classify`] decides it (index: 2 × freed early + outlives).
+    context_categories: Vec<[Category; 4]>,
     context_ids: HashMap<Ctx, u32>,
     /// Per phase run: its record and whether it ended.
     records: Vec<PhaseRecord>,
@@ -366,6 +370,7 @@ impl Scan {
             categories: Vec::with_capacity(allocations),
             ops: Vec::with_capacity(releases),
             contexts: Vec::new(),
+            context_categories: Vec::new(),
             context_ids: HashMap::new(),
             records: Vec::new(),
             run_phase: Vec::new(),
@@ -597,25 +602,39 @@ impl Scan {
             return id;
         }
         let id = self.contexts.len() as u32;
+        let tag = (ctx.tag != NO_TAG).then(|| Category::ALL[usize::from(ctx.tag)]);
+        let phase = (ctx.run != NONE).then(|| self.run_phase[ctx.run as usize]);
+        let category = |freed_before_phase_end, outlives| {
+            classify(&Context {
+                tag,
+                phase,
+                freed_before_phase_end,
+                outlives,
+            })
+        };
+        self.context_categories.push([
+            category(false, false),
+            category(false, true),
+            category(true, false),
+            category(true, true),
+        ]);
         self.contexts.push(ctx);
         self.context_ids.insert(ctx, id);
         id
     }
 
+    #[inline]
     fn decide(&self, block: &Live, at_end: bool) -> Category {
-        let block = &self.contexts[block.ctx as usize];
-        let in_iteration = block.iteration != NONE;
-        classify(&Context {
-            tag: (block.tag != NO_TAG).then(|| Category::ALL[usize::from(block.tag)]),
-            phase: (block.run != NONE).then(|| self.run_phase[block.run as usize]),
-            freed_before_phase_end: !at_end
-                && block.run != NONE
-                && !self.run_ended[block.run as usize],
-            outlives: at_end || (in_iteration && self.iteration_ended[block.iteration as usize]),
-        })
+        let ctx = &self.contexts[block.ctx as usize];
+        let in_iteration = ctx.iteration != NONE;
+        let freed_early = !at_end && ctx.run != NONE && !self.run_ended[ctx.run as usize];
+        let outlives = at_end || (in_iteration && self.iteration_ended[ctx.iteration as usize]);
+        self.context_categories[block.ctx as usize]
+            [usize::from(freed_early) * 2 + usize::from(outlives)]
     }
 
     /// `block` is released now, while iteration run `iteration` (or `NONE`) is open.
+    #[inline]
     fn release(&mut self, block: &Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) {
         let category = self.decide(block, false);
         self.categories[block.ordinal as usize] |= category.index() as u8;
