@@ -713,6 +713,7 @@ impl Scan {
             baseline_bytes: 0,
             reserved_peak_bytes: None,
             first_forward_kept_bytes: self.first_forward_kept_bytes,
+            not_seen_bytes: None,
         }
     }
 }

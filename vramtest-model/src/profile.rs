@@ -146,6 +146,10 @@ pub struct Profile {
     /// parameters lazily, on first use (burn does). See [`Profile::hints`].
     #[serde(default)]
     pub first_forward_kept_bytes: u64,
+    /// On a GPU: device memory the probe saw allocated without it being reported (pool
+    /// allocations beside tracked ones), which made the run `phase` instead of `exact`.
+    #[serde(default)]
+    pub not_seen_bytes: Option<u64>,
 }
 
 impl Profile {
@@ -153,6 +157,13 @@ impl Profile {
     /// today, parameters that look created lazily in the first forward pass.
     pub fn hints(&self) -> Vec<String> {
         let mut hints = Vec::new();
+        if let Some(not_seen) = self.not_seen_bytes {
+            hints.push(format!(
+                "note: fidelity {}: {} of the pool's memory was allocated without being reported through `t.cuda_tracker()`, so the figures come from the pool's watermarks; report every allocation (or build with the `cupti` feature) for exact figures",
+                self.fidelity,
+                HumanBytes(not_seen)
+            ));
+        }
         let lazy = self.first_forward_kept_bytes;
         let parameters = self.category_peaks.parameters;
         if lazy >= LAZY_HINT_MIN_BYTES && parameters < lazy / 4 {
