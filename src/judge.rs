@@ -3,7 +3,7 @@
 
 use crate::env::Update;
 use vramtest_model::fit::{self, PerSampleChange, Scaling};
-use vramtest_model::policy::{Comparison, check_budget};
+use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;
 use vramtest_model::{Body, Policy, Verdict, compare};
 
@@ -99,7 +99,7 @@ pub fn decide(
             Update::No => (Status::Missing, None),
         };
         return Decision {
-            status: if over_budget.is_some() {
+            status: if over_budget.is_some() || check_leak(new, policy).is_some() {
                 Status::Regressed
             } else {
                 status
@@ -122,7 +122,9 @@ pub fn decide(
     let (status, write) = match (comparison.verdict, update) {
         (Verdict::Unchanged, _) => (Status::Passed, None),
         // `always` records every difference; budgets still fail.
-        (_, Update::Always) if over_budget.is_none() => (Status::Passed, Some(Write::Snapshot)),
+        (_, Update::Always) if !comparison.fails_whatever_the_snapshot() => {
+            (Status::Passed, Some(Write::Snapshot))
+        }
         (Verdict::WithinLimits, _) => (Status::Passed, None),
         (Verdict::Improved, Update::New) => (Status::Improved, Some(Write::Pending)),
         (Verdict::Improved, _) => (Status::Improved, None),

@@ -60,6 +60,62 @@ fn sgd_keeps_no_optimizer_state() {
     );
 }
 
+/// What candle's gradient store keeps for the batch `x` of the first matmul: its
+/// gradient, the zeros it was added to and the matmul result it was computed from (each
+/// `B × 784` f32), and the incoming `B × 512` gradient that result still refers to.
+fn mlp_input_gradient_bytes(batch: u64) -> u64 {
+    3 * batch * INPUT * F32 + batch * HIDDEN * F32
+}
+
+#[test]
+fn gradients_are_one_per_parameter_plus_what_candle_keeps_for_the_batch() {
+    // gemm's packing buffer, grown in the first backward and kept for the life of the
+    // process, is workspace: it is not in these figures.
+    for test in ["mlp_adamw", "mlp_sgd"] {
+        let (_, r) = run_one("candle-mlp", test, &[]);
+        let body = r.body.expect("measured");
+        assert_close(
+            &format!("{test} gradients"),
+            body.category_peaks[Category::Gradients],
+            mlp_parameter_bytes() + mlp_input_gradient_bytes(BATCH),
+            2.0,
+        );
+        assert!(body.category_peaks[Category::Workspace] > 0);
+    }
+    // Dropping the batch's gradient leaves exactly one gradient per parameter.
+    let (_, r) = run_one(
+        "candle-mlp",
+        "mlp_adamw",
+        &[("CANDLE_MLP_GRADS", "parameters")],
+    );
+    let body = r.body.expect("measured");
+    assert_close(
+        "gradients without the batch's",
+        body.category_peaks[Category::Gradients],
+        mlp_parameter_bytes(),
+        2.0,
+    );
+}
+
+#[test]
+fn strict_mode_fails_a_changed_batch() {
+    let (run, r) = run_one(
+        "candle-mlp",
+        "mlp_sgd",
+        &[("VRAMTEST_STRICT", "1"), ("CANDLE_MLP_BATCH", "65")],
+    );
+    assert_eq!(r.status, Status::Regressed, "{}", run.text());
+    assert!(!run.output.status.success());
+    assert!(
+        run.text().contains("any change fails (strict)"),
+        "{}",
+        run.text()
+    );
+    // The same batch passes under strict: the figures are deterministic.
+    let (run, r) = run_one("candle-mlp", "mlp_sgd", &[("VRAMTEST_STRICT", "1")]);
+    assert_eq!(r.status, Status::Passed, "{}", run.text());
+}
+
 #[test]
 fn inputs_are_the_batch() {
     let (_, r) = run_one("candle-mlp", "mlp_adamw", &[]);
@@ -103,6 +159,50 @@ fn conv_stem_output_bytes(batch: u64, side: u64) -> u64 {
 fn the_conv_formula_gives_the_articles_corrected_figure() {
     // The seed article's [64, 3, 224, 224] example: 196 MiB, not ~2 GB.
     assert_eq!(conv_stem_output_bytes(64, 224), 205_520_896);
+}
+
+/// The stem's weights: `64 × 3 × 7 × 7` f32, no bias.
+const CONV_WEIGHT_BYTES: u64 = 64 * 3 * 7 * 7 * F32;
+
+#[test]
+fn conv_gradients_are_the_weights_plus_what_candle_keeps_for_the_images() {
+    let batch = 4;
+    let images = batch * 3 * 64 * 64 * F32;
+    // The images' gradient keeps alive the zeros it was added to, the transposed
+    // convolution result it was computed from, and the feature map's gradient.
+    let kept = 3 * images + conv_stem_output_bytes(batch, 64);
+    let (_, r) = run_one("candle-conv", "conv_stem", &[]);
+    let body = r.body.expect("measured");
+    assert_close(
+        "parameters",
+        body.category_peaks[Category::Parameters],
+        CONV_WEIGHT_BYTES,
+        2.5,
+    );
+    assert_close(
+        "gradients",
+        body.category_peaks[Category::Gradients],
+        CONV_WEIGHT_BYTES + kept,
+        2.0,
+    );
+    let (_, r) = run_one(
+        "candle-conv",
+        "conv_stem",
+        &[("CANDLE_CONV_GRADS", "parameters")],
+    );
+    let body = r.body.expect("measured");
+    assert_close(
+        "gradients without the images'",
+        body.category_peaks[Category::Gradients],
+        CONV_WEIGHT_BYTES,
+        2.0,
+    );
+    assert_close(
+        "gradients / parameters",
+        body.category_peaks[Category::Gradients],
+        body.category_peaks[Category::Parameters],
+        2.0,
+    );
 }
 
 #[test]

@@ -32,6 +32,12 @@ fn an_exact_model_is_measured_to_the_byte() {
     // backward's per-example scratch row, freed inside the phase.
     assert_eq!(b.category_peaks[Category::Temporaries], weights);
     assert_eq!(b.at_peak.total(), b.peak_bytes);
+    // The peak: backward's last scratch row, with the weights, both moments, the batch,
+    // the activations and the gradient alive; first reached in iteration 0.
+    assert_eq!(b.peak_bytes, 5 * weights + 2 * batch_bytes());
+    assert_eq!(b.peak_phase, Some(vramtest_model::Phase::Backward));
+    assert_eq!(b.peak_iteration, Some(0));
+    assert_eq!(b.at_peak, b.category_peaks);
     assert_eq!(b.leak_bytes_per_iteration, 0);
     // Counted apart from the snapshot: weights 1, moments 2, and per iteration a batch,
     // the activations and the gradient with its scratch rows (1 + BATCH each).
@@ -44,13 +50,85 @@ fn an_exact_model_is_measured_to_the_byte() {
 }
 
 #[test]
-fn a_growing_history_is_reported_as_a_leak_with_its_phase() {
+fn a_growing_history_is_reported_as_a_leak_with_its_site() {
     let (run, r) = run_one("vec-model", "leaky_history", &[]);
-    let b = r.body.expect("measured");
+    let b = r.body.as_ref().expect("measured");
+    // Each iteration keeps its activations: one batch-shaped Vec<Vec<f32>>.
     assert_eq!(b.leak_bytes_per_iteration, batch_bytes());
     // Forward survivors that outlive their iteration are workspace, by the rule.
     assert!(b.category_peaks[Category::Workspace] >= 3 * batch_bytes());
+    let details = r.details.as_ref().expect("measured");
+    assert_eq!(
+        details.leak_sites,
+        vec![vramtest_model::LeakSite {
+            category: Category::Workspace,
+            phase: Some(vramtest_model::Phase::Forward),
+            bytes_per_iteration: batch_bytes(),
+        }]
+    );
+    // `leak = "allow"` on the test: reported, not failed.
     assert_eq!(r.status, Status::Passed, "{}", run.text());
+}
+
+#[test]
+fn a_leak_fails_by_default_whatever_the_snapshot_holds() {
+    // The same test without its `leak = "allow"`, in a copy of the fixture (a version of
+    // its own, so its binary does not replace another copy's).
+    let dir = copy_fixture("vec-model");
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replace("0.1.0-e2e-root", "0.1.0-e2e-leak")).unwrap();
+    let source = dir.join("tests").join("vram.rs");
+    let text = std::fs::read_to_string(&source).unwrap();
+    assert!(text.contains(", leak = \"allow\""));
+    std::fs::write(&source, text.replace(", leak = \"allow\"", "")).unwrap();
+    let exe = common::build_vram_target(&dir);
+    let one = ["leaky_history", "--exact"];
+    let site =
+        "leak: 256.38 KiB per iteration kept alive in workspace (allocated in phase forward)";
+
+    // No snapshot: fails (a regression, not a missing snapshot).
+    let r = run(&dir, &exe, &one, &[]);
+    let report = r.report("leaky_history");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    assert!(
+        report
+            .message
+            .contains("leak per iteration: 256.38 KiB is over the ceiling of 64.00 KiB")
+            && report.message.contains(site),
+        "{}",
+        report.message
+    );
+    // Accepting it writes the snapshot, says it holds a leak, and still fails.
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    let report = r.report("leaky_history");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    assert!(
+        report
+            .message
+            .contains("note: it records a leak of 256.38 KiB per iteration"),
+        "{}",
+        report.message
+    );
+    assert!(
+        dir.join("tests/snapshots/vram__leaky_history@cpu.snap")
+            .is_file()
+    );
+    // With the leaky snapshot committed: the same leak still fails.
+    let r = run(&dir, &exe, &one, &[]);
+    let report = r.report("leaky_history");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    assert!(
+        report
+            .message
+            .contains("(snapshot: 256.38 KiB) is over the ceiling"),
+        "{}",
+        report.message
+    );
+    // An explicit limit opts out.
+    let config = r#"{"limits": {"leak": "1MiB"}}"#;
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_CONFIG", config)]);
+    assert_eq!(r.status("leaky_history"), Status::Passed, "{}", r.text());
 }
 
 #[test]

@@ -252,6 +252,7 @@ impl Run {
             baseline_bytes: profile.baseline_bytes,
             allocations: profile.allocations,
             reserved_peak_bytes: profile.reserved_peak_bytes,
+            leak_sites: profile.leak_sites.clone(),
         });
         self.judge(name, def, &profile, info, fit.as_ref(), report)
             .map(|()| Completion::Completed)

@@ -115,6 +115,18 @@ impl Run {
                 HumanBytes(budget)
             ));
         }
+        if let Some(why) = decision
+            .comparison
+            .as_ref()
+            .and_then(|c| c.incomparable.clone())
+        {
+            lines.push(why);
+        }
+        if decision.comparison.is_none()
+            && let Some(line) = vramtest_model::policy::leak_message(&body, &policy)
+        {
+            lines.push(line);
+        }
         if let Some(cmp) = &decision.comparison {
             for f in &cmp.findings {
                 report.changes.push(Change {
@@ -176,7 +188,14 @@ impl Run {
                 ""
             };
             lines.push(format!("{what}: {}{replacing}", shown(path)));
+            if body.leak_bytes_per_iteration > 0 {
+                lines.push(format!(
+                    "note: it records a leak of {} per iteration",
+                    HumanBytes(body.leak_bytes_per_iteration)
+                ));
+            }
         }
+        lines.extend(profile.hints());
         lines.extend(kept);
         if decision.status == Status::New && decision.write == Some(Write::Pending) {
             lines.insert(

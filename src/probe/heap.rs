@@ -65,7 +65,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
         if !p.is_null() {
             LIVE.fetch_add(new_size as u64, Ordering::Relaxed);
             LIVE.fetch_sub(layout.size() as u64, Ordering::Relaxed);
-            buf.push(RawEvent::free(ptr as u64));
+            // One resize of one block (see `Event::Realloc`): it keeps the phase it was
+            // first allocated in, and a move counts both copies for a moment.
+            buf.push(RawEvent::realloc_from(ptr as u64));
             buf.push(RawEvent::alloc(p as u64, new_size as u64));
         }
         p
@@ -131,7 +133,7 @@ pub fn stop() -> Vec<Event> {
     RECORDING.store(false, Ordering::SeqCst);
     let buf = lock();
     // Decoding allocates through the global allocator: recording is off by now.
-    let events: Vec<Event> = buf.as_slice().iter().map(RawEvent::decode).collect();
+    let events = decode(buf.as_slice());
     drop(buf);
     events
 }
@@ -148,8 +150,33 @@ const _: () = assert!(
     "the recorder's budget is 32 B per event"
 );
 
+/// Turns the raw stream into events: a `realloc_from` and the `alloc` after it are one
+/// `Event::Realloc`.
+fn decode(raw: &[RawEvent]) -> Vec<Event> {
+    let mut events = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let e = &raw[i];
+        i += 1;
+        if e.a != 0 && e.b == REALLOC_FROM {
+            if let Some(next) = raw.get(i) {
+                i += 1;
+                events.push(Event::Realloc {
+                    from: e.a,
+                    to: next.a,
+                    bytes: next.b,
+                });
+            }
+            continue;
+        }
+        events.push(e.decode());
+    }
+    events
+}
+
 /// One event in 16 bytes. `a` is an address, or 0 for markers (no allocation lives at
-/// address 0); `b` is a size, `FREE`, or a marker code.
+/// address 0); `b` is a size, `FREE`, `REALLOC_FROM` or a marker code. A resize takes
+/// two: `realloc_from(old)` then `alloc(new, size)`, pushed under one lock.
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct RawEvent {
@@ -158,6 +185,7 @@ struct RawEvent {
 }
 
 const FREE: u64 = u64::MAX;
+const REALLOC_FROM: u64 = u64::MAX - 1;
 
 impl RawEvent {
     fn alloc(addr: u64, size: u64) -> Self {
@@ -165,6 +193,12 @@ impl RawEvent {
     }
     fn free(addr: u64) -> Self {
         RawEvent { a: addr, b: FREE }
+    }
+    fn realloc_from(addr: u64) -> Self {
+        RawEvent {
+            a: addr,
+            b: REALLOC_FROM,
+        }
     }
     fn marker(e: Event) -> Self {
         let (kind, arg): (u64, u64) = match e {
@@ -174,7 +208,9 @@ impl RawEvent {
             Event::IterationEnd => (4, 0),
             Event::TagPush(c) => (5, c.index() as u64),
             Event::TagPop => (6, 0),
-            Event::Alloc { .. } | Event::Free { .. } => unreachable!("not a marker"),
+            Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. } => {
+                unreachable!("not a marker")
+            }
         };
         RawEvent {
             a: 0,
@@ -307,5 +343,37 @@ mod tests {
             };
             assert_eq!(raw.decode(), e);
         }
+    }
+
+    #[test]
+    fn a_resize_is_two_raw_entries_and_one_event() {
+        let raw = [
+            RawEvent::alloc(0x1000, 16),
+            RawEvent::realloc_from(0x1000),
+            RawEvent::alloc(0x2000, 64),
+            RawEvent::realloc_from(0x2000),
+            RawEvent::alloc(0x2000, 128),
+            RawEvent::free(0x2000),
+        ];
+        assert_eq!(
+            decode(&raw),
+            [
+                Event::Alloc {
+                    id: 0x1000,
+                    bytes: 16
+                },
+                Event::Realloc {
+                    from: 0x1000,
+                    to: 0x2000,
+                    bytes: 64
+                },
+                Event::Realloc {
+                    from: 0x2000,
+                    to: 0x2000,
+                    bytes: 128
+                },
+                Event::Free { id: 0x2000 },
+            ]
+        );
     }
 }

@@ -28,7 +28,10 @@
 //!   the peak's interval (the peak phase's end, or an earlier boundary inside it), not
 //!   an underestimate from before it. These synthetic allocations are tagged
 //!   [`Category::Untracked`].
-//! - **Pool growth** (phase fidelity only, when no allocation was tracked). For the
+//! - **Pool growth** (phase fidelity only: when no allocation was tracked, or when the
+//!   tracked ones leave more than `max(1 MiB, 1%)` of the pool's used memory unexplained,
+//!   i.e. the probe did not see every allocation; the tracked events are then left out,
+//!   the pool's figures holding them already). For the
 //!   interval ending at sample `k`, with live bytes `L0`, `L1` at its ends (pool used
 //!   minus pool used at the start) and the pool's high-water mark `H` over it
 //!   (`USED_MEM_HIGH`, reset at every sample): the growth `L1 − L0`, when positive, is one
@@ -99,14 +102,74 @@ pub struct PoolFigures {
     pub device_baseline_bytes: u64,
 }
 
-/// The profile of a session: exact fidelity when `events` holds any `Alloc`, else phase
-/// fidelity from the pool watermarks. See the module documentation for the rules.
+/// The profile of a session: exact fidelity when `events` holds tracked allocations and
+/// they account for all of the pool's used memory; else phase fidelity from the pool
+/// watermarks, and a mixed run (tracked allocations beside pool allocations nobody
+/// reported) says how much it did not see (`Profile::not_seen_bytes`). See the module
+/// documentation for the rules.
 ///
 /// `baseline` is the sample taken when the session started (its `before_event` is
 /// ignored); `samples` are the later ones, in order, with non-decreasing `before_event`.
 pub fn profile(events: &[Event], baseline: &Sample, samples: &[Sample], source: Source) -> Profile {
-    let exact = events.iter().any(|e| matches!(e, Event::Alloc { .. }));
-    build(events, baseline, samples, source, exact)
+    if !events.iter().any(|e| matches!(e, Event::Alloc { .. })) {
+        return build(events, baseline, samples, source, false);
+    }
+    let not_seen = not_seen_pool_bytes(events, baseline, samples, source);
+    if not_seen <= not_seen_tolerance(baseline, samples) {
+        return build(events, baseline, samples, source, true);
+    }
+    // Some allocations were not seen: the pool's watermarks, without the tracked
+    // allocations (which the pool's figures already hold).
+    let mut markers = Vec::with_capacity(events.len());
+    let mut kept_before = Vec::with_capacity(events.len() + 1);
+    for e in events {
+        kept_before.push(markers.len());
+        if !matches!(e, Event::Alloc { .. } | Event::Free { .. }) {
+            markers.push(*e);
+        }
+    }
+    kept_before.push(markers.len());
+    let samples: Vec<Sample> = samples
+        .iter()
+        .map(|s| Sample {
+            before_event: kept_before[s.before_event.min(events.len())],
+            ..*s
+        })
+        .collect();
+    let mut p = build(&markers, baseline, &samples, source, false);
+    p.not_seen_bytes = Some(not_seen);
+    p
+}
+
+/// The most pool memory (above the start) that the tracked allocations live at a sample
+/// leave unexplained: pool allocations nobody reported. 0 without pools, where the
+/// device's used bytes cannot tell them from the runtime's own memory.
+fn not_seen_pool_bytes(
+    events: &[Event],
+    baseline: &Sample,
+    samples: &[Sample],
+    source: Source,
+) -> u64 {
+    if source != Source::Pool {
+        return 0;
+    }
+    samples
+        .iter()
+        .zip(tracked_live_at(events, samples))
+        .map(|(s, tracked)| s.used.saturating_sub(baseline.used).saturating_sub(tracked))
+        .max()
+        .unwrap_or(0)
+}
+
+/// What the pool may hold beyond the tracked bytes from its own rounding:
+/// `max(1 MiB, 1% of its highest used bytes)`.
+fn not_seen_tolerance(baseline: &Sample, samples: &[Sample]) -> u64 {
+    let used = samples
+        .iter()
+        .map(|s| s.used.saturating_sub(baseline.used))
+        .max()
+        .unwrap_or(0);
+    (used / 100).max(1 << 20)
 }
 
 /// The profile of a session whose `events` hold *every* allocation of the device (a

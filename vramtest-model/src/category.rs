@@ -12,18 +12,19 @@ use std::str::FromStr;
 pub enum Category {
     /// Model weights and biases (allocated in the `params` phase).
     Parameters,
-    /// Gradients that survive the `backward` phase.
+    /// Gradients: `backward` survivors released within their iteration.
     Gradients,
     /// Optimizer state: moments, master copies (`optimizer_init` / `optimizer_step` survivors).
     OptimizerState,
     /// Forward-pass survivors that are released within their iteration.
     Activations,
-    /// The batch (`inputs` phase survivors).
+    /// The batch: `inputs` survivors released within their iteration.
     Inputs,
     /// Anything freed before the phase that allocated it ended.
     Temporaries,
-    /// Long-lived scratch space and caches: forward-pass survivors that outlive their
-    /// iteration (a gemm packing buffer, a cuBLAS workspace).
+    /// Long-lived scratch space and caches: survivors of `inputs`, `forward`, `backward`
+    /// and untagged work outside phases that outlive their iteration (a gemm packing
+    /// buffer, a cuBLAS workspace).
     Workspace,
     /// Memory the probe did not see allocated: on a GPU, driver-used minus tracked.
     Untracked,
@@ -135,8 +136,9 @@ impl Phase {
         }
     }
 
-    /// The category that this phase's survivors are charged to, for phases where that
-    /// does not depend on the iteration (all but `forward`).
+    /// The category of this phase's survivors when they are released within their
+    /// iteration (those of `inputs`, `forward` and `backward` that outlive it are
+    /// `workspace`).
     pub fn survivor_category(self) -> Category {
         match self {
             Phase::Params => Category::Parameters,

@@ -1,12 +1,25 @@
 //! The ledger: one pure function from a probe's event stream to a [`Profile`].
 //!
-//! Probes only record what happened (allocations, frees, phase and iteration
+//! Probes only record what happened (allocations, frees, resizes, phase and iteration
 //! boundaries, tags). Which category a byte belongs to is decided here, after the run,
 //! by [`classify`] — the one place that says "survivors of forward are activations".
+//!
+//! # Cost
+//!
+//! [`profile`] reads the stream twice, front to back, and never looks an event up by
+//! its position. The first walk pairs frees with allocations in a hash table keyed by
+//! id (a multiply-xor hash, not SipHash) that holds only the *live* allocations, and
+//! decides each allocation's category the moment it is released (or at the end of the
+//! stream): every fact the rule needs is known by then. The second walk only adds and
+//! subtracts bytes per category, reading what the first walk wrote in order.
+//!
+//! Memory: 1 B per allocation for its category and 8 B per release (about 9 B per
+//! allocation), plus the table: 24 B per slot, kept between a quarter and half full,
+//! i.e. 48 to 96 B per allocation alive at the same time.
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// One thing a probe observed, in the order it happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -15,6 +28,12 @@ pub enum Event {
     Alloc { id: u64, bytes: u64 },
     /// The allocation `id` was released. Frees of ids never seen belong to the baseline.
     Free { id: u64 },
+    /// The allocation `from` was resized to `bytes` and now lives under `to` (`to ==
+    /// from` when it was resized in place). The block keeps the phase, iteration and tag
+    /// it was first allocated under; when it moves, the old and the new copy both count
+    /// at that moment, then the old one is released. A resize of an id never seen (the
+    /// baseline's) is a new allocation of `bytes`.
+    Realloc { from: u64, to: u64, bytes: u64 },
     /// A phase method started.
     PhaseStart(Phase),
     /// The innermost running phase ended.
@@ -29,141 +48,6 @@ pub enum Event {
     TagPop,
 }
 
-/// Where and when an allocation was made, and when (if ever) it was freed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Allocation {
-    pub bytes: u64,
-    /// Index of its `Alloc` event.
-    pub at: usize,
-    /// Index of its `Free` event; `None` if still alive at the end of the stream.
-    pub freed_at: Option<usize>,
-    /// The innermost phase run (index into [`Replay::phases`]) it was made in.
-    pub phase_run: Option<usize>,
-    /// The iteration it was made in (index into [`Replay::iterations`]).
-    pub iteration_run: Option<usize>,
-    /// The innermost explicit tag.
-    pub tag: Option<Category>,
-}
-
-/// One run of a phase: event indices of its start and end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PhaseRun {
-    pub phase: Phase,
-    pub iteration: Option<u32>,
-    pub start: usize,
-    /// `None`: never ended (the test returned early or panicked); treated as the stream end.
-    pub end: Option<usize>,
-}
-
-/// One loop iteration: event indices of its start and end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IterationRun {
-    pub number: u32,
-    pub start: usize,
-    pub end: Option<usize>,
-}
-
-/// The structure recovered from a stream: allocations with their context.
-#[derive(Debug, Clone, Default)]
-pub struct Replay {
-    pub allocations: Vec<Allocation>,
-    pub phases: Vec<PhaseRun>,
-    pub iterations: Vec<IterationRun>,
-    pub events: usize,
-}
-
-impl Replay {
-    /// Walks the stream once, pairing allocations with their frees.
-    pub fn new(events: &[Event]) -> Replay {
-        let mut r = Replay {
-            events: events.len(),
-            ..Replay::default()
-        };
-        let mut live: HashMap<u64, usize> = HashMap::new();
-        let mut phase_stack: Vec<usize> = Vec::new();
-        let mut tag_stack: Vec<Category> = Vec::new();
-        let mut iteration: Option<usize> = None;
-        for (at, event) in events.iter().enumerate() {
-            match *event {
-                Event::Alloc { id, bytes } => {
-                    if let Some(previous) = live.remove(&id) {
-                        // An id reused while live means we missed its free; close it here.
-                        r.allocations[previous].freed_at = Some(at);
-                    }
-                    live.insert(id, r.allocations.len());
-                    r.allocations.push(Allocation {
-                        bytes,
-                        at,
-                        freed_at: None,
-                        phase_run: phase_stack.last().copied(),
-                        iteration_run: iteration,
-                        tag: tag_stack.last().copied(),
-                    });
-                }
-                Event::Free { id } => {
-                    // An unknown id was allocated before recording started: baseline.
-                    if let Some(index) = live.remove(&id) {
-                        r.allocations[index].freed_at = Some(at);
-                    }
-                }
-                Event::PhaseStart(phase) => {
-                    phase_stack.push(r.phases.len());
-                    r.phases.push(PhaseRun {
-                        phase,
-                        iteration: iteration.map(|i| r.iterations[i].number),
-                        start: at,
-                        end: None,
-                    });
-                }
-                Event::PhaseEnd => {
-                    if let Some(run) = phase_stack.pop() {
-                        r.phases[run].end = Some(at);
-                    }
-                }
-                Event::IterationStart(number) => {
-                    if let Some(open) = iteration {
-                        r.iterations[open].end.get_or_insert(at);
-                    }
-                    iteration = Some(r.iterations.len());
-                    r.iterations.push(IterationRun {
-                        number,
-                        start: at,
-                        end: None,
-                    });
-                }
-                Event::IterationEnd => {
-                    if let Some(open) = iteration.take() {
-                        r.iterations[open].end = Some(at);
-                    }
-                }
-                Event::TagPush(category) => tag_stack.push(category),
-                Event::TagPop => {
-                    tag_stack.pop();
-                }
-            }
-        }
-        r
-    }
-
-    /// The category of allocation `a`: the classification rule of the product.
-    pub fn category_of(&self, a: &Allocation) -> Category {
-        let end_of = |end: Option<usize>| end.unwrap_or(self.events);
-        let iteration_end = a.iteration_run.map(|i| end_of(self.iterations[i].end));
-        classify(&Context {
-            tag: a.tag,
-            phase: a.phase_run.map(|p| self.phases[p].phase),
-            freed_before_phase_end: match (a.phase_run, a.freed_at) {
-                (Some(p), Some(freed)) => freed < end_of(self.phases[p].end),
-                _ => false,
-            },
-            outlives_iteration: match a.freed_at {
-                None => true,
-                Some(freed) => iteration_end.is_some_and(|end| freed > end),
-            },
-        })
-    }
-}
-
 /// The facts about one allocation that decide its category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Context {
@@ -173,25 +57,29 @@ pub struct Context {
     pub phase: Option<Phase>,
     /// Freed before that phase ended.
     pub freed_before_phase_end: bool,
-    /// Still alive when its iteration ended (outside the loop: alive at the end of the test).
-    pub outlives_iteration: bool,
+    /// Inside the loop: still alive when its iteration ended. Outside the loop: still
+    /// alive at the end of the test.
+    pub outlives: bool,
 }
 
 /// The classification rule (DESIGN §3), in one place:
 ///
 /// 1. an explicit tag wins;
 /// 2. freed before the phase that made it ended → `temporaries`;
-/// 3. survivors of `params` → `parameters`, of `optimizer_init`/`optimizer_step` →
-///    `optimizer_state`, of `inputs` → `inputs`, of `backward` → `gradients`;
-/// 4. survivors of `forward` → `activations` if freed within their iteration, else
-///    `workspace` (a library's scratch buffer or cache);
-/// 5. outside any phase: `workspace` if it outlives its iteration, else `temporaries`.
+/// 3. survivors of `params` → `parameters`; of `optimizer_init` and `optimizer_step`
+///    → `optimizer_state` (optimizers create their state lazily, in the first step);
+/// 4. survivors of `inputs`, `forward` and `backward` still alive when their iteration
+///    ended (outside the loop: never released, alive at the end of the test) →
+///    `workspace` (a library's cache or scratch buffer); the others → `inputs`,
+///    `activations`, `gradients`;
+/// 5. outside any phase: `workspace` if it outlives its iteration (outside the loop:
+///    if it is alive at the end of the test), else `temporaries`.
 pub fn classify(cx: &Context) -> Category {
     if let Some(tag) = cx.tag {
         return tag;
     }
     let Some(phase) = cx.phase else {
-        return if cx.outlives_iteration {
+        return if cx.outlives {
             Category::Workspace
         } else {
             Category::Temporaries
@@ -201,127 +89,27 @@ pub fn classify(cx: &Context) -> Category {
         return Category::Temporaries;
     }
     match phase {
-        Phase::Forward if cx.outlives_iteration => Category::Workspace,
-        other => other.survivor_category(),
+        Phase::Params | Phase::OptimizerInit | Phase::OptimizerStep => phase.survivor_category(),
+        Phase::Inputs | Phase::Forward | Phase::Backward if cx.outlives => Category::Workspace,
+        Phase::Inputs | Phase::Forward | Phase::Backward => phase.survivor_category(),
     }
 }
 
 /// Turns an event stream into a [`Profile`] (with `Fidelity::Exact`).
 pub fn profile(events: &[Event]) -> Profile {
-    let replay = Replay::new(events);
-    let categories: Vec<Category> = replay
-        .allocations
+    let scan = Scan::run(events);
+    let totals = replay(events, &scan);
+    scan.into_profile(totals)
+}
+
+/// The category of every allocation, in the order they were made (a resize of a known
+/// allocation is not a new one): what [`profile`] charges them to.
+pub fn categories(events: &[Event]) -> Vec<Category> {
+    Scan::run(events)
+        .categories
         .iter()
-        .map(|a| replay.category_of(a))
-        .collect();
-
-    // Allocations and frees indexed by event position, for the second walk.
-    let mut alloc_at: HashMap<usize, usize> = HashMap::with_capacity(replay.allocations.len());
-    let mut free_at: HashMap<usize, usize> = HashMap::with_capacity(replay.allocations.len());
-    for (i, a) in replay.allocations.iter().enumerate() {
-        alloc_at.insert(a.at, i);
-        if let Some(f) = a.freed_at {
-            free_at.insert(f, i);
-        }
-    }
-
-    let mut live = CategoryBytes::default();
-    let mut total: u64 = 0;
-    let mut peak: u64 = 0;
-    let mut at_peak = CategoryBytes::default();
-    let mut peak_phase = None;
-    let mut peak_iteration = None;
-    let mut category_peaks = CategoryBytes::default();
-    let mut records: Vec<PhaseRecord> = Vec::with_capacity(replay.phases.len());
-    let mut open_phases: Vec<usize> = Vec::new();
-    let mut current_iteration: Option<u32> = None;
-    let mut iteration_end_bytes = Vec::new();
-
-    for (at, event) in events.iter().enumerate() {
-        // A reused id frees its previous allocation at this same index, before the new one.
-        if let Some(&i) = free_at.get(&at) {
-            let bytes = replay.allocations[i].bytes;
-            live[categories[i]] -= bytes;
-            total -= bytes;
-        }
-        match *event {
-            Event::Alloc { .. } => {
-                let i = alloc_at[&at];
-                let bytes = replay.allocations[i].bytes;
-                let c = categories[i];
-                live[c] += bytes;
-                total += bytes;
-                category_peaks[c] = category_peaks[c].max(live[c]);
-                if total > peak {
-                    peak = total;
-                    at_peak = live;
-                    peak_phase = open_phases.last().map(|&r: &usize| records[r].phase);
-                    peak_iteration = current_iteration;
-                }
-                for &r in &open_phases {
-                    records[r].peak_bytes = records[r].peak_bytes.max(total);
-                }
-            }
-            Event::Free { .. } => {}
-            Event::PhaseStart(phase) => {
-                open_phases.push(records.len());
-                records.push(PhaseRecord {
-                    phase,
-                    iteration: current_iteration,
-                    start_bytes: total,
-                    peak_bytes: total,
-                    end_bytes: total,
-                });
-            }
-            Event::PhaseEnd => {
-                if let Some(r) = open_phases.pop() {
-                    records[r].end_bytes = total;
-                }
-            }
-            Event::IterationStart(n) => {
-                if current_iteration.is_some() {
-                    iteration_end_bytes.push(total);
-                }
-                current_iteration = Some(n);
-            }
-            Event::IterationEnd => {
-                if current_iteration.take().is_some() {
-                    iteration_end_bytes.push(total);
-                }
-            }
-            Event::TagPush(_) | Event::TagPop => {}
-        }
-    }
-    for r in open_phases {
-        records[r].end_bytes = total;
-    }
-    if current_iteration.is_some() {
-        iteration_end_bytes.push(total);
-    }
-
-    let leak_bytes_per_iteration = leak_per_iteration(&iteration_end_bytes);
-    let leak_sites = if leak_bytes_per_iteration > 0 {
-        leak_sites(&replay, &categories)
-    } else {
-        Vec::new()
-    };
-
-    Profile {
-        fidelity: Fidelity::Exact,
-        iterations: replay.iterations.len() as u32,
-        peak_bytes: peak,
-        peak_phase,
-        peak_iteration,
-        at_peak,
-        category_peaks,
-        phases: records,
-        iteration_end_bytes,
-        leak_bytes_per_iteration,
-        leak_sites,
-        allocations: replay.allocations.len() as u64,
-        baseline_bytes: 0,
-        reserved_peak_bytes: None,
-    }
+        .map(|&c| Category::ALL[usize::from(c & CATEGORY_MASK)])
+        .collect()
 }
 
 /// Growth of live bytes per iteration after the warm-up: the smallest step between
@@ -335,31 +123,729 @@ pub fn leak_per_iteration(iteration_end_bytes: &[u64]) -> u64 {
         .unwrap_or(0)
 }
 
-/// Bytes allocated in iterations after the warm-up and still alive at the end of the
-/// last iteration, per (category, phase), divided by the iterations that retained them.
-fn leak_sites(replay: &Replay, categories: &[Category]) -> Vec<LeakSite> {
-    let Some(last) = replay.iterations.last() else {
-        return Vec::new();
-    };
-    let last_end = last.end.unwrap_or(replay.events);
-    let retaining = (replay.iterations.len() as u64).saturating_sub(1).max(1);
-    let mut sites: BTreeMap<(Category, Option<Phase>), u64> = BTreeMap::new();
-    for (a, &c) in replay.allocations.iter().zip(categories) {
-        let after_warm_up = a.iteration_run.is_some_and(|i| i > 0);
-        let alive = a.freed_at.is_none_or(|f| f > last_end);
-        if after_warm_up && alive {
-            let phase = a.phase_run.map(|p| replay.phases[p].phase);
-            *sites.entry((c, phase)).or_default() += a.bytes;
+// ---------------------------------------------------------------------------------------
+// The first walk.
+
+const NONE: u32 = u32::MAX;
+const NO_TAG: u8 = u8::MAX;
+/// In `Scan::categories`: the category's index in the low bits, and this flag when the
+/// allocation closed a live one under the same id (its free was missed).
+const CLOSES: u8 = 0x80;
+const CATEGORY_MASK: u8 = 0x0f;
+/// A release in `Scan::ops`: the category in the top 4 bits, the bytes below.
+const OP_SHIFT: u32 = 60;
+const OP_BYTES: u64 = (1 << OP_SHIFT) - 1;
+/// In `Scan::ops`: nothing was released.
+const OP_NONE: u64 = u64::MAX;
+/// Leak-site buckets: one per phase, and one for "outside any phase".
+const SITES: usize = Phase::ALL.len() + 1;
+
+/// A live allocation, as the table keeps it.
+#[derive(Debug, Clone, Copy)]
+struct Live {
+    bytes: u64,
+    /// Its ordinal among allocations.
+    ordinal: u32,
+    /// Where it was made: an index into `Scan::contexts`.
+    ctx: u32,
+}
+
+/// Where an allocation was made: everything its category depends on. Few distinct ones
+/// exist (one per phase run and tag), so allocations share them by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Ctx {
+    /// The innermost phase run it was made in, or `NONE`.
+    run: u32,
+    /// The iteration run it was made in, or `NONE`.
+    iteration: u32,
+    /// The iteration run it was last made or resized in, or `NONE`: where a leak grew.
+    touched: u32,
+    tag: u8,
+}
+
+/// The live allocations by id: open addressing with linear probing, at most half
+/// full, deleting by shifting back (no tombstones).
+///
+/// Ids are addresses. Where an id lands keeps the allocator's locality: the id's 64 KiB
+/// page picks a pseudo-random base, and its offset in the page (in 16 B steps) a slot
+/// after that base. Blocks allocated or freed one after the other, near each other in
+/// memory, are near each other in the table too, so a replay walks the table mostly in
+/// order instead of missing the cache on every event, as a hash of the whole id would.
+/// The id's low 4 bits are folded into the offset, so small integer ids (handles) do
+/// not pile up on one slot either.
+struct LiveTable {
+    slots: Vec<(u64, Live)>,
+    /// `slots.len() - 1`; the length is a power of two.
+    mask: usize,
+    /// 64 - log2(slots.len()).
+    shift: u32,
+    len: usize,
+    /// The allocation under [`EMPTY`] itself, which cannot live in `slots`.
+    empty_id: Option<Live>,
+}
+
+/// How many events ahead the first walk prefetches table slots.
+const PREFETCH_DISTANCE: usize = 16;
+
+/// Marks an unused slot.
+const EMPTY: u64 = u64::MAX;
+
+impl LiveTable {
+    fn new() -> LiveTable {
+        LiveTable::with_slots(1 << 12)
+    }
+
+    fn with_slots(n: usize) -> LiveTable {
+        let filler = Live {
+            bytes: 0,
+            ordinal: 0,
+            ctx: 0,
+        };
+        LiveTable {
+            slots: vec![(EMPTY, filler); n],
+            mask: n - 1,
+            shift: 64 - n.trailing_zeros(),
+            len: 0,
+            empty_id: None,
         }
     }
-    let mut out: Vec<LeakSite> = sites
-        .into_iter()
-        .map(|((category, phase), bytes)| LeakSite {
-            category,
-            phase,
-            bytes_per_iteration: bytes / retaining,
-        })
-        .collect();
-    out.sort_by_key(|s| std::cmp::Reverse(s.bytes_per_iteration));
-    out
+
+    #[inline]
+    fn home(&self, id: u64) -> usize {
+        let page = (id >> 16).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift;
+        let offset = ((id >> 4) + ((id & 0xf) << 8)) & 0xfff;
+        (page as usize).wrapping_add(offset as usize) & self.mask
+    }
+
+    /// Asks the processor to start loading `id`'s slot: the replay calls it a few events
+    /// ahead, so that the cache misses of consecutive events overlap instead of adding up.
+    #[inline]
+    fn prefetch(&self, id: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let slot: *const (u64, Live) = &self.slots[self.home(id)];
+            // SAFETY: a prefetch is a hint with no effect on memory or program state; the
+            // pointer is in bounds anyway, and SSE is part of every x86_64 target.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot.cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = id;
+    }
+
+    #[inline]
+    fn insert(&mut self, id: u64, live: Live) {
+        if id == EMPTY {
+            self.empty_id = Some(live);
+            return;
+        }
+        if 2 * (self.len + 1) > self.slots.len() {
+            self.grow();
+        }
+        let mut i = self.home(id);
+        loop {
+            let slot = &mut self.slots[i];
+            if slot.0 == EMPTY {
+                *slot = (id, live);
+                self.len += 1;
+                return;
+            }
+            if slot.0 == id {
+                slot.1 = live;
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, id: u64) -> Option<Live> {
+        if id == EMPTY {
+            return self.empty_id.take();
+        }
+        let mut i = self.home(id);
+        loop {
+            let key = self.slots[i].0;
+            if key == id {
+                break;
+            }
+            if key == EMPTY {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+        let found = self.slots[i].1;
+        self.len -= 1;
+        // Shift back the entries after it that would not be found past the hole.
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let key = self.slots[j].0;
+            if key == EMPTY {
+                break;
+            }
+            let home = self.home(key);
+            // Whether `home` lies cyclically in (hole, j]: then the entry stays.
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+        }
+        self.slots[hole].0 = EMPTY;
+        Some(found)
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = LiveTable::with_slots(self.slots.len() * 2);
+        bigger.empty_id = self.empty_id.take();
+        for &(id, live) in &self.slots {
+            if id != EMPTY {
+                bigger.insert(id, live);
+            }
+        }
+        *self = bigger;
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Live> {
+        self.slots
+            .iter()
+            .filter(|(id, _)| *id != EMPTY)
+            .map(|(_, live)| live)
+            .chain(self.empty_id.as_ref())
+    }
+}
+
+/// What the first walk learns: categories, releases, and every category-free figure.
+struct Scan {
+    /// Per allocation: its category index, with `CLOSES`.
+    categories: Vec<u8>,
+    /// Per release (and resize), in stream order, for the second walk.
+    ops: Vec<u64>,
+    /// Every distinct context allocations were made in, and their indices.
+    contexts: Vec<Ctx>,
+    /// Per context: the category for each (freed before its phase ended, outlives) pair,
+    /// as [`classify`] decides it (index: 2 × freed early + outlives).
+    context_categories: Vec<[Category; 4]>,
+    context_ids: HashMap<Ctx, u32>,
+    /// Per phase run: its record and whether it ended.
+    records: Vec<PhaseRecord>,
+    run_phase: Vec<Phase>,
+    run_ended: Vec<bool>,
+    /// Per iteration run: whether it ended.
+    iteration_ended: Vec<bool>,
+    iteration_end_bytes: Vec<u64>,
+    peak: u64,
+    /// The event at which the live total first reached `peak`.
+    peak_event: Option<usize>,
+    peak_phase: Option<Phase>,
+    peak_iteration: Option<u32>,
+    /// Bytes alive at the end of the last iteration, made or resized after the warm-up,
+    /// by (category, phase).
+    sites: [[u64; SITES]; 8],
+    first_forward_kept_bytes: u64,
+}
+
+impl Scan {
+    fn run(events: &[Event]) -> Scan {
+        // Exact sizes first (a cheap, sequential look), so nothing grows by copying.
+        let (mut allocations, mut releases) = (0, 0);
+        for e in events {
+            match e {
+                Event::Alloc { .. } => allocations += 1,
+                Event::Free { .. } => releases += 1,
+                Event::Realloc { .. } => {
+                    allocations += 1;
+                    releases += 3;
+                }
+                _ => {}
+            }
+        }
+        let mut s = Scan {
+            categories: Vec::with_capacity(allocations),
+            ops: Vec::with_capacity(releases),
+            contexts: Vec::new(),
+            context_categories: Vec::new(),
+            context_ids: HashMap::new(),
+            records: Vec::new(),
+            run_phase: Vec::new(),
+            run_ended: Vec::new(),
+            iteration_ended: Vec::new(),
+            iteration_end_bytes: Vec::new(),
+            peak: 0,
+            peak_event: None,
+            peak_phase: None,
+            peak_iteration: None,
+            sites: [[0; SITES]; 8],
+            first_forward_kept_bytes: 0,
+        };
+        let mut table = LiveTable::new();
+        let mut run_stack: Vec<u32> = Vec::new();
+        let mut tag_stack: Vec<u8> = Vec::new();
+        let mut iteration: u32 = NONE;
+        let mut iteration_number: Option<u32> = None;
+        // The context of an allocation made now; recomputed after a marker.
+        let mut here: u32 = 0;
+        let mut here_changed = true;
+        let mut total: u64 = 0;
+        // Released after the last iteration ended, by site; reset when another starts.
+        let mut after_loop = [[0u64; SITES]; 8];
+
+        for (at, event) in events.iter().enumerate() {
+            if let Some(ahead) = events.get(at + PREFETCH_DISTANCE) {
+                match *ahead {
+                    Event::Alloc { id, .. } | Event::Free { id } => table.prefetch(id),
+                    Event::Realloc { from, .. } => table.prefetch(from),
+                    _ => {}
+                }
+            }
+            let mut added = 0;
+            if here_changed && matches!(event, Event::Alloc { .. } | Event::Realloc { .. }) {
+                here = s.intern(Ctx {
+                    run: run_stack.last().copied().unwrap_or(NONE),
+                    iteration,
+                    touched: iteration,
+                    tag: tag_stack.last().copied().unwrap_or(NO_TAG),
+                });
+                here_changed = false;
+            }
+            match *event {
+                Event::Alloc { id, bytes } => {
+                    let ordinal = s.categories.len() as u32;
+                    let mut flags = 0;
+                    if let Some(old) = table.remove(id) {
+                        total -= old.bytes;
+                        s.release(&old, iteration, &mut after_loop);
+                        flags = CLOSES;
+                    }
+                    s.categories.push(flags);
+                    table.insert(
+                        id,
+                        Live {
+                            bytes,
+                            ordinal,
+                            ctx: here,
+                        },
+                    );
+                    added = bytes;
+                }
+                Event::Free { id } => match table.remove(id) {
+                    Some(old) => {
+                        total -= old.bytes;
+                        s.release(&old, iteration, &mut after_loop);
+                    }
+                    None => s.ops.push(OP_NONE),
+                },
+                Event::Realloc { from, to, bytes } => {
+                    let moved = table.remove(from);
+                    // Another live allocation under `to`: its free was missed.
+                    match (to != from).then(|| table.remove(to)).flatten() {
+                        Some(old) => {
+                            total -= old.bytes;
+                            s.release(&old, iteration, &mut after_loop);
+                        }
+                        None => s.ops.push(OP_NONE),
+                    }
+                    match moved {
+                        Some(mut block) => {
+                            s.ops.push(u64::from(block.ordinal));
+                            s.ops.push(block.bytes);
+                            let old = block.bytes;
+                            block.bytes = bytes;
+                            let made = s.contexts[block.ctx as usize];
+                            if made.touched != iteration {
+                                block.ctx = s.intern(Ctx {
+                                    touched: iteration,
+                                    ..made
+                                });
+                            }
+                            table.insert(to, block);
+                            if to == from {
+                                // Resized in place: one copy, of the new size.
+                                total -= old;
+                                added = bytes;
+                            } else {
+                                // Both copies exist until the old one is released.
+                                total += bytes;
+                                if total > s.peak {
+                                    s.new_peak(total, at, &run_stack, iteration_number);
+                                }
+                                s.raise_run_peak(&run_stack, total);
+                                total -= old;
+                            }
+                        }
+                        None => {
+                            s.ops.push(OP_NONE);
+                            let ordinal = s.categories.len() as u32;
+                            s.categories.push(0);
+                            table.insert(
+                                to,
+                                Live {
+                                    bytes,
+                                    ordinal,
+                                    ctx: here,
+                                },
+                            );
+                            added = bytes;
+                        }
+                    }
+                }
+                Event::PhaseStart(phase) => {
+                    here_changed = true;
+                    run_stack.push(s.records.len() as u32);
+                    s.records.push(PhaseRecord {
+                        phase,
+                        iteration: iteration_number,
+                        start_bytes: total,
+                        peak_bytes: total,
+                        end_bytes: total,
+                    });
+                    s.run_phase.push(phase);
+                    s.run_ended.push(false);
+                }
+                Event::PhaseEnd => {
+                    here_changed = true;
+                    if let Some(run) = run_stack.pop() {
+                        s.end_run(run, run_stack.last().copied(), total);
+                    }
+                }
+                Event::IterationStart(number) => {
+                    here_changed = true;
+                    if iteration != NONE {
+                        s.iteration_ended[iteration as usize] = true;
+                        s.iteration_end_bytes.push(total);
+                    }
+                    after_loop = [[0; SITES]; 8];
+                    s.first_forward_kept_bytes = 0;
+                    iteration = s.iteration_ended.len() as u32;
+                    iteration_number = Some(number);
+                    s.iteration_ended.push(false);
+                }
+                Event::IterationEnd => {
+                    here_changed = true;
+                    if iteration != NONE {
+                        s.iteration_ended[iteration as usize] = true;
+                        s.iteration_end_bytes.push(total);
+                        iteration = NONE;
+                        iteration_number = None;
+                    }
+                }
+                Event::TagPush(category) => {
+                    here_changed = true;
+                    tag_stack.push(category.index() as u8);
+                }
+                Event::TagPop => {
+                    here_changed = true;
+                    tag_stack.pop();
+                }
+            }
+            if added > 0 {
+                total += added;
+                if total > s.peak {
+                    s.new_peak(total, at, &run_stack, iteration_number);
+                }
+                s.raise_run_peak(&run_stack, total);
+            }
+        }
+
+        // The end of the stream ends whatever is still open.
+        while let Some(run) = run_stack.pop() {
+            s.end_run(run, run_stack.last().copied(), total);
+        }
+        if iteration != NONE {
+            s.iteration_end_bytes.push(total);
+        }
+        s.sites = after_loop;
+        for block in table.values() {
+            let category = s.decide(block, true);
+            s.categories[block.ordinal as usize] |= category.index() as u8;
+            s.note_kept(block, category);
+        }
+        s
+    }
+
+    fn new_peak(&mut self, total: u64, at: usize, run_stack: &[u32], iteration: Option<u32>) {
+        self.peak = total;
+        self.peak_event = Some(at);
+        self.peak_phase = run_stack.last().map(|&r| self.run_phase[r as usize]);
+        self.peak_iteration = iteration;
+    }
+
+    /// The innermost run's peak; outer runs take it over when it ends.
+    #[inline]
+    fn raise_run_peak(&mut self, run_stack: &[u32], total: u64) {
+        if let Some(&r) = run_stack.last() {
+            let record = &mut self.records[r as usize];
+            record.peak_bytes = record.peak_bytes.max(total);
+        }
+    }
+
+    fn end_run(&mut self, run: u32, outer: Option<u32>, total: u64) {
+        let record = &mut self.records[run as usize];
+        record.end_bytes = total;
+        let peak = record.peak_bytes;
+        self.run_ended[run as usize] = true;
+        if let Some(outer) = outer {
+            let outer = &mut self.records[outer as usize];
+            outer.peak_bytes = outer.peak_bytes.max(peak);
+        }
+    }
+
+    /// The category of `block`, released now (`at_end`: still alive at the end).
+    fn intern(&mut self, ctx: Ctx) -> u32 {
+        if let Some(&id) = self.context_ids.get(&ctx) {
+            return id;
+        }
+        let id = self.contexts.len() as u32;
+        let tag = (ctx.tag != NO_TAG).then(|| Category::ALL[usize::from(ctx.tag)]);
+        let phase = (ctx.run != NONE).then(|| self.run_phase[ctx.run as usize]);
+        let category = |freed_before_phase_end, outlives| {
+            classify(&Context {
+                tag,
+                phase,
+                freed_before_phase_end,
+                outlives,
+            })
+        };
+        self.context_categories.push([
+            category(false, false),
+            category(false, true),
+            category(true, false),
+            category(true, true),
+        ]);
+        self.contexts.push(ctx);
+        self.context_ids.insert(ctx, id);
+        id
+    }
+
+    #[inline]
+    fn decide(&self, block: &Live, at_end: bool) -> Category {
+        let ctx = &self.contexts[block.ctx as usize];
+        let in_iteration = ctx.iteration != NONE;
+        let freed_early = !at_end && ctx.run != NONE && !self.run_ended[ctx.run as usize];
+        let outlives = at_end || (in_iteration && self.iteration_ended[ctx.iteration as usize]);
+        self.context_categories[block.ctx as usize]
+            [usize::from(freed_early) * 2 + usize::from(outlives)]
+    }
+
+    /// `block` is released now, while iteration run `iteration` (or `NONE`) is open.
+    #[inline]
+    fn release(&mut self, block: &Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) {
+        let category = self.decide(block, false);
+        self.categories[block.ordinal as usize] |= category.index() as u8;
+        self.ops
+            .push((category.index() as u64) << OP_SHIFT | (block.bytes & OP_BYTES));
+        let bytes = block.bytes;
+        let block = &self.contexts[block.ctx as usize];
+        // Alive when the last iteration ended, if no other iteration starts after this.
+        if iteration == NONE && block.touched != NONE && block.touched > 0 {
+            after_loop[category.index()][self.site(block)] += bytes;
+        }
+        // Made by the first forward pass, kept past the loop and released with the
+        // test's own state (a process-wide cache is never released): maybe a parameter
+        // created lazily.
+        if iteration == NONE
+            && !self.iteration_ended.is_empty()
+            && block.iteration == 0
+            && category == Category::Workspace
+            && block.tag == NO_TAG
+            && block.run != NONE
+            && self.run_phase[block.run as usize] == Phase::Forward
+        {
+            self.first_forward_kept_bytes += bytes;
+        }
+    }
+
+    /// A block alive at the end of the stream.
+    fn note_kept(&mut self, live: &Live, category: Category) {
+        let block = self.contexts[live.ctx as usize];
+        let block = &block;
+        if block.touched != NONE && block.touched > 0 {
+            self.sites[category.index()][self.site(block)] += live.bytes;
+        }
+    }
+
+    fn site(&self, block: &Ctx) -> usize {
+        if block.run == NONE {
+            Phase::ALL.len()
+        } else {
+            self.run_phase[block.run as usize] as usize
+        }
+    }
+
+    fn into_profile(self, totals: Totals) -> Profile {
+        let leak_bytes_per_iteration = leak_per_iteration(&self.iteration_end_bytes);
+        let iterations = self.iteration_ended.len() as u32;
+        let mut leak_sites = Vec::new();
+        if leak_bytes_per_iteration > 0 {
+            let retaining = u64::from(iterations).saturating_sub(1).max(1);
+            for category in Category::ALL {
+                for (i, &bytes) in self.sites[category.index()].iter().enumerate() {
+                    if bytes > 0 {
+                        leak_sites.push(LeakSite {
+                            category,
+                            phase: Phase::ALL.get(i).copied(),
+                            bytes_per_iteration: bytes / retaining,
+                        });
+                    }
+                }
+            }
+            leak_sites.sort_by_key(|s| std::cmp::Reverse(s.bytes_per_iteration));
+        }
+        Profile {
+            fidelity: Fidelity::Exact,
+            iterations,
+            peak_bytes: self.peak,
+            peak_phase: self.peak_phase,
+            peak_iteration: self.peak_iteration,
+            at_peak: totals.at_peak,
+            category_peaks: totals.category_peaks,
+            phases: self.records,
+            iteration_end_bytes: self.iteration_end_bytes,
+            leak_bytes_per_iteration,
+            leak_sites,
+            allocations: self.categories.len() as u64,
+            baseline_bytes: 0,
+            reserved_peak_bytes: None,
+            first_forward_kept_bytes: self.first_forward_kept_bytes,
+            not_seen_bytes: None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The second walk.
+
+struct Totals {
+    at_peak: CategoryBytes,
+    category_peaks: CategoryBytes,
+}
+
+/// Live bytes per category over the stream, now that every allocation's category is
+/// known: each category's own peak, and the breakdown at the total's peak.
+fn replay(events: &[Event], scan: &Scan) -> Totals {
+    let mut live = [0u64; 8];
+    let mut peaks = [0u64; 8];
+    let mut at_peak = [0u64; 8];
+    let mut ordinal = 0usize;
+    let mut ops = scan.ops.iter().copied();
+    let mut op = move || ops.next().expect("the first walk records every release");
+    let release = |live: &mut [u64; 8], op: u64| {
+        if op != OP_NONE {
+            live[(op >> OP_SHIFT) as usize] -= op & OP_BYTES;
+        }
+    };
+    let peak_event = scan.peak_event.unwrap_or(usize::MAX);
+    for (at, event) in events.iter().enumerate() {
+        match *event {
+            Event::Alloc { bytes, .. } => {
+                let c = scan.categories[ordinal];
+                ordinal += 1;
+                if c & CLOSES != 0 {
+                    release(&mut live, op());
+                }
+                let c = usize::from(c & CATEGORY_MASK);
+                live[c] += bytes;
+                peaks[c] = peaks[c].max(live[c]);
+            }
+            Event::Free { .. } => release(&mut live, op()),
+            Event::Realloc { from, to, bytes } => {
+                release(&mut live, op());
+                let moved = op();
+                if moved == OP_NONE {
+                    let c = usize::from(scan.categories[ordinal] & CATEGORY_MASK);
+                    ordinal += 1;
+                    live[c] += bytes;
+                    peaks[c] = peaks[c].max(live[c]);
+                } else {
+                    let c = usize::from(scan.categories[moved as usize] & CATEGORY_MASK);
+                    let old = op();
+                    if to == from {
+                        live[c] = live[c] - old + bytes;
+                        peaks[c] = peaks[c].max(live[c]);
+                    } else {
+                        // Both copies exist until the old one is released: the peak
+                        // can only be at that moment.
+                        live[c] += bytes;
+                        peaks[c] = peaks[c].max(live[c]);
+                        if at == peak_event {
+                            at_peak = live;
+                        }
+                        live[c] -= old;
+                        continue;
+                    }
+                }
+            }
+            _ => continue,
+        }
+        if at == peak_event {
+            at_peak = live;
+        }
+    }
+    let to_bytes = |a: [u64; 8]| {
+        let mut out = CategoryBytes::default();
+        for c in Category::ALL {
+            out[c] = a[c.index()];
+        }
+        out
+    };
+    Totals {
+        at_peak: to_bytes(at_peak),
+        category_peaks: to_bytes(peaks),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn live(n: u64) -> Live {
+        Live {
+            bytes: n,
+            ordinal: n as u32,
+            ctx: 0,
+        }
+    }
+
+    /// Ids the way allocators hand them out: small handles, neighbours in one page,
+    /// page-aligned blocks, far-apart pages, and the table's own marker value.
+    fn id() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0u64..64,
+            (0u64..256).prop_map(|k| 0x7f00_0000_0000 + 16 * k),
+            (0u64..256).prop_map(|k| 0x7f10_0000_0000 + 4096 * k),
+            any::<u64>(),
+            Just(EMPTY),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn the_live_table_behaves_like_a_map(ops in prop::collection::vec((any::<bool>(), id()), 0..2000)) {
+            let mut table = LiveTable::with_slots(4);
+            let mut model: std::collections::HashMap<u64, u64> = Default::default();
+            for (n, (insert, id)) in ops.into_iter().enumerate() {
+                if insert {
+                    table.insert(id, live(n as u64));
+                    model.insert(id, n as u64);
+                } else {
+                    prop_assert_eq!(table.remove(id).map(|l| l.bytes), model.remove(&id));
+                }
+                prop_assert_eq!(table.len + usize::from(table.empty_id.is_some()), model.len());
+            }
+            let mut left: Vec<u64> = table.values().map(|l| l.bytes).collect();
+            let mut expected: Vec<u64> = model.values().copied().collect();
+            left.sort_unstable();
+            expected.sort_unstable();
+            prop_assert_eq!(left, expected);
+        }
+    }
 }

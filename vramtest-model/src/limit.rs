@@ -8,7 +8,10 @@ use std::str::FromStr;
 /// Allowed growth of a byte figure. Written `+2% | 1MiB`: a change fails only when it
 /// exceeds *both* slacks, i.e. when it grows by more than `max(2% of old, 1 MiB)`. Small
 /// figures are protected from percentage noise by the absolute part, large ones from
-/// allocator noise by the relative part. `0` allows no growth at all.
+/// allocator noise by the relative part. `0` allows no growth at all; `allow` allows any.
+///
+/// The `leak` limit is a ceiling instead: the bytes a loop may keep per iteration, with
+/// the percentage taken of the test's peak (see [`Limit::LEAK`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Limit {
@@ -37,8 +40,29 @@ impl Limit {
         bytes: 16 * 1024 * 1024,
     };
 
+    /// The default leak ceiling: a loop may keep at most `max(0.1% of the peak, 64 KiB)`
+    /// per iteration, whatever the snapshot holds.
+    pub const LEAK: Limit = Limit {
+        percent: 0.1,
+        bytes: 64 * 1024,
+    };
+
+    /// Any change is allowed (written `allow`).
+    pub const ALLOW: Limit = Limit {
+        percent: f64::INFINITY,
+        bytes: u64::MAX,
+    };
+
+    /// Whether this is [`Limit::ALLOW`].
+    pub fn is_allow(&self) -> bool {
+        self.bytes == u64::MAX
+    }
+
     /// The largest change from `old` that stays within this limit, in bytes.
     pub fn slack(&self, old: u64) -> u64 {
+        if self.is_allow() {
+            return u64::MAX;
+        }
         let relative = (old as f64 * self.percent / 100.0).floor() as u64;
         relative.max(self.bytes)
     }
@@ -46,6 +70,9 @@ impl Limit {
 
 impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_allow() {
+            return f.write_str("allow");
+        }
         match (self.percent != 0.0, self.bytes != 0) {
             (true, true) => write!(f, "+{}% | {}", self.percent, HumanBytes(self.bytes)),
             (true, false) => write!(f, "+{}%", self.percent),
@@ -57,7 +84,9 @@ impl fmt::Display for Limit {
 
 /// A limit that could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid limit `{input}`: {reason} (hint: write `+2% | 1MiB`, `+5%`, `256KiB` or `0`)")]
+#[error(
+    "invalid limit `{input}`: {reason} (hint: write `+2% | 1MiB`, `+5%`, `256KiB`, `0` or `allow`)"
+)]
 pub struct ParseLimitError {
     pub input: String,
     pub reason: String,
@@ -70,6 +99,9 @@ impl FromStr for Limit {
             input: input.to_owned(),
             reason,
         };
+        if input.trim() == "allow" {
+            return Ok(Limit::ALLOW);
+        }
         let mut limit = Limit::EXACT;
         let (mut saw_percent, mut saw_bytes) = (false, false);
         for part in input.split('|') {
@@ -110,6 +142,9 @@ impl TryFrom<String> for Limit {
 
 impl From<Limit> for String {
     fn from(l: Limit) -> String {
+        if l.is_allow() {
+            return "allow".into();
+        }
         match (l.percent != 0.0, l.bytes != 0) {
             (false, false) => "0".into(),
             (true, false) => format!("+{}%", l.percent),
@@ -131,6 +166,8 @@ mod tests {
     #[test_case("256KiB", 0.0, 256 * 1024)]
     #[test_case("0", 0.0, 0)]
     #[test_case("+0.5% | 4096", 0.5, 4096)]
+    #[test_case("allow", f64::INFINITY, u64::MAX)]
+    #[test_case(" allow ", f64::INFINITY, u64::MAX)]
     fn parses(input: &str, percent: f64, bytes: u64) {
         assert_eq!(input.parse::<Limit>().unwrap(), Limit { percent, bytes });
     }
@@ -141,6 +178,8 @@ mod tests {
     #[test_case("1MiB | 2MiB"; "two sizes")]
     #[test_case("-3%"; "negative")]
     #[test_case("lots"; "words")]
+    #[test_case("allow | 1MiB"; "allow with a size")]
+    #[test_case("Allow"; "allow is lower case")]
     fn rejects(input: &str) {
         let e = input.parse::<Limit>().unwrap_err();
         assert!(e.to_string().contains("hint:"), "{e}");
@@ -152,11 +191,16 @@ mod tests {
         assert_eq!(l.slack(0), 1 << 20);
         assert_eq!(l.slack(100 << 20), 2 << 20);
         assert_eq!(Limit::EXACT.slack(1 << 30), 0);
+        assert_eq!(Limit::ALLOW.slack(0), u64::MAX);
+        assert_eq!(Limit::ALLOW.slack(1 << 40), u64::MAX);
+        // The leak ceiling: 64 KiB up to a 64 MiB peak, then 0.1% of it.
+        assert_eq!(Limit::LEAK.slack(1 << 20), 64 * 1024);
+        assert_eq!(Limit::LEAK.slack(1_000_000_000), 1_000_000);
     }
 
     #[test]
     fn string_form_round_trips() {
-        for s in ["+2% | 1MiB", "+5%", "256KiB", "0"] {
+        for s in ["+2% | 1MiB", "+5%", "256KiB", "0", "allow"] {
             let l: Limit = s.parse().unwrap();
             let back: Limit = String::from(l).parse().unwrap();
             assert_eq!(l, back);

@@ -1,5 +1,6 @@
 //! When does a change fail? Limits per category and for the peak, growth-only by
-//! default, an optional hard budget, and `strict` for "any difference fails".
+//! default; a hard budget and a leak ceiling that fail whatever the snapshot holds; and
+//! `strict` for "any difference fails".
 
 use crate::bytes::{HumanBytes, HumanDelta};
 use crate::category::{Category, Phase};
@@ -14,7 +15,8 @@ pub struct Policy {
     pub peak: Limit,
     /// Allowed growth of each category's own peak, indexed by [`Category::index`].
     pub categories: [Limit; 8],
-    /// Allowed growth of the per-iteration leak.
+    /// The leak ceiling: a loop may keep at most `leak.slack(peak)` bytes per iteration,
+    /// whatever the snapshot holds ([`Limit::LEAK`] by default; [`Limit::ALLOW`] opts out).
     pub leak: Limit,
     /// A hard ceiling on the peak, whatever the snapshot says.
     pub budget: Option<u64>,
@@ -29,7 +31,7 @@ impl Default for Policy {
         Policy {
             peak: Limit::DEFAULT,
             categories,
-            leak: Limit::DEFAULT,
+            leak: Limit::LEAK,
             budget: None,
             strict: false,
         }
@@ -165,6 +167,8 @@ pub struct Finding {
     pub phase: Option<(Phase, Option<u32>)>,
     /// Judged under `strict`: any difference fails.
     pub strict: bool,
+    /// For the leak: the ceiling it was held to (its limit applied to the new peak).
+    pub ceiling: Option<u64>,
 }
 
 impl Finding {
@@ -182,6 +186,18 @@ impl Finding {
 impl fmt::Display for Finding {
     /// `activations: 1.00 MiB → 2.00 MiB (+1.00 MiB, +100.0%), over the limit +1% | 64.00 KiB; grew most in phase forward (iteration 2)`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let (Subject::Leak, Some(ceiling), Movement::Regressed, false) =
+            (self.subject, self.ceiling, self.movement, self.strict)
+        {
+            return write!(
+                f,
+                "leak per iteration: {} (snapshot: {}) is over the ceiling of {} ({} of the peak): a leak fails whatever the snapshot holds; fix it, or opt out with `leak = \"allow\"` or a larger `leak` limit",
+                HumanBytes(self.new),
+                HumanBytes(self.old),
+                HumanBytes(ceiling),
+                self.limit
+            );
+        }
         write!(
             f,
             "{}: {} → {} ({}",
@@ -236,6 +252,12 @@ pub struct Comparison {
     pub findings: Vec<Finding>,
     /// `Some((peak, budget))` when the peak exceeds the hard budget.
     pub over_budget: Option<(u64, u64)>,
+    /// `Some((leak, ceiling))` when the leak per iteration exceeds its ceiling.
+    pub over_leak_ceiling: Option<(u64, u64)>,
+    /// Why the two bodies cannot be compared figure by figure (measured at another
+    /// fidelity, over another number of iterations, in another format): one line that
+    /// says what changed. The verdict is then `Regressed` with no findings.
+    pub incomparable: Option<String>,
 }
 
 impl Comparison {
@@ -244,6 +266,54 @@ impl Comparison {
         self.findings
             .iter()
             .filter(|f| f.movement == Movement::Regressed)
+    }
+
+    /// Whether it fails whatever the snapshot holds (budget, leak ceiling): accepting
+    /// the new result as the snapshot would not make it pass.
+    pub fn fails_whatever_the_snapshot(&self) -> bool {
+        self.over_budget.is_some() || self.over_leak_ceiling.is_some()
+    }
+}
+
+/// Checks only the leak ceiling: `Some((leak, ceiling))` when the loop keeps more per
+/// iteration than `policy.leak` allows for this peak.
+pub fn check_leak(new: &Body, policy: &Policy) -> Option<(u64, u64)> {
+    let ceiling = policy.leak.slack(new.peak_bytes);
+    (new.leak_bytes_per_iteration > ceiling).then_some((new.leak_bytes_per_iteration, ceiling))
+}
+
+/// The failure line of a leak over its ceiling, for a result with no snapshot to
+/// compare with (with one, the leak's [`Finding`] says it).
+pub fn leak_message(new: &Body, policy: &Policy) -> Option<String> {
+    check_leak(new, policy).map(|(leak, ceiling)| {
+        format!(
+            "leak per iteration: {} is over the ceiling of {} ({} of the peak): a leak fails whatever the snapshot holds; fix it, or opt out with `leak = \"allow\"` or a larger `leak` limit",
+            HumanBytes(leak),
+            HumanBytes(ceiling),
+            policy.leak
+        )
+    })
+}
+
+/// Why `old` and `new` cannot be compared figure by figure, if they cannot.
+pub fn incomparable(old: &Body, new: &Body) -> Option<String> {
+    if old.schema != new.schema {
+        Some(format!(
+            "snapshot written in format {}, this run {}: re-accept it",
+            old.schema, new.schema
+        ))
+    } else if old.fidelity != new.fidelity {
+        Some(format!(
+            "snapshot measured with fidelity {}, this run {}: re-accept it",
+            old.fidelity, new.fidelity
+        ))
+    } else if old.iterations != new.iterations {
+        Some(format!(
+            "snapshot measured over {} iterations, this run {}: re-accept it",
+            old.iterations, new.iterations
+        ))
+    } else {
+        None
     }
 }
 
@@ -257,6 +327,17 @@ pub fn check_budget(new: &Body, policy: &Policy) -> Option<(u64, u64)> {
 
 /// Holds `new` to `old` under `policy`.
 pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
+    let over_budget = check_budget(new, policy);
+    let over_leak_ceiling = check_leak(new, policy);
+    if let Some(why) = incomparable(old, new) {
+        return Comparison {
+            verdict: Verdict::Regressed,
+            findings: Vec::new(),
+            over_budget,
+            over_leak_ceiling,
+            incomparable: Some(why),
+        };
+    }
     // Categories first: they say what grew; the peak says what it cost.
     let mut subjects: Vec<(Subject, u64, u64)> = Category::ALL
         .iter()
@@ -277,7 +358,9 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
 
     let mut findings = Vec::new();
     for (subject, o, n) in subjects {
-        if o == n {
+        let leak = subject == Subject::Leak;
+        // A leak over its ceiling fails even when the snapshot holds the same leak.
+        if o == n && !(leak && over_leak_ceiling.is_some() && !policy.strict) {
             continue;
         }
         let limit = if policy.strict {
@@ -286,7 +369,17 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
             policy.limit(subject)
         };
         let slack = limit.slack(o);
-        let movement = if policy.strict || (n > o && n - o > slack) {
+        let movement = if leak && !policy.strict {
+            // The leak is held to its ceiling, not to the snapshot.
+            let ceiling = policy.leak.slack(new.peak_bytes);
+            if n > ceiling {
+                Movement::Regressed
+            } else if o > ceiling {
+                Movement::Improved
+            } else {
+                Movement::Within
+            }
+        } else if policy.strict || (n > o && n - o > slack) {
             Movement::Regressed
         } else if n < o && o - n > slack {
             Movement::Improved
@@ -299,8 +392,13 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
             new: n,
             limit,
             movement,
-            phase: phase_of_change(old, new, n > o),
+            phase: if leak {
+                None
+            } else {
+                phase_of_change(old, new, n > o)
+            },
             strict: policy.strict,
+            ceiling: leak.then(|| policy.leak.slack(new.peak_bytes)),
         });
     }
     findings.sort_by_key(|f| match f.movement {
@@ -309,7 +407,6 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
         Movement::Within => 2,
     });
 
-    let over_budget = check_budget(new, policy);
     let verdict =
         if over_budget.is_some() || findings.iter().any(|f| f.movement == Movement::Regressed) {
             Verdict::Regressed
@@ -328,6 +425,8 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
         verdict,
         findings,
         over_budget,
+        over_leak_ceiling,
+        incomparable: None,
     }
 }
 

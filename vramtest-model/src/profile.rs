@@ -1,9 +1,14 @@
 //! What a measurement produces: the peak, its breakdown, and per-phase figures.
 
+use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::ops::{Index, IndexMut};
+
+/// The least long-lived first-forward memory that makes [`Profile::hints`] suspect lazily
+/// created parameters.
+pub const LAZY_HINT_MIN_BYTES: u64 = 256 * 1024;
 
 /// Bytes per category, one field per [`Category`], serialized in report order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -135,9 +140,44 @@ pub struct Profile {
     pub baseline_bytes: u64,
     /// For pooled GPU memory: the highest reserved (not only used) bytes.
     pub reserved_peak_bytes: Option<u64>,
+    /// Bytes first allocated in the forward pass of the first iteration, kept past the
+    /// loop and released after it, with the test's own state (untagged `workspace`; a
+    /// process-wide cache is never released): large when a framework creates its
+    /// parameters lazily, on first use (burn does). See [`Profile::hints`].
+    #[serde(default)]
+    pub first_forward_kept_bytes: u64,
+    /// On a GPU: device memory the probe saw allocated without it being reported (pool
+    /// allocations beside tracked ones), which made the run `phase` instead of `exact`.
+    #[serde(default)]
+    pub not_seen_bytes: Option<u64>,
 }
 
 impl Profile {
+    /// Advice about how the test marks its phases, for the person reading the result:
+    /// today, parameters that look created lazily in the first forward pass.
+    pub fn hints(&self) -> Vec<String> {
+        let mut hints = Vec::new();
+        if let Some(not_seen) = self.not_seen_bytes {
+            hints.push(format!(
+                "note: fidelity {}: {} of the pool's memory was allocated without being reported through `t.cuda_tracker()`, so the figures come from the pool's watermarks; report every allocation (or build with the `cupti` feature) for exact figures",
+                self.fidelity,
+                HumanBytes(not_seen)
+            ));
+        }
+        let lazy = self.first_forward_kept_bytes;
+        let parameters = self.category_peaks.parameters;
+        if lazy >= LAZY_HINT_MIN_BYTES && parameters < lazy / 4 {
+            hints.push(format!(
+                "hint: `parameters` is {} but {} allocated in the first forward pass lived as long as the model (charged to `workspace`): \
+                 the framework seems to initialize parameters lazily, on first use (burn does). \
+                 Touch every parameter inside `t.params` so they are created there (README: \"Lazy parameters\")",
+                HumanBytes(parameters),
+                HumanBytes(lazy),
+            ));
+        }
+        hints
+    }
+
     /// The phase records of the last iteration, after the set-up phases: what a
     /// snapshot keeps.
     pub fn steady_state_phases(&self) -> Vec<PhaseRecord> {

@@ -4,6 +4,7 @@
 
 use crate::limit::Limit;
 use crate::policy::{Movement, Subject};
+use crate::profile::LeakSite;
 use crate::snapshot::{Body, DeviceClass};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -122,7 +123,7 @@ impl TestReport {
 
 /// Figures reported apart from the snapshot: they vary with the machine or the process,
 /// so they are never compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Details {
     /// Bytes alive when the test started (the harness's own, a CUDA context): never
     /// charged to a category.
@@ -131,6 +132,9 @@ pub struct Details {
     pub allocations: u64,
     /// For pooled GPU memory: the highest reserved (not only used) bytes.
     pub reserved_peak_bytes: Option<u64>,
+    /// Where a leak was allocated, largest first (empty when there is none).
+    #[serde(default)]
+    pub leak_sites: Vec<LeakSite>,
 }
 
 /// Settings `cargo vramtest` passes to the harness (from `[*.metadata.vramtest]` and

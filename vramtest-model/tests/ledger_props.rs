@@ -16,6 +16,10 @@ enum Op {
     Free(usize),
     /// Free an id that was never allocated (baseline memory).
     FreeBaseline,
+    /// Resize the live allocation picked by this number, in place or moving it.
+    Realloc(usize, bool, u64),
+    /// Resize a block allocated before recording (baseline memory).
+    ReallocBaseline(u64),
     PhaseStart(Phase),
     PhaseEnd,
     /// Start the next iteration (closing an open one implicitly, as the ledger allows).
@@ -39,6 +43,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 0u64..100_000).prop_map(|(p, b)| Op::AllocReuse(p, b)),
         5 => any::<usize>().prop_map(Op::Free),
         1 => Just(Op::FreeBaseline),
+        2 => (any::<usize>(), any::<bool>(), 0u64..100_000).prop_map(|(p, m, b)| Op::Realloc(p, m, b)),
+        1 => (0u64..100_000).prop_map(Op::ReallocBaseline),
         3 => phase().prop_map(Op::PhaseStart),
         3 => Just(Op::PhaseEnd),
         1 => Just(Op::IterationStart),
@@ -83,6 +89,30 @@ fn build(ops: &[Op]) -> Vec<Event> {
                 next_baseline += 1;
                 events.push(Event::Free { id: next_baseline });
             }
+            Op::Realloc(pick, moves, bytes) => {
+                if !live.is_empty() {
+                    let k = pick % live.len();
+                    let from = live[k];
+                    let to = if moves {
+                        next_id += 1;
+                        next_id
+                    } else {
+                        from
+                    };
+                    live[k] = to;
+                    events.push(Event::Realloc { from, to, bytes });
+                }
+            }
+            Op::ReallocBaseline(bytes) => {
+                next_baseline += 1;
+                next_id += 1;
+                live.push(next_id);
+                events.push(Event::Realloc {
+                    from: next_baseline,
+                    to: next_id,
+                    bytes,
+                });
+            }
             Op::PhaseStart(p) => {
                 phases += 1;
                 events.push(Event::PhaseStart(p));
@@ -122,7 +152,8 @@ fn stream() -> impl Strategy<Value = Vec<Event>> {
     prop::collection::vec(op(), 0..160).prop_map(|ops| build(&ops))
 }
 
-/// Live total after each event (index i: after event i), walked independently.
+/// The highest live total during each event (index i: event i), walked independently:
+/// after it, or, for a block that moves, while both copies exist.
 fn live_totals(events: &[Event]) -> Vec<u64> {
     let mut sizes: HashMap<u64, u64> = HashMap::new();
     let mut total = 0u64;
@@ -139,6 +170,24 @@ fn live_totals(events: &[Event]) -> Vec<u64> {
             Event::Free { id } => {
                 if let Some(b) = sizes.remove(&id) {
                     total -= b;
+                }
+            }
+            Event::Realloc { from, to, bytes } => {
+                let old = sizes.remove(&from);
+                if to != from
+                    && let Some(b) = sizes.remove(&to)
+                {
+                    total -= b;
+                }
+                sizes.insert(to, bytes);
+                match old {
+                    Some(old) if to == from => total = total - old + bytes,
+                    Some(old) => {
+                        out.push(total + bytes);
+                        total = total + bytes - old;
+                        continue;
+                    }
+                    None => total += bytes,
                 }
             }
             _ => {}
@@ -159,25 +208,30 @@ struct Alloc {
     iteration_end: Option<usize>,
 }
 
-/// The rule of DESIGN §3, applied from the text of the design.
+/// The rule of DESIGN §3, applied from the text of the design (README, "How memory is
+/// classified").
 fn rule(a: &Alloc) -> Category {
     if let Some(t) = a.tag {
         return t;
     }
-    let outlives_iteration = match a.freed {
-        None => true,
-        Some(f) => a.iteration_end.is_some_and(|end| f > end),
+    // Inside the loop: alive when its iteration ended. Outside: alive at the end.
+    let outlives = match (a.freed, a.iteration_end) {
+        (None, _) => true,
+        (Some(f), Some(end)) => f > end,
+        (Some(_), None) => false,
     };
     match a.phase {
-        None if outlives_iteration => Category::Workspace,
+        None if outlives => Category::Workspace,
         None => Category::Temporaries,
         Some((_, end)) if a.freed.is_some_and(|f| f < end) => Category::Temporaries,
         Some((Phase::Params, _)) => Category::Parameters,
         Some((Phase::OptimizerInit | Phase::OptimizerStep, _)) => Category::OptimizerState,
+        Some((Phase::Inputs | Phase::Forward | Phase::Backward, _)) if outlives => {
+            Category::Workspace
+        }
         Some((Phase::Inputs, _)) => Category::Inputs,
-        Some((Phase::Backward, _)) => Category::Gradients,
-        Some((Phase::Forward, _)) if outlives_iteration => Category::Workspace,
         Some((Phase::Forward, _)) => Category::Activations,
+        Some((Phase::Backward, _)) => Category::Gradients,
     }
 }
 
@@ -191,6 +245,8 @@ struct Expected {
     /// (phase, iteration, start, peak, end) of every run, in order.
     records: Vec<(Phase, Option<u32>, u64, u64, u64)>,
     iteration_ends: Vec<u64>,
+    /// Resizes of ids never seen allocated: new allocations.
+    baseline_resizes: usize,
 }
 
 fn expected(events: &[Event]) -> Expected {
@@ -199,6 +255,8 @@ fn expected(events: &[Event]) -> Expected {
     let mut allocs: Vec<Alloc> = Vec::new();
     let mut by_id: HashMap<u64, usize> = HashMap::new();
     let mut alloc_at: HashMap<usize, usize> = HashMap::new();
+    // Event index -> (allocation, old bytes or none, new bytes, moved) of a resize.
+    let mut resized: HashMap<usize, (usize, Option<u64>, u64, bool)> = HashMap::new();
     let mut run_ends: Vec<usize> = Vec::new(); // per phase run
     let mut run_phase: Vec<Phase> = Vec::new();
     let mut iter_ends: Vec<usize> = Vec::new(); // per iteration
@@ -226,6 +284,34 @@ fn expected(events: &[Event]) -> Expected {
             Event::Free { id } => {
                 if let Some(k) = by_id.remove(&id) {
                     allocs[k].freed = Some(i);
+                }
+            }
+            Event::Realloc { from, to, bytes } => {
+                let moving = by_id.remove(&from);
+                if to != from
+                    && let Some(k) = by_id.remove(&to)
+                {
+                    allocs[k].freed = Some(i);
+                }
+                match moving {
+                    Some(k) => {
+                        resized.insert(i, (k, Some(allocs[k].bytes), bytes, to != from));
+                        allocs[k].bytes = bytes;
+                        by_id.insert(to, k);
+                    }
+                    None => {
+                        // A baseline block: a new allocation of the new size.
+                        resized.insert(i, (allocs.len(), None, bytes, false));
+                        by_id.insert(to, allocs.len());
+                        context.push((phase_stack.last().copied(), open_iteration));
+                        allocs.push(Alloc {
+                            bytes,
+                            freed: None,
+                            tag: tag_stack.last().copied(),
+                            phase: None,
+                            iteration_end: None,
+                        });
+                    }
                 }
             }
             Event::PhaseStart(p) => {
@@ -266,7 +352,8 @@ fn expected(events: &[Event]) -> Expected {
         }
     }
 
-    // Second walk: live bytes per category.
+    // Second walk: live bytes per category, with each allocation's current size.
+    let mut size: Vec<u64> = vec![0; allocs.len()];
     let mut live = CategoryBytes::default();
     let mut out = Expected {
         peak: 0,
@@ -276,29 +363,54 @@ fn expected(events: &[Event]) -> Expected {
         peak_iteration: None,
         records: Vec::new(),
         iteration_ends: Vec::new(),
+        baseline_resizes: resized.values().filter(|r| r.1.is_none()).count(),
     };
     let mut open_records: Vec<usize> = Vec::new();
     let mut iteration: Option<u32> = None;
     for (i, e) in events.iter().enumerate() {
         // A free, or the implicit free of a reused id just before its new allocation.
         if let Some(&k) = freed_at.get(&i) {
-            live[cats[k]] -= allocs[k].bytes;
+            live[cats[k]] -= size[k];
         }
+        // A moment at which the live bytes may be highest.
+        let moment = |live: &CategoryBytes, out: &mut Expected, c: Category| {
+            out.category_peaks[c] = out.category_peaks[c].max(live[c]);
+            let total = live.total();
+            if total > out.peak {
+                out.peak = total;
+                out.at_peak = *live;
+                out.peak_phase = open_records.last().map(|&r| out.records[r].0);
+                out.peak_iteration = iteration;
+            }
+            for &r in &open_records {
+                out.records[r].3 = out.records[r].3.max(total);
+            }
+        };
         match *e {
-            Event::Alloc { .. } => {
+            Event::Alloc { bytes, .. } => {
                 let k = alloc_at[&i];
-                live[cats[k]] += allocs[k].bytes;
+                size[k] = bytes;
+                live[cats[k]] += bytes;
+                moment(&live, &mut out, cats[k]);
+            }
+            Event::Realloc { .. } => {
+                let (k, old, new, moved) = resized[&i];
                 let c = cats[k];
-                out.category_peaks[c] = out.category_peaks[c].max(live[c]);
-                let total = live.total();
-                if total > out.peak {
-                    out.peak = total;
-                    out.at_peak = live;
-                    out.peak_phase = open_records.last().map(|&r| out.records[r].0);
-                    out.peak_iteration = iteration;
-                }
-                for &r in &open_records {
-                    out.records[r].3 = out.records[r].3.max(total);
+                size[k] = new;
+                match old {
+                    Some(old) if moved => {
+                        live[c] += new;
+                        moment(&live, &mut out, c);
+                        live[c] -= old;
+                    }
+                    Some(old) => {
+                        live[c] = live[c] - old + new;
+                        moment(&live, &mut out, c);
+                    }
+                    None => {
+                        live[c] += new;
+                        moment(&live, &mut out, c);
+                    }
                 }
             }
             Event::Free { .. } => {}
@@ -333,14 +445,15 @@ fn expected(events: &[Event]) -> Expected {
     out
 }
 
-/// Whether an allocation happens after the loop started while no iteration is open.
+/// Whether an allocation or a resize happens after the loop started while no iteration
+/// is open.
 fn allocates_between_iterations(events: &[Event]) -> bool {
     let (mut started, mut open) = (false, false);
     for e in events {
         match e {
             Event::IterationStart(_) => (started, open) = (true, true),
             Event::IterationEnd => open = false,
-            Event::Alloc { .. } if started && !open => return true,
+            Event::Alloc { .. } | Event::Realloc { .. } if started && !open => return true,
             _ => {}
         }
     }
@@ -383,14 +496,28 @@ proptest! {
     }
 
     #[test]
-    fn replay_is_deterministic(events in stream()) {
-        prop_assert_eq!(profile(&events), profile(&events));
+    fn ids_are_only_names(events in stream()) {
+        // The same program seen with every id renamed (another allocator's addresses).
+        let rename = |id: u64| id.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x5555;
+        let renamed: Vec<Event> = events
+            .iter()
+            .map(|e| match *e {
+                Event::Alloc { id, bytes } => Event::Alloc { id: rename(id), bytes },
+                Event::Free { id } => Event::Free { id: rename(id) },
+                Event::Realloc { from, to, bytes } => Event::Realloc { from: rename(from), to: rename(to), bytes },
+                other => other,
+            })
+            .collect();
+        prop_assert_eq!(profile(&renamed), profile(&events));
     }
 
     #[test]
     fn counts_match_the_stream(events in stream()) {
         let p = profile(&events);
-        let allocs = events.iter().filter(|e| matches!(e, Event::Alloc { .. })).count();
+        let x = expected(&events);
+        // Allocations, and resizes of blocks the probe never saw allocated.
+        let allocs = events.iter().filter(|e| matches!(e, Event::Alloc { .. })).count()
+            + x.baseline_resizes;
         let iterations = events.iter().filter(|e| matches!(e, Event::IterationStart(_))).count();
         let phases = events.iter().filter(|e| matches!(e, Event::PhaseStart(_))).count();
         prop_assert_eq!(p.allocations, allocs as u64);
@@ -450,12 +577,18 @@ proptest! {
     #[test]
     fn steady_state_keeps_set_up_and_the_last_iteration(events in stream()) {
         let p = profile(&events);
-        let last = p.phases.iter().filter_map(|r| r.iteration).max();
-        let kept = p.steady_state_phases();
-        let expected: Vec<_> = p
-            .phases
+        // The last iteration number that ran a phase, from the independent walk.
+        let x = expected(&events);
+        let last = x.records.iter().filter_map(|r| r.1).max();
+        let kept: Vec<_> = p
+            .steady_state_phases()
             .iter()
-            .filter(|r| r.iteration.is_none() || r.iteration == last)
+            .map(|r| (r.phase, r.iteration, r.start_bytes, r.peak_bytes, r.end_bytes))
+            .collect();
+        let expected: Vec<_> = x
+            .records
+            .iter()
+            .filter(|r| r.1.is_none() || r.1 == last)
             .copied()
             .collect();
         prop_assert_eq!(kept, expected);

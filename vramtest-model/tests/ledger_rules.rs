@@ -2,7 +2,7 @@
 //! streams. Every expected figure below is worked out by hand in the comments next to it.
 
 use test_case::test_case;
-use vramtest_model::ledger::Replay;
+use vramtest_model::ledger::categories;
 use vramtest_model::{Category, CategoryBytes, Event, LeakSite, Phase, PhaseRecord, profile};
 
 use Event::{IterationEnd, IterationStart, PhaseEnd, PhaseStart, TagPop, TagPush};
@@ -13,16 +13,6 @@ fn a(id: u64, bytes: u64) -> Event {
 
 fn f(id: u64) -> Event {
     Event::Free { id }
-}
-
-/// The category of every allocation, in the order they were made.
-fn categories(events: &[Event]) -> Vec<Category> {
-    let replay = Replay::new(events);
-    replay
-        .allocations
-        .iter()
-        .map(|x| replay.category_of(x))
-        .collect()
 }
 
 /// `CategoryBytes` from a short list of non-zero entries.
@@ -126,14 +116,12 @@ fn survivors_freed_later_in_the_same_iteration(phase: Phase, expected: Category)
 
 #[test_case(Phase::Params, Category::Parameters)]
 #[test_case(Phase::OptimizerInit, Category::OptimizerState)]
-#[test_case(Phase::Inputs, Category::Inputs)]
-#[test_case(Phase::Backward, Category::Gradients)]
-#[test_case(Phase::OptimizerStep, Category::OptimizerState)]
-fn survivors_other_than_forward_keep_their_category_when_they_outlive_the_iteration(
-    phase: Phase,
-    expected: Category,
-) {
-    // Never freed, and freed only after the iteration: still the phase's category.
+#[test_case(Phase::OptimizerStep, Category::OptimizerState; "lazily created optimizer state")]
+#[test_case(Phase::Inputs, Category::Workspace; "a prefetch buffer kept by the loader")]
+#[test_case(Phase::Forward, Category::Workspace; "a cache grown in forward")]
+#[test_case(Phase::Backward, Category::Workspace; "a cache grown in backward, like gemm's packing buffer")]
+fn survivors_that_outlive_their_iteration(phase: Phase, expected: Category) {
+    // Never freed, and freed only after the iteration: the same category either way.
     let never = [
         IterationStart(0),
         PhaseStart(phase),
@@ -151,6 +139,42 @@ fn survivors_other_than_forward_keep_their_category_when_they_outlive_the_iterat
         f(1),
     ];
     assert_eq!(categories(&later), [expected]);
+}
+
+#[test_case(Phase::Inputs, Category::Inputs)]
+#[test_case(Phase::Forward, Category::Activations)]
+#[test_case(Phase::Backward, Category::Gradients)]
+fn outside_the_loop_only_what_is_never_released_is_workspace(phase: Phase, expected: Category) {
+    // A test without `t.iterations()`: its own state is released when it returns; only
+    // a process-wide cache is still alive at the end of the stream.
+    let freed = [PhaseStart(phase), a(1, 8), PhaseEnd, f(1)];
+    assert_eq!(categories(&freed), [expected]);
+    let kept = [PhaseStart(phase), a(1, 8), PhaseEnd];
+    assert_eq!(categories(&kept), [Category::Workspace]);
+}
+
+#[test]
+fn a_cache_grown_in_backward_is_not_charged_to_gradients() {
+    // The shape of candle's MLP step: 1000 B of gradients per iteration, released at the
+    // end of the loop body, and a 600 B packing buffer grown once in backward and kept
+    // for the life of the process. Gradients must equal the parameters (1000 B).
+    let mut events = vec![PhaseStart(Phase::Params), a(1, 1000), PhaseEnd];
+    for i in 0..3u32 {
+        let id = 10 * u64::from(i + 1);
+        events.extend([IterationStart(i), PhaseStart(Phase::Backward), a(id, 1000)]);
+        if i == 0 {
+            events.push(a(2, 600));
+        }
+        events.extend([PhaseEnd, f(id), IterationEnd]);
+    }
+    let p = profile(&events);
+    assert_eq!(p.category_peaks[Category::Gradients], 1000);
+    assert_eq!(p.category_peaks[Category::Workspace], 600);
+    assert_eq!(p.category_peaks[Category::Parameters], 1000);
+    // 1000 parameters + 1000 gradients + 600 cache.
+    assert_eq!(p.peak_bytes, 2600);
+    assert_eq!(p.peak_phase, Some(Phase::Backward));
+    assert_eq!(p.peak_iteration, Some(0));
 }
 
 #[test_case(Phase::Params, Category::Parameters)]
@@ -693,9 +717,10 @@ fn the_peak_phase_is_the_innermost_running_phase() {
     let p = profile(&events);
     assert_eq!(p.peak_bytes, 30);
     assert_eq!(p.peak_phase, Some(Phase::Inputs));
+    // Outside the loop and never released: the batch is workspace.
     assert_eq!(
         categories(&events),
-        [Category::Parameters, Category::Inputs]
+        [Category::Parameters, Category::Workspace]
     );
     // The outer run's peak includes its nested run's allocations.
     assert_eq!(
@@ -736,8 +761,8 @@ fn leaky(phase: Option<Phase>, leak: u64) -> Vec<Event> {
 }
 
 #[test_case(Some(Phase::Forward), Category::Workspace; "forward graph kept alive")]
-#[test_case(Some(Phase::Backward), Category::Gradients; "gradients accumulated")]
-#[test_case(Some(Phase::Inputs), Category::Inputs; "batches kept")]
+#[test_case(Some(Phase::Backward), Category::Workspace; "gradients accumulated")]
+#[test_case(Some(Phase::Inputs), Category::Workspace; "batches kept")]
 #[test_case(Some(Phase::OptimizerStep), Category::OptimizerState; "optimizer history")]
 #[test_case(None, Category::Workspace; "outside any phase")]
 fn a_leak_is_reported_per_iteration_with_its_site(phase: Option<Phase>, category: Category) {
@@ -813,7 +838,8 @@ fn uneven_growth_reports_the_smallest_step() {
 
 #[test]
 fn leak_sites_are_sorted_largest_first() {
-    // Each of iterations 1 and 2 keeps 10 bytes of gradients and 50 of forward workspace.
+    // Each of iterations 1 and 2 keeps 10 bytes made in backward and 50 made in forward:
+    // both outlive their iteration (workspace), told apart by their phase.
     let mut events = Vec::new();
     for i in 0..3u32 {
         let id = 10 * u64::from(i);
@@ -835,7 +861,7 @@ fn leak_sites_are_sorted_largest_first() {
                 bytes_per_iteration: 50
             },
             LeakSite {
-                category: Category::Gradients,
+                category: Category::Workspace,
                 phase: Some(Phase::Backward),
                 bytes_per_iteration: 10
             },
@@ -938,4 +964,223 @@ fn an_allocation_freed_after_its_phase_was_abandoned_is_a_temporary() {
     );
     let p = profile(&events);
     assert_eq!(p.phases, vec![record(Phase::Params, None, 0, 24, 16)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Resizes (`realloc`): the block keeps the phase, iteration and tag it was first
+// allocated under; when it moves, both copies count until the old one is released.
+
+fn r(from: u64, to: u64, bytes: u64) -> Event {
+    Event::Realloc { from, to, bytes }
+}
+
+#[test]
+fn a_block_resized_in_place_keeps_its_first_phase_and_counts_once() {
+    // 100 B made in params, grown in place to 300 B in forward, shrunk to 50 B in backward.
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 100),
+        PhaseEnd,
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        r(1, 1, 300),
+        PhaseEnd,
+        PhaseStart(Phase::Backward),
+        r(1, 1, 50),
+        PhaseEnd,
+        IterationEnd,
+    ];
+    assert_eq!(categories(&events), [Category::Parameters]);
+    let p = profile(&events);
+    assert_eq!(p.allocations, 1);
+    // One copy at a time: 100, 300, 50.
+    assert_eq!(p.peak_bytes, 300);
+    assert_eq!(p.peak_phase, Some(Phase::Forward));
+    assert_eq!(p.at_peak, only(Category::Parameters, 300));
+    assert_eq!(p.category_peaks, only(Category::Parameters, 300));
+    assert_eq!(
+        p.phases,
+        vec![
+            record(Phase::Params, None, 0, 100, 100),
+            record(Phase::Forward, Some(0), 100, 300, 300),
+            record(Phase::Backward, Some(0), 300, 300, 50),
+        ]
+    );
+}
+
+#[test]
+fn a_block_that_moves_counts_both_copies_at_that_moment() {
+    // 100 B of parameters moved to a new address as 300 B: 400 B exist for a moment.
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 100),
+        PhaseEnd,
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        r(1, 2, 300),
+        a(3, 10),
+        f(3),
+        PhaseEnd,
+        IterationEnd,
+        f(2), // released under its new id
+    ];
+    assert_eq!(
+        categories(&events),
+        [Category::Parameters, Category::Temporaries]
+    );
+    let p = profile(&events);
+    assert_eq!(p.peak_bytes, 400);
+    assert_eq!(p.peak_phase, Some(Phase::Forward));
+    assert_eq!(p.at_peak, only(Category::Parameters, 400));
+    assert_eq!(
+        p.category_peaks,
+        bytes(&[(Category::Parameters, 400), (Category::Temporaries, 10)])
+    );
+    // After the move 300 B are alive; +10 B of temporaries stay below the peak.
+    assert_eq!(p.phases[1], record(Phase::Forward, Some(0), 100, 400, 300));
+    assert_eq!(p.iteration_end_bytes, vec![300]);
+}
+
+#[test]
+fn a_vector_grown_through_a_phase_is_judged_once_by_where_it_started() {
+    // A buffer started in forward, moved twice while growing, released in backward: one
+    // activation (not two temporaries and an activation), charged to forward.
+    let events = [
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        a(1, 16),
+        r(1, 2, 32),
+        r(2, 3, 64),
+        PhaseEnd,
+        PhaseStart(Phase::Backward),
+        a(4, 8),
+        f(3),
+        PhaseEnd,
+        f(4),
+        IterationEnd,
+    ];
+    assert_eq!(
+        categories(&events),
+        [Category::Activations, Category::Gradients]
+    );
+    let p = profile(&events);
+    assert_eq!(p.allocations, 2);
+    // Moves: 16, 16+32=48 then 32, 32+64=96 then 64; backward: 72.
+    assert_eq!(p.peak_bytes, 96);
+    assert_eq!(p.at_peak, only(Category::Activations, 96));
+    assert_eq!(
+        p.phases,
+        vec![
+            record(Phase::Forward, Some(0), 0, 96, 64),
+            record(Phase::Backward, Some(0), 64, 72, 8),
+        ]
+    );
+}
+
+#[test]
+fn a_tagged_block_keeps_its_tag_when_resized_outside_the_tag() {
+    let events = [
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        TagPush(Category::Inputs),
+        a(1, 10),
+        TagPop,
+        r(1, 2, 20),
+        PhaseEnd,
+        f(2),
+        IterationEnd,
+    ];
+    assert_eq!(categories(&events), [Category::Inputs]);
+}
+
+#[test]
+fn resizing_a_baseline_block_is_a_new_allocation_of_the_new_size() {
+    // id 9 was allocated before recording: only the new 300 B count, made in backward.
+    let events = [
+        IterationStart(0),
+        PhaseStart(Phase::Backward),
+        r(9, 10, 300),
+        PhaseEnd,
+        f(10),
+        IterationEnd,
+    ];
+    assert_eq!(categories(&events), [Category::Gradients]);
+    let p = profile(&events);
+    assert_eq!(p.allocations, 1);
+    assert_eq!(p.peak_bytes, 300);
+    assert_eq!(p.category_peaks, only(Category::Gradients, 300));
+}
+
+#[test]
+fn a_block_moved_onto_a_live_id_releases_that_allocation_first() {
+    // id 2 (50 B) was freed without the probe seeing it; id 1 moves onto its address.
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 100),
+        a(2, 50),
+        r(1, 2, 200),
+        PhaseEnd,
+    ];
+    assert_eq!(
+        categories(&events),
+        [Category::Parameters, Category::Temporaries]
+    );
+    let p = profile(&events);
+    // 150, then 100 (id 2 released), then 100 + 200 = 300 for a moment, then 200.
+    assert_eq!(p.peak_bytes, 300);
+    assert_eq!(p.at_peak, bytes(&[(Category::Parameters, 300)]));
+    assert_eq!(p.phases, vec![record(Phase::Params, None, 0, 300, 200)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Lazily created parameters: made in the first forward pass, released with the model.
+
+fn lazy(in_params: bool) -> Vec<Event> {
+    let weights = 1 << 20;
+    let mut events = vec![PhaseStart(Phase::Params)];
+    if in_params {
+        events.push(a(1, weights));
+    }
+    events.push(PhaseEnd);
+    for i in 0..2u32 {
+        events.extend([IterationStart(i), PhaseStart(Phase::Forward)]);
+        if i == 0 && !in_params {
+            events.push(a(1, weights));
+        }
+        if i == 0 {
+            // A process-wide cache: never released.
+            events.push(a(2, 512 * 1024));
+        }
+        events.extend([a(10 + u64::from(i), 100), PhaseEnd, f(10 + u64::from(i))]);
+        events.push(IterationEnd);
+    }
+    events.push(f(1)); // the model is dropped when the test returns
+    events
+}
+
+#[test]
+fn parameters_made_in_the_first_forward_pass_are_noticed() {
+    let p = profile(&lazy(false));
+    assert_eq!(p.category_peaks[Category::Parameters], 0);
+    assert_eq!(
+        p.category_peaks[Category::Workspace],
+        (1 << 20) + 512 * 1024
+    );
+    // The cache is never released: only the weights look like lazy parameters.
+    assert_eq!(p.first_forward_kept_bytes, 1 << 20);
+    let hints = p.hints();
+    assert_eq!(hints.len(), 1, "{hints:?}");
+    assert!(
+        hints[0].contains("initialize parameters lazily"),
+        "{}",
+        hints[0]
+    );
+}
+
+#[test]
+fn parameters_made_in_params_get_no_hint() {
+    let p = profile(&lazy(true));
+    assert_eq!(p.category_peaks[Category::Parameters], 1 << 20);
+    assert_eq!(p.first_forward_kept_bytes, 0);
+    assert!(p.hints().is_empty());
 }

@@ -3,7 +3,7 @@
 //! the default limit `+1% | 64KiB` (a change fails when it exceeds max(1% of old, 65536)).
 
 use test_case::test_case;
-use vramtest_model::policy::{UnknownLimitKey, body_diff, check_budget};
+use vramtest_model::policy::{UnknownLimitKey, body_diff, check_budget, check_leak};
 use vramtest_model::{
     Body, Category, CategoryBytes, DeviceClass, Fidelity, Limit, Movement, Phase, PhaseRecord,
     Policy, Subject, Verdict, compare,
@@ -251,19 +251,102 @@ fn a_category_that_was_zero_reports_new_instead_of_a_percentage() {
     );
 }
 
+// ---------------------------------------------------------------------------------------
+// Leaks: held to a ceiling of max(0.1% of the peak, 64 KiB) per iteration by default,
+// whatever the snapshot holds. The base peak is 10 MiB: 0.1% is 10485 B, so the ceiling
+// is 64 KiB (65536 B).
+
+/// `(snapshot leak, new leak, leak limit, expected movement of the leak figure, fails
+/// whatever the snapshot)`; `None` as movement: no leak finding at all.
+type LeakRow = (u64, u64, &'static str, Option<Movement>, bool);
+
 #[test]
-fn a_new_leak_regresses() {
+fn the_leak_ceiling() {
+    use Movement::*;
+    #[rustfmt::skip]
+    let table: &[LeakRow] = &[
+        // No leak, or one under the ceiling: nothing fails.
+        (0, 0, "+0.1% | 64KiB", None, false),
+        (0, 64 * KIB, "+0.1% | 64KiB", Some(Within), false),
+        // One byte over the ceiling fails, new or already in the snapshot.
+        (0, 64 * KIB + 1, "+0.1% | 64KiB", Some(Regressed), true),
+        (96 * KIB, 96 * KIB, "+0.1% | 64KiB", Some(Regressed), true),
+        (MIB, 96 * KIB, "+0.1% | 64KiB", Some(Regressed), true),
+        // A leak that drops under the ceiling is an improvement.
+        (96 * KIB, 0, "+0.1% | 64KiB", Some(Improved), false),
+        // `allow` and an explicit, larger limit opt out.
+        (0, MIB, "allow", Some(Within), false),
+        (MIB, MIB, "allow", None, false),
+        (0, MIB, "2MiB", Some(Within), false),
+        // 10% of the 10 MiB peak = 1 MiB: a relative ceiling.
+        (0, MIB, "+10%", Some(Within), false),
+        (0, MIB + 1, "+10%", Some(Regressed), true),
+        // An explicit limit can be stricter than the default.
+        (0, 1, "0", Some(Regressed), true),
+    ];
+    for (i, &(old_leak, new_leak, limit, movement, fails)) in table.iter().enumerate() {
+        let mut old = base();
+        old.leak_bytes_per_iteration = old_leak;
+        let mut new = base();
+        new.leak_bytes_per_iteration = new_leak;
+        let mut policy = Policy::default();
+        policy.set("leak", limit.parse().unwrap()).unwrap();
+        let c = compare(&old, &new, &policy);
+        let f = finding_for(&c, Subject::Leak);
+        assert_eq!(f.map(|f| f.movement), movement, "row {i}");
+        assert_eq!(c.fails_whatever_the_snapshot(), fails, "row {i}");
+        assert_eq!(check_leak(&new, &policy).is_some(), fails, "row {i}");
+        assert_eq!(c.verdict == Verdict::Regressed, fails, "row {i}");
+    }
+}
+
+#[test]
+fn the_default_leak_ceiling_grows_with_the_peak() {
+    // 1 GiB peak: 0.1% is 1073741 B, above 64 KiB.
+    let mut new = base();
+    new.peak_bytes = 1 << 30;
+    new.leak_bytes_per_iteration = 1_073_741;
+    assert_eq!(check_leak(&new, &Policy::default()), None);
+    new.leak_bytes_per_iteration = 1_073_742;
+    assert_eq!(
+        check_leak(&new, &Policy::default()),
+        Some((1_073_742, 1_073_741))
+    );
+}
+
+#[test]
+fn a_leak_over_the_ceiling_says_so_and_how_to_opt_out() {
     let old = base();
     let mut new = old.clone();
     new.leak_bytes_per_iteration = MIB;
     let c = compare(&old, &new, &Policy::default());
-    assert_eq!(c.verdict, Verdict::Regressed);
+    assert_eq!(c.over_leak_ceiling, Some((MIB, 64 * KIB)));
     let f = finding_for(&c, Subject::Leak).unwrap();
-    assert!(
-        f.to_string()
-            .starts_with("leak per iteration: 0 B → 1.00 MiB (+1.00 MiB, new)"),
-        "{f}"
+    assert_eq!(
+        f.to_string(),
+        "leak per iteration: 1.00 MiB (snapshot: 0 B) is over the ceiling of 64.00 KiB (+0.1% | 64.00 KiB of the peak): \
+         a leak fails whatever the snapshot holds; fix it, or opt out with `leak = \"allow\"` or a larger `leak` limit"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Bodies measured differently are not compared figure by figure.
+
+#[test_case(|b: &mut Body| b.fidelity = Fidelity::Phase, "snapshot measured with fidelity exact, this run phase: re-accept it"; "fidelity")]
+#[test_case(|b: &mut Body| b.iterations = 5, "snapshot measured over 3 iterations, this run 5: re-accept it"; "iterations")]
+#[test_case(|b: &mut Body| b.schema = 2, "snapshot written in format 1, this run 2: re-accept it"; "schema")]
+fn a_change_of_measurement_fails_with_one_line(change: fn(&mut Body), line: &str) {
+    let old = base();
+    // Also 10% more activations: not reported as a category regression.
+    let mut new = moved(&old, Category::Activations, MIB as i64 / 10, Phase::Forward);
+    change(&mut new);
+    for policy in [Policy::default(), strict()] {
+        let c = compare(&old, &new, &policy);
+        assert_eq!(c.verdict, Verdict::Regressed);
+        assert_eq!(c.incomparable.as_deref(), Some(line));
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert!(!c.fails_whatever_the_snapshot());
+    }
 }
 
 #[test]

@@ -378,6 +378,7 @@ pub(crate) mod fixtures {
             baseline_bytes: 10_240,
             allocations: 48_213,
             reserved_peak_bytes: None,
+            leak_sites: Vec::new(),
         });
         r.snapshot = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap".into());
         r.written = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap.new".into());

@@ -1,0 +1,133 @@
+//! The burn fixture (burn 0.22, Flex CPU backend with autodiff; it needs Rust 1.95),
+//! measured on the CPU heap and checked against the model's arithmetic.
+
+mod common;
+
+use common::{assert_close, run_one};
+use vramtest_model::Category;
+use vramtest_model::report::Status;
+
+const F32: u64 = 4;
+// The MLP of fixtures/burn-mlp: 256 → 1024 → 1024 → 32, batch 64.
+const INPUT: u64 = 256;
+const HIDDEN: u64 = 1024;
+const CLASSES: u64 = 32;
+
+/// Σ weights and biases × 4 B: 5,382,272 B.
+fn parameter_bytes() -> u64 {
+    (INPUT * HIDDEN + HIDDEN + HIDDEN * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES) * F32
+}
+
+#[test]
+fn the_parameter_formula() {
+    assert_eq!(parameter_bytes(), 5_382_272);
+}
+
+#[test]
+fn adam_parameters_moments_and_gradients_match_the_weights() {
+    let (run, r) = run_one("burn-mlp", "mlp_adam", &[]);
+    let body = r.body.unwrap_or_else(|| panic!("{}", run.text()));
+    let peaks = body.category_peaks;
+    assert_close(
+        "parameters",
+        peaks[Category::Parameters],
+        parameter_bytes(),
+        2.0,
+    );
+    // Adam: a first and a second moment per parameter, created in the first step.
+    assert_close(
+        "optimizer_state",
+        peaks[Category::OptimizerState],
+        2 * parameter_bytes(),
+        2.0,
+    );
+    assert_close(
+        "gradients",
+        peaks[Category::Gradients],
+        parameter_bytes(),
+        2.0,
+    );
+    assert!(
+        run.text().lines().all(|l| !l.contains("lazily")),
+        "no lazy-parameter hint once they are touched in t.params:\n{}",
+        run.text()
+    );
+}
+
+#[test]
+fn sgd_keeps_no_optimizer_state() {
+    let (_, r) = run_one("burn-mlp", "mlp_sgd", &[]);
+    let body = r.body.expect("measured");
+    let state = body.category_peaks[Category::OptimizerState];
+    // Bookkeeping per parameter, nothing per weight.
+    assert!(
+        state < 64 * 1024,
+        "SGD optimizer_state is {state} B, expected (about) 0"
+    );
+    assert_close(
+        "parameters",
+        body.category_peaks[Category::Parameters],
+        parameter_bytes(),
+        2.0,
+    );
+    assert_close(
+        "gradients",
+        body.category_peaks[Category::Gradients],
+        parameter_bytes(),
+        2.0,
+    );
+}
+
+#[test]
+fn activations_double_when_the_batch_doubles() {
+    let (_, small) = run_one("burn-mlp", "mlp_sgd", &[]);
+    let (_, large) = run_one("burn-mlp", "mlp_sgd", &[("BURN_MLP_BATCH", "128")]);
+    let (small, large) = (small.body.unwrap(), large.body.unwrap());
+    let ratio = large.category_peaks[Category::Activations] as f64
+        / small.category_peaks[Category::Activations] as f64;
+    assert!(
+        (1.8..=2.2).contains(&ratio),
+        "activations grew {ratio:.3}× for 2× the batch"
+    );
+    assert_close(
+        "parameters at batch 128",
+        large.category_peaks[Category::Parameters],
+        parameter_bytes(),
+        2.0,
+    );
+}
+
+#[test]
+fn lazily_created_parameters_get_a_hint() {
+    // Without touching the parameters in t.params, burn creates them in the first
+    // forward pass: they live on in workspace, and vramtest says why and what to do.
+    let (run, r) = run_one("burn-mlp", "mlp_adam_lazy_parameters", &[]);
+    let body = r.body.expect("measured");
+    assert!(
+        body.category_peaks[Category::Parameters] < parameter_bytes() / 100,
+        "{:?}",
+        body.category_peaks
+    );
+    assert!(body.category_peaks[Category::Workspace] >= parameter_bytes());
+    assert!(
+        r.message.contains("initialize parameters lazily")
+            && r.message
+                .contains("Touch every parameter inside `t.params`"),
+        "{}",
+        r.message
+    );
+    assert!(
+        run.text().contains("initialize parameters lazily"),
+        "{}",
+        run.text()
+    );
+}
+
+#[test]
+fn the_committed_burn_snapshots_pass() {
+    for test in ["mlp_adam", "mlp_sgd", "mlp_adam_lazy_parameters"] {
+        let (run, r) = run_one("burn-mlp", test, &[("CI", "true")]);
+        assert_eq!(r.status, Status::Passed, "{test}:\n{}", run.text());
+        assert!(run.output.status.success());
+    }
+}

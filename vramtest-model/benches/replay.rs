@@ -1,0 +1,192 @@
+//! How fast `ledger::profile` replays a long stream, and how much memory it needs per
+//! allocation. Run with `cargo bench -p vramtest-model --bench replay`.
+//!
+//! The stream: 3 iterations × 4 phases (inputs, forward, backward, optimizer_step); each
+//! phase allocates blocks of 16 B to 4 KiB and frees every other one before it ends; the
+//! survivors are freed when the iteration ends, except the optimizer state made in
+//! iteration 0 (up to 2 million allocations alive at once). Ids are the addresses a
+//! simple allocator would hand out (freed addresses are reused, last freed first), as a
+//! real heap's are. `VRAMTEST_BENCH_EVENTS` sets the length (default 20 000 000).
+//!
+//! The same number of events is also replayed as 3000 iterations (a long run of a small
+//! step: a few thousand allocations alive at once), where the live set fits the caches.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+use vramtest_model::{Event, Phase, profile};
+
+/// Counts the bench's own heap, to report the ledger's memory.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to `System` unchanged; only counts sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
+            PEAK.fetch_max(now, Ordering::Relaxed);
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// A toy allocator for ids: size classes of 16 B with a last-in-first-out free list each.
+struct Addresses {
+    next: u64,
+    free: Vec<Vec<u64>>,
+}
+
+impl Addresses {
+    fn alloc(&mut self, bytes: u64) -> u64 {
+        let class = bytes.div_ceil(16) as usize;
+        if let Some(a) = self.free[class].pop() {
+            return a;
+        }
+        let a = self.next;
+        self.next += 16 * class as u64;
+        a
+    }
+    fn free(&mut self, addr: u64, bytes: u64) {
+        self.free[bytes.div_ceil(16) as usize].push(addr);
+    }
+}
+
+fn stream(target: usize, iterations: u32) -> Vec<Event> {
+    let phases = [
+        Phase::Inputs,
+        Phase::Forward,
+        Phase::Backward,
+        Phase::OptimizerStep,
+    ];
+    // Per phase: n allocations and n frees (half inside, half at the iteration's end).
+    let per_phase = target / (iterations as usize * phases.len() * 2);
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut size = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        16 + rng % 4081
+    };
+    let mut addresses = Addresses {
+        next: 0x1000,
+        free: vec![Vec::new(); 4096 / 16 + 2],
+    };
+    let mut events = Vec::with_capacity(target + 64);
+    for i in 0..iterations {
+        events.push(Event::IterationStart(i));
+        let mut survivors = Vec::new();
+        for &phase in &phases {
+            events.push(Event::PhaseStart(phase));
+            let mut pending = None;
+            for k in 0..per_phase {
+                let bytes = size();
+                let id = addresses.alloc(bytes);
+                events.push(Event::Alloc { id, bytes });
+                if k % 2 == 0 {
+                    if let Some((id, bytes)) = pending.replace((id, bytes)) {
+                        events.push(Event::Free { id });
+                        addresses.free(id, bytes);
+                    }
+                } else if !(i == 0 && phase == Phase::OptimizerStep) {
+                    survivors.push((id, bytes));
+                }
+            }
+            if let Some((id, bytes)) = pending {
+                events.push(Event::Free { id });
+                addresses.free(id, bytes);
+            }
+            events.push(Event::PhaseEnd);
+        }
+        for (id, bytes) in survivors {
+            events.push(Event::Free { id });
+            addresses.free(id, bytes);
+        }
+        events.push(Event::IterationEnd);
+    }
+    events
+}
+
+/// CPU seconds this process has run so far (user + system), where the system says:
+/// on a shared machine, wall time also counts other programs' turns.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+fn main() {
+    let target = std::env::var("VRAMTEST_BENCH_EVENTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000_000);
+    let shapes: Vec<u32> = match std::env::var("VRAMTEST_BENCH_ITERATIONS") {
+        Ok(n) => vec![n.parse().expect("VRAMTEST_BENCH_ITERATIONS is a number")],
+        Err(_) => vec![3, 3000],
+    };
+    for iterations in shapes {
+        measure(&stream(target, iterations), iterations);
+    }
+}
+
+fn measure(events: &[Event], iterations: u32) {
+    let allocations = events
+        .iter()
+        .filter(|e| matches!(e, Event::Alloc { .. }))
+        .count();
+    let mut best = f64::INFINITY;
+    let mut best_cpu = f64::INFINITY;
+    let mut extra = 0;
+    for _ in 0..3 {
+        let before = LIVE.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let t = Instant::now();
+        let cpu = cpu_seconds();
+        std::hint::black_box(profile(events));
+        best = best.min(t.elapsed().as_secs_f64());
+        if let (Some(a), Some(b)) = (cpu, cpu_seconds()) {
+            best_cpu = best_cpu.min(b - a);
+        }
+        extra = PEAK.load(Ordering::Relaxed) - before;
+    }
+    println!(
+        "ledger::profile, {iterations} iterations: {} events ({} allocations) in {:.3} s: {:.1} M events/s on one core",
+        events.len(),
+        allocations,
+        best,
+        events.len() as f64 / best / 1e6
+    );
+    if best_cpu.is_finite() && best_cpu > 0.0 {
+        println!(
+            "  in CPU time: {:.3} s: {:.1} M events/s",
+            best_cpu,
+            events.len() as f64 / best_cpu / 1e6
+        );
+    }
+    println!(
+        "  memory: {:.1} MiB at most besides the stream, {:.1} B per allocation (the stream itself: {} B per event)",
+        extra as f64 / (1 << 20) as f64,
+        extra as f64 / allocations as f64,
+        std::mem::size_of::<Event>(),
+    );
+}
