@@ -98,8 +98,24 @@ pub fn classify(cx: &Context) -> Category {
 /// Turns an event stream into a [`Profile`] (with `Fidelity::Exact`).
 pub fn profile(events: &[Event]) -> Profile {
     let scan = Scan::run(events);
-    let totals = replay(events, &scan);
+    let totals = replay(events, &scan, |_, _| {});
     scan.into_profile(totals)
+}
+
+/// Calls `observe` once for every allocation, release and resize of the stream, in
+/// order, with the event's index and the live bytes per category it leaves — for a
+/// resize that moves a block, at the moment both copies exist (the higher of its two
+/// states, so the peak is among the observed values). What a timeline is drawn from;
+/// the categories are those [`profile`] charges.
+pub fn live_by_category(events: &[Event], mut observe: impl FnMut(usize, &CategoryBytes)) {
+    let scan = Scan::run(events);
+    replay(events, &scan, |at, live| {
+        let mut bytes = CategoryBytes::default();
+        for c in Category::ALL {
+            bytes[c] = live[c.index()];
+        }
+        observe(at, &bytes);
+    });
 }
 
 /// The category of every allocation, in the order they were made (a resize of a known
@@ -728,7 +744,7 @@ struct Totals {
 
 /// Live bytes per category over the stream, now that every allocation's category is
 /// known: each category's own peak, and the breakdown at the total's peak.
-fn replay(events: &[Event], scan: &Scan) -> Totals {
+fn replay(events: &[Event], scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
     let mut live = [0u64; 8];
     let mut peaks = [0u64; 8];
     let mut at_peak = [0u64; 8];
@@ -776,6 +792,7 @@ fn replay(events: &[Event], scan: &Scan) -> Totals {
                         if at == peak_event {
                             at_peak = live;
                         }
+                        observe(at, &live);
                         live[c] -= old;
                         continue;
                     }
@@ -786,6 +803,7 @@ fn replay(events: &[Event], scan: &Scan) -> Totals {
         if at == peak_event {
             at_peak = live;
         }
+        observe(at, &live);
     }
     let to_bytes = |a: [u64; 8]| {
         let mut out = CategoryBytes::default();

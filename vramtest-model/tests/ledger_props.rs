@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 use std::collections::HashMap;
+use vramtest_model::ledger::live_by_category;
 use vramtest_model::{Category, CategoryBytes, Event, Phase, profile};
 
 /// What the generator may do next; turned into a well-formed stream by [`build`].
@@ -477,6 +478,30 @@ proptest! {
             prop_assert!(p.peak_bytes >= t, "live {} after event {} exceeds peak {}", t, i, p.peak_bytes);
         }
         prop_assert_eq!(p.peak_bytes, totals.iter().copied().max().unwrap_or(0));
+    }
+
+    #[test]
+    fn the_observed_timeline_is_the_independent_walk_with_the_profiles_breakdown(events in stream()) {
+        let p = profile(&events);
+        let totals = live_totals(&events);
+        let mut seen = Vec::new();
+        let mut highest = CategoryBytes::default();
+        live_by_category(&events, |at, live| {
+            seen.push((at, live.total()));
+            if live.total() > highest.total() {
+                highest = *live;
+            }
+        });
+        let expected: Vec<(usize, u64)> = events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. }))
+            .map(|(i, _)| (i, totals[i]))
+            .collect();
+        prop_assert_eq!(seen, expected);
+        if p.peak_bytes > 0 {
+            prop_assert_eq!(highest, p.at_peak);
+        }
     }
 
     #[test]
