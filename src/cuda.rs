@@ -185,6 +185,7 @@ mod imp {
                             report.profile.reserved_peak_bytes.unwrap_or(0)
                         );
                         ChildResult::Measured {
+                            timeline: None,
                             info: Info {
                                 device: report.device.name.clone(),
                                 fidelity: report.profile.fidelity.to_string(),

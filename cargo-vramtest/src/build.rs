@@ -176,6 +176,7 @@ mod tests {
             root: "/w".into(),
             manifest: "/w/Cargo.toml".into(),
             packages: vec![pkg("a", &["vram"]), pkg("b", &["vram", "mem"])],
+            target_dir: "/w/target".into(),
         }
     }
 

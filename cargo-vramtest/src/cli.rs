@@ -262,6 +262,10 @@ pub struct ShowArgs {
     /// Show the pending result (.snap.new) instead of the committed snapshot.
     #[arg(long)]
     pub pending: bool,
+    /// Also draw the last recorded run of the test as a stacked-area SVG timeline (live
+    /// bytes per category over the step, phases shaded, the peak marked) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

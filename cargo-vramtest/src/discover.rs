@@ -19,6 +19,8 @@ pub struct Workspace {
     pub manifest: PathBuf,
     /// The selected packages that have vramtest targets, by name.
     pub packages: Vec<Package>,
+    /// cargo's target directory: the harness keeps each test's timeline under it.
+    pub target_dir: PathBuf,
 }
 
 /// A workspace member with vramtest test targets.
@@ -143,6 +145,7 @@ fn select(metadata: &Metadata, selection: &Selection) -> Result<Workspace> {
         root,
         manifest: ws_manifest,
         packages,
+        target_dir: metadata.target_directory.clone().into_std_path_buf(),
     })
 }
 

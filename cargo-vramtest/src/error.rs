@@ -79,6 +79,12 @@ pub enum Error {
     #[error("{message}")]
     Selection { message: String },
 
+    /// `show --svg` for a test that no run has recorded in this target directory.
+    #[error(
+        "no recorded run of {test} under {target_dir} (hint: run it first: `cargo vramtest {test}`)"
+    )]
+    NoTimeline { test: String, target_dir: PathBuf },
+
     /// A report (`--junit`, `--markdown`, `--html`, the job summary) could not be written. The
     /// run's verdict was printed before it.
     #[error(

@@ -37,6 +37,7 @@ mod error;
 mod output;
 mod partition;
 mod progress;
+mod recorded;
 mod review;
 mod run;
 mod select;
@@ -240,7 +241,16 @@ fn run_tests(args: &RunArgs) -> Result<u8> {
     }
     if let Some(path) = &args.report.html {
         let title = format!("cargo vramtest: {}", ws.root.display());
-        let page = output::html::render(run, &title, |_| None);
+        let page = output::html::render(run, &title, |o| {
+            // Only a test measured in this run: an older timeline would mislead.
+            o.report.body.as_ref()?;
+            let snap = o
+                .case
+                .binary
+                .package_dir
+                .join(o.report.snapshot.as_deref()?);
+            recorded::timeline(&ws.target_dir, &snap)
+        });
         unwritten.extend(write_file(path, &page).err());
     }
     if github {
@@ -389,6 +399,15 @@ fn show(args: &ShowArgs) -> Result<u8> {
         snapshots::find(&files, &args.test, args.pending).map_err(|message| Error::Selection {
             message: format!("{message} in {}", ws.root.display()),
         })?;
+    if args.svg.is_some() && chosen.len() > 1 {
+        return Err(Error::Selection {
+            message: format!(
+                "`{}` names {} snapshots and --svg draws one (hint: name one test, and `@cpu` or `@cuda` by way of --device runs)",
+                args.test,
+                chosen.len()
+            ),
+        });
+    }
     for (i, file) in chosen.iter().enumerate() {
         // Listed a moment ago, but a concurrent accept or reject may have removed it.
         let parsed = vramtest_model::snapshot::read(&file.path)?.ok_or_else(|| Error::Io {
@@ -410,10 +429,25 @@ fn show(args: &ShowArgs) -> Result<u8> {
         let draw = output::fits::Drawing {
             unicode: unicode_terminal(),
         };
+        let timeline = recorded::timeline(&ws.target_dir, &file.committed());
+        let totals = timeline.as_ref().map(|t| t.totals());
         print!(
             "{}",
-            output::fits::render(&parsed.body, reserve, None, draw)
+            output::fits::render(&parsed.body, reserve, totals.as_deref(), draw)
         );
+        if let Some(path) = &args.svg {
+            let name = format!("{}::{}::{}", file.package, file.target, file.test);
+            let timeline = timeline.ok_or_else(|| Error::NoTimeline {
+                test: name.clone(),
+                target_dir: ws.target_dir.clone(),
+            })?;
+            let options = vramtest_chart::SvgOptions {
+                title: Some(format!("{name} ({})", file.class)),
+                ..Default::default()
+            };
+            write_file(path, &vramtest_chart::svg(&timeline, &options))?;
+            println!("\ntimeline written: {}", path.display());
+        }
     }
     Ok(0)
 }

@@ -350,6 +350,7 @@ mod tests {
                 targets: vec!["my-vram".into()],
                 settings: Default::default(),
             }],
+            target_dir: dir.join("target"),
         };
         let filters = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let found = pending(&ws, &filters(&["p::my-vram::mlp_adamw"]), true).unwrap();

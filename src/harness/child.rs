@@ -14,9 +14,20 @@ use vramtest_model::snapshot::Info;
 /// What a child process reports back.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum ChildResult {
-    Measured { profile: Box<Profile>, info: Info },
-    Failed { message: String },
-    Ignored { reason: String },
+    Measured {
+        profile: Box<Profile>,
+        info: Info,
+        /// Live bytes per category over the step (`None` where the probe saw no
+        /// allocation events).
+        #[serde(default)]
+        timeline: Option<Box<vramtest_chart::Timeline>>,
+    },
+    Failed {
+        message: String,
+    },
+    Ignored {
+        reason: String,
+    },
 }
 
 /// The first argument of a test binary started as a child.
@@ -155,7 +166,9 @@ fn measure_cpu(def: &TestDef, iterations: u32, batch: usize) -> ChildResult {
         Ok(baseline) => {
             let mut profile = vramtest_model::ledger::profile(&events);
             profile.baseline_bytes = baseline;
+            let timeline = super::timeline::record(&events, vramtest_chart::DEFAULT_MAX_POINTS);
             ChildResult::Measured {
+                timeline: Some(Box::new(timeline)),
                 info: Info {
                     device: "cpu".into(),
                     fidelity: profile.fidelity.to_string(),

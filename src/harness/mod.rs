@@ -14,6 +14,7 @@ mod child;
 mod list;
 mod parent;
 mod spawn;
+mod timeline;
 mod verdict;
 
 pub(crate) use child::ChildResult;

@@ -210,9 +210,11 @@ impl Run {
                 Failed::from(e)
             })?;
             match result {
-                Some(ChildResult::Measured { profile, info }) => {
-                    measured.push((batch, profile, info))
-                }
+                Some(ChildResult::Measured {
+                    profile,
+                    info,
+                    timeline,
+                }) => measured.push((batch, profile, info, timeline)),
                 Some(ChildResult::Ignored { reason }) => {
                     report.status = Status::Ignored;
                     report.message = reason.clone();
@@ -233,7 +235,7 @@ impl Run {
         let fit = if sweep {
             let points: Vec<SweepPoint> = measured
                 .iter()
-                .map(|(batch, profile, _)| SweepPoint {
+                .map(|(batch, profile, _, _)| SweepPoint {
                     batch: *batch as u64,
                     peak_bytes: profile.peak_bytes,
                     category_peaks: profile.category_peaks,
@@ -247,14 +249,18 @@ impl Run {
         } else {
             None
         };
-        let (_, profile, info) = measured.swap_remove(0);
+        let (_, profile, info, timeline) = measured.swap_remove(0);
         report.details = Some(Details {
             baseline_bytes: profile.baseline_bytes,
             allocations: profile.allocations,
             reserved_peak_bytes: profile.reserved_peak_bytes,
             leak_sites: profile.leak_sites.clone(),
         });
-        self.judge(name, def, &profile, info, fit.as_ref(), report)
+        let verdict = self.judge(name, def, &profile, info, fit.as_ref(), report);
+        if let (Some(timeline), Some(snap)) = (timeline, &report.snapshot) {
+            super::timeline::keep(&timeline, snap);
+        }
+        verdict
             .map(|()| Completion::Completed)
             .map_err(Failed::from)
     }
