@@ -1,0 +1,188 @@
+//! The pictures of a failing run, on a copy of `fixtures/candle-mlp` whose forward pass
+//! keeps a 4× wider hidden layer: a timeline SVG per test (`show --svg`), a
+//! self-contained HTML report that a headless browser renders, and a Mermaid chart of
+//! old against new in the markdown report.
+
+mod common;
+
+use common::{Fixture, assert_code};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+#[test]
+fn a_failing_run_draws_timelines_an_html_report_and_a_mermaid_chart() {
+    let f = Fixture::candle_mlp("pictures");
+    assert_code(&f.run(&[], &[("VRAMTEST_UPDATE", "always")]), 0);
+    let out = f.dir.join("out");
+    let html = out.join("report.html");
+    let markdown = out.join("report.md");
+    let ran = f.run(
+        &[
+            "--html",
+            html.to_str().unwrap(),
+            "--markdown",
+            markdown.to_str().unwrap(),
+        ],
+        &[("CANDLE_MLP_BLOAT", "activations")],
+    );
+    assert_code(&ran, 1);
+
+    // The PR comment: a Mermaid chart per failing test.
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(md.contains("```mermaid\nxychart-beta"), "{md}");
+    assert!(md.contains("\"activations\""), "{md}");
+
+    // A timeline per test, drawn from the run that just failed.
+    for test in ["mlp_adamw", "mlp_sgd"] {
+        let svg = out.join(format!("{test}.svg"));
+        let shown = f.run(&["show", test, "--svg", svg.to_str().unwrap()], &[]);
+        assert_code(&shown, 0);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        let doc = roxmltree::Document::parse(&text).expect("the SVG is valid XML");
+        let series: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("series"))
+            .filter_map(|n| n.attribute("data-category"))
+            .collect();
+        for category in ["parameters", "activations", "inputs", "temporaries"] {
+            assert_eq!(
+                series.iter().filter(|s| **s == category).count(),
+                1,
+                "one {category} series in {test}: {series:?}"
+            );
+        }
+        assert!(text.contains("peak "), "the peak is labelled in {test}");
+        // The sparkline of the same timeline in the terminal.
+        assert!(
+            shown.stdout.contains("live total over the step"),
+            "{}",
+            shown.text()
+        );
+    }
+
+    // The HTML report: both timelines inline, nothing that runs or loads.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.matches("<svg").count() >= 2, "a timeline per test");
+    assert!(page.contains("candle-mlp::vram::mlp_adamw"));
+    assert!(!page.contains("<script"));
+    match chromium() {
+        Some(browser) => {
+            let dom = dump_dom(&browser, &html, &out);
+            assert!(
+                dom.contains("<svg"),
+                "the browser sees the timelines:\n{dom}"
+            );
+            assert!(dom.contains("mlp_adamw"), "{dom}");
+        }
+        None => eprintln!(
+            "skipped the browser check: chromium is not installed (`.ci/install-chromium.sh` installs it)"
+        ),
+    }
+
+    // Without a recorded run there is nothing to draw: exit 2 with a hint.
+    let other = Fixture::candle_mlp("pictures-none");
+    std::fs::create_dir_all(other.snapshots()).unwrap();
+    std::fs::copy(
+        f.snapshots().join("vram__mlp_sgd@cpu.snap"),
+        other.snapshots().join("vram__mlp_sgd@cpu.snap"),
+    )
+    .unwrap();
+    let target = common::shared_target().join("vramtest").join("timelines");
+    let before: Vec<PathBuf> = list(&target);
+    let none = other.run(
+        &[
+            "show",
+            "mlp_sgd",
+            "--svg",
+            out.join("none.svg").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(list(&target), before, "show records nothing");
+    assert_code(&none, 2);
+    assert!(none.stderr.contains("run it first"), "{}", none.text());
+}
+
+fn list(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The DOM after the page loaded, from headless chromium with a fresh profile.
+fn dump_dom(browser: &Path, page: &Path, scratch: &Path) -> String {
+    let profile = tempfile::tempdir_in(scratch).unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The README's picture (`fixtures/candle-mlp/timeline.svg`, drawn by `cargo vramtest
+/// show mlp_adamw --svg`) still shows what the tool draws for the fixture today: the
+/// same title, axis ticks, phase and iteration labels, legend figures and peak label.
+/// (Event order between threads may vary from run to run, so the shapes are not
+/// compared point by point.) To refresh it: run the README's first command, then
+/// `cargo run -p cargo-vramtest -- vramtest show mlp_adamw --manifest-path
+/// fixtures/candle-mlp/Cargo.toml --svg fixtures/candle-mlp/timeline.svg`.
+#[test]
+fn the_readme_picture_is_up_to_date() {
+    let committed = common::repo().join("fixtures/candle-mlp/timeline.svg");
+    let committed = std::fs::read_to_string(&committed).expect("the README's picture");
+    let f = Fixture::candle_mlp("readme-picture");
+    assert_code(&f.run(&[], &[("VRAMTEST_UPDATE", "always")]), 0);
+    let fresh = f.dir.join("timeline.svg");
+    assert_code(
+        &f.run(
+            &["show", "mlp_adamw", "--svg", fresh.to_str().unwrap()],
+            &[],
+        ),
+        0,
+    );
+    let fresh = std::fs::read_to_string(&fresh).unwrap();
+    assert_eq!(
+        labels(&committed),
+        labels(&fresh),
+        "fixtures/candle-mlp/timeline.svg is out of date (see this test's doc comment to refresh it)"
+    );
+}
+
+/// Every text of an SVG, sorted.
+fn labels(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("valid XML");
+    let mut v: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.descendants().filter_map(|t| t.text()).collect::<String>())
+        .collect();
+    v.sort();
+    v
+}
