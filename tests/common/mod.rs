@@ -33,6 +33,12 @@ pub fn scratch_dir(label: &str) -> tempfile::TempDir {
 /// Builds the `vram` test target of the crate at `manifest_dir` and returns the
 /// executable. Builds are serialized: cargo would serialize them on its lock anyway.
 pub fn build_vram_target(manifest_dir: &Path) -> PathBuf {
+    build_test_target(manifest_dir, "vram")
+}
+
+/// Builds the test target `target` of the crate at `manifest_dir` and returns the
+/// executable.
+pub fn build_test_target(manifest_dir: &Path, target: &str) -> PathBuf {
     static LOCK: Mutex<()> = Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new(env!("CARGO"))
@@ -40,7 +46,7 @@ pub fn build_vram_target(manifest_dir: &Path) -> PathBuf {
             "test",
             "--no-run",
             "--test",
-            "vram",
+            target,
             "--message-format=json",
         ])
         .arg("--manifest-path")
@@ -57,7 +63,7 @@ pub fn build_vram_target(manifest_dir: &Path) -> PathBuf {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "vram")
+        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == target)
         .find_map(|v| v["executable"].as_str().map(PathBuf::from))
         .expect("cargo reports the test executable")
 }
