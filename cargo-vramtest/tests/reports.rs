@@ -25,8 +25,6 @@ fn json_junit_markdown_and_github() {
             junit.to_str().unwrap(),
             "--markdown",
             markdown.to_str().unwrap(),
-            // The `vram` target only: the fixture's `sweep` target has its own tests.
-            "::vram::",
         ],
         &[
             ("CANDLE_MLP_BLOAT", "activations"),

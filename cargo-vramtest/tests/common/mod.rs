@@ -73,8 +73,22 @@ impl From<Output> for Ran {
 
 impl Fixture {
     /// `fixtures/candle-mlp`, copied for the scenario `name`.
+    /// Only its `vram` target: the stories here are about two training steps, and the
+    /// `sweep` target has end-to-end tests of its own (`tests/candle_sweep.rs`).
     pub fn candle_mlp(name: &str) -> Fixture {
-        Fixture::copy(&repo().join("fixtures").join("candle-mlp"), name)
+        let f = Fixture::copy(&repo().join("fixtures").join("candle-mlp"), name);
+        f.drop_test_target("sweep");
+        f
+    }
+
+    /// Removes the `[[test]]` target `name` (its manifest entry and `tests/<name>.rs`).
+    pub fn drop_test_target(&self, name: &str) {
+        let manifest = self.dir.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let entry = format!("[[test]]\nname = \"{name}\"\nharness = false\n");
+        assert!(text.contains(&entry), "no test target {name} in {text}");
+        std::fs::write(&manifest, text.replace(&entry, "")).unwrap();
+        std::fs::remove_file(self.dir.join("tests").join(format!("{name}.rs"))).unwrap();
     }
 
     /// `cargo-vramtest/tests/fixtures/abort-crate`, copied for the scenario `name`.
