@@ -50,6 +50,9 @@ pub struct Outcome {
     /// The committed snapshot's body the result was judged against, for the reports'
     /// old-against-new charts.
     pub old: Option<Body>,
+    /// The harness's notes about the run itself (a test binary that cargo reused from
+    /// another checkout), shown once per run.
+    pub notes: Vec<String>,
 }
 
 impl Outcome {
@@ -210,7 +213,13 @@ pub fn run(
             });
         }
         drop(tx);
+        let mut said = std::collections::BTreeSet::new();
         for (i, outcome) in rx {
+            for note in &outcome.notes {
+                if said.insert(note.clone()) {
+                    anstream::eprintln!("{note}");
+                }
+            }
             if !outcome.case.ignored {
                 progress.inc();
                 progress.log(progress_line(&outcome));
@@ -254,6 +263,10 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path) -> Outcome {
         })
         .map_err(|e| format!("cannot run {}: {e}", case.binary.path.display()));
     let duration = start.elapsed();
+    let notes = result
+        .as_ref()
+        .map(|out| harness_notes(&String::from_utf8_lossy(&out.stderr)))
+        .unwrap_or_default();
     let report = match result {
         Ok(out) => reconcile(case, &Exit::of(&out), find_report(dir)),
         Err(message) => synthetic(case, Status::Failed, message, None),
@@ -264,7 +277,18 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path) -> Outcome {
         report,
         duration,
         old,
+        notes,
     }
+}
+
+/// The lines of a test's stderr that speak of the run itself rather than of the test:
+/// the harness's `note: test binary built in …, testing …`.
+fn harness_notes(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("note: test binary built in "))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The body of the snapshot a report was judged against, when it can be read.
@@ -453,6 +477,15 @@ impl Drop for ScratchDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_harness_notes_about_the_run_are_picked_from_stderr() {
+        let stderr = "note: measuring on the CPU (no CUDA driver)\nnote: test binary built in /a/x, testing /b/x\npanicked at src/lib.rs\n";
+        assert_eq!(
+            harness_notes(stderr),
+            ["note: test binary built in /a/x, testing /b/x"]
+        );
+    }
     use test_case::test_case;
 
     #[test]

@@ -143,4 +143,11 @@ fn cargo_vramtest_in_another_checkout_tests_that_checkout() {
     let ran = a.run(&["--device", "cpu"], &[]);
     assert_ne!(ran.code, 0, "new results fail the run:\n{}", ran.text());
     assert_each_checkout_keeps_its_snapshots(&a, &b_before, &b, &ran.text());
+    // The reuse is visible here too: the harness's note, once for the whole run.
+    assert_eq!(
+        ran.stderr.matches(&note(&a, &b)).count(),
+        1,
+        "{}",
+        ran.text()
+    );
 }

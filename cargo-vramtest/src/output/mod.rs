@@ -303,6 +303,7 @@ pub(crate) mod fixtures {
                 ignored: false,
             },
             old: report.old_peak_bytes.map(body),
+            notes: Vec::new(),
             report,
             duration: Duration::from_millis(1250),
         }
