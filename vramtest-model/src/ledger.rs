@@ -15,7 +15,8 @@
 //!
 //! Memory: 1 B per allocation for its category and 8 B per release (about 9 B per
 //! allocation), plus the table: 24 B per slot, kept between a quarter and half full,
-//! i.e. 48 to 96 B per allocation alive at the same time.
+//! i.e. 48 to 96 B per allocation alive at the same time (while it doubles, the old
+//! table is alive too: up to 144 B for that moment).
 //!
 //! Speed: the table of a long run holds millions of allocations and is far larger than
 //! the processor's caches, so the first walk prefetches the slots of the events a few
