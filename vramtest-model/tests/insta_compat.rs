@@ -4,15 +4,48 @@
 //! itself writes (`Snapshot::save`, which `cargo insta accept` uses to rewrite a
 //! pending file as the snapshot).
 //!
-//! insta 1.49 has no `scaling` body key to speak of: it is not part of this revision's
-//! body, so there is no batch-sweep variant to write.
+//! Every case runs with and without a batch sweep's `scaling` key.
 
 use insta::TextSnapshotKind;
 use insta::internals::{Content, TextSnapshotContents};
 use std::path::{Path, PathBuf};
 use test_case::test_case;
+use vramtest_model::fit::{Linear, Scaling};
 use vramtest_model::snapshot::{self, Info};
-use vramtest_model::{Body, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot};
+use vramtest_model::{
+    Body, Category, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot,
+};
+
+/// A batch sweep's model, as `#[vramtest(batch = [32, 64, 128], budget = ..)]` records it.
+fn scaling() -> Scaling {
+    let line = |fixed, per| Linear {
+        fixed_bytes: fixed,
+        bytes_per_sample: per,
+    };
+    let mut category_peaks = std::collections::BTreeMap::new();
+    for c in Category::ALL {
+        category_peaks.insert(c, line(0, 0));
+    }
+    category_peaks.insert(Category::Activations, line(5_372, 6_360));
+    category_peaks.insert(Category::Inputs, line(504, 3_140));
+    category_peaks.insert(Category::Workspace, line(3_689_458, -11_703));
+    Scaling {
+        batch: vec![32, 64, 128],
+        peak: line(10_168_114, 9_253),
+        category_peaks,
+        within_budget: None,
+    }
+    .with_budget(Some(64 << 20))
+}
+
+/// A body with every key filled in, as a measurement on `class` would give, with a
+/// sweep's `scaling` key or without.
+fn body_of(class: DeviceClass, sweep: bool) -> Body {
+    Body {
+        scaling: sweep.then(scaling),
+        ..body(class)
+    }
+}
 
 /// A body with every key filled in, as a measurement on `class` would give.
 fn body(class: DeviceClass) -> Body {
@@ -140,22 +173,26 @@ fn expected_info(info: &Info) -> Vec<(String, String)> {
     out
 }
 
-#[test_case(DeviceClass::Cpu, "mlp_adamw", false; "cpu snapshot")]
-#[test_case(DeviceClass::Cpu, "mlp_adamw", true; "cpu pending result")]
-#[test_case(DeviceClass::Cuda, "mlp_adamw", false; "cuda snapshot with driver info")]
-#[test_case(DeviceClass::Cuda, "mlp_adamw", true; "cuda pending result with driver info")]
-#[test_case(DeviceClass::Cpu, "nested::mlp_sgd", false; "a test in a module")]
-fn insta_reads_what_the_harness_writes(class: DeviceClass, test: &str, pending: bool) {
+#[test_case(DeviceClass::Cpu, "mlp_adamw", false, false; "cpu snapshot")]
+#[test_case(DeviceClass::Cpu, "mlp_adamw", true, false; "cpu pending result")]
+#[test_case(DeviceClass::Cuda, "mlp_adamw", false, false; "cuda snapshot with driver info")]
+#[test_case(DeviceClass::Cuda, "mlp_adamw", true, false; "cuda pending result with driver info")]
+#[test_case(DeviceClass::Cpu, "nested::mlp_sgd", false, false; "a test in a module")]
+#[test_case(DeviceClass::Cpu, "mlp_sgd_sweep", false, true; "cpu snapshot of a batch sweep")]
+#[test_case(DeviceClass::Cpu, "mlp_sgd_sweep", true, true; "cpu pending result of a batch sweep")]
+#[test_case(DeviceClass::Cuda, "mlp_sgd_sweep", false, true; "cuda snapshot of a batch sweep")]
+fn insta_reads_what_the_harness_writes(class: DeviceClass, test: &str, pending: bool, sweep: bool) {
     let dir = scratch(&format!(
-        "read-{class}-{}-{pending}",
+        "read-{class}-{}-{pending}-{sweep}",
         test.replace("::", "_")
     ));
     let snap = Snapshot {
         source: "tests/vram.rs".into(),
         test: test.into(),
         info: info(class),
-        body: body(class),
+        body: body_of(class, sweep),
     };
+    assert_eq!(snap.body.to_text().contains("\"scaling\""), sweep);
     let path = write_like_the_harness(&dir, &snap, pending);
 
     let read = insta::Snapshot::from_file(&path)
@@ -198,15 +235,16 @@ fn insta_reads_what_the_harness_writes(class: DeviceClass, test: &str, pending: 
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-#[test_case(DeviceClass::Cpu; "cpu")]
-#[test_case(DeviceClass::Cuda; "cuda")]
-fn we_read_what_insta_writes(class: DeviceClass) {
-    let dir = scratch(&format!("write-{class}"));
+#[test_case(DeviceClass::Cpu, false; "cpu")]
+#[test_case(DeviceClass::Cuda, false; "cuda")]
+#[test_case(DeviceClass::Cpu, true; "cpu batch sweep")]
+fn we_read_what_insta_writes(class: DeviceClass, sweep: bool) {
+    let dir = scratch(&format!("write-{class}-{sweep}"));
     let snap = Snapshot {
         source: "tests/vram.rs".into(),
         test: "mlp_adamw".into(),
         info: info(class),
-        body: body(class),
+        body: body_of(class, sweep),
     };
     let pending = write_like_the_harness(&dir, &snap, true);
 
