@@ -5,7 +5,7 @@ use crate::env::Update;
 use vramtest_model::fit::{self, PerSampleChange, Scaling};
 use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;
-use vramtest_model::{Body, Policy, Verdict, compare};
+use vramtest_model::{Body, Policy, Subject, Verdict, compare};
 
 /// Which file a result goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,9 +71,8 @@ fn compare_sweeps(
             )),
         ),
         (Some(o), Some(n)) => {
-            let limit_of = |c: Option<vramtest_model::Category>| match c {
-                None => policy.peak,
-                Some(c) => policy.categories[c.index()],
+            let limit_of = |c: Option<vramtest_model::Category>| {
+                policy.limit(c.map_or(Subject::Peak, Subject::Category))
             };
             let changes = fit::compare_per_sample(o, n, limit_of, policy.budget, EXPLAIN_MEMORY);
             (changes, None)

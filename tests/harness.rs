@@ -238,7 +238,7 @@ fn filters_exact_and_ignored_select_tests() {
 
 #[test]
 fn cargo_nextest_lists_and_runs_each_test() {
-    if !common::has_nextest() {
+    if !common::nextest::has_nextest() {
         return;
     }
     let (dir, _) = fixture_binary("vec-model");

@@ -105,18 +105,7 @@ fn cargo_test_in_another_checkout_tests_that_checkout() {
 
 #[test]
 fn cargo_nextest_in_another_checkout_tests_that_checkout() {
-    let found =
-        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .args(["nextest", "--version"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !found {
-        let hint = "cargo-nextest is not installed (hint: cargo install cargo-nextest --locked)";
-        assert!(
-            std::env::var_os("VRAMTEST_REQUIRE_NEXTEST").is_none(),
-            "{hint}; VRAMTEST_REQUIRE_NEXTEST is set"
-        );
-        eprintln!("skipped: {hint}");
+    if !common::nextest::has_nextest() {
         return;
     }
     let (a, b) = two_checkouts("checkout-nextest");

@@ -5,6 +5,8 @@
 
 #[path = "fixture_copy.rs"]
 pub mod fixture_copy;
+#[path = "nextest.rs"]
+pub mod nextest;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -79,25 +81,6 @@ pub fn fixture_binary(name: &str) -> (PathBuf, PathBuf) {
     let exe = build_vram_target(&dir);
     built.lock().unwrap().push((name.to_owned(), exe.clone()));
     (dir, exe)
-}
-
-/// Whether `cargo nextest` runs here. Where it does not, the caller skips its test
-/// and this says why, on stderr; with `VRAMTEST_REQUIRE_NEXTEST=1` (as `.ci/run`
-/// sets it) a missing nextest fails instead, so CI never skips silently.
-pub fn has_nextest() -> bool {
-    let found = Command::new(env!("CARGO"))
-        .args(["nextest", "--version"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        let hint = "cargo-nextest is not installed (hint: cargo install cargo-nextest --locked)";
-        assert!(
-            std::env::var_os("VRAMTEST_REQUIRE_NEXTEST").is_none(),
-            "{hint}; VRAMTEST_REQUIRE_NEXTEST is set"
-        );
-        eprintln!("skipped: {hint}");
-    }
-    found
 }
 
 /// The outcome of running a test binary.

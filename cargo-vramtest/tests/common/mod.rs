@@ -15,6 +15,8 @@
 
 #[path = "../../../tests/common/fixture_copy.rs"]
 pub mod fixture_copy;
+#[path = "../../../tests/common/nextest.rs"]
+pub mod nextest;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
