@@ -186,12 +186,14 @@ mod imp {
                         );
                         ChildResult::Measured {
                             timeline: None,
+                            sites: None,
                             info: Info {
                                 device: report.device.name.clone(),
                                 fidelity: report.profile.fidelity.to_string(),
                                 tool: format!("vramtest {}", env!("CARGO_PKG_VERSION")),
                                 driver: report.device.driver_version.clone(),
                                 cuda: report.device.cuda_version.clone(),
+                                sites: Vec::new(),
                             },
                             profile: Box::new(report.profile),
                         }

@@ -448,6 +448,7 @@ fn synthetic(
         written: None,
         output,
         details: None,
+        sites: None,
     }
 }
 

@@ -6,7 +6,7 @@ use crate::probe::heap;
 use crate::step::{Device, Step};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use vramtest_model::Profile;
 use vramtest_model::snapshot::Info;
@@ -21,12 +21,43 @@ pub(crate) enum ChildResult {
         /// allocation events).
         #[serde(default)]
         timeline: Option<Box<vramtest_chart::Timeline>>,
+        /// What a call-sites run found (see [`SitesMode`]).
+        #[serde(default)]
+        sites: Option<SitesOutcome>,
     },
     Failed {
         message: String,
     },
     Ignored {
         reason: String,
+    },
+}
+
+/// What a child does about call sites (see [`super::sites`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(super) enum SitesMode {
+    /// Nothing: a plain measurement.
+    #[default]
+    Off,
+    /// Name the calls whose traces are wanted.
+    Plan,
+    /// Capture the traces of the calls a plan (in this JSON file) names.
+    Capture(PathBuf),
+    /// Capture a trace of every call.
+    Everything,
+}
+
+/// What a call-sites child reports.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum SitesOutcome {
+    Plan(vramtest_model::sites::Plan),
+    Found(vramtest_model::sites::Sites),
+    /// The run's allocator calls did not match the plan's.
+    Mismatch {
+        planned: vramtest_model::sites::Fingerprint,
+        measured: vramtest_model::sites::Fingerprint,
+        /// Blocks alive at the run's own peaks without a trace.
+        missing: u64,
     },
 }
 
@@ -44,19 +75,30 @@ pub(super) struct Invocation {
     pub(super) result: PathBuf,
     /// The batch size of this run (`t.batch()`).
     pub(super) batch: usize,
+    pub(super) sites: SitesMode,
 }
 
 impl Invocation {
     /// The arguments that start a child for this invocation.
     pub(super) fn to_args(&self) -> Vec<OsString> {
-        vec![
+        let mut args: Vec<OsString> = vec![
             FLAG.into(),
             self.test.clone().into(),
             self.device.to_string().into(),
             self.iterations.to_string().into(),
             self.result.clone().into(),
             self.batch.to_string().into(),
-        ]
+        ];
+        match &self.sites {
+            SitesMode::Off => {}
+            SitesMode::Plan => args.push("sites-plan".into()),
+            SitesMode::Capture(plan) => {
+                args.push("sites-capture".into());
+                args.push(plan.clone().into());
+            }
+            SitesMode::Everything => args.push("sites-all".into()),
+        }
+        args
     }
 
     /// The invocation in a process's arguments (the program name first); `None` when
@@ -96,19 +138,31 @@ impl Invocation {
                         text(6, "batch size").unwrap_or_default()
                     )
                 })?;
+            let sites = match args.get(7).and_then(|a| a.to_str()) {
+                None => SitesMode::Off,
+                Some("sites-plan") => SitesMode::Plan,
+                Some("sites-all") => SitesMode::Everything,
+                Some("sites-capture") => SitesMode::Capture(
+                    args.get(8)
+                        .map(PathBuf::from)
+                        .ok_or_else(|| format!("{FLAG}: the plan file is missing"))?,
+                ),
+                Some(other) => return Err(format!("{FLAG}: unknown call-sites mode `{other}`")),
+            };
             Ok(Invocation {
                 test: text(2, "test name")?.to_owned(),
                 device,
                 iterations,
                 result,
                 batch,
+                sites,
             })
         })())
     }
 }
 
 /// Runs one test in this (child) process and writes its result.
-pub(super) fn main(invocation: Result<Invocation, String>) -> ExitCode {
+pub(super) fn main(invocation: Result<Invocation, String>, package_dir: &Path) -> ExitCode {
     let invocation = match invocation {
         Ok(i) => i,
         Err(message) => {
@@ -117,7 +171,7 @@ pub(super) fn main(invocation: Result<Invocation, String>) -> ExitCode {
         }
     };
     die_with_parent();
-    let result = run_child(&invocation);
+    let result = run_child(&invocation, package_dir);
     let text = serde_json::to_vec(&result).expect("results serialize");
     if let Err(e) = std::fs::write(&invocation.result, text) {
         eprintln!(
@@ -140,7 +194,7 @@ fn die_with_parent() {
     }
 }
 
-fn run_child(invocation: &Invocation) -> ChildResult {
+fn run_child(invocation: &Invocation, package_dir: &Path) -> ChildResult {
     let test = &invocation.test;
     let Some((_, def)) = list::registered().into_iter().find(|(n, _)| n == test) else {
         return ChildResult::Failed {
@@ -148,18 +202,44 @@ fn run_child(invocation: &Invocation) -> ChildResult {
         };
     };
     match invocation.device {
-        Device::Cpu => measure_cpu(def, invocation.iterations, invocation.batch),
+        Device::Cpu => measure_cpu(def, invocation, package_dir),
         Device::Cuda(n) => crate::cuda::measure(def, n, invocation.iterations, invocation.batch),
     }
 }
 
-fn measure_cpu(def: &TestDef, iterations: u32, batch: usize) -> ChildResult {
+fn measure_cpu(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResult {
     if !heap::installed() {
         return ChildResult::Failed {
             message: "the counting allocator is not installed (hint: end the test file with `vramtest::main!();`, which installs it)".into(),
         };
     }
-    let mut step = Step::new(Device::Cpu, iterations).with_batch(batch);
+    let plan = match &invocation.sites {
+        SitesMode::Capture(file) => {
+            let read = std::fs::read(file)
+                .map_err(|e| e.to_string())
+                .and_then(|b| {
+                    serde_json::from_slice::<vramtest_model::sites::Plan>(&b)
+                        .map_err(|e| e.to_string())
+                });
+            match read {
+                Ok(plan) => {
+                    heap::capture(heap::Capture::Sizes(&plan.wanted));
+                    Some(plan)
+                }
+                Err(e) => {
+                    return ChildResult::Failed {
+                        message: format!("cannot read the call-sites plan {}: {e}", file.display()),
+                    };
+                }
+            }
+        }
+        SitesMode::Everything => {
+            heap::capture(heap::Capture::Everything);
+            None
+        }
+        _ => None,
+    };
+    let mut step = Step::new(Device::Cpu, invocation.iterations).with_batch(invocation.batch);
     let outcome = run_body(def, &mut step, heap::start);
     let events = heap::stop();
     match outcome {
@@ -167,14 +247,18 @@ fn measure_cpu(def: &TestDef, iterations: u32, batch: usize) -> ChildResult {
             let mut profile = vramtest_model::ledger::profile(&events);
             profile.baseline_bytes = baseline;
             let timeline = super::timeline::record(&events, vramtest_chart::DEFAULT_MAX_POINTS);
+            let sites =
+                super::sites::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
             ChildResult::Measured {
                 timeline: Some(Box::new(timeline)),
+                sites,
                 info: Info {
                     device: "cpu".into(),
                     fidelity: profile.fidelity.to_string(),
                     tool: format!("vramtest {}", env!("CARGO_PKG_VERSION")),
                     driver: None,
                     cuda: None,
+                    sites: Vec::new(),
                 },
                 profile: Box::new(profile),
             }
@@ -223,10 +307,22 @@ mod tests {
             iterations: 4,
             result: "/private/dir/tagged__explicit_tag.json".into(),
             batch: 128,
+            sites: SitesMode::Off,
         };
-        let mut argv = vec![OsString::from("vram-0123")];
-        argv.extend(invocation.to_args());
-        assert_eq!(Invocation::from_args(&argv), Some(Ok(invocation)));
+        for sites in [
+            SitesMode::Off,
+            SitesMode::Plan,
+            SitesMode::Capture("/private/dir/plan.json".into()),
+            SitesMode::Everything,
+        ] {
+            let invocation = Invocation {
+                sites,
+                ..invocation.clone()
+            };
+            let mut argv = vec![OsString::from("vram-0123")];
+            argv.extend(invocation.to_args());
+            assert_eq!(Invocation::from_args(&argv), Some(Ok(invocation)));
+        }
     }
 
     #[test_case(&["vram"]; "no arguments")]
@@ -242,6 +338,8 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3"], "result file"; "no result file")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r"], "batch size"; "no batch size")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "0"], "bad batch size"; "batch size zero")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "sites-capture"], "plan file"; "no plan file")]
     fn a_malformed_child_command_line_is_an_error(argv: &[&str], needle: &str) {
         let e = Invocation::from_args(&args(argv)).unwrap().unwrap_err();
         assert!(e.contains(needle), "{e}");

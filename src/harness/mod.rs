@@ -13,6 +13,7 @@ mod checkout;
 mod child;
 mod list;
 mod parent;
+mod sites;
 mod spawn;
 mod timeline;
 mod verdict;
@@ -22,7 +23,7 @@ pub(crate) use child::ChildResult;
 pub(crate) use child::run_body;
 
 use crate::step::Step;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// A `#[vramtest]` function, registered by the attribute.
@@ -77,7 +78,7 @@ pub fn main(
 ) -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(invocation) = child::Invocation::from_args(&args) {
-        return child::main(invocation);
+        return child::main(invocation, Path::new(manifest_dir));
     }
     let built_in = PathBuf::from(manifest_dir);
     let runtime = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);

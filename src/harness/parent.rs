@@ -25,6 +25,8 @@ pub(super) struct Run {
     /// The workspace's and the package's settings, merged.
     pub(super) settings: Settings,
     pub(super) nocapture: bool,
+    /// When call sites are captured (`VRAMTEST_SITES`).
+    pub(super) sites: env::Sites,
     pub(super) timeout: Option<std::time::Duration>,
     pub(super) report_dir: Option<PathBuf>,
     pub(super) references: Option<PathBuf>,
@@ -66,6 +68,7 @@ pub(super) fn run(target: Target) -> Result<ExitCode, String> {
         strict: env::strict(),
         settings,
         nocapture: args.nocapture,
+        sites: env::sites()?,
         timeout: env::timeout()?,
         report_dir: env::report_dir(),
         references: env::references_file(),
@@ -114,6 +117,7 @@ fn ignored_report(target: &Target, name: &str, def: &TestDef, reason: &str) -> T
         written: None,
         output: None,
         details: None,
+        sites: None,
     }
 }
 
@@ -151,6 +155,7 @@ impl Run {
             written: None,
             output: None,
             details: None,
+            sites: None,
         };
         let skip = match (&self.device, report.device_class) {
             (Err(reason), _) => Some(reason.clone()),
@@ -214,6 +219,7 @@ impl Run {
                     profile,
                     info,
                     timeline,
+                    ..
                 }) => measured.push((batch, profile, info, timeline)),
                 Some(ChildResult::Ignored { reason }) => {
                     report.status = Status::Ignored;
@@ -249,14 +255,20 @@ impl Run {
         } else {
             None
         };
-        let (_, profile, info, timeline) = measured.swap_remove(0);
+        let (batch, profile, info, timeline) = measured.swap_remove(0);
         report.details = Some(Details {
             baseline_bytes: profile.baseline_bytes,
             allocations: profile.allocations,
             reserved_peak_bytes: profile.reserved_peak_bytes,
             leak_sites: profile.leak_sites.clone(),
         });
-        let verdict = self.judge(name, def, &profile, info, fit.as_ref(), report);
+        let measured = verdict::Measured {
+            batch,
+            profile: &profile,
+            info,
+            fit: fit.as_ref(),
+        };
+        let verdict = self.judge(name, def, measured, report);
         if let (Some(timeline), Some(snap)) = (timeline, &report.snapshot) {
             super::timeline::keep(&timeline, snap);
         }

@@ -4,7 +4,7 @@
 
 use super::DEFAULT_ITERATIONS;
 use super::TestDef;
-use super::child::{ChildResult, Invocation};
+use super::child::{ChildResult, Invocation, SitesMode};
 use super::parent::Run;
 use crate::step::Device;
 use std::io::Read;
@@ -52,6 +52,19 @@ impl Run {
         device: Device,
         batch: usize,
     ) -> Result<(Option<ChildResult>, String), String> {
+        self.spawn_child_with(name, def, device, batch, &SitesMode::Off, self.timeout)
+    }
+
+    /// [`Run::spawn_child`] in a call-sites mode, with its own timeout.
+    pub(super) fn spawn_child_with(
+        &self,
+        name: &str,
+        def: &TestDef,
+        device: Device,
+        batch: usize,
+        sites: &SitesMode,
+        timeout: Option<Duration>,
+    ) -> Result<(Option<ChildResult>, String), String> {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
         let invocation = Invocation {
@@ -64,6 +77,7 @@ impl Run {
                 .unwrap_or(DEFAULT_ITERATIONS),
             result: self.results.file_for(&format!("{name}@{batch}")),
             batch,
+            sites: sites.clone(),
         };
         let result_path = &invocation.result;
         let _ = std::fs::remove_file(result_path);
@@ -74,12 +88,12 @@ impl Run {
             // figures do not depend on the machine's cores.
             cmd.env("RAYON_NUM_THREADS", "2");
         }
-        let (output, timed_out) = run_process(cmd, !self.nocapture, self.timeout)?;
+        let (output, timed_out) = run_process(cmd, !self.nocapture, timeout)?;
         if timed_out {
             let _ = std::fs::remove_file(result_path);
             return Err(format!(
                 "{name} timed out after {:.0?} (VRAMTEST_TIMEOUT) and was killed{}",
-                self.timeout.unwrap_or_default(),
+                timeout.unwrap_or_default(),
                 if output.trim().is_empty() {
                     String::new()
                 } else {

@@ -7,10 +7,24 @@ use crate::judge::{self, Write};
 use libtest_mimic::Failed;
 use std::path::{Path, PathBuf};
 use vramtest_model::config::Settings;
+use vramtest_model::env;
 use vramtest_model::fit::SweepFit;
 use vramtest_model::report::{Change, Status, TestReport};
+use vramtest_model::sites::{self, Sites};
 use vramtest_model::snapshot::{self, Info};
-use vramtest_model::{Body, HumanBytes, Limit, Movement, Policy, Profile, Snapshot};
+use vramtest_model::{
+    Body, Category, DeviceClass, HumanBytes, Limit, Movement, Policy, Profile, Snapshot, Subject,
+};
+
+/// What a test's measurement gave, to be judged.
+pub(super) struct Measured<'a> {
+    /// The batch size it ran with (the first of a sweep): call sites re-run that one.
+    pub(super) batch: usize,
+    pub(super) profile: &'a Profile,
+    pub(super) info: Info,
+    /// A sweep's fit over all its batch sizes.
+    pub(super) fit: Option<&'a SweepFit>,
+}
 
 impl Run {
     /// The limits for `def`: the settings (workspace, package) refined by the test's
@@ -37,11 +51,15 @@ impl Run {
         &self,
         name: &str,
         def: &TestDef,
-        profile: &Profile,
-        info: Info,
-        fit: Option<&SweepFit>,
+        measured: Measured<'_>,
         report: &mut TestReport,
     ) -> Result<(), String> {
+        let Measured {
+            batch,
+            profile,
+            mut info,
+            fit,
+        } = measured;
         let class = report.device_class.expect("set for measured tests");
         let policy = self.policy(def)?;
         let mut body = Body::from_profile(profile, class);
@@ -71,6 +89,19 @@ impl Run {
             self.check,
         );
         report.status = decision.status;
+
+        let regressed = decision.status == Status::Regressed;
+        let sites = match (class, self.sites) {
+            (DeviceClass::Cpu, env::Sites::Always) => Some(self.collect_sites(name, def, batch)),
+            (DeviceClass::Cpu, env::Sites::OnRegression) if regressed => {
+                Some(self.collect_sites(name, def, batch))
+            }
+            _ => None,
+        };
+        if let Some(Ok(found)) = &sites {
+            info.sites = found.for_snapshot();
+            report.sites = Some(found.clone());
+        }
 
         let snapshot = Snapshot {
             source: report.source.clone(),
@@ -147,6 +178,16 @@ impl Run {
             if c.regressed || c.category.is_none() {
                 lines.push(c.to_string());
             }
+        }
+        if regressed {
+            lines.extend(site_lines(
+                name,
+                class,
+                sites.as_ref(),
+                old.as_ref(),
+                decision.comparison.as_ref(),
+                &body,
+            ));
         }
         if decision.status == Status::Regressed {
             let ratios = vramtest_model::explain::ratios(&body.category_peaks);
@@ -251,6 +292,82 @@ impl Run {
         }
         Ok(())
     }
+}
+
+/// What a regression says about call sites: the top sites of each category that grew,
+/// against the accepted snapshot's sites where it kept them; why there are none; or,
+/// on CUDA, how to find them on the CPU.
+fn site_lines(
+    name: &str,
+    class: DeviceClass,
+    sites: Option<&Result<Sites, String>>,
+    old: Option<&snapshot::Parsed>,
+    comparison: Option<&vramtest_model::Comparison>,
+    body: &Body,
+) -> Vec<String> {
+    let Some(sites) = sites else {
+        return match class {
+            DeviceClass::Cuda => vec![format!(
+                "hint: `cargo vramtest show {name} --sites` names the lines that allocated each category (it re-runs the test on the CPU, where the categories hold the same tensors)"
+            )],
+            DeviceClass::Cpu => Vec::new(),
+        };
+    };
+    let sites = match sites {
+        Ok(s) => s,
+        Err(e) => return vec![e.clone()],
+    };
+    let grown: Vec<Category> = comparison
+        .map(|c| {
+            c.findings
+                .iter()
+                .filter(|f| f.movement == Movement::Regressed)
+                .filter_map(|f| match f.subject {
+                    Subject::Category(c) => Some(c),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // Only the total grew beyond its limit: the category that grew most.
+    let grown = if grown.is_empty() {
+        old.and_then(|o| {
+            Category::ALL
+                .into_iter()
+                .max_by_key(|&c| body.category_peaks[c] as i128 - o.body.category_peaks[c] as i128)
+        })
+        .into_iter()
+        .collect()
+    } else {
+        grown
+    };
+    let old_sites = old.map(|o| Info::sites_in_header(&o.header));
+    let old_sites = old_sites.filter(|s| !s.is_empty());
+    let mut lines = Vec::new();
+    for category in grown {
+        let before = old_sites.as_ref().map(|all| {
+            all.iter()
+                .find(|(c, _)| *c == category)
+                .map_or(&[][..], |(_, s)| s.as_slice())
+        });
+        let changes = sites::changes(sites.at_own_peak(category), before);
+        if changes.is_empty() {
+            continue;
+        }
+        lines.push(format!(
+            "where {category} grew (call sites at its peak{}):",
+            if before.is_some() {
+                ", against the snapshot's"
+            } else {
+                ""
+            }
+        ));
+        for change in changes.iter().take(sites::IN_FAILURE) {
+            lines.push(format!("  {change}"));
+        }
+    }
+    lines.extend(sites.notes.iter().map(|n| format!("call sites: {n}")));
+    lines
 }
 
 /// A pending result that this run makes stale: removed when it holds exactly this

@@ -67,8 +67,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
             LIVE.fetch_sub(layout.size() as u64, Ordering::Relaxed);
             // One resize of one block (see `Event::Realloc`): it keeps the phase it was
             // first allocated in, and a move counts both copies for a moment.
-            buf.push(RawEvent::realloc_from(ptr as u64));
-            buf.push(RawEvent::alloc(p as u64, new_size as u64));
+            buf.events.push(RawEvent::realloc_from(ptr as u64));
+            buf.events.push(RawEvent::alloc(p as u64, new_size as u64));
+            buf.on_call(new_size as u64);
         }
         p
     }
@@ -80,14 +81,113 @@ static RECORDING: AtomicBool = AtomicBool::new(false);
 static LIVE: AtomicU64 = AtomicU64::new(0);
 /// Set once a `Counting` allocator has seen an allocation: the probe is installed.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
-static BUFFER: Mutex<RawBuffer> = Mutex::new(RawBuffer::EMPTY);
+static BUFFER: Mutex<Recorder> = Mutex::new(Recorder::EMPTY);
+
+/// The recorder's state: the event stream and, when call sites are asked for, the
+/// stack traces of chosen allocator calls. All of it in memory from `System`.
+struct Recorder {
+    events: RawBuffer<RawEvent>,
+    /// Allocator calls (allocations and resizes) recorded since `start`.
+    calls: u32,
+    /// Markers recorded since `start`: the stretch of the stream new calls are in.
+    stretch: u32,
+    /// Capture a trace of every call.
+    capture_all: bool,
+    /// The (stretch, size) of the calls to capture a trace of, sorted; and the index of
+    /// the first entry of the current stretch or a later one.
+    wanted: RawBuffer<(u32, u64)>,
+    next_wanted: usize,
+    traces: RawBuffer<Trace>,
+}
+
+impl Recorder {
+    const EMPTY: Recorder = Recorder {
+        events: RawBuffer::EMPTY,
+        calls: 0,
+        stretch: 0,
+        capture_all: false,
+        wanted: RawBuffer::EMPTY,
+        next_wanted: 0,
+        traces: RawBuffer::EMPTY,
+    };
+
+    /// One more allocator call of `size` bytes was recorded: capture its trace if it
+    /// is wanted.
+    #[inline]
+    fn on_call(&mut self, size: u64) {
+        let call = self.calls;
+        self.calls += 1;
+        if self.capture_all || self.is_wanted(size) {
+            self.traces.push(Trace::capture(call));
+        }
+    }
+
+    fn is_wanted(&mut self, size: u64) -> bool {
+        let wanted = self.wanted.as_slice();
+        if wanted.is_empty() {
+            return false;
+        }
+        let stretch = self.stretch;
+        while wanted
+            .get(self.next_wanted)
+            .is_some_and(|&(s, _)| s < stretch)
+        {
+            self.next_wanted += 1;
+        }
+        let here = &wanted[self.next_wanted..];
+        let end = here.partition_point(|&(s, _)| s == stretch);
+        here[..end].binary_search_by_key(&size, |&(_, b)| b).is_ok()
+    }
+
+    /// A marker was recorded: a new stretch begins.
+    #[inline]
+    fn on_marker(&mut self) {
+        self.stretch += 1;
+    }
+}
+
+/// The most frames a trace keeps (from the allocator up).
+const TRACE_DEPTH: usize = 64;
+
+/// The return addresses of one allocator call's stack, innermost first.
+#[derive(Clone, Copy)]
+struct Trace {
+    call: u32,
+    depth: u32,
+    ips: [usize; TRACE_DEPTH],
+}
+
+impl Trace {
+    #[inline(never)]
+    fn capture(call: u32) -> Trace {
+        let mut t = Trace {
+            call,
+            depth: 0,
+            ips: [0; TRACE_DEPTH],
+        };
+        // SAFETY: `trace_unsynchronized` is unsafe only because unwinders may not be
+        // reentrant; the recorder's mutex is held, so no other capture runs at once.
+        // Walking the stack allocates nothing through Rust's global allocator (the
+        // unwinder's own bookkeeping uses libc's), so it never re-enters the recorder.
+        unsafe {
+            backtrace::trace_unsynchronized(|frame| {
+                t.ips[t.depth as usize] = frame.ip() as usize;
+                t.depth += 1;
+                (t.depth as usize) < TRACE_DEPTH
+            });
+        }
+        t
+    }
+}
 
 #[inline]
 fn on_alloc(p: *mut u8, size: usize) {
     INSTALLED.store(true, Ordering::Relaxed);
     LIVE.fetch_add(size as u64, Ordering::Relaxed);
     if RECORDING.load(Ordering::Relaxed) {
-        lock().push(RawEvent::alloc(p as u64, size as u64));
+        let mut r = lock();
+        r.events.push(RawEvent::alloc(p as u64, size as u64));
+        r.on_call(size as u64);
     }
 }
 
@@ -95,11 +195,11 @@ fn on_alloc(p: *mut u8, size: usize) {
 fn on_free(p: *mut u8, size: usize) {
     LIVE.fetch_sub(size as u64, Ordering::Relaxed);
     if RECORDING.load(Ordering::Relaxed) {
-        lock().push(RawEvent::free(p as u64));
+        lock().events.push(RawEvent::free(p as u64));
     }
 }
 
-fn lock() -> std::sync::MutexGuard<'static, RawBuffer> {
+fn lock() -> std::sync::MutexGuard<'static, Recorder> {
     // A poisoned buffer is still a valid buffer: pushes never leave it half-written.
     BUFFER.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -114,15 +214,21 @@ pub fn installed() -> bool {
 /// Records a boundary marker (phase, iteration, tag) in the stream.
 pub fn mark(event: Event) {
     if RECORDING.load(Ordering::Relaxed) {
-        lock().push(RawEvent::marker(event));
+        let mut r = lock();
+        r.events.push(RawEvent::marker(event));
+        r.on_marker();
     }
 }
 
 /// Starts recording with an empty stream; returns the baseline (bytes alive now).
 pub fn start() -> u64 {
     let mut buf = lock();
-    buf.release();
-    buf.reserve_initial();
+    buf.events.release();
+    buf.events.reserve_initial();
+    buf.traces.release();
+    buf.calls = 0;
+    buf.stretch = 0;
+    buf.next_wanted = 0;
     let baseline = LIVE.load(Ordering::Relaxed);
     RECORDING.store(true, Ordering::SeqCst);
     baseline
@@ -133,14 +239,49 @@ pub fn stop() -> Vec<Event> {
     RECORDING.store(false, Ordering::SeqCst);
     let buf = lock();
     // Decoding allocates through the global allocator: recording is off by now.
-    let events = decode(buf.as_slice());
+    let events = decode(buf.events.as_slice());
     drop(buf);
     events
 }
 
+/// Which allocator calls of the next recording get a stack trace: those of the given
+/// sizes in the given stretches (see `vramtest_model::sites::Plan`), or every one.
+pub fn capture(calls: Capture<'_>) {
+    let mut buf = lock();
+    buf.wanted.release();
+    buf.capture_all = matches!(calls, Capture::Everything);
+    if let Capture::Sizes(wanted) = calls {
+        debug_assert!(wanted.is_sorted());
+        for &w in wanted {
+            buf.wanted.push(w);
+        }
+    }
+}
+
+/// What [`capture`] asks for.
+pub enum Capture<'a> {
+    /// `(stretch, size)` pairs, sorted.
+    Sizes(&'a [(u32, u64)]),
+    Everything,
+}
+
+/// The stack traces the last recording captured: per call, its return addresses,
+/// innermost first.
+pub fn traces() -> Vec<(u32, Vec<usize>)> {
+    let buf = lock();
+    let copied: Vec<(u32, Vec<usize>)> = buf
+        .traces
+        .as_slice()
+        .iter()
+        .map(|t| (t.call, t.ips[..t.depth as usize].to_vec()))
+        .collect();
+    drop(buf);
+    copied
+}
+
 /// Bytes the recorder's buffer holds right now (capacity, growth slack included).
 pub fn recorder_capacity_bytes() -> usize {
-    lock().cap * BYTES_PER_EVENT
+    lock().events.cap * BYTES_PER_EVENT
 }
 
 /// Bytes the recorder holds per recorded event.
@@ -240,18 +381,18 @@ impl RawEvent {
     }
 }
 
-/// A growable array of `RawEvent` in memory from `System`, outside the counted heap.
-struct RawBuffer {
-    ptr: *mut RawEvent,
+/// A growable array of `T` in memory from `System`, outside the counted heap.
+struct RawBuffer<T> {
+    ptr: *mut T,
     len: usize,
     cap: usize,
 }
 
-// SAFETY: the buffer is only reached through the `BUFFER` mutex.
-unsafe impl Send for RawBuffer {}
+// SAFETY: a buffer is only reached through the `BUFFER` mutex.
+unsafe impl<T: Send> Send for RawBuffer<T> {}
 
-impl RawBuffer {
-    const EMPTY: RawBuffer = RawBuffer {
+impl<T: Copy> RawBuffer<T> {
+    const EMPTY: RawBuffer<T> = RawBuffer {
         ptr: std::ptr::null_mut(),
         len: 0,
         cap: 0,
@@ -259,7 +400,7 @@ impl RawBuffer {
     const INITIAL: usize = 1 << 12;
 
     fn layout(cap: usize) -> Layout {
-        Layout::array::<RawEvent>(cap).expect("event buffer size overflows")
+        Layout::array::<T>(cap).expect("recorder buffer size overflows")
     }
 
     fn reserve_initial(&mut self) {
@@ -285,12 +426,12 @@ impl RawBuffer {
         if p.is_null() {
             std::alloc::handle_alloc_error(Self::layout(cap));
         }
-        self.ptr = p as *mut RawEvent;
+        self.ptr = p as *mut T;
         self.cap = cap;
     }
 
     #[inline]
-    fn push(&mut self, e: RawEvent) {
+    fn push(&mut self, e: T) {
         if self.len == self.cap {
             self.grow_to((self.cap * 2).max(Self::INITIAL));
         }
@@ -299,7 +440,7 @@ impl RawBuffer {
         self.len += 1;
     }
 
-    fn as_slice(&self) -> &[RawEvent] {
+    fn as_slice(&self) -> &[T] {
         if self.ptr.is_null() {
             return &[];
         }

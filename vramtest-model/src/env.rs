@@ -129,6 +129,51 @@ pub fn timeout() -> Result<Option<std::time::Duration>, String> {
     }
 }
 
+/// When the harness captures call sites (`VRAMTEST_SITES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sites {
+    /// Never (`0`, `off`, `false`).
+    Off,
+    /// For a regression measured on the CPU (unset, `auto`, `1`): the default.
+    OnRegression,
+    /// For every test measured on the CPU (`always`; what `show --sites` sets).
+    Always,
+}
+
+/// `VRAMTEST_SITES`: see [`Sites`].
+pub fn sites() -> Result<Sites, String> {
+    match std::env::var("VRAMTEST_SITES").unwrap_or_default().as_str() {
+        "" | "auto" | "1" | "on" | "true" => Ok(Sites::OnRegression),
+        "0" | "off" | "false" => Ok(Sites::Off),
+        "always" => Ok(Sites::Always),
+        other => Err(format!(
+            "VRAMTEST_SITES={other}: unknown mode (hint: use 0 to turn call sites off, always, or auto)"
+        )),
+    }
+}
+
+/// How long capturing call sites may take, all re-runs together
+/// (`VRAMTEST_SITES_TIMEOUT=<seconds>`, default [`DEFAULT_SITES_TIMEOUT`]).
+pub fn sites_timeout() -> Result<std::time::Duration, String> {
+    match std::env::var("VRAMTEST_SITES_TIMEOUT") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| {
+                format!(
+                    "VRAMTEST_SITES_TIMEOUT={v}: not a number of seconds (hint: VRAMTEST_SITES_TIMEOUT=300)"
+                )
+            }),
+        _ => Ok(DEFAULT_SITES_TIMEOUT),
+    }
+}
+
+/// The default of `VRAMTEST_SITES_TIMEOUT`: two minutes.
+pub const DEFAULT_SITES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Checks every switch that has a fixed set of values (`VRAMTEST_UPDATE`/`INSTA_UPDATE`,
 /// `VRAMTEST_DEVICE`, `VRAMTEST_CONFIG`), so a front end can reject a typo up front.
 pub fn validate() -> Result<(), String> {
@@ -136,5 +181,7 @@ pub fn validate() -> Result<(), String> {
     device()?;
     config()?;
     timeout()?;
+    sites()?;
+    sites_timeout()?;
     Ok(())
 }

@@ -20,6 +20,7 @@ pub mod limit;
 pub mod policy;
 pub mod profile;
 pub mod report;
+pub mod sites;
 pub mod snapshot;
 
 pub use bytes::{HumanBytes, HumanDelta, parse_bytes};

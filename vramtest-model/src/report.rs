@@ -104,6 +104,10 @@ pub struct TestReport {
     /// What the measurement saw beyond the snapshot body (absent when it did not measure).
     #[serde(default)]
     pub details: Option<Details>,
+    /// Where the memory alive at the peak was allocated, when the run captured call
+    /// sites (`show --sites`, a CPU regression).
+    #[serde(default)]
+    pub sites: Option<crate::sites::Sites>,
 }
 
 impl TestReport {

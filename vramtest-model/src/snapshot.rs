@@ -17,9 +17,10 @@
 //! Everything volatile (device name, driver, tool version) lives in the header's `info`,
 //! which comparisons ignore; the body is deterministic for a deterministic program.
 
-use crate::category::Phase;
+use crate::category::{Category, Phase};
 use crate::fit::Scaling;
 use crate::profile::{CategoryBytes, Fidelity, PhaseRecord, Profile};
+use crate::sites::Site;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::Write;
@@ -117,6 +118,54 @@ pub struct Info {
     pub driver: Option<String>,
     /// CUDA version, where there is one.
     pub cuda: Option<String>,
+    /// The top call sites of each category at the peak, when the run captured them
+    /// (`cargo vramtest show --sites`, a regression): what a later failure compares its
+    /// own sites with. Volatile, like the rest of `info`: never compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<(Category, Vec<Site>)>,
+}
+
+impl Info {
+    /// The `sites` key of a snapshot header's `info`, as [`Snapshot::to_text`] writes it
+    /// or `cargo insta accept` rewrites it; empty when there is none (or it is not
+    /// readable: `info` is never worth failing a test over).
+    pub fn sites_in_header(header: &str) -> Vec<(Category, Vec<Site>)> {
+        let mut out: Vec<(Category, Vec<Site>)> = Vec::new();
+        let mut lines = header
+            .lines()
+            .skip_while(|l| l.trim_end() != "info:")
+            .skip(1);
+        let Some(_) = lines.find(|l| l.trim_end() == "  sites:") else {
+            return out;
+        };
+        for line in lines {
+            let indent = line.len() - line.trim_start().len();
+            let text = line.trim();
+            if indent <= 2 && !text.starts_with("- ") {
+                break;
+            }
+            if let Some(item) = text.strip_prefix("- ") {
+                if let (Some(last), Some(site)) = (out.last_mut(), yaml_unquote(item)) {
+                    last.1.extend(Site::from_line(&site));
+                }
+            } else if let Some(Ok(category)) = text.strip_suffix(':').map(str::parse) {
+                out.push((category, Vec::new()));
+            }
+        }
+        out
+    }
+}
+
+/// A YAML scalar's text: plain, double-quoted (JSON's escapes) or single-quoted.
+fn yaml_unquote(s: &str) -> Option<String> {
+    let s = s.trim();
+    if s.starts_with('"') {
+        serde_json::from_str(s).ok()
+    } else if let Some(inner) = s.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
+        Some(inner.replace("''", "'"))
+    } else {
+        Some(s.to_owned())
+    }
 }
 
 /// A whole snapshot file.
@@ -152,6 +201,15 @@ impl Snapshot {
         }
         if let Some(c) = &self.info.cuda {
             s += &format!("  cuda: {}\n", yaml_str(c));
+        }
+        if !self.info.sites.is_empty() {
+            s += "  sites:\n";
+            for (category, sites) in &self.info.sites {
+                s += &format!("    {category}:\n");
+                for site in sites {
+                    s += &format!("      - {}\n", yaml_str(&site.to_line()));
+                }
+            }
         }
         s += "---\n";
         s += &self.body.to_text();

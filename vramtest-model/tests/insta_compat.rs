@@ -11,6 +11,7 @@ use insta::internals::{Content, TextSnapshotContents};
 use std::path::{Path, PathBuf};
 use test_case::test_case;
 use vramtest_model::fit::{Linear, Scaling};
+use vramtest_model::sites::{Site, SiteKey};
 use vramtest_model::snapshot::{self, Info};
 use vramtest_model::{
     Body, Category, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot,
@@ -107,6 +108,7 @@ fn info(class: DeviceClass) -> Info {
             tool: "vramtest 0.1.0".into(),
             driver: None,
             cuda: None,
+            sites: sites(),
         },
         DeviceClass::Cuda => Info {
             device: "NVIDIA H100 80GB HBM3".into(),
@@ -114,8 +116,45 @@ fn info(class: DeviceClass) -> Info {
             tool: "vramtest 0.1.0".into(),
             driver: Some("550.54.15".into()),
             cuda: Some("12.4".into()),
+            sites: Vec::new(),
         },
     }
+}
+
+/// Call sites as a run that captured them keeps them: names with `<`, `>`, `:`, spaces
+/// and quotes, a site whose operation is unknown.
+fn sites() -> Vec<(Category, Vec<Site>)> {
+    let site = |bytes, location: &str, operation: Option<&str>| Site {
+        bytes,
+        count: 2,
+        key: SiteKey {
+            operation: operation.map(str::to_owned),
+            location: Some(location.to_owned()),
+        },
+    };
+    vec![
+        (
+            Category::Activations,
+            vec![
+                site(
+                    524_288,
+                    "src/lib.rs:79",
+                    Some("candle_core::tensor::Tensor::cat"),
+                ),
+                site(
+                    131_072,
+                    "src/model's.rs:12",
+                    Some(
+                        "<candle_core::tensor::Tensor as core::ops::arith::Add<&candle_core::tensor::Tensor>>::add",
+                    ),
+                ),
+            ],
+        ),
+        (
+            Category::Temporaries,
+            vec![site(64, "tests/vram.rs:30", None)],
+        ),
+    ]
 }
 
 /// A scratch directory of its own for each case.
@@ -143,19 +182,36 @@ fn write_like_the_harness(dir: &Path, snap: &Snapshot, pending: bool) -> PathBuf
 }
 
 /// The `info` map as insta read it: key → string.
+/// `sites` becomes one entry per category, its lines joined by newlines.
 fn info_of(content: Option<&Content>) -> Vec<(String, String)> {
     let Some(Content::Map(entries)) = content.map(Content::resolve_inner) else {
         panic!("info is not a map: {content:?}");
     };
-    entries
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().expect("string keys").to_owned(),
-                v.as_str().expect("string values").to_owned(),
-            )
-        })
-        .collect()
+    let mut out = Vec::new();
+    for (k, v) in entries {
+        let key = k.as_str().expect("string keys").to_owned();
+        if key != "sites" {
+            out.push((key, v.as_str().expect("string values").to_owned()));
+            continue;
+        }
+        let Content::Map(categories) = v.resolve_inner() else {
+            panic!("sites is not a map: {v:?}");
+        };
+        for (category, lines) in categories {
+            let Content::Seq(lines) = lines.resolve_inner() else {
+                panic!("the sites of {category:?} are not a list: {lines:?}");
+            };
+            let lines: Vec<&str> = lines
+                .iter()
+                .map(|l| l.as_str().expect("string lines"))
+                .collect();
+            out.push((
+                format!("sites.{}", category.as_str().expect("string keys")),
+                lines.join("\n"),
+            ));
+        }
+    }
+    out
 }
 
 fn expected_info(info: &Info) -> Vec<(String, String)> {
@@ -169,6 +225,10 @@ fn expected_info(info: &Info) -> Vec<(String, String)> {
     }
     if let Some(c) = &info.cuda {
         out.push(("cuda".into(), c.clone()));
+    }
+    for (category, sites) in &info.sites {
+        let lines: Vec<String> = sites.iter().map(Site::to_line).collect();
+        out.push((format!("sites.{category}"), lines.join("\n")));
     }
     out
 }
@@ -259,6 +319,7 @@ fn we_read_what_insta_writes(class: DeviceClass, sweep: bool) {
         .unwrap()
         .expect("the file exists");
     assert_eq!(parsed.body, snap.body);
+    assert_eq!(Info::sites_in_header(&parsed.header), snap.info.sites);
     // insta writes the header as we do: accepting does not churn the file.
     assert_eq!(std::fs::read_to_string(&committed).unwrap(), snap.to_text());
 

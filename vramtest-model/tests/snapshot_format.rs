@@ -132,6 +132,7 @@ fn valid_snapshot() -> Snapshot {
             tool: "vramtest 0.1.0".into(),
             driver: None,
             cuda: None,
+            sites: Vec::new(),
         },
         body: valid_body(),
     }
@@ -172,6 +173,7 @@ fn a_cuda_snapshot_with_every_optional_field_round_trips() {
         tool: "vramtest 0.1.0".into(),
         driver: Some("570.86.15".into()),
         cuda: Some("12.8".into()),
+        sites: Vec::new(),
     };
     snap.body.device_class = DeviceClass::Cuda;
     snap.body.fidelity = Fidelity::Phase;

@@ -248,6 +248,7 @@ pub(crate) mod fixtures {
             written: None,
             output: None,
             details: None,
+            sites: None,
         };
         match status {
             Status::Regressed => {

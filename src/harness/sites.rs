@@ -1,0 +1,411 @@
+//! Call sites: which line allocated the memory of each category.
+//!
+//! A step on the CPU is deterministic, so its allocator calls repeat one for one from
+//! one process to the next. The parent runs the test twice more, each in a child of
+//! its own: the first names the calls whose blocks are alive at the peak (and at each
+//! category's own peak), the second captures a stack trace of exactly those calls,
+//! checks that its stream has the first one's fingerprint (count and sizes of the
+//! calls), and symbolizes the traces from the test binary's debug info. A step that
+//! does not repeat itself gets a third run that captures every call, and a note that
+//! says so. None of this happens unless asked (`VRAMTEST_SITES=always`, what `cargo
+//! vramtest show --sites` sets) or a CPU result regressed; `VRAMTEST_SITES=0` turns it
+//! off.
+
+use super::TestDef;
+use super::child::{ChildResult, SitesMode, SitesOutcome};
+use super::parent::Run;
+use crate::probe::heap;
+use crate::step::Device;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use vramtest_model::Event;
+use vramtest_model::sites::{self, Call, Capture, Plan, SiteKey, Sites};
+
+// ---------------------------------------------------------------------------------------
+// The child's side.
+
+/// What the child's `mode` asks of the events it just recorded (`traces`: what the
+/// probe captured).
+pub(super) fn outcome(
+    mode: &SitesMode,
+    plan: Option<&Plan>,
+    events: &[Event],
+    package_dir: &Path,
+) -> Option<SitesOutcome> {
+    let traces = match mode {
+        SitesMode::Off => return None,
+        SitesMode::Plan => return Some(SitesOutcome::Plan(sites::plan(events))),
+        SitesMode::Capture(_) | SitesMode::Everything => heap::traces(),
+    };
+    let captured: std::collections::HashSet<Call> = traces.iter().map(|(c, _)| *c).collect();
+    let missing = sites::uncaptured(events, |c| captured.contains(&c));
+    let capture = match mode {
+        SitesMode::Capture(_) => {
+            let planned = plan
+                .expect("a capture run reads its plan first")
+                .fingerprint;
+            let measured = sites::Fingerprint::of(events);
+            if measured != planned || missing > 0 {
+                return Some(SitesOutcome::Mismatch {
+                    planned,
+                    measured,
+                    missing: missing as u64,
+                });
+            }
+            Capture::Planned
+        }
+        _ => Capture::Everything,
+    };
+    let keys = symbolize(&traces, package_dir);
+    Some(SitesOutcome::Found(sites::sites(
+        events,
+        capture,
+        traces.len() as u64,
+        |call| keys.get(&call).cloned(),
+    )))
+}
+
+/// One frame of a symbolized trace (inlined functions are frames of their own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Frame {
+    /// The demangled name, without its hash.
+    name: Option<String>,
+    file: Option<PathBuf>,
+    line: Option<u32>,
+}
+
+/// The site of each captured call, symbolized from this binary's debug info. Each
+/// distinct return address is resolved once.
+fn symbolize(traces: &[(Call, Vec<usize>)], package_dir: &Path) -> HashMap<Call, SiteKey> {
+    let mut resolved: HashMap<usize, Vec<Frame>> = HashMap::new();
+    let places = Places::new(package_dir);
+    traces
+        .iter()
+        .map(|(call, ips)| {
+            let frames = ips
+                .iter()
+                .flat_map(|&ip| resolved.entry(ip).or_insert_with(|| resolve(ip)).clone());
+            (*call, places.site(frames))
+        })
+        .collect()
+}
+
+fn resolve(ip: usize) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    // `resolve` looks up the instruction before a return address, i.e. the call.
+    backtrace::resolve(ip as *mut std::ffi::c_void, |symbol| {
+        frames.push(Frame {
+            name: symbol.name().map(|n| format!("{n:#}")),
+            file: symbol.filename().map(Path::to_path_buf),
+            line: symbol.lineno(),
+        });
+    });
+    if frames.is_empty() {
+        frames.push(Frame {
+            name: None,
+            file: None,
+            line: None,
+        });
+    }
+    frames
+}
+
+/// What is the user's code and what is not, for one package.
+struct Places {
+    package_dir: PathBuf,
+    /// Where cargo keeps downloaded crates (`$CARGO_HOME`, else `~/.cargo`).
+    cargo_home: Option<PathBuf>,
+}
+
+impl Places {
+    fn new(package_dir: &Path) -> Places {
+        let cargo_home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+        Places {
+            package_dir: package_dir.to_path_buf(),
+            cargo_home,
+        }
+    }
+
+    /// The site of one trace (frames innermost first): the first frame outside the
+    /// standard library and vramtest (the operation), and the first frame in the
+    /// user's own code (the location).
+    fn site(&self, frames: impl Iterator<Item = Frame>) -> SiteKey {
+        let mut key = SiteKey::default();
+        for frame in frames {
+            if frame.name.as_deref().is_some_and(is_internal) || frame.name.is_none() {
+                continue;
+            }
+            if key.operation.is_none() {
+                key.operation = frame.name.clone();
+            }
+            if let (Some(file), Some(line)) = (&frame.file, frame.line)
+                && self.is_users(file)
+            {
+                key.location = Some(format!("{}:{line}", self.shown(file)));
+                break;
+            }
+        }
+        key
+    }
+
+    /// Code the user wrote: a source file outside cargo's downloaded crates, the Rust
+    /// toolchain and vramtest's own sources (`main!` expands to code there).
+    fn is_users(&self, file: &Path) -> bool {
+        if file.starts_with(Path::new(env!("CARGO_MANIFEST_DIR")).join("src")) {
+            return false;
+        }
+        let text = file.to_string_lossy().replace('\\', "/");
+        if text.starts_with("/rustc/") || text.contains("/rustlib/") {
+            return false;
+        }
+        if self
+            .cargo_home
+            .as_ref()
+            .is_some_and(|h| file.starts_with(h))
+            || text.contains("/.cargo/registry/")
+            || text.contains("/.cargo/git/")
+        {
+            return false;
+        }
+        file.is_absolute() || file.components().count() > 1
+    }
+
+    /// A path relative to the package when it lies inside it.
+    fn shown(&self, file: &Path) -> String {
+        file.strip_prefix(&self.package_dir)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .replace('\\', "/")
+    }
+}
+
+/// Crates whose frames are never the answer: the standard library, the allocator
+/// plumbing, vramtest itself and what it uses to capture traces.
+const INTERNAL_CRATES: &[&str] = &[
+    "__rustc",
+    "std",
+    "core",
+    "alloc",
+    "hashbrown",
+    "backtrace",
+    "vramtest",
+    "vramtest_model",
+    "vramtest_chart",
+    "libtest_mimic",
+];
+
+/// Whether a demangled name belongs to an internal crate: `alloc::vec::Vec<T>::push`,
+/// `<alloc::vec::Vec<T> as core::clone::Clone>::clone`, `<T as alloc::borrow::ToOwned>
+/// ::to_owned` (a generic impl: its trait decides), `__rust_alloc` (no path at all).
+fn is_internal(name: &str) -> bool {
+    let crate_of = |path: &str| -> Option<String> {
+        let path = path.trim_start_matches(['&', '*', '[', '(', ' ']);
+        let path = path.strip_prefix("mut ").unwrap_or(path);
+        let path = path.strip_prefix("dyn ").unwrap_or(path);
+        path.split_once("::")
+            .map(|(krate, _)| krate.to_owned())
+            .filter(|k| !k.contains(['<', ' ']))
+    };
+    let internal = |krate: &str| INTERNAL_CRATES.contains(&krate);
+    if let Some(inner) = name.strip_prefix('<') {
+        // `<Self as Trait>::method` or `<Self>::method`.
+        let (self_ty, rest) = match inner.split_once(" as ") {
+            Some((s, rest)) => (s, Some(rest)),
+            None => (inner, None),
+        };
+        return match crate_of(self_ty) {
+            Some(krate) => internal(&krate),
+            None => rest.and_then(crate_of).is_none_or(|k| internal(&k)),
+        };
+    }
+    crate_of(name).is_none_or(|k| internal(&k))
+}
+
+// ---------------------------------------------------------------------------------------
+// The parent's side.
+
+impl Run {
+    /// Re-runs the test to find the call sites of the memory alive at its peak, within
+    /// `VRAMTEST_SITES_TIMEOUT` (every re-run together). CPU only.
+    pub(super) fn collect_sites(
+        &self,
+        name: &str,
+        def: &TestDef,
+        batch: usize,
+    ) -> Result<Sites, String> {
+        let budget = vramtest_model::env::sites_timeout()?;
+        let deadline = Instant::now() + budget;
+        let cut_short = || {
+            format!(
+                "call sites: cut short after {} (VRAMTEST_SITES_TIMEOUT)",
+                humantime(budget)
+            )
+        };
+        let run = |mode: SitesMode| -> Result<SitesOutcome, String> {
+            let left = deadline
+                .checked_duration_since(Instant::now())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(cut_short)?;
+            let timeout = Some(self.timeout.map_or(left, |t| t.min(left)));
+            let (result, output) = self
+                .spawn_child_with(name, def, Device::Cpu, batch, &mode, timeout)
+                .map_err(|e| {
+                    if Instant::now() >= deadline {
+                        cut_short()
+                    } else {
+                        format!("call sites: {e}")
+                    }
+                })?;
+            match result {
+                Some(ChildResult::Measured {
+                    sites: Some(outcome),
+                    ..
+                }) => Ok(outcome),
+                Some(ChildResult::Failed { message }) => {
+                    Err(format!("call sites: the re-run failed: {message}"))
+                }
+                _ => Err(format!(
+                    "call sites: the re-run ended without a result{}",
+                    if output.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n---- output ----\n{}", output.trim())
+                    }
+                )),
+            }
+        };
+        let plan = match run(SitesMode::Plan)? {
+            SitesOutcome::Plan(plan) => plan,
+            _ => return Err("call sites: the first re-run returned no plan".into()),
+        };
+        let file = self.results.file_for(&format!("{name}@{batch}-plan"));
+        std::fs::write(&file, serde_json::to_vec(&plan).expect("plans serialize"))
+            .map_err(|e| format!("call sites: cannot write {}: {e}", file.display()))?;
+        let captured = run(SitesMode::Capture(file.clone()));
+        let _ = std::fs::remove_file(&file);
+        match captured? {
+            SitesOutcome::Found(sites) => Ok(sites),
+            SitesOutcome::Mismatch {
+                planned,
+                measured,
+                missing,
+            } => match run(SitesMode::Everything)? {
+                SitesOutcome::Found(mut sites) => {
+                    let what = if planned == measured {
+                        format!(
+                            "{missing} blocks alive at its peaks were made by calls the first run did not have"
+                        )
+                    } else if planned.calls == measured.calls {
+                        format!(
+                            "{} allocator calls both times, of other sizes",
+                            planned.calls
+                        )
+                    } else {
+                        format!("{} allocator calls, then {}", planned.calls, measured.calls)
+                    };
+                    sites.notes.push(format!(
+                        "the step did not repeat its allocations ({what}): traces were captured for every allocation of a third run"
+                    ));
+                    Ok(sites)
+                }
+                _ => Err("call sites: the last re-run found none".into()),
+            },
+            SitesOutcome::Plan(_) => Err("call sites: the capture re-run returned a plan".into()),
+        }
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    format!("{:.0?}", d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    #[test_case("alloc::vec::Vec<T,A>::push", true)]
+    #[test_case("<alloc::vec::Vec<T> as core::clone::Clone>::clone", true)]
+    #[test_case("<T as alloc::borrow::ToOwned>::to_owned", true)]
+    #[test_case("<[T] as alloc::slice::hack::ConvertVec>::to_vec", true)]
+    #[test_case("__rust_alloc", true)]
+    #[test_case("vramtest::probe::heap::on_alloc", true)]
+    #[test_case(
+        "<vramtest::probe::heap::Counting<A> as core::alloc::global::GlobalAlloc>::alloc",
+        true
+    )]
+    #[test_case("candle_core::tensor::Tensor::cat", false)]
+    #[test_case("<candle_core::tensor::Tensor as core::ops::arith::Add>::add", false)]
+    #[test_case("<T as candle_core::op::Module>::forward", false)]
+    #[test_case("<&candle_core::tensor::Tensor as core::ops::arith::Add>::add", false)]
+    #[test_case("candle_mlp::Mlp::loss::{{closure}}", false)]
+    fn internal_frames_are_those_of_std_and_vramtest(name: &str, internal: bool) {
+        assert_eq!(is_internal(name), internal, "{name}");
+    }
+
+    fn frame(name: &str, file: &str, line: u32) -> Frame {
+        Frame {
+            name: Some(name.into()),
+            file: Some(file.into()),
+            line: Some(line),
+        }
+    }
+
+    #[test]
+    fn a_site_is_the_first_library_frame_and_the_first_frame_of_the_users_code() {
+        let places = Places {
+            package_dir: "/work/app".into(),
+            cargo_home: Some("/home/u/.cargo".into()),
+        };
+        let frames = vec![
+            frame(
+                "alloc::raw_vec::RawVec<T>::allocate",
+                "/rustc/abc/library/alloc/src/raw_vec.rs",
+                10,
+            ),
+            frame(
+                "candle_core::cpu_backend::copy",
+                "/home/u/.cargo/registry/src/index.crates.io-1/candle-core-0.11.0/src/cpu.rs",
+                200,
+            ),
+            frame(
+                "candle_core::tensor::Tensor::cat",
+                "/home/u/.cargo/registry/src/index.crates.io-1/candle-core-0.11.0/src/tensor_cat.rs",
+                20,
+            ),
+            frame("app::Mlp::loss", "/work/app/src/lib.rs", 79),
+            frame("vram::mlp_adamw", "/work/app/tests/vram.rs", 23),
+        ];
+        assert_eq!(
+            places.site(frames.into_iter()),
+            SiteKey {
+                operation: Some("candle_core::cpu_backend::copy".into()),
+                location: Some("src/lib.rs:79".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn code_outside_the_package_but_not_downloaded_is_the_users_too() {
+        let places = Places {
+            package_dir: "/work/ws/crates/app".into(),
+            cargo_home: Some("/home/u/.cargo".into()),
+        };
+        let key = places.site(
+            vec![frame(
+                "model::Net::forward",
+                "/work/ws/crates/model/src/net.rs",
+                5,
+            )]
+            .into_iter(),
+        );
+        assert_eq!(
+            key.location.as_deref(),
+            Some("/work/ws/crates/model/src/net.rs:5")
+        );
+        assert_eq!(key.operation.as_deref(), Some("model::Net::forward"));
+    }
+}

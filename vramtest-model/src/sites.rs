@@ -1,0 +1,743 @@
+//! Call sites: where the bytes of each category were allocated.
+//!
+//! On the CPU a step is deterministic, so a second run of it makes the same allocator
+//! calls with the same sizes between the same markers (the order inside a stretch
+//! between two markers may differ: a `HashMap` iterates in a random order in each
+//! process). That makes a cheap question of "which line allocated the memory alive at
+//! the peak": a first run names the sizes that matter in each stretch ([`plan`]), a
+//! second run captures a stack trace for the calls of those sizes in those stretches
+//! only, checks that its own stream has the same [`Fingerprint`] and that every block
+//! alive at its own peaks was captured ([`uncaptured`]), and groups the blocks by where
+//! they were made ([`sites`]).
+//!
+//! Nothing here captures or symbolizes: the harness does, and hands in a function from
+//! a call to its [`SiteKey`].
+
+use crate::category::{Category, Phase};
+use crate::ledger::{self, Event};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+
+/// How many sites each list keeps (reports and `show --sites`).
+pub const KEPT: usize = 10;
+/// How many sites per category a snapshot's `info` keeps.
+pub const IN_SNAPSHOT: usize = 3;
+/// How many sites of a grown category a failure names.
+pub const IN_FAILURE: usize = 3;
+
+/// Identifies one allocator call of a stream: its position among the stream's
+/// allocations and resizes (`Event::Alloc` and `Event::Realloc`), from 0.
+pub type Call = u32;
+
+/// A stretch of the stream between two markers (phase, iteration and tag boundaries),
+/// numbered from 0: the number of markers before it.
+pub type Stretch = u32;
+
+/// What a second run must reproduce for its calls to line up with the first's: the
+/// number of allocator calls, and a hash of the sizes of each stretch's calls (in size
+/// order: the order inside a stretch may differ from run to run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub calls: u64,
+    /// FNV-1a over (stretch, sorted sizes) of each stretch.
+    pub sizes_hash: u64,
+}
+
+impl Fingerprint {
+    pub fn of(events: &[Event]) -> Fingerprint {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut feed = |v: u64| {
+            for b in v.to_le_bytes() {
+                hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        let mut calls = 0;
+        let mut sizes: Vec<u64> = Vec::new();
+        let mut stretch: u64 = 0;
+        let mut end_stretch = |sizes: &mut Vec<u64>, stretch: u64| {
+            sizes.sort_unstable();
+            feed(stretch);
+            for &s in sizes.iter() {
+                feed(s);
+            }
+            sizes.clear();
+        };
+        for e in events {
+            match *e {
+                Event::Alloc { bytes, .. } | Event::Realloc { bytes, .. } => {
+                    calls += 1;
+                    sizes.push(bytes);
+                }
+                Event::Free { .. } => {}
+                _ => {
+                    end_stretch(&mut sizes, stretch);
+                    stretch += 1;
+                }
+            }
+        }
+        end_stretch(&mut sizes, stretch);
+        Fingerprint {
+            calls,
+            sizes_hash: hash,
+        }
+    }
+}
+
+/// What a capture run captures traces of: every call of these sizes in these stretches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// `(stretch, bytes)`, sorted, without duplicates.
+    pub wanted: Vec<(Stretch, u64)>,
+    pub fingerprint: Fingerprint,
+}
+
+/// The stretch and size of every call behind a block alive at the step's peak or at a
+/// category's own peak: the only blocks whose sites [`sites`] reports.
+pub fn plan(events: &[Event]) -> Plan {
+    let calls = wanted_calls(events);
+    let mut wanted = Vec::with_capacity(calls.len());
+    let mut stretch: Stretch = 0;
+    let mut call: Call = 0;
+    let mut next = calls.iter().peekable();
+    for e in events {
+        match *e {
+            Event::Alloc { bytes, .. } | Event::Realloc { bytes, .. } => {
+                if next.peek() == Some(&&call) {
+                    next.next();
+                    wanted.push((stretch, bytes));
+                }
+                call += 1;
+            }
+            Event::Free { .. } => {}
+            _ => stretch += 1,
+        }
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    Plan {
+        wanted,
+        fingerprint: Fingerprint::of(events),
+    }
+}
+
+/// The calls behind every block alive at the step's peak and at each category's own
+/// peak, sorted.
+pub fn wanted_calls(events: &[Event]) -> Vec<Call> {
+    let moments = Moments::of(events);
+    let mut calls: Vec<Call> = live_at(events, &moments)
+        .into_iter()
+        .flatten()
+        .map(|b| b.call)
+        .collect();
+    calls.sort_unstable();
+    calls.dedup();
+    calls
+}
+
+/// How many of the calls [`sites`] needs have no trace (`captured` says which do).
+pub fn uncaptured(events: &[Event], mut captured: impl FnMut(Call) -> bool) -> usize {
+    wanted_calls(events)
+        .into_iter()
+        .filter(|&c| !captured(c))
+        .count()
+}
+
+/// Where a block was made, as the harness reads it from a stack trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SiteKey {
+    /// The first frame outside the standard library and vramtest: the library
+    /// operation that allocated (`candle_core::tensor::Tensor::cat`).
+    pub operation: Option<String>,
+    /// The first frame in the user's own code, as `file:line` relative to the package
+    /// (`src/lib.rs:79`).
+    pub location: Option<String>,
+}
+
+/// Bytes alive at one moment that were allocated at one site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Site {
+    pub bytes: u64,
+    /// How many blocks.
+    pub count: u64,
+    #[serde(flatten)]
+    pub key: SiteKey,
+}
+
+impl Site {
+    /// The one-line form a snapshot's `info` keeps: `bytes | count | location |
+    /// operation`, `-` for what is unknown.
+    pub fn to_line(&self) -> String {
+        format!(
+            "{} | {} | {} | {}",
+            self.bytes,
+            self.count,
+            self.key.location.as_deref().unwrap_or("-"),
+            self.key.operation.as_deref().unwrap_or("-")
+        )
+    }
+
+    /// Reads [`Site::to_line`]'s form back.
+    pub fn from_line(line: &str) -> Option<Site> {
+        let mut parts = line.splitn(4, " | ");
+        let bytes = parts.next()?.trim().parse().ok()?;
+        let count = parts.next()?.trim().parse().ok()?;
+        let known = |s: &str| (s.trim() != "-").then(|| s.trim().to_owned());
+        let location = known(parts.next()?);
+        let operation = known(parts.next()?);
+        Some(Site {
+            bytes,
+            count,
+            key: SiteKey {
+                operation,
+                location,
+            },
+        })
+    }
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} in {} block{} at {}",
+            crate::HumanBytes(self.bytes),
+            self.count,
+            if self.count == 1 { "" } else { "s" },
+            self.key.location.as_deref().unwrap_or("an unknown line")
+        )?;
+        if let Some(op) = &self.key.operation {
+            write!(f, " ({op})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A category's sites: at the step's peak, and at its own peak when that is higher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CategorySites {
+    pub category: Category,
+    /// The category's bytes alive at the step's peak.
+    pub bytes: u64,
+    /// Where they were allocated, most bytes first (at most [`KEPT`]).
+    pub sites: Vec<Site>,
+    /// The category's own peak, when it is higher than its bytes at the step's peak.
+    pub own_peak: Option<OwnPeak>,
+}
+
+/// A category's own peak and the sites of its bytes at that moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnPeak {
+    pub bytes: u64,
+    /// The phase running at that moment.
+    pub phase: Option<Phase>,
+    pub sites: Vec<Site>,
+}
+
+/// How the traces were captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capture {
+    /// For the calls of a first run's [`Plan`]: the second run matched it.
+    Planned,
+    /// For every allocation of the run (the step did not repeat its allocations).
+    Everything,
+}
+
+/// The call sites of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sites {
+    pub capture: Capture,
+    /// How many stack traces were captured.
+    pub traces: u64,
+    /// Per category with bytes at the peak or an own peak, in report order.
+    pub categories: Vec<CategorySites>,
+    /// What a reader should know (a step that did not repeat itself, a capture cut
+    /// short).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Sites {
+    /// The sites of `category` at the step's peak.
+    pub fn of(&self, category: Category) -> &[Site] {
+        self.categories
+            .iter()
+            .find(|c| c.category == category)
+            .map_or(&[], |c| &c.sites)
+    }
+
+    /// The sites of `category` at its own peak (the figure a snapshot compares).
+    pub fn at_own_peak(&self, category: Category) -> &[Site] {
+        self.categories
+            .iter()
+            .find(|c| c.category == category)
+            .map_or(&[], |c| c.own_peak.as_ref().map_or(&c.sites, |o| &o.sites))
+    }
+
+    /// The top sites of each category at its own peak, as a snapshot's `info` keeps
+    /// them.
+    pub fn for_snapshot(&self) -> Vec<(Category, Vec<Site>)> {
+        Category::ALL
+            .into_iter()
+            .map(|c| (c, self.at_own_peak(c)))
+            .filter(|(_, sites)| !sites.is_empty())
+            .map(|(c, sites)| (c, sites.iter().take(IN_SNAPSHOT).cloned().collect()))
+            .collect()
+    }
+}
+
+/// Groups the blocks alive at the step's peak, and at each category's own peak, by the
+/// site `site_of` gives their call (`None`: no trace was captured for it).
+pub fn sites(
+    events: &[Event],
+    capture: Capture,
+    traces: u64,
+    mut site_of: impl FnMut(Call) -> Option<SiteKey>,
+) -> Sites {
+    let moments = Moments::of(events);
+    let sets = live_at(events, &moments);
+    let mut keys: HashMap<Call, SiteKey> = HashMap::new();
+    let mut key_of = |call: Call| {
+        keys.entry(call)
+            .or_insert_with(|| site_of(call).unwrap_or_default())
+            .clone()
+    };
+    let mut categories = Vec::new();
+    for category in Category::ALL {
+        let at_peak: Vec<&Block> = sets[0].iter().filter(|b| b.category == category).collect();
+        let bytes: u64 = at_peak.iter().map(|b| b.bytes).sum();
+        let sites = group(&at_peak, &mut key_of);
+        let own = &sets[1 + category.index()];
+        let own_bytes: u64 = own.iter().map(|b| b.category_bytes(category)).sum();
+        let own_peak = (own_bytes > bytes).then(|| {
+            let blocks: Vec<&Block> = own.iter().filter(|b| b.category == category).collect();
+            OwnPeak {
+                bytes: own_bytes,
+                phase: moments.category_peaks[category.index()].and_then(|m| m.phase),
+                sites: group(&blocks, &mut key_of),
+            }
+        });
+        if bytes > 0 || own_peak.is_some() {
+            categories.push(CategorySites {
+                category,
+                bytes,
+                sites,
+                own_peak,
+            });
+        }
+    }
+    Sites {
+        capture,
+        traces,
+        categories,
+        notes: Vec::new(),
+    }
+}
+
+fn group(blocks: &[&Block], key_of: &mut impl FnMut(Call) -> SiteKey) -> Vec<Site> {
+    let mut by_key: HashMap<SiteKey, (u64, u64)> = HashMap::new();
+    for b in blocks {
+        let entry = by_key.entry(key_of(b.call)).or_default();
+        entry.0 += b.bytes;
+        entry.1 += 1;
+    }
+    let mut sites: Vec<Site> = by_key
+        .into_iter()
+        .map(|(key, (bytes, count))| Site { bytes, count, key })
+        .collect();
+    sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
+    sites.truncate(KEPT);
+    sites
+}
+
+/// A site of a category that grew, against the same category's sites in the accepted
+/// snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteChange {
+    pub site: Site,
+    /// The site's bytes in the snapshot; `None`: a new site (or no snapshot sites).
+    pub old_bytes: Option<u64>,
+    /// Whether the snapshot had sites to compare with.
+    pub compared: bool,
+}
+
+impl SiteChange {
+    pub fn growth(&self) -> i128 {
+        i128::from(self.site.bytes) - i128::from(self.old_bytes.unwrap_or(0))
+    }
+}
+
+impl fmt::Display for SiteChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.site)?;
+        match self.old_bytes {
+            None if self.compared => write!(f, " [new site]"),
+            None => Ok(()),
+            Some(old) if old < self.site.bytes => write!(
+                f,
+                " [grew at this site by {}]",
+                crate::HumanBytes(self.site.bytes - old)
+            ),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// The sites of a grown category, those that grew most against `old` first (then by
+/// bytes); without `old` (a snapshot taken without sites), by bytes.
+pub fn changes(new: &[Site], old: Option<&[Site]>) -> Vec<SiteChange> {
+    let mut out: Vec<SiteChange> = new
+        .iter()
+        .map(|site| SiteChange {
+            site: site.clone(),
+            old_bytes: old.and_then(|old| old.iter().find(|o| o.key == site.key).map(|o| o.bytes)),
+            compared: old.is_some(),
+        })
+        .collect();
+    if old.is_some() {
+        out.sort_by(|a, b| {
+            b.growth()
+                .cmp(&a.growth())
+                .then_with(|| b.site.bytes.cmp(&a.site.bytes))
+        });
+    }
+    out
+}
+
+/// One block alive at a moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Block {
+    call: Call,
+    bytes: u64,
+    category: Category,
+}
+
+impl Block {
+    fn category_bytes(&self, category: Category) -> u64 {
+        if self.category == category {
+            self.bytes
+        } else {
+            0
+        }
+    }
+}
+
+/// A moment of the stream: after the event at `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Moment {
+    at: usize,
+    phase: Option<Phase>,
+}
+
+/// The step's peak and each category's own peak: the first event after which the
+/// total (or the category's live bytes) reached its highest value.
+#[derive(Debug)]
+struct Moments {
+    peak: Option<Moment>,
+    category_peaks: [Option<Moment>; 8],
+}
+
+impl Moments {
+    fn of(events: &[Event]) -> Moments {
+        let mut best_total = 0;
+        let mut best = [0u64; 8];
+        let mut peak = None;
+        let mut category_peaks = [None; 8];
+        ledger::live_by_category(events, |at, live| {
+            let total = live.total();
+            if total > best_total {
+                best_total = total;
+                peak = Some(at);
+            }
+            for (c, bytes) in live.iter() {
+                if bytes > best[c.index()] {
+                    best[c.index()] = bytes;
+                    category_peaks[c.index()] = Some(at);
+                }
+            }
+        });
+        let phases = phases_at(events);
+        let moment = |at: usize| Moment {
+            at,
+            phase: phases(at),
+        };
+        Moments {
+            peak: peak.map(moment),
+            category_peaks: category_peaks.map(|m| m.map(moment)),
+        }
+    }
+
+    /// The step's peak first, then each category's own peak.
+    fn all(&self) -> impl Iterator<Item = Option<usize>> + '_ {
+        std::iter::once(self.peak)
+            .chain(self.category_peaks.iter().copied())
+            .map(|m| m.map(|m| m.at))
+    }
+}
+
+/// A function from an event's index to the innermost phase running there.
+fn phases_at(events: &[Event]) -> impl Fn(usize) -> Option<Phase> {
+    // (index of the event that changed it, phase from then on)
+    let mut changes: Vec<(usize, Option<Phase>)> = vec![(0, None)];
+    let mut stack: Vec<Phase> = Vec::new();
+    for (at, e) in events.iter().enumerate() {
+        match *e {
+            Event::PhaseStart(p) => stack.push(p),
+            Event::PhaseEnd => {
+                stack.pop();
+            }
+            _ => continue,
+        }
+        changes.push((at, stack.last().copied()));
+    }
+    move |at| {
+        let i = changes.partition_point(|&(from, _)| from <= at);
+        changes[i.saturating_sub(1)].1
+    }
+}
+
+/// The blocks alive after each of `moments` (the step's peak, then each category's
+/// own peak; an empty set where there is no such moment).
+fn live_at(events: &[Event], moments: &Moments) -> Vec<Vec<Block>> {
+    let wanted: Vec<Option<usize>> = moments.all().collect();
+    let mut sets = vec![Vec::new(); wanted.len()];
+    let mut order: Vec<(usize, usize)> = wanted
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.map(|at| (at, i)))
+        .collect();
+    order.sort_unstable();
+    let mut next = order.iter().peekable();
+    if next.peek().is_none() {
+        return sets;
+    }
+    let categories = ledger::categories(events);
+    // id → (call, category ordinal, bytes)
+    let mut live: HashMap<u64, (Call, usize, u64)> = HashMap::new();
+    let mut call: Call = 0;
+    let mut ordinal = 0usize;
+    for (at, e) in events.iter().enumerate() {
+        match *e {
+            Event::Alloc { id, bytes } => {
+                live.insert(id, (call, ordinal, bytes));
+                call += 1;
+                ordinal += 1;
+            }
+            Event::Free { id } => {
+                live.remove(&id);
+            }
+            Event::Realloc { from, to, bytes } => {
+                let kept = live.remove(&from).map(|(_, o, _)| o);
+                let o = kept.unwrap_or_else(|| {
+                    ordinal += 1;
+                    ordinal - 1
+                });
+                live.insert(to, (call, o, bytes));
+                call += 1;
+            }
+            _ => {}
+        }
+        while let Some(&&(m, i)) = next.peek() {
+            if m != at {
+                break;
+            }
+            next.next();
+            sets[i] = live
+                .values()
+                .map(|&(call, o, bytes)| Block {
+                    call,
+                    bytes,
+                    category: categories[o],
+                })
+                .collect();
+        }
+        if next.peek().is_none() {
+            break;
+        }
+    }
+    sets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Event::*;
+
+    /// params: 1000 B; forward: a 300 B activation and a 50 B temporary, then a 700 B
+    /// temporary at the peak; backward: frees everything but the parameters.
+    fn stream() -> Vec<Event> {
+        vec![
+            PhaseStart(Phase::Params),
+            Alloc { id: 1, bytes: 1000 },
+            PhaseEnd,
+            IterationStart(0),
+            PhaseStart(Phase::Forward),
+            Alloc { id: 2, bytes: 300 },
+            Alloc { id: 3, bytes: 50 },
+            Free { id: 3 },
+            Alloc { id: 4, bytes: 700 },
+            Free { id: 4 },
+            PhaseEnd,
+            PhaseStart(Phase::Backward),
+            Free { id: 2 },
+            PhaseEnd,
+            IterationEnd,
+        ]
+    }
+
+    #[test]
+    fn the_plan_names_the_calls_alive_at_the_peaks() {
+        // Calls: 0 = params, 1 = activation, 2 = 50 B temporary, 3 = 700 B temporary.
+        // The peak (2000 B) holds 0, 1 and 3; temporaries' own peak is that moment too.
+        assert_eq!(wanted_calls(&stream()), vec![0, 1, 3]);
+        let plan = plan(&stream());
+        // Params' allocation is in stretch 1 (after one marker), forward's in 4.
+        assert_eq!(plan.wanted, vec![(1, 1000), (4, 300), (4, 700)]);
+        assert_eq!(plan.fingerprint.calls, 4);
+        assert_eq!(uncaptured(&stream(), |c| c != 2), 0);
+        assert_eq!(uncaptured(&stream(), |c| c != 3), 1);
+    }
+
+    #[test]
+    fn a_fingerprint_tells_a_different_size_or_count_apart_but_not_another_order() {
+        let a = Fingerprint::of(&stream());
+        let mut other = stream();
+        other[6] = Alloc { id: 3, bytes: 51 };
+        assert_ne!(Fingerprint::of(&other), a);
+        other.truncate(8);
+        assert_ne!(Fingerprint::of(&other).calls, a.calls);
+        assert_eq!(Fingerprint::of(&stream()), a);
+        // The same calls in another order inside one stretch: the same fingerprint.
+        let mut swapped = stream();
+        swapped.swap(5, 6);
+        assert_eq!(Fingerprint::of(&swapped), a);
+        // One call moved to another stretch: not the same.
+        let mut moved = stream();
+        let call = moved.remove(1);
+        moved.insert(4, call);
+        assert_ne!(Fingerprint::of(&moved), a);
+    }
+
+    #[test]
+    fn sites_group_the_peak_by_key_per_category() {
+        let key = |line: u32| SiteKey {
+            operation: Some("lib::op".into()),
+            location: Some(format!("src/lib.rs:{line}")),
+        };
+        let s = sites(&stream(), Capture::Planned, 3, |call| match call {
+            0 => Some(key(10)),
+            1 => Some(key(20)),
+            3 => Some(key(30)),
+            _ => None,
+        });
+        assert_eq!(
+            s.of(Category::Parameters),
+            [Site {
+                bytes: 1000,
+                count: 1,
+                key: key(10)
+            }]
+        );
+        assert_eq!(s.of(Category::Activations)[0].key, key(20));
+        assert_eq!(s.of(Category::Temporaries)[0].bytes, 700);
+        assert_eq!(s.of(Category::Gradients), []);
+        // The activation's own peak is the step's peak: no separate list.
+        let act = &s.categories[s
+            .categories
+            .iter()
+            .position(|c| c.category == Category::Activations)
+            .unwrap()];
+        assert_eq!(act.own_peak, None);
+    }
+
+    #[test]
+    fn a_category_whose_own_peak_is_elsewhere_lists_that_moment_too() {
+        // Backward allocates a 400 B gradient after the peak has passed; it is
+        // released before the iteration ends.
+        let mut events = stream();
+        let at = events.len() - 2;
+        events.insert(at, Alloc { id: 9, bytes: 400 });
+        events.insert(events.len() - 1, Free { id: 9 });
+        let s = sites(&events, Capture::Everything, 5, |call| {
+            Some(SiteKey {
+                operation: None,
+                location: Some(format!("call {call}")),
+            })
+        });
+        let grads = s
+            .categories
+            .iter()
+            .find(|c| c.category == Category::Gradients)
+            .expect("gradients have an own peak");
+        assert_eq!(grads.bytes, 0);
+        let own = grads.own_peak.as_ref().unwrap();
+        assert_eq!(own.bytes, 400);
+        assert_eq!(own.phase, Some(Phase::Backward));
+        assert_eq!(own.sites[0].key.location.as_deref(), Some("call 4"));
+    }
+
+    #[test]
+    fn a_resized_block_is_found_at_its_last_call() {
+        let events = vec![
+            PhaseStart(Phase::Params),
+            Alloc { id: 1, bytes: 10 },
+            Realloc {
+                from: 1,
+                to: 2,
+                bytes: 100,
+            },
+            PhaseEnd,
+        ];
+        assert_eq!(wanted_calls(&events), vec![1]);
+    }
+
+    #[test]
+    fn site_lines_round_trip() {
+        for site in [
+            Site {
+                bytes: 524_288,
+                count: 3,
+                key: SiteKey {
+                    operation: Some("<candle_core::Tensor as core::ops::Add>::add".into()),
+                    location: Some("src/lib.rs:79".into()),
+                },
+            },
+            Site {
+                bytes: 1,
+                count: 1,
+                key: SiteKey::default(),
+            },
+        ] {
+            assert_eq!(Site::from_line(&site.to_line()), Some(site));
+        }
+        assert_eq!(Site::from_line("x | 1 | - | -"), None);
+    }
+
+    #[test]
+    fn changes_put_the_most_grown_site_first_and_name_new_ones() {
+        let site = |bytes, line: &str| Site {
+            bytes,
+            count: 1,
+            key: SiteKey {
+                operation: None,
+                location: Some(line.into()),
+            },
+        };
+        let new = [
+            site(2000, "a.rs:1"),
+            site(1000, "b.rs:2"),
+            site(10, "c.rs:3"),
+        ];
+        let old = [site(2000, "a.rs:1"), site(10, "c.rs:3")];
+        let c = changes(&new, Some(&old));
+        assert_eq!(c[0].site.key.location.as_deref(), Some("b.rs:2"));
+        assert_eq!(c[0].old_bytes, None);
+        assert!(c[0].to_string().ends_with("[new site]"), "{}", c[0]);
+        assert_eq!(c[1].old_bytes, Some(2000));
+        // Without the old sites: by bytes, nothing called new.
+        let c = changes(&new, None);
+        assert_eq!(c[0].site.bytes, 2000);
+        assert!(!c[0].to_string().contains("new site"));
+    }
+}
