@@ -266,6 +266,14 @@ pub struct ShowArgs {
     /// bytes per category over the step, phases shaded, the peak marked) to FILE.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Where each category's memory was allocated: builds the test, re-runs it on the
+    /// CPU capturing stack traces of the blocks alive at the peak (and at each
+    /// category's own peak), and prints per category the top call sites: bytes, blocks,
+    /// your line (file:line) and the library operation. Writes no snapshot.
+    #[arg(long, conflicts_with_all = ["pending", "svg"])]
+    pub sites: bool,
+    #[command(flatten)]
+    pub build: BuildArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -85,6 +85,10 @@ pub enum Error {
     )]
     NoTimeline { test: String, target_dir: PathBuf },
 
+    /// `show --sites`: the re-run of the test did not give call sites.
+    #[error("no call sites for {test}: {message}")]
+    NoSites { test: String, message: String },
+
     /// A report (`--junit`, `--markdown`, `--html`, the job summary) could not be written. The
     /// run's verdict was printed before it.
     #[error(

@@ -393,6 +393,9 @@ fn unicode_terminal() -> bool {
 }
 
 fn show(args: &ShowArgs) -> Result<u8> {
+    if args.sites {
+        return show_sites(args);
+    }
     let ws = discover::discover(&args.selection, Vec::new())?;
     let files = snapshots::scan(&ws)?;
     let chosen =
@@ -449,5 +452,82 @@ fn show(args: &ShowArgs) -> Result<u8> {
             println!("\ntimeline written: {}", path.display());
         }
     }
+    Ok(0)
+}
+
+/// `show TEST --sites`: builds the test, re-runs it on the CPU with call sites on, and
+/// prints them. Nothing is written: the run is in check mode.
+fn show_sites(args: &ShowArgs) -> Result<u8> {
+    validate_env()?;
+    let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
+    let exec = ExecArgs {
+        device: Some(DeviceSetting::Cpu),
+        check: true,
+        ..ExecArgs::default()
+    };
+    let mut env = package_env(&ws, &exec);
+    for vars in env.values_mut() {
+        vars.retain(|(k, _)| k != "VRAMTEST_UPDATE");
+        vars.push(("VRAMTEST_SITES".into(), "always".into()));
+        vars.push(("VRAMTEST_UPDATE".into(), "no".into()));
+    }
+    let filter = FilterArgs {
+        filters: vec![args.test.clone()],
+        ..FilterArgs::default()
+    };
+    let mut cases: Vec<TestCase> = select_tests(&ws, &args.build, &filter, &env)?
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    if cases.len() > 1 {
+        // A name that is also part of other names: a whole-name match wins.
+        let exact: Vec<TestCase> = cases
+            .iter()
+            .filter(|c| {
+                c.test_name()
+                    .matches_any(std::slice::from_ref(&args.test), true)
+            })
+            .cloned()
+            .collect();
+        if exact.len() == 1 {
+            cases = exact;
+        }
+    }
+    let case = match cases.as_slice() {
+        [case] => case.clone(),
+        _ => {
+            let names: Vec<String> = cases.iter().map(TestCase::full_name).collect();
+            return Err(Error::Selection {
+                message: format!(
+                    "`{}` names {} tests and --sites re-runs one (hint: name one of: {})",
+                    args.test,
+                    cases.len(),
+                    names.join(", ")
+                ),
+            });
+        }
+    };
+    let progress = Progress::new();
+    let outcomes = run::run(std::slice::from_ref(&case), &env, 1, &progress)?;
+    let report = &outcomes.first().expect("one outcome per test case").report;
+    let Some(sites) = &report.sites else {
+        let lines = || report.message.lines().map(str::trim);
+        let why = lines()
+            .find(|l| l.starts_with("call sites:"))
+            .or_else(|| lines().next())
+            .unwrap_or("");
+        return Err(Error::NoSites {
+            test: case.full_name(),
+            message: if why.is_empty() {
+                format!("the re-run ended {:?}", report.status)
+            } else {
+                why.to_owned()
+            },
+        });
+    };
+    print!(
+        "{}",
+        output::sites::render(&case.full_name(), report.body.as_ref(), sites)
+    );
     Ok(0)
 }

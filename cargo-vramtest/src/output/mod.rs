@@ -9,6 +9,7 @@ pub mod json;
 pub mod junit;
 pub mod list;
 pub mod markdown;
+pub mod sites;
 pub mod table;
 
 use crate::run::Outcome;
