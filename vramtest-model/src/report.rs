@@ -106,7 +106,7 @@ pub struct TestReport {
     pub details: Option<Details>,
     /// Where the memory alive at the peak was allocated, when the run captured call
     /// sites (`show --sites`, a CPU regression).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sites: Option<crate::sites::Sites>,
 }
 
