@@ -131,3 +131,70 @@ fn the_committed_burn_snapshots_pass() {
         assert!(run.output.status.success());
     }
 }
+
+/// The call sites of the memory at the peak, from a re-run on the CPU.
+fn sites_of(test: &str, envs: &[(&str, &str)]) -> (common::Run, vramtest_model::sites::Sites) {
+    let (run, r) = run_one("burn-mlp", test, envs);
+    let sites = r.sites.unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
+    (run, sites)
+}
+/// The 1-based line of the fixture's `src/lib.rs` that contains `needle` (exactly one).
+fn line_of(needle: &str) -> usize {
+    let path = common::repo_root().join("fixtures/burn-mlp/src/lib.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 1, "`{needle}` in {}: {lines:?}", path.display());
+    lines[0]
+}
+
+#[test]
+fn call_sites_find_where_burn_creates_the_parameters() {
+    let (run, sites) = sites_of("mlp_adam", &[("VRAMTEST_SITES", "always")]);
+    // burn creates a parameter on first use: in `touch_parameters`, `param.val()`.
+    let touch = line_of("let _ = param.val();");
+    let top = &sites.of(Category::Parameters)[0];
+    assert_eq!(
+        top.key.location.as_deref(),
+        Some(format!("src/lib.rs:{touch}").as_str()),
+        "{top:?}\n{}",
+        run.text()
+    );
+    // Every weight and bias there, and nothing else there.
+    assert_eq!(top.bytes, parameter_bytes(), "{top:?}");
+    assert_eq!(top.count, 6, "three weights and three biases: {top:?}");
+}
+
+#[test]
+fn a_burn_regression_names_where_activations_grew() {
+    // Twice the batch of the committed snapshot: activations grow.
+    let (run, r) = run_one("burn-mlp", "mlp_adam", &[("BURN_MLP_BATCH", "128")]);
+    assert_eq!(r.status, Status::Regressed, "{}", run.text());
+    let sites = r.sites.unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
+    assert!(
+        r.message
+            .contains("where activations grew (call sites at its peak):"),
+        "{}",
+        r.message
+    );
+    // The committed snapshot keeps no sites: the failure lists them by size, the
+    // forward pass's lines in the fixture first.
+    let forward = [
+        line_of("let x = self.activation.forward(self.fc1.forward(x));"),
+        line_of("let x = self.activation.forward(self.fc2.forward(x));"),
+    ];
+    let top = &sites.at_own_peak(Category::Activations)[0];
+    let location = top.key.location.clone().unwrap_or_default();
+    assert!(
+        forward
+            .iter()
+            .any(|l| location == format!("src/lib.rs:{l}")),
+        "{top:?} is not on a hidden layer's line {forward:?}"
+    );
+    // A hidden layer's output at batch 128: 128 × 1024 f32 per block.
+    assert_eq!(top.bytes % (128 * HIDDEN * F32), 0, "{top:?}");
+}
