@@ -135,7 +135,9 @@ fn the_committed_burn_snapshots_pass() {
 /// The call sites of the memory at the peak, from a re-run on the CPU.
 fn sites_of(test: &str, envs: &[(&str, &str)]) -> (common::Run, vramtest_model::sites::Sites) {
     let (run, r) = run_one("burn-mlp", test, envs);
-    let sites = r.sites.unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
+    let sites = r
+        .sites
+        .unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
     (run, sites)
 }
 /// The 1-based line of the fixture's `src/lib.rs` that contains `needle` (exactly one).
@@ -148,7 +150,12 @@ fn line_of(needle: &str) -> usize {
         .filter(|(_, l)| l.contains(needle))
         .map(|(i, _)| i + 1)
         .collect();
-    assert_eq!(lines.len(), 1, "`{needle}` in {}: {lines:?}", path.display());
+    assert_eq!(
+        lines.len(),
+        1,
+        "`{needle}` in {}: {lines:?}",
+        path.display()
+    );
     lines[0]
 }
 
@@ -174,7 +181,9 @@ fn a_burn_regression_names_where_activations_grew() {
     // Twice the batch of the committed snapshot: activations grow.
     let (run, r) = run_one("burn-mlp", "mlp_adam", &[("BURN_MLP_BATCH", "128")]);
     assert_eq!(r.status, Status::Regressed, "{}", run.text());
-    let sites = r.sites.unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
+    let sites = r
+        .sites
+        .unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
     assert!(
         r.message
             .contains("where activations grew (call sites at its peak):"),

@@ -540,3 +540,137 @@ fn settings_merge_key_by_key_under_cargo_test_and_cargo_vramtest() {
         assert_eq!(r.status("linear_adam"), expected, "{config}\n{}", r.text());
     }
 }
+
+/// The 1-based line of `fixtures/vec-model/<file>` that contains `needle` (exactly one).
+fn vec_model_line(file: &str, needle: &str) -> String {
+    let path = common::repo_root().join("fixtures/vec-model").join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "`{needle}` in {}: {lines:?}",
+        path.display()
+    );
+    format!("{file}:{}", lines[0])
+}
+
+#[test]
+fn call_sites_of_an_exact_model_are_its_own_lines_with_its_own_bytes() {
+    use vramtest_model::sites::Capture;
+    let (run, r) = run_one("vec-model", "linear_adam", &[("VRAMTEST_SITES", "always")]);
+    let sites = r
+        .sites
+        .unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
+    // The step repeats itself: traces of the blocks at the peaks only.
+    assert_eq!(sites.capture, Capture::Planned, "{:?}", sites.notes);
+    assert!(sites.notes.is_empty(), "{:?}", sites.notes);
+    let allocations = r.details.expect("measured").allocations;
+    assert!(
+        sites.traces < allocations,
+        "{} traces for {allocations} allocations",
+        sites.traces
+    );
+    let weights = PARAMS * F32;
+    let at = |c: Category| -> Vec<(String, u64, u64)> {
+        sites
+            .at_own_peak(c)
+            .iter()
+            .map(|s| (s.key.location.clone().unwrap_or_default(), s.bytes, s.count))
+            .collect()
+    };
+    assert_eq!(
+        at(Category::Parameters),
+        [(
+            vec_model_line("src/lib.rs", "w: vec![0.5; PARAMS]"),
+            weights,
+            1
+        )]
+    );
+    let mut moments = at(Category::OptimizerState);
+    moments.sort();
+    assert_eq!(
+        moments,
+        [
+            (
+                vec_model_line("src/lib.rs", "m: vec![0.0; PARAMS]"),
+                weights,
+                1
+            ),
+            (
+                vec_model_line("src/lib.rs", "v: vec![0.0; PARAMS]"),
+                weights,
+                1
+            ),
+        ]
+    );
+    assert_eq!(
+        at(Category::Gradients),
+        [(
+            vec_model_line("src/lib.rs", "let mut g = vec![0f32; PARAMS];"),
+            weights,
+            1
+        )]
+    );
+    // backward's scratch row, at temporaries' own peak: one row of PARAMS f32.
+    assert_eq!(
+        at(Category::Temporaries),
+        [(
+            vec_model_line("src/lib.rs", "let scratch: Vec<f32>"),
+            weights,
+            1
+        )]
+    );
+}
+
+#[test]
+fn a_step_that_does_not_repeat_itself_is_traced_whole_and_says_so() {
+    use vramtest_model::sites::Capture;
+    let scratch = common::scratch_dir("unsteady");
+    let counter = scratch.path().join("runs");
+    let (run, r) = run_one(
+        "vec-model",
+        "fails_on_demand",
+        &[
+            ("VEC_MODEL_FAIL", "unsteady"),
+            ("VEC_MODEL_RUNS", counter.to_str().unwrap()),
+            ("VRAMTEST_SITES", "always"),
+        ],
+    );
+    let sites = r
+        .sites
+        .unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
+    assert_eq!(sites.capture, Capture::Everything);
+    assert!(
+        sites
+            .notes
+            .iter()
+            .any(|n| n.contains("did not repeat its allocations")),
+        "{:?}",
+        sites.notes
+    );
+    // Four processes counted: the measurement, the plan, the capture that did not
+    // match, and the run traced whole, whose own rows are the ones reported.
+    let runs: u64 = std::fs::read_to_string(&counter)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(runs, 4);
+    let row = 1024 * F32 + VEC_HEADER;
+    let rows = sites
+        .at_own_peak(Category::Activations)
+        .iter()
+        .find(|s| {
+            s.key.location.as_deref()
+                == Some(vec_model_line("tests/vram.rs", "vec![vec![0f32; 1024]; runs]").as_str())
+        })
+        .unwrap_or_else(|| panic!("{sites:?}"))
+        .clone();
+    assert_eq!((rows.bytes, rows.count), (runs * row, runs + 1));
+}
