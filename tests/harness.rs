@@ -674,3 +674,23 @@ fn a_step_that_does_not_repeat_itself_is_traced_whole_and_says_so() {
         .clone();
     assert_eq!((rows.bytes, rows.count), (runs * row, runs + 1));
 }
+
+#[test]
+fn call_sites_that_take_too_long_are_cut_short_and_say_so() {
+    let (run, r) = run_one(
+        "vec-model",
+        "linear_adam",
+        &[
+            ("VRAMTEST_SITES", "always"),
+            ("VRAMTEST_SITES_TIMEOUT", "0.001"),
+        ],
+    );
+    assert_eq!(r.status, Status::Passed, "{}", run.text());
+    assert!(r.sites.is_none());
+    assert!(
+        r.message
+            .contains("call sites: cut short after 1ms (VRAMTEST_SITES_TIMEOUT)"),
+        "{}",
+        r.message
+    );
+}

@@ -37,6 +37,8 @@ fn a_bad_environment_switch_is_exit_code_2_before_any_build() {
         ("VRAMTEST_UPDATE", "sometimes", "unknown mode"),
         ("INSTA_UPDATE", "sometimes", "unknown mode"),
         ("VRAMTEST_DEVICE", "tpu", "unknown device"),
+        ("VRAMTEST_SITES", "sometimes", "unknown mode"),
+        ("VRAMTEST_SITES_TIMEOUT", "soon", "not a number of seconds"),
     ] {
         for args in [&[][..], &["list"]] {
             let ran = f.run(args, &[(var, value)]);

@@ -179,6 +179,9 @@ impl Run {
                 lines.push(c.to_string());
             }
         }
+        if let (false, Some(Err(e))) = (regressed, &sites) {
+            lines.push(e.clone());
+        }
         if regressed {
             lines.extend(site_lines(
                 name,
