@@ -103,6 +103,20 @@ impl Run {
             report.sites = Some(found.clone());
         }
 
+        // `VRAMTEST_UPDATE=always` with call sites on also records new sites in a
+        // snapshot whose figures did not change (its `info` only).
+        let mut decision = decision;
+        if decision.write.is_none()
+            && decision.status == Status::Passed
+            && self.update == env::Update::Always
+            && !info.sites.is_empty()
+            && old
+                .as_ref()
+                .is_some_and(|o| o.body == body && Info::sites_in_header(&o.header) != info.sites)
+        {
+            decision.write = Some(Write::Snapshot);
+        }
+
         let snapshot = Snapshot {
             source: report.source.clone(),
             test: name.to_owned(),

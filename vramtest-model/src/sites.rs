@@ -19,10 +19,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 
-/// How many sites each list keeps (reports and `show --sites`).
-pub const KEPT: usize = 10;
-/// How many sites per category a snapshot's `info` keeps.
+/// How many sites per category a snapshot's `info` keeps (then one line for the rest).
 pub const IN_SNAPSHOT: usize = 3;
+/// The location of the line a snapshot's `info` keeps for a category's other sites.
+pub const OTHER_SITES: &str = "(other sites)";
 /// How many sites of a grown category a failure names.
 pub const IN_FAILURE: usize = 3;
 
@@ -219,7 +219,7 @@ pub struct CategorySites {
     pub category: Category,
     /// The category's bytes alive at the step's peak.
     pub bytes: u64,
-    /// Where they were allocated, most bytes first (at most [`KEPT`]).
+    /// Where they were allocated, most bytes first.
     pub sites: Vec<Site>,
     /// The category's own peak, when it is higher than its bytes at the step's peak.
     pub own_peak: Option<OwnPeak>,
@@ -276,13 +276,28 @@ impl Sites {
     }
 
     /// The top sites of each category at its own peak, as a snapshot's `info` keeps
-    /// them.
+    /// them: at most [`IN_SNAPSHOT`], then one line ([`OTHER_SITES`]) with the bytes
+    /// and blocks of all the others.
     pub fn for_snapshot(&self) -> Vec<(Category, Vec<Site>)> {
         Category::ALL
             .into_iter()
             .map(|c| (c, self.at_own_peak(c)))
             .filter(|(_, sites)| !sites.is_empty())
-            .map(|(c, sites)| (c, sites.iter().take(IN_SNAPSHOT).cloned().collect()))
+            .map(|(c, sites)| {
+                let mut kept: Vec<Site> = sites.iter().take(IN_SNAPSHOT).cloned().collect();
+                let rest = &sites[kept.len()..];
+                if !rest.is_empty() {
+                    kept.push(Site {
+                        bytes: rest.iter().map(|s| s.bytes).sum(),
+                        count: rest.iter().map(|s| s.count).sum(),
+                        key: SiteKey {
+                            operation: None,
+                            location: Some(OTHER_SITES.to_owned()),
+                        },
+                    });
+                }
+                (c, kept)
+            })
             .collect()
     }
 }
@@ -347,7 +362,6 @@ fn group(blocks: &[&Block], key_of: &mut impl FnMut(Call) -> SiteKey) -> Vec<Sit
         .map(|(key, (bytes, count))| Site { bytes, count, key })
         .collect();
     sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
-    sites.truncate(KEPT);
     sites
 }
 
@@ -356,43 +370,85 @@ fn group(blocks: &[&Block], key_of: &mut impl FnMut(Call) -> SiteKey) -> Vec<Sit
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SiteChange {
     pub site: Site,
-    /// The site's bytes in the snapshot; `None`: a new site (or no snapshot sites).
+    /// The site's bytes in the snapshot; `None`: not among the snapshot's sites (or the
+    /// snapshot kept none).
     pub old_bytes: Option<u64>,
-    /// Whether the snapshot had sites to compare with.
-    pub compared: bool,
+    /// What the snapshot's list says of a site it does not hold.
+    pub absent: Absent,
+}
+
+/// What a site missing from the snapshot's list means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absent {
+    /// The snapshot kept no sites: nothing to compare with.
+    NoSnapshotSites,
+    /// The snapshot kept every site of the category: this one is new.
+    New,
+    /// The snapshot kept its top sites only, and its other sites held this many bytes
+    /// together: this one is new, or held at most that much before.
+    AtMost(u64),
 }
 
 impl SiteChange {
+    /// How much the site grew, at least (a site under the snapshot's top ones may have
+    /// held up to the smallest of them).
     pub fn growth(&self) -> i128 {
-        i128::from(self.site.bytes) - i128::from(self.old_bytes.unwrap_or(0))
+        let before = match (self.old_bytes, self.absent) {
+            (Some(old), _) => old,
+            (None, Absent::AtMost(floor)) => floor,
+            (None, _) => 0,
+        };
+        i128::from(self.site.bytes) - i128::from(before)
     }
 }
 
 impl fmt::Display for SiteChange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.site)?;
-        match self.old_bytes {
-            None if self.compared => write!(f, " [new site]"),
-            None => Ok(()),
-            Some(old) if old < self.site.bytes => write!(
+        match (self.old_bytes, self.absent) {
+            (None, Absent::New) => write!(f, " [new site]"),
+            (None, Absent::AtMost(before)) => write!(
+                f,
+                " [new site, or grew from at most {}]",
+                crate::HumanBytes(before)
+            ),
+            (Some(old), _) if old < self.site.bytes => write!(
                 f,
                 " [grew at this site by {}]",
                 crate::HumanBytes(self.site.bytes - old)
             ),
-            Some(_) => Ok(()),
+            _ => Ok(()),
         }
     }
 }
 
-/// The sites of a grown category, those that grew most against `old` first (then by
-/// bytes); without `old` (a snapshot taken without sites), by bytes.
+/// The sites of a grown category, those that grew most against `old` (the snapshot's
+/// list of the category, as [`Sites::for_snapshot`] keeps it) first, then by bytes;
+/// without `old` (a snapshot taken without sites), by bytes.
 pub fn changes(new: &[Site], old: Option<&[Site]>) -> Vec<SiteChange> {
+    let is_rest = |s: &Site| s.key.location.as_deref() == Some(OTHER_SITES);
+    let absent = match old {
+        None => Absent::NoSnapshotSites,
+        Some(old) => match old.iter().find(|s| is_rest(s)) {
+            // A site under the top ones held at most what all of them held, and at
+            // most what the smallest top one held.
+            Some(rest) => Absent::AtMost(
+                old.iter()
+                    .filter(|s| !is_rest(s))
+                    .map(|s| s.bytes)
+                    .min()
+                    .unwrap_or(rest.bytes)
+                    .min(rest.bytes),
+            ),
+            None => Absent::New,
+        },
+    };
     let mut out: Vec<SiteChange> = new
         .iter()
         .map(|site| SiteChange {
             site: site.clone(),
             old_bytes: old.and_then(|old| old.iter().find(|o| o.key == site.key).map(|o| o.bytes)),
-            compared: old.is_some(),
+            absent,
         })
         .collect();
     if old.is_some() {
@@ -735,9 +791,64 @@ mod tests {
         assert_eq!(c[0].old_bytes, None);
         assert!(c[0].to_string().ends_with("[new site]"), "{}", c[0]);
         assert_eq!(c[1].old_bytes, Some(2000));
+        // A list with a line for its other sites: one missing from it may have been
+        // among those, with at most their bytes (and at most the smallest kept one's).
+        let old = [
+            site(2000, "a.rs:1"),
+            site(600, "d.rs:4"),
+            site(500, "e.rs:5"),
+            site(300, OTHER_SITES),
+        ];
+        let c = changes(&new, Some(&old));
+        assert_eq!(c[0].site.key.location.as_deref(), Some("b.rs:2"));
+        assert_eq!(c[0].growth(), 700);
+        assert!(
+            c[0].to_string()
+                .ends_with("[new site, or grew from at most 300 B]"),
+            "{}",
+            c[0]
+        );
+        assert_eq!(c[2].growth(), -290);
         // Without the old sites: by bytes, nothing called new.
         let c = changes(&new, None);
         assert_eq!(c[0].site.bytes, 2000);
         assert!(!c[0].to_string().contains("new site"));
+    }
+}
+
+#[cfg(test)]
+mod snapshot_tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_keeps_the_top_sites_and_one_line_for_the_rest() {
+        let site = |bytes, count, line: &str| Site {
+            bytes,
+            count,
+            key: SiteKey {
+                operation: None,
+                location: Some(line.into()),
+            },
+        };
+        let all: Vec<Site> = (0..5)
+            .map(|i| site(100 - i, 2, &format!("a.rs:{i}")))
+            .collect();
+        let sites = Sites {
+            capture: Capture::Planned,
+            traces: 10,
+            categories: vec![CategorySites {
+                category: Category::Activations,
+                bytes: all.iter().map(|s| s.bytes).sum(),
+                sites: all.clone(),
+                own_peak: None,
+            }],
+            notes: Vec::new(),
+        };
+        let kept = sites.for_snapshot();
+        assert_eq!(kept.len(), 1);
+        let (category, list) = &kept[0];
+        assert_eq!(*category, Category::Activations);
+        assert_eq!(&list[..IN_SNAPSHOT], &all[..IN_SNAPSHOT]);
+        assert_eq!(list[IN_SNAPSHOT..], [site(97 + 96, 4, OTHER_SITES)]);
     }
 }
