@@ -482,3 +482,120 @@ pub(super) fn display_path(manifest_dir: &Path, p: &Path) -> String {
         .display()
         .to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramtest_model::sites::{Capture, CategorySites, Site, SiteKey};
+    use vramtest_model::{CategoryBytes, Fidelity};
+
+    fn body(activations: u64) -> Body {
+        let peaks = CategoryBytes {
+            activations,
+            parameters: 1 << 20,
+            ..CategoryBytes::default()
+        };
+        Body {
+            schema: 1,
+            device_class: DeviceClass::Cpu,
+            fidelity: Fidelity::Exact,
+            iterations: 3,
+            peak_bytes: peaks.total(),
+            peak_phase: None,
+            peak_iteration: None,
+            at_peak: peaks,
+            category_peaks: peaks,
+            phases: vec![],
+            leak_bytes_per_iteration: 0,
+            scaling: None,
+        }
+    }
+
+    fn sites() -> Sites {
+        let site = |bytes, line: u32| Site {
+            bytes,
+            count: 1,
+            key: SiteKey {
+                operation: Some("lib::op".into()),
+                location: Some(format!("src/lib.rs:{line}")),
+            },
+        };
+        Sites {
+            capture: Capture::Planned,
+            traces: 4,
+            categories: vec![
+                CategorySites {
+                    category: Category::Activations,
+                    bytes: 20 << 20,
+                    sites: vec![site(12 << 20, 10), site(8 << 20, 20)],
+                    own_peak: None,
+                },
+                CategorySites {
+                    category: Category::Parameters,
+                    bytes: 1 << 20,
+                    sites: vec![site(1 << 20, 5)],
+                    own_peak: None,
+                },
+            ],
+            notes: vec!["a note".into()],
+        }
+    }
+
+    /// The snapshot's text with `info.sites` as `found` records them.
+    fn parsed_with(body: &Body, found: &Sites) -> snapshot::Parsed {
+        let snap = Snapshot {
+            source: "tests/vram.rs".into(),
+            test: "t".into(),
+            info: Info {
+                sites: found.for_snapshot(),
+                ..Info::default()
+            },
+            body: body.clone(),
+        };
+        snapshot::parse(&snap.to_text()).unwrap()
+    }
+
+    #[test]
+    fn a_regression_lists_the_sites_of_the_grown_category_most_grown_first() {
+        let (old, new) = (body(10 << 20), body(20 << 20));
+        let cmp = vramtest_model::compare(&old, &new, &Policy::default());
+        // The snapshot had only the line-20 site, at 8 MiB: line 10 is new.
+        let mut before = sites();
+        before.categories[0].sites.remove(0);
+        let old = parsed_with(&old, &before);
+        let lines = site_lines(
+            "t",
+            DeviceClass::Cpu,
+            Some(&Ok(sites())),
+            Some(&old),
+            Some(&cmp),
+            &new,
+        );
+        assert_eq!(
+            lines,
+            [
+                "where activations grew (call sites at its peak, against the snapshot's):",
+                "  12.00 MiB in 1 block at src/lib.rs:10 (lib::op) [new site]",
+                "  8.00 MiB in 1 block at src/lib.rs:20 (lib::op)",
+                "call sites: a note",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_sites_a_cuda_regression_points_to_the_cpu_and_an_error_is_said() {
+        let new = body(20 << 20);
+        let cuda = site_lines("mod::t", DeviceClass::Cuda, None, None, None, &new);
+        assert_eq!(cuda.len(), 1);
+        assert!(
+            cuda[0].starts_with("hint: `cargo vramtest show mod::t --sites`"),
+            "{cuda:?}"
+        );
+        assert!(site_lines("t", DeviceClass::Cpu, None, None, None, &new).is_empty());
+        let failed = Err("call sites: cut short after 1ms (VRAMTEST_SITES_TIMEOUT)".into());
+        assert_eq!(
+            site_lines("t", DeviceClass::Cpu, Some(&failed), None, None, &new),
+            ["call sites: cut short after 1ms (VRAMTEST_SITES_TIMEOUT)"]
+        );
+    }
+}
