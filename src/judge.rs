@@ -145,11 +145,12 @@ pub fn decide(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use vramtest_model::{CategoryBytes, DeviceClass, Fidelity};
 
-    fn body(activations: u64) -> Body {
+    /// A CPU body with 1 MiB of parameters and `activations`.
+    pub(crate) fn body(activations: u64) -> Body {
         let peaks = CategoryBytes {
             activations,
             parameters: 1 << 20,

@@ -140,23 +140,10 @@ fn sites_of(test: &str, envs: &[(&str, &str)]) -> (common::Run, vramtest_model::
         .unwrap_or_else(|| panic!("no call sites:\n{}", run.text()));
     (run, sites)
 }
-/// The 1-based line of the fixture's `src/lib.rs` that contains `needle` (exactly one).
+/// The line of the fixture's `src/lib.rs` that contains `needle` (exactly one).
 fn line_of(needle: &str) -> usize {
-    let path = common::repo_root().join("fixtures/burn-mlp/src/lib.rs");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<usize> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(needle))
-        .map(|(i, _)| i + 1)
-        .collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "`{needle}` in {}: {lines:?}",
-        path.display()
-    );
-    lines[0]
+    let file = common::repo_root().join("fixtures/burn-mlp/src/lib.rs");
+    common::source::line_containing(&file, needle)
 }
 
 #[test]

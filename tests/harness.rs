@@ -541,23 +541,10 @@ fn settings_merge_key_by_key_under_cargo_test_and_cargo_vramtest() {
     }
 }
 
-/// The 1-based line of `fixtures/vec-model/<file>` that contains `needle` (exactly one).
+/// `file:line` of the line of `fixtures/vec-model/<file>` that contains `needle`.
 fn vec_model_line(file: &str, needle: &str) -> String {
     let path = common::repo_root().join("fixtures/vec-model").join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<usize> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(needle))
-        .map(|(i, _)| i + 1)
-        .collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "`{needle}` in {}: {lines:?}",
-        path.display()
-    );
-    format!("{file}:{}", lines[0])
+    format!("{file}:{}", common::source::line_containing(&path, needle))
 }
 
 #[test]

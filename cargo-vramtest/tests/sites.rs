@@ -6,17 +6,9 @@ mod common;
 
 use common::{Fixture, Ran, assert_code};
 
-/// The 1-based line of `src/lib.rs` in the copy that contains `needle` (exactly one).
+/// The line of `src/lib.rs` in the copy that contains `needle` (exactly one).
 fn line_of(f: &Fixture, needle: &str) -> usize {
-    let text = std::fs::read_to_string(f.dir.join("src/lib.rs")).unwrap();
-    let lines: Vec<usize> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(needle))
-        .map(|(i, _)| i + 1)
-        .collect();
-    assert_eq!(lines.len(), 1, "`{needle}` in src/lib.rs: {lines:?}");
-    lines[0]
+    common::source::line_containing(&f.dir.join("src/lib.rs"), needle)
 }
 
 /// The site lines `show --sites` prints under `category`'s heading (at the peak).

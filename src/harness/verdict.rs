@@ -486,30 +486,8 @@ pub(super) fn display_path(manifest_dir: &Path, p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::tests::body;
     use vramtest_model::sites::{Capture, CategorySites, Site, SiteKey};
-    use vramtest_model::{CategoryBytes, Fidelity};
-
-    fn body(activations: u64) -> Body {
-        let peaks = CategoryBytes {
-            activations,
-            parameters: 1 << 20,
-            ..CategoryBytes::default()
-        };
-        Body {
-            schema: 1,
-            device_class: DeviceClass::Cpu,
-            fidelity: Fidelity::Exact,
-            iterations: 3,
-            peak_bytes: peaks.total(),
-            peak_phase: None,
-            peak_iteration: None,
-            at_peak: peaks,
-            category_peaks: peaks,
-            phases: vec![],
-            leak_bytes_per_iteration: 0,
-            scaling: None,
-        }
-    }
 
     fn sites() -> Sites {
         let site = |bytes, line: u32| Site {

@@ -7,6 +7,8 @@
 pub mod fixture_copy;
 #[path = "nextest.rs"]
 pub mod nextest;
+#[path = "source.rs"]
+pub mod source;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -113,18 +113,20 @@ pub fn references_file() -> Option<PathBuf> {
 /// `VRAMTEST_TIMEOUT=<seconds>`: a test still running after this long is killed and
 /// fails. `None` (the default): no limit.
 pub fn timeout() -> Result<Option<std::time::Duration>, String> {
-    match std::env::var("VRAMTEST_TIMEOUT") {
+    seconds("VRAMTEST_TIMEOUT", 600)
+}
+
+/// A positive number of seconds in `var`; `None` when it is unset or empty. The error
+/// suggests `example`.
+fn seconds(var: &str, example: u32) -> Result<Option<std::time::Duration>, String> {
+    match std::env::var(var) {
         Ok(v) if !v.trim().is_empty() => v
             .trim()
             .parse::<f64>()
             .ok()
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(|s| Some(std::time::Duration::from_secs_f64(s)))
-            .ok_or_else(|| {
-                format!(
-                    "VRAMTEST_TIMEOUT={v}: not a number of seconds (hint: VRAMTEST_TIMEOUT=600)"
-                )
-            }),
+            .ok_or_else(|| format!("{var}={v}: not a number of seconds (hint: {var}={example})")),
         _ => Ok(None),
     }
 }
@@ -155,20 +157,7 @@ pub fn sites() -> Result<Sites, String> {
 /// How long capturing call sites may take, all re-runs together
 /// (`VRAMTEST_SITES_TIMEOUT=<seconds>`, default [`DEFAULT_SITES_TIMEOUT`]).
 pub fn sites_timeout() -> Result<std::time::Duration, String> {
-    match std::env::var("VRAMTEST_SITES_TIMEOUT") {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(std::time::Duration::from_secs_f64)
-            .ok_or_else(|| {
-                format!(
-                    "VRAMTEST_SITES_TIMEOUT={v}: not a number of seconds (hint: VRAMTEST_SITES_TIMEOUT=300)"
-                )
-            }),
-        _ => Ok(DEFAULT_SITES_TIMEOUT),
-    }
+    Ok(seconds("VRAMTEST_SITES_TIMEOUT", 300)?.unwrap_or(DEFAULT_SITES_TIMEOUT))
 }
 
 /// The default of `VRAMTEST_SITES_TIMEOUT`: two minutes.

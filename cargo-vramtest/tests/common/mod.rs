@@ -17,6 +17,8 @@
 pub mod fixture_copy;
 #[path = "../../../tests/common/nextest.rs"]
 pub mod nextest;
+#[path = "../../../tests/common/source.rs"]
+pub mod source;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
