@@ -58,12 +58,15 @@ pub(super) fn outcome(
         _ => Capture::Everything,
     };
     let keys = symbolize(&traces, package_dir);
-    Some(SitesOutcome::Found(sites::sites(
-        events,
-        capture,
-        traces.len() as u64,
-        |call| keys.get(&call).cloned(),
-    )))
+    let mut found = sites::sites(events, capture, traces.len() as u64, |call| {
+        keys.get(&call).cloned()
+    });
+    if !keys.is_empty() && keys.values().all(|k| k.location.is_none()) {
+        found.notes.push(
+            "no trace reached a line of your code: is the test binary built without debug info? (`debug = 1` or more in the test profile; `--release` builds have none unless the release profile asks for it)".into(),
+        );
+    }
+    Some(SitesOutcome::Found(found))
 }
 
 /// One frame of a symbolized trace (inlined functions are frames of their own).
