@@ -25,7 +25,8 @@
 //!
 //! Speed: the table of a long run holds millions of allocations and is far larger than
 //! the processor's caches, so the first walk prefetches the slots of the events a few
-//! steps ahead, and on Linux the table and the per-event arrays ask the kernel for huge
+//! steps ahead (two cache lines each: a probe and a removal's shift back go on past the
+//! first slot; a table that fits the nearer caches is not prefetched), and on Linux the table and the per-event arrays ask the kernel for huge
 //! pages (a hint; with 4 KiB pages nearly every table access also misses the address
 //! translation cache, and filling the arrays takes a page fault per 4 KiB).
 
@@ -215,6 +216,9 @@ struct LiveTable {
 /// How many events ahead the first walk prefetches table slots.
 const PREFETCH_DISTANCE: usize = 16;
 
+/// The table's size in bytes from which the first walk prefetches.
+const PREFETCH_ABOVE: usize = 1 << 20;
+
 /// Marks an unused slot.
 const EMPTY: u64 = u64::MAX;
 
@@ -278,10 +282,17 @@ impl LiveTable {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let slot: *const (u64, Live) = &self.slots[self.home(id)];
+            let home = self.home(id);
+            let slot: *const (u64, Live) = &self.slots[home];
+            // The probe and the shift back of a removal go on to the next slots, often
+            // on the next cache line.
+            let after: *const (u64, Live) = &self.slots[(home + 2).min(self.slots.len() - 1)];
             // SAFETY: a prefetch is a hint with no effect on memory or program state; the
-            // pointer is in bounds anyway, and SSE is part of every x86_64 target.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot.cast()) };
+            // pointers are in bounds anyway, and SSE is part of every x86_64 target.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(slot.cast());
+                _mm_prefetch::<_MM_HINT_T0>(after.cast());
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = id;
@@ -493,7 +504,18 @@ impl Scan {
         };
         advise_huge_pages(&mut s.categories);
         advise_huge_pages(&mut s.ops);
-        let mut table = LiveTable::for_live(most_live);
+        let table = LiveTable::for_live(most_live);
+        // Prefetching pays only where the table outgrows the processor's nearer caches;
+        // elsewhere it is only work.
+        if std::mem::size_of_val(&table.slots[..]) > PREFETCH_ABOVE {
+            Scan::walk::<true>(s, events, table)
+        } else {
+            Scan::walk::<false>(s, events, table)
+        }
+    }
+
+    /// The walk itself, prefetching table slots ahead or not.
+    fn walk<const PREFETCH: bool>(mut s: Scan, events: &[Event], mut table: LiveTable) -> Scan {
         let mut run_stack: Vec<u32> = Vec::new();
         let mut tag_stack: Vec<u8> = Vec::new();
         let mut iteration: u32 = NONE;
@@ -509,7 +531,7 @@ impl Scan {
         let mut after_loop = [[0u64; SITES]; 8];
 
         for (at, event) in events.iter().enumerate() {
-            if let Some(ahead) = events.get(at + PREFETCH_DISTANCE) {
+            if PREFETCH && let Some(ahead) = events.get(at + PREFETCH_DISTANCE) {
                 match *ahead {
                     Event::Alloc { id, .. } | Event::Free { id } => table.prefetch(id),
                     Event::Realloc { from, .. } => table.prefetch(from),
