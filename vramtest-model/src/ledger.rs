@@ -300,7 +300,7 @@ impl LiveTable {
 
     /// Puts `live` under `id`, returning what was there (an allocation whose free was
     /// missed).
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, id: u64, live: Live) -> Option<Live> {
         if id == EMPTY {
             return self.empty_id.replace(live);
@@ -323,7 +323,7 @@ impl LiveTable {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, id: u64) -> Option<Live> {
         if id == EMPTY {
             return self.empty_id.take();
@@ -366,6 +366,8 @@ impl LiveTable {
         Some(found)
     }
 
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let mut bigger = LiveTable::with_slots(self.slots.len() * 2);
         bigger.empty_id = self.empty_id.take();
@@ -799,7 +801,7 @@ impl Scan {
     }
 
     /// `block` is released now, while iteration run `iteration` (or `NONE`) is open.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, block: &Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) {
         let category = self.released_now[block.ctx as usize];
         self.categories[block.ordinal as usize] |= category;
