@@ -14,13 +14,19 @@
 //! subtracts bytes per category, reading what the first walk wrote in order.
 //!
 //! Memory: 1 B per allocation for its category and 8 B per release (about 9 B per
-//! allocation), plus the table: 24 B per slot, kept between a quarter and half full,
-//! i.e. 48 to 96 B per allocation alive at the same time (while it doubles, the old
-//! table is alive too: up to 144 B for that moment).
+//! allocation), plus the table: 24 B per slot. A first, sequential look at the stream
+//! counts allocations less frees, the most allocations alive at once if every free
+//! matches one, and the table is made that many times 3 slots (at least 4096): 72 B
+//! per allocation alive at the same time, never doubling on such a stream. Frees of
+//! ids never seen make the count fall short; then the table doubles whenever it gets
+//! half full (48 to 96 B per allocation alive, and while it doubles the old table is
+//! alive too: up to 144 B for that moment). Allocations over an id still alive (a
+//! missed free) make the count, and the table, larger than needed.
 //!
 //! Speed: the table of a long run holds millions of allocations and is far larger than
 //! the processor's caches, so the first walk prefetches the slots of the events a few
-//! steps ahead, and on Linux the table and the per-event arrays ask the kernel for huge
+//! steps ahead (two cache lines each: a probe and a removal's shift back go on past the
+//! first slot; a table that fits the nearer caches is not prefetched), and on Linux the table and the per-event arrays ask the kernel for huge
 //! pages (a hint; with 4 KiB pages nearly every table access also misses the address
 //! translation cache, and filling the arrays takes a page fault per 4 KiB).
 
@@ -187,21 +193,21 @@ struct Ctx {
 }
 
 /// The live allocations by id: open addressing with linear probing, at most half
-/// full, deleting by shifting back (no tombstones).
+/// full, deleting by shifting back (no tombstones). Any number of slots, so that a
+/// table sized up front fits the stream instead of the next power of two.
 ///
 /// Ids are addresses. Where an id lands keeps the allocator's locality: the id's 64 KiB
 /// page picks a pseudo-random base, and its offset in the page (in 16 B steps) a slot
-/// after that base. Blocks allocated or freed one after the other, near each other in
+/// after that base (cyclically). Blocks allocated or freed one after the other, near each other in
 /// memory, are near each other in the table too, so a replay walks the table mostly in
 /// order instead of missing the cache on every event, as a hash of the whole id would.
 /// The id's low 4 bits are folded into the offset, so small integer ids (handles) do
 /// not pile up on one slot either.
 struct LiveTable {
     slots: Vec<(u64, Live)>,
-    /// `slots.len() - 1`; the length is a power of two.
-    mask: usize,
-    /// 64 - log2(slots.len()).
-    shift: u32,
+    /// The largest power of two that is at most `slots.len()` and 4096, less one: an
+    /// id's offset after its page's base.
+    offset_mask: u64,
     len: usize,
     /// The allocation under [`EMPTY`] itself, which cannot live in `slots`.
     empty_id: Option<Live>,
@@ -210,12 +216,24 @@ struct LiveTable {
 /// How many events ahead the first walk prefetches table slots.
 const PREFETCH_DISTANCE: usize = 16;
 
+/// The table's size in bytes from which the first walk prefetches.
+const PREFETCH_ABOVE: usize = 1 << 20;
+
 /// Marks an unused slot.
 const EMPTY: u64 = u64::MAX;
 
 impl LiveTable {
-    fn new() -> LiveTable {
-        LiveTable::with_slots(1 << 12)
+    /// The fewest slots a table has.
+    const MIN_SLOTS: usize = 1 << 12;
+
+    /// A table that holds `live` allocations without growing, a third full when they
+    /// are all there (fuller tables probe and shift back much longer).
+    fn for_live(live: usize) -> LiveTable {
+        LiveTable::with_slots(
+            live.saturating_mul(3)
+                .saturating_add(2)
+                .max(Self::MIN_SLOTS),
+        )
     }
 
     fn with_slots(n: usize) -> LiveTable {
@@ -227,10 +245,14 @@ impl LiveTable {
         let mut slots = Vec::with_capacity(n);
         advise_huge_pages(&mut slots);
         slots.resize(n, (EMPTY, filler));
+        let offset_span = if n.is_power_of_two() {
+            n
+        } else {
+            n.next_power_of_two() / 2
+        };
         LiveTable {
             slots,
-            mask: n - 1,
-            shift: 64 - n.trailing_zeros(),
+            offset_mask: offset_span.min(1 << 12) as u64 - 1,
             len: 0,
             empty_id: None,
         }
@@ -238,9 +260,19 @@ impl LiveTable {
 
     #[inline]
     fn home(&self, id: u64) -> usize {
-        let page = (id >> 16).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift;
-        let offset = ((id >> 4) + ((id & 0xf) << 8)) & 0xfff;
-        (page as usize).wrapping_add(offset as usize) & self.mask
+        let n = self.slots.len();
+        let page = (id >> 16).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        // The hash's high bits, scaled to `0..n`.
+        let base = ((u128::from(page) * n as u128) >> 64) as usize;
+        let offset = ((id >> 4) + ((id & 0xf) << 8)) & self.offset_mask;
+        let i = base + offset as usize;
+        if i >= n { i - n } else { i }
+    }
+
+    /// The slot after `i`, cyclically.
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.slots.len() { 0 } else { i + 1 }
     }
 
     /// Asks the processor to start loading `id`'s slot: the replay calls it a few events
@@ -250,20 +282,28 @@ impl LiveTable {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let slot: *const (u64, Live) = &self.slots[self.home(id)];
+            let home = self.home(id);
+            let slot: *const (u64, Live) = &self.slots[home];
+            // The probe and the shift back of a removal go on to the next slots, often
+            // on the next cache line.
+            let after: *const (u64, Live) = &self.slots[(home + 2).min(self.slots.len() - 1)];
             // SAFETY: a prefetch is a hint with no effect on memory or program state; the
-            // pointer is in bounds anyway, and SSE is part of every x86_64 target.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot.cast()) };
+            // pointers are in bounds anyway, and SSE is part of every x86_64 target.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(slot.cast());
+                _mm_prefetch::<_MM_HINT_T0>(after.cast());
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = id;
     }
 
-    #[inline]
-    fn insert(&mut self, id: u64, live: Live) {
+    /// Puts `live` under `id`, returning what was there (an allocation whose free was
+    /// missed).
+    #[inline(always)]
+    fn insert(&mut self, id: u64, live: Live) -> Option<Live> {
         if id == EMPTY {
-            self.empty_id = Some(live);
-            return;
+            return self.empty_id.replace(live);
         }
         if 2 * (self.len + 1) > self.slots.len() {
             self.grow();
@@ -274,17 +314,16 @@ impl LiveTable {
             if slot.0 == EMPTY {
                 *slot = (id, live);
                 self.len += 1;
-                return;
+                return None;
             }
             if slot.0 == id {
-                slot.1 = live;
-                return;
+                return Some(std::mem::replace(&mut slot.1, live));
             }
-            i = (i + 1) & self.mask;
+            i = self.next(i);
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, id: u64) -> Option<Live> {
         if id == EMPTY {
             return self.empty_id.take();
@@ -298,7 +337,7 @@ impl LiveTable {
             if key == EMPTY {
                 return None;
             }
-            i = (i + 1) & self.mask;
+            i = self.next(i);
         }
         let found = self.slots[i].1;
         self.len -= 1;
@@ -306,7 +345,7 @@ impl LiveTable {
         let mut hole = i;
         let mut j = i;
         loop {
-            j = (j + 1) & self.mask;
+            j = self.next(j);
             let key = self.slots[j].0;
             if key == EMPTY {
                 break;
@@ -327,6 +366,8 @@ impl LiveTable {
         Some(found)
     }
 
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let mut bigger = LiveTable::with_slots(self.slots.len() * 2);
         bigger.empty_id = self.empty_id.take();
@@ -392,12 +433,19 @@ struct Scan {
     /// as [`classify`] decides it (index: 2 × freed early + outlives).
     context_categories: Vec<[Category; 4]>,
     context_ids: HashMap<Ctx, u32>,
-    /// Per phase run: its record and whether it ended.
+    /// Per context: the index of the category of a block made in it and released now
+    /// (kept up to date as phase and iteration runs end).
+    released_now: Vec<u8>,
+    /// Per phase run: its record, whether it ended, and how many contexts existed
+    /// when it started (those made in it come after).
     records: Vec<PhaseRecord>,
     run_phase: Vec<Phase>,
     run_ended: Vec<bool>,
-    /// Per iteration run: whether it ended.
+    run_first_context: Vec<u32>,
+    /// Per iteration run: whether it ended, and how many contexts existed when it
+    /// started.
     iteration_ended: Vec<bool>,
+    iteration_first_context: Vec<u32>,
     iteration_end_bytes: Vec<u64>,
     peak: u64,
     /// The event at which the live total first reached `peak`.
@@ -414,10 +462,20 @@ impl Scan {
     fn run(events: &[Event]) -> Scan {
         // Exact sizes first (a cheap, sequential look), so nothing grows by copying.
         let (mut allocations, mut releases) = (0, 0);
+        // Allocations less frees so far, at most: how many may be alive at once (exact
+        // when every free matches an allocation and a resize moves a known block).
+        let (mut live, mut most_live) = (0usize, 0usize);
         for e in events {
             match e {
-                Event::Alloc { .. } => allocations += 1,
-                Event::Free { .. } => releases += 1,
+                Event::Alloc { .. } => {
+                    allocations += 1;
+                    live += 1;
+                    most_live = most_live.max(live);
+                }
+                Event::Free { .. } => {
+                    releases += 1;
+                    live = live.saturating_sub(1);
+                }
                 Event::Realloc { .. } => {
                     allocations += 1;
                     releases += 3;
@@ -431,10 +489,13 @@ impl Scan {
             contexts: Vec::new(),
             context_categories: Vec::new(),
             context_ids: HashMap::new(),
+            released_now: Vec::new(),
             records: Vec::new(),
             run_phase: Vec::new(),
             run_ended: Vec::new(),
+            run_first_context: Vec::new(),
             iteration_ended: Vec::new(),
+            iteration_first_context: Vec::new(),
             iteration_end_bytes: Vec::new(),
             peak: 0,
             peak_event: None,
@@ -445,7 +506,18 @@ impl Scan {
         };
         advise_huge_pages(&mut s.categories);
         advise_huge_pages(&mut s.ops);
-        let mut table = LiveTable::new();
+        let table = LiveTable::for_live(most_live);
+        // Prefetching pays only where the table outgrows the processor's nearer caches;
+        // elsewhere it is only work.
+        if std::mem::size_of_val(&table.slots[..]) > PREFETCH_ABOVE {
+            Scan::walk::<true>(s, events, table)
+        } else {
+            Scan::walk::<false>(s, events, table)
+        }
+    }
+
+    /// The walk itself, prefetching table slots ahead or not.
+    fn walk<const PREFETCH: bool>(mut s: Scan, events: &[Event], mut table: LiveTable) -> Scan {
         let mut run_stack: Vec<u32> = Vec::new();
         let mut tag_stack: Vec<u8> = Vec::new();
         let mut iteration: u32 = NONE;
@@ -454,11 +526,14 @@ impl Scan {
         let mut here: u32 = 0;
         let mut here_changed = true;
         let mut total: u64 = 0;
+        // The highest total since the innermost open run became innermost: its record
+        // takes it over when another run starts inside it or it ends.
+        let mut run_peak: u64 = 0;
         // Released after the last iteration ended, by site; reset when another starts.
         let mut after_loop = [[0u64; SITES]; 8];
 
         for (at, event) in events.iter().enumerate() {
-            if let Some(ahead) = events.get(at + PREFETCH_DISTANCE) {
+            if PREFETCH && let Some(ahead) = events.get(at + PREFETCH_DISTANCE) {
                 match *ahead {
                     Event::Alloc { id, .. } | Event::Free { id } => table.prefetch(id),
                     Event::Realloc { from, .. } => table.prefetch(from),
@@ -478,21 +553,19 @@ impl Scan {
             match *event {
                 Event::Alloc { id, bytes } => {
                     let ordinal = s.categories.len() as u32;
+                    let block = Live {
+                        bytes,
+                        ordinal,
+                        ctx: here,
+                    };
                     let mut flags = 0;
-                    if let Some(old) = table.remove(id) {
+                    // Another live allocation under `id`: its free was missed.
+                    if let Some(old) = table.insert(id, block) {
                         total -= old.bytes;
                         s.release(&old, iteration, &mut after_loop);
                         flags = CLOSES;
                     }
                     s.categories.push(flags);
-                    table.insert(
-                        id,
-                        Live {
-                            bytes,
-                            ordinal,
-                            ctx: here,
-                        },
-                    );
                     added = bytes;
                 }
                 Event::Free { id } => match table.remove(id) {
@@ -536,7 +609,7 @@ impl Scan {
                                 if total > s.peak {
                                     s.new_peak(total, at, &run_stack, iteration_number);
                                 }
-                                s.raise_run_peak(&run_stack, total);
+                                run_peak = run_peak.max(total);
                                 total -= old;
                             }
                         }
@@ -558,6 +631,8 @@ impl Scan {
                 }
                 Event::PhaseStart(phase) => {
                     here_changed = true;
+                    s.take_run_peak(&run_stack, run_peak);
+                    run_peak = total;
                     run_stack.push(s.records.len() as u32);
                     s.records.push(PhaseRecord {
                         phase,
@@ -568,30 +643,32 @@ impl Scan {
                     });
                     s.run_phase.push(phase);
                     s.run_ended.push(false);
+                    s.run_first_context.push(s.contexts.len() as u32);
                 }
                 Event::PhaseEnd => {
                     here_changed = true;
+                    s.take_run_peak(&run_stack, run_peak);
                     if let Some(run) = run_stack.pop() {
                         s.end_run(run, run_stack.last().copied(), total);
                     }
+                    run_peak = s.run_peak(&run_stack);
                 }
                 Event::IterationStart(number) => {
                     here_changed = true;
                     if iteration != NONE {
-                        s.iteration_ended[iteration as usize] = true;
-                        s.iteration_end_bytes.push(total);
+                        s.end_iteration(iteration, total);
                     }
                     after_loop = [[0; SITES]; 8];
                     s.first_forward_kept_bytes = 0;
                     iteration = s.iteration_ended.len() as u32;
                     iteration_number = Some(number);
                     s.iteration_ended.push(false);
+                    s.iteration_first_context.push(s.contexts.len() as u32);
                 }
                 Event::IterationEnd => {
                     here_changed = true;
                     if iteration != NONE {
-                        s.iteration_ended[iteration as usize] = true;
-                        s.iteration_end_bytes.push(total);
+                        s.end_iteration(iteration, total);
                         iteration = NONE;
                         iteration_number = None;
                     }
@@ -610,11 +687,12 @@ impl Scan {
                 if total > s.peak {
                     s.new_peak(total, at, &run_stack, iteration_number);
                 }
-                s.raise_run_peak(&run_stack, total);
+                run_peak = run_peak.max(total);
             }
         }
 
         // The end of the stream ends whatever is still open.
+        s.take_run_peak(&run_stack, run_peak);
         while let Some(run) = run_stack.pop() {
             s.end_run(run, run_stack.last().copied(), total);
         }
@@ -637,13 +715,19 @@ impl Scan {
         self.peak_iteration = iteration;
     }
 
-    /// The innermost run's peak; outer runs take it over when it ends.
-    #[inline]
-    fn raise_run_peak(&mut self, run_stack: &[u32], total: u64) {
+    /// The innermost run's peak takes over `peak`; outer runs take it over when it ends.
+    fn take_run_peak(&mut self, run_stack: &[u32], peak: u64) {
         if let Some(&r) = run_stack.last() {
             let record = &mut self.records[r as usize];
-            record.peak_bytes = record.peak_bytes.max(total);
+            record.peak_bytes = record.peak_bytes.max(peak);
         }
+    }
+
+    /// The innermost run's peak so far (0 outside any run).
+    fn run_peak(&self, run_stack: &[u32]) -> u64 {
+        run_stack
+            .last()
+            .map_or(0, |&r| self.records[r as usize].peak_bytes)
     }
 
     fn end_run(&mut self, run: u32, outer: Option<u32>, total: u64) {
@@ -651,13 +735,30 @@ impl Scan {
         record.end_bytes = total;
         let peak = record.peak_bytes;
         self.run_ended[run as usize] = true;
+        self.refresh_released_now(self.run_first_context[run as usize], |c| c.run == run);
         if let Some(outer) = outer {
             let outer = &mut self.records[outer as usize];
             outer.peak_bytes = outer.peak_bytes.max(peak);
         }
     }
 
-    /// The category of `block`, released now (`at_end`: still alive at the end).
+    fn end_iteration(&mut self, iteration: u32, total: u64) {
+        self.iteration_ended[iteration as usize] = true;
+        self.iteration_end_bytes.push(total);
+        let first = self.iteration_first_context[iteration as usize];
+        self.refresh_released_now(first, |c| c.iteration == iteration);
+    }
+
+    /// Recomputes `released_now` for the contexts from `first` on that `affected` picks.
+    fn refresh_released_now(&mut self, first: u32, affected: impl Fn(&Ctx) -> bool) {
+        for i in first as usize..self.contexts.len() {
+            if affected(&self.contexts[i]) {
+                self.released_now[i] = self.decide_ctx(i, false).index() as u8;
+            }
+        }
+    }
+
+    /// The context of an allocation made (or resized) now, by index.
     fn intern(&mut self, ctx: Ctx) -> u32 {
         if let Some(&id) = self.context_ids.get(&ctx) {
             return id;
@@ -681,37 +782,53 @@ impl Scan {
         ]);
         self.contexts.push(ctx);
         self.context_ids.insert(ctx, id);
+        self.released_now
+            .push(self.decide_ctx(id as usize, false).index() as u8);
         id
     }
 
-    #[inline]
+    /// The category of `block`, released now (`at_end`: still alive at the end).
     fn decide(&self, block: &Live, at_end: bool) -> Category {
-        let ctx = &self.contexts[block.ctx as usize];
+        self.decide_ctx(block.ctx as usize, at_end)
+    }
+
+    fn decide_ctx(&self, index: usize, at_end: bool) -> Category {
+        let ctx = &self.contexts[index];
         let in_iteration = ctx.iteration != NONE;
         let freed_early = !at_end && ctx.run != NONE && !self.run_ended[ctx.run as usize];
         let outlives = at_end || (in_iteration && self.iteration_ended[ctx.iteration as usize]);
-        self.context_categories[block.ctx as usize]
-            [usize::from(freed_early) * 2 + usize::from(outlives)]
+        self.context_categories[index][usize::from(freed_early) * 2 + usize::from(outlives)]
     }
 
     /// `block` is released now, while iteration run `iteration` (or `NONE`) is open.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, block: &Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) {
-        let category = self.decide(block, false);
-        self.categories[block.ordinal as usize] |= category.index() as u8;
+        let category = self.released_now[block.ctx as usize];
+        self.categories[block.ordinal as usize] |= category;
         self.ops
-            .push((category.index() as u64) << OP_SHIFT | (block.bytes & OP_BYTES));
+            .push(u64::from(category) << OP_SHIFT | (block.bytes & OP_BYTES));
+        if iteration == NONE {
+            self.release_outside_loop(block, Category::ALL[usize::from(category)], after_loop);
+        }
+    }
+
+    /// What a release outside the loop also counts.
+    fn release_outside_loop(
+        &mut self,
+        block: &Live,
+        category: Category,
+        after_loop: &mut [[u64; SITES]; 8],
+    ) {
         let bytes = block.bytes;
         let block = &self.contexts[block.ctx as usize];
         // Alive when the last iteration ended, if no other iteration starts after this.
-        if iteration == NONE && block.touched != NONE && block.touched > 0 {
+        if block.touched != NONE && block.touched > 0 {
             after_loop[category.index()][self.site(block)] += bytes;
         }
         // Made by the first forward pass, kept past the loop and released with the
         // test's own state (a process-wide cache is never released): maybe a parameter
         // created lazily.
-        if iteration == NONE
-            && !self.iteration_ended.is_empty()
+        if !self.iteration_ended.is_empty()
             && block.iteration == 0
             && category == Category::Workspace
             && block.tag == NO_TAG
@@ -910,5 +1027,38 @@ mod tests {
             expected.sort_unstable();
             prop_assert_eq!(left, expected);
         }
+
+        #[test]
+        fn a_table_of_any_size_behaves_like_a_map(
+            slots in 3usize..70,
+            ops in prop::collection::vec((any::<bool>(), id()), 0..500),
+        ) {
+            let mut table = LiveTable::with_slots(slots);
+            let mut model: std::collections::HashMap<u64, u64> = Default::default();
+            for (n, (insert, id)) in ops.into_iter().enumerate() {
+                if insert {
+                    let old = table.insert(id, live(n as u64)).map(|l| l.bytes);
+                    prop_assert_eq!(old, model.insert(id, n as u64));
+                } else {
+                    prop_assert_eq!(table.remove(id).map(|l| l.bytes), model.remove(&id));
+                }
+                prop_assert!(2 * table.len <= table.slots.len());
+            }
+            let mut left: Vec<u64> = table.values().map(|l| l.bytes).collect();
+            let mut expected: Vec<u64> = model.values().copied().collect();
+            left.sort_unstable();
+            expected.sort_unstable();
+            prop_assert_eq!(left, expected);
+        }
+    }
+
+    #[test]
+    fn a_table_sized_for_a_count_does_not_grow() {
+        let mut table = LiveTable::for_live(10_000);
+        let slots = table.slots.len();
+        for k in 0..10_000u64 {
+            table.insert(0x7f00_0000_0000 + 48 * k, live(k));
+        }
+        assert_eq!(table.slots.len(), slots);
     }
 }
