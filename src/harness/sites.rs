@@ -252,12 +252,33 @@ impl Run {
                 .checked_duration_since(Instant::now())
                 .filter(|d| !d.is_zero())
                 .ok_or_else(cut_short)?;
-            let timeout = Some(self.timeout.map_or(left, |t| t.min(left)));
+            // The test's own limit, or what is left of the call sites' budget.
+            let own = self.timeout.filter(|&t| t < left);
+            let timed_out = |output: &str| match own {
+                Some(t) => format!(
+                    "call sites: the re-run timed out after {:.0?} (VRAMTEST_TIMEOUT){}",
+                    t,
+                    if output.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n---- output ----\n{}", output.trim())
+                    }
+                ),
+                None => cut_short(),
+            };
             let (result, output) = self
-                .spawn_child_with(name, def, Device::Cpu, batch, &mode, timeout)
+                .spawn_child_with(
+                    name,
+                    def,
+                    Device::Cpu,
+                    batch,
+                    &mode,
+                    Some(own.unwrap_or(left)),
+                    &timed_out,
+                )
                 .map_err(|e| {
-                    if Instant::now() >= deadline {
-                        cut_short()
+                    if e.starts_with("call sites:") {
+                        e
                     } else {
                         format!("call sites: {e}")
                     }

@@ -52,10 +52,32 @@ impl Run {
         device: Device,
         batch: usize,
     ) -> Result<(Option<ChildResult>, String), String> {
-        self.spawn_child_with(name, def, device, batch, &SitesMode::Off, self.timeout)
+        let timeout = self.timeout;
+        let timed_out = |output: &str| {
+            format!(
+                "{name} timed out after {:.0?} (VRAMTEST_TIMEOUT) and was killed{}",
+                timeout.unwrap_or_default(),
+                if output.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("\n---- output ----\n{}", output.trim())
+                }
+            )
+        };
+        self.spawn_child_with(
+            name,
+            def,
+            device,
+            batch,
+            &SitesMode::Off,
+            timeout,
+            &timed_out,
+        )
     }
 
-    /// [`Run::spawn_child`] in a call-sites mode, with its own timeout.
+    /// [`Run::spawn_child`] in a call-sites mode, with its own timeout and the message
+    /// that a timeout fails with (given the child's output).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn spawn_child_with(
         &self,
         name: &str,
@@ -64,6 +86,7 @@ impl Run {
         batch: usize,
         sites: &SitesMode,
         timeout: Option<Duration>,
+        timed_out_message: &dyn Fn(&str) -> String,
     ) -> Result<(Option<ChildResult>, String), String> {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
@@ -91,15 +114,7 @@ impl Run {
         let (output, timed_out) = run_process(cmd, !self.nocapture, timeout)?;
         if timed_out {
             let _ = std::fs::remove_file(result_path);
-            return Err(format!(
-                "{name} timed out after {:.0?} (VRAMTEST_TIMEOUT) and was killed{}",
-                timeout.unwrap_or_default(),
-                if output.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!("\n---- output ----\n{}", output.trim())
-                }
-            ));
+            return Err(timed_out_message(&output));
         }
         let result = match std::fs::read(result_path) {
             Ok(bytes) => {
