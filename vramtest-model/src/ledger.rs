@@ -1005,6 +1005,18 @@ mod tests {
         ]
     }
 
+    /// The bytes the table holds and those the model map holds, each sorted.
+    fn sorted_values(
+        table: &LiveTable,
+        model: &std::collections::HashMap<u64, u64>,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let mut left: Vec<u64> = table.values().map(|l| l.bytes).collect();
+        let mut expected: Vec<u64> = model.values().copied().collect();
+        left.sort_unstable();
+        expected.sort_unstable();
+        (left, expected)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -1021,10 +1033,7 @@ mod tests {
                 }
                 prop_assert_eq!(table.len + usize::from(table.empty_id.is_some()), model.len());
             }
-            let mut left: Vec<u64> = table.values().map(|l| l.bytes).collect();
-            let mut expected: Vec<u64> = model.values().copied().collect();
-            left.sort_unstable();
-            expected.sort_unstable();
+            let (left, expected) = sorted_values(&table, &model);
             prop_assert_eq!(left, expected);
         }
 
@@ -1044,10 +1053,7 @@ mod tests {
                 }
                 prop_assert!(2 * table.len <= table.slots.len());
             }
-            let mut left: Vec<u64> = table.values().map(|l| l.bytes).collect();
-            let mut expected: Vec<u64> = model.values().copied().collect();
-            left.sort_unstable();
-            expected.sort_unstable();
+            let (left, expected) = sorted_values(&table, &model);
             prop_assert_eq!(left, expected);
         }
     }
