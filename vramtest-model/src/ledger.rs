@@ -13,26 +13,30 @@
 //! stream): every fact the rule needs is known by then. The second walk only adds and
 //! subtracts bytes per category, reading what the first walk wrote in order.
 //!
-//! Memory: 1 B per allocation for its category and 8 B per release (about 9 B per
-//! allocation), plus the table: 24 B per slot. A first, sequential look at the stream
-//! counts allocations less frees, the most allocations alive at once if every free
-//! matches one, and the table is made that many times 3 slots (at least 4096): 72 B
-//! per allocation alive at the same time, never doubling on such a stream. Frees of
-//! ids never seen make the count fall short; then the table doubles whenever it gets
-//! half full (48 to 96 B per allocation alive, and while it doubles the old table is
-//! alive too: up to 144 B for that moment). Allocations over an id still alive (a
-//! missed free) make the count, and the table, larger than needed.
+//! Memory: one 8 B word per allocation (its bytes and, once decided, its category) and
+//! 8 B per release: about 16 B per allocation. Plus the table of live allocations
+//! ([`live`]): a first, sequential look at the stream counts allocations less frees, the
+//! most allocations alive at once if every free matches one, and the table gets one
+//! 64 B bucket of four slots and a 1 B count for each (at least 1024): 65 B per
+//! allocation alive at the same time, made once. Frees of ids never seen make the count
+//! fall short; the allocations that then find their bucket full go to an overflow table
+//! that doubles when it gets half full (32 to 64 B each). Allocations over an id still
+//! alive (a missed free) make the count, and the table, larger than needed.
 //!
 //! Speed: the table of a long run holds millions of allocations and is far larger than
-//! the processor's caches, so the first walk prefetches the slots of the events a few
-//! steps ahead (two cache lines each: a probe and a removal's shift back go on past the
-//! first slot; a table that fits the nearer caches is not prefetched), and on Linux the table and the per-event arrays ask the kernel for huge
-//! pages (a hint; with 4 KiB pages nearly every table access also misses the address
-//! translation cache, and filling the arrays takes a page fault per 4 KiB).
+//! the processor's caches, so the first walk prefetches the bucket of the event a few
+//! steps ahead (one cache line, and the bucket's overflow count; a table that fits the
+//! nearer caches is not prefetched), and on Linux the table and the per-allocation
+//! arrays ask the kernel for huge pages (a hint; with 4 KiB pages nearly every table
+//! access also misses the address translation cache, and filling the arrays takes a
+//! page fault per 4 KiB).
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
+use live::{Live, LiveSet, advise_huge_pages};
 use std::collections::HashMap;
+
+mod live;
 
 /// One thing a probe observed, in the order it happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -135,9 +139,9 @@ pub fn live_by_category(events: &[Event], mut observe: impl FnMut(usize, &Catego
 /// allocation is not a new one): what [`profile`] charges them to.
 pub fn categories(events: &[Event]) -> Vec<Category> {
     Scan::run(events)
-        .categories
+        .blocks
         .iter()
-        .map(|&c| Category::ALL[usize::from(c & CATEGORY_MASK)])
+        .map(|&word| Category::ALL[category_index(word)])
         .collect()
 }
 
@@ -157,10 +161,13 @@ pub fn leak_per_iteration(iteration_end_bytes: &[u64]) -> u64 {
 
 const NONE: u32 = u32::MAX;
 const NO_TAG: u8 = u8::MAX;
-/// In `Scan::categories`: the category's index in the low bits, and this flag when the
-/// allocation closed a live one under the same id (its free was missed).
-const CLOSES: u8 = 0x80;
-const CATEGORY_MASK: u8 = 0x0f;
+/// In `Scan::blocks`, one word per allocation: its bytes now in the low 56 bits; above
+/// them its category's index (once it is decided), and this flag when the allocation
+/// closed a live one under the same id (its free was missed).
+const CLOSES: u64 = 0x80 << BLOCK_SHIFT;
+const BLOCK_SHIFT: u32 = 56;
+const BLOCK_BYTES: u64 = (1 << BLOCK_SHIFT) - 1;
+const CATEGORY_MASK: u64 = 0x0f;
 /// A release in `Scan::ops`: the category in the top 4 bits, the bytes below.
 const OP_SHIFT: u32 = 60;
 const OP_BYTES: u64 = (1 << OP_SHIFT) - 1;
@@ -169,14 +176,10 @@ const OP_NONE: u64 = u64::MAX;
 /// Leak-site buckets: one per phase, and one for "outside any phase".
 const SITES: usize = Phase::ALL.len() + 1;
 
-/// A live allocation, as the table keeps it.
-#[derive(Debug, Clone, Copy)]
-struct Live {
-    bytes: u64,
-    /// Its ordinal among allocations.
-    ordinal: u32,
-    /// Where it was made: an index into `Scan::contexts`.
-    ctx: u32,
+/// The category index in a word of `Scan::blocks`.
+#[inline]
+fn category_index(word: u64) -> usize {
+    ((word >> BLOCK_SHIFT) & CATEGORY_MASK) as usize
 }
 
 /// Where an allocation was made: everything its category depends on. Few distinct ones
@@ -192,239 +195,16 @@ struct Ctx {
     tag: u8,
 }
 
-/// The live allocations by id: open addressing with linear probing, at most half
-/// full, deleting by shifting back (no tombstones). Any number of slots, so that a
-/// table sized up front fits the stream instead of the next power of two.
-///
-/// Ids are addresses. Where an id lands keeps the allocator's locality: the id's 64 KiB
-/// page picks a pseudo-random base, and its offset in the page (in 16 B steps) a slot
-/// after that base (cyclically). Blocks allocated or freed one after the other, near each other in
-/// memory, are near each other in the table too, so a replay walks the table mostly in
-/// order instead of missing the cache on every event, as a hash of the whole id would.
-/// The id's low 4 bits are folded into the offset, so small integer ids (handles) do
-/// not pile up on one slot either.
-struct LiveTable {
-    slots: Vec<(u64, Live)>,
-    /// The largest power of two that is at most `slots.len()` and 4096, less one: an
-    /// id's offset after its page's base.
-    offset_mask: u64,
-    len: usize,
-    /// The allocation under [`EMPTY`] itself, which cannot live in `slots`.
-    empty_id: Option<Live>,
-}
-
-/// How many events ahead the first walk prefetches table slots.
+/// How many events ahead the first walk prefetches table buckets.
 const PREFETCH_DISTANCE: usize = 16;
 
-/// The table's size in bytes from which the first walk prefetches.
+/// The buckets' size in bytes from which the first walk prefetches.
 const PREFETCH_ABOVE: usize = 1 << 20;
-
-/// Marks an unused slot.
-const EMPTY: u64 = u64::MAX;
-
-impl LiveTable {
-    /// The fewest slots a table has.
-    const MIN_SLOTS: usize = 1 << 12;
-
-    /// A table that holds `live` allocations without growing, a third full when they
-    /// are all there (fuller tables probe and shift back much longer).
-    fn for_live(live: usize) -> LiveTable {
-        LiveTable::with_slots(
-            live.saturating_mul(3)
-                .saturating_add(2)
-                .max(Self::MIN_SLOTS),
-        )
-    }
-
-    fn with_slots(n: usize) -> LiveTable {
-        let filler = Live {
-            bytes: 0,
-            ordinal: 0,
-            ctx: 0,
-        };
-        let mut slots = Vec::with_capacity(n);
-        advise_huge_pages(&mut slots);
-        slots.resize(n, (EMPTY, filler));
-        let offset_span = if n.is_power_of_two() {
-            n
-        } else {
-            n.next_power_of_two() / 2
-        };
-        LiveTable {
-            slots,
-            offset_mask: offset_span.min(1 << 12) as u64 - 1,
-            len: 0,
-            empty_id: None,
-        }
-    }
-
-    #[inline]
-    fn home(&self, id: u64) -> usize {
-        let n = self.slots.len();
-        let page = (id >> 16).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        // The hash's high bits, scaled to `0..n`.
-        let base = ((u128::from(page) * n as u128) >> 64) as usize;
-        let offset = ((id >> 4) + ((id & 0xf) << 8)) & self.offset_mask;
-        let i = base + offset as usize;
-        if i >= n { i - n } else { i }
-    }
-
-    /// The slot after `i`, cyclically.
-    #[inline]
-    fn next(&self, i: usize) -> usize {
-        if i + 1 == self.slots.len() { 0 } else { i + 1 }
-    }
-
-    /// Asks the processor to start loading `id`'s slot: the replay calls it a few events
-    /// ahead, so that the cache misses of consecutive events overlap instead of adding up.
-    #[inline]
-    fn prefetch(&self, id: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let home = self.home(id);
-            let slot: *const (u64, Live) = &self.slots[home];
-            // The probe and the shift back of a removal go on to the next slots, often
-            // on the next cache line.
-            let after: *const (u64, Live) = &self.slots[(home + 2).min(self.slots.len() - 1)];
-            // SAFETY: a prefetch is a hint with no effect on memory or program state; the
-            // pointers are in bounds anyway, and SSE is part of every x86_64 target.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(slot.cast());
-                _mm_prefetch::<_MM_HINT_T0>(after.cast());
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = id;
-    }
-
-    /// Puts `live` under `id`, returning what was there (an allocation whose free was
-    /// missed).
-    #[inline(always)]
-    fn insert(&mut self, id: u64, live: Live) -> Option<Live> {
-        if id == EMPTY {
-            return self.empty_id.replace(live);
-        }
-        if 2 * (self.len + 1) > self.slots.len() {
-            self.grow();
-        }
-        let mut i = self.home(id);
-        loop {
-            let slot = &mut self.slots[i];
-            if slot.0 == EMPTY {
-                *slot = (id, live);
-                self.len += 1;
-                return None;
-            }
-            if slot.0 == id {
-                return Some(std::mem::replace(&mut slot.1, live));
-            }
-            i = self.next(i);
-        }
-    }
-
-    #[inline(always)]
-    fn remove(&mut self, id: u64) -> Option<Live> {
-        if id == EMPTY {
-            return self.empty_id.take();
-        }
-        let mut i = self.home(id);
-        loop {
-            let key = self.slots[i].0;
-            if key == id {
-                break;
-            }
-            if key == EMPTY {
-                return None;
-            }
-            i = self.next(i);
-        }
-        let found = self.slots[i].1;
-        self.len -= 1;
-        // Shift back the entries after it that would not be found past the hole.
-        let mut hole = i;
-        let mut j = i;
-        loop {
-            j = self.next(j);
-            let key = self.slots[j].0;
-            if key == EMPTY {
-                break;
-            }
-            let home = self.home(key);
-            // Whether `home` lies cyclically in (hole, j]: then the entry stays.
-            let stays = if hole <= j {
-                hole < home && home <= j
-            } else {
-                hole < home || home <= j
-            };
-            if !stays {
-                self.slots[hole] = self.slots[j];
-                hole = j;
-            }
-        }
-        self.slots[hole].0 = EMPTY;
-        Some(found)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self) {
-        let mut bigger = LiveTable::with_slots(self.slots.len() * 2);
-        bigger.empty_id = self.empty_id.take();
-        for &(id, live) in &self.slots {
-            if id != EMPTY {
-                bigger.insert(id, live);
-            }
-        }
-        *self = bigger;
-    }
-
-    fn values(&self) -> impl Iterator<Item = &Live> {
-        self.slots
-            .iter()
-            .filter(|(id, _)| *id != EMPTY)
-            .map(|(_, live)| live)
-            .chain(self.empty_id.as_ref())
-    }
-}
-
-/// Asks the kernel to back `v`'s unused capacity with huge pages where it can (Linux:
-/// `madvise(MADV_HUGEPAGE)`, for systems that grant them only on request). The big
-/// arrays of a replay are touched all over; with 4 KiB pages nearly every access to the
-/// table also misses the address translation cache, and filling them takes a page fault
-/// per 4 KiB. Only a hint: without it nothing changes but the speed.
-fn advise_huge_pages<T>(v: &mut Vec<T>) {
-    #[cfg(target_os = "linux")]
-    {
-        const MADV_HUGEPAGE: i32 = 14;
-        const PAGE: usize = 4096;
-        const HUGE: usize = 2 << 20;
-        unsafe extern "C" {
-            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
-        }
-        let spare = v.spare_capacity_mut();
-        let bytes = std::mem::size_of_val(spare);
-        if bytes < 2 * HUGE {
-            return;
-        }
-        let start = spare.as_mut_ptr() as usize;
-        let begin = start.next_multiple_of(PAGE);
-        let end = (start + bytes) / PAGE * PAGE;
-        // SAFETY: the range lies inside memory this vector owns (rounded inwards to whole
-        // pages), and MADV_HUGEPAGE only changes how the kernel backs it, never its
-        // contents; a failure is ignored.
-        unsafe {
-            madvise(begin as *mut std::ffi::c_void, end - begin, MADV_HUGEPAGE);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = v;
-}
 
 /// What the first walk learns: categories, releases, and every category-free figure.
 struct Scan {
-    /// Per allocation: its category index, with `CLOSES`.
-    categories: Vec<u8>,
+    /// Per allocation: its bytes, its category index and `CLOSES`, as one word.
+    blocks: Vec<u64>,
     /// Per release (and resize), in stream order, for the second walk.
     ops: Vec<u64>,
     /// Every distinct context allocations were made in, and their indices.
@@ -484,7 +264,7 @@ impl Scan {
             }
         }
         let mut s = Scan {
-            categories: Vec::with_capacity(allocations),
+            blocks: Vec::with_capacity(allocations),
             ops: Vec::with_capacity(releases),
             contexts: Vec::new(),
             context_categories: Vec::new(),
@@ -504,12 +284,12 @@ impl Scan {
             sites: [[0; SITES]; 8],
             first_forward_kept_bytes: 0,
         };
-        advise_huge_pages(&mut s.categories);
+        advise_huge_pages(&mut s.blocks);
         advise_huge_pages(&mut s.ops);
-        let table = LiveTable::for_live(most_live);
+        let table = LiveSet::for_live(most_live);
         // Prefetching pays only where the table outgrows the processor's nearer caches;
         // elsewhere it is only work.
-        if std::mem::size_of_val(&table.slots[..]) > PREFETCH_ABOVE {
+        if table.bucket_bytes() > PREFETCH_ABOVE {
             Scan::walk::<true>(s, events, table)
         } else {
             Scan::walk::<false>(s, events, table)
@@ -517,7 +297,7 @@ impl Scan {
     }
 
     /// The walk itself, prefetching table slots ahead or not.
-    fn walk<const PREFETCH: bool>(mut s: Scan, events: &[Event], mut table: LiveTable) -> Scan {
+    fn walk<const PREFETCH: bool>(mut s: Scan, events: &[Event], mut table: LiveSet) -> Scan {
         let mut run_stack: Vec<u32> = Vec::new();
         let mut tag_stack: Vec<u8> = Vec::new();
         let mut iteration: u32 = NONE;
@@ -552,45 +332,35 @@ impl Scan {
             }
             match *event {
                 Event::Alloc { id, bytes } => {
-                    let ordinal = s.categories.len() as u32;
-                    let block = Live {
-                        bytes,
-                        ordinal,
-                        ctx: here,
-                    };
-                    let mut flags = 0;
+                    let ordinal = s.blocks.len() as u32;
+                    let block = Live { ordinal, ctx: here };
+                    let mut word = bytes & BLOCK_BYTES;
                     // Another live allocation under `id`: its free was missed.
                     if let Some(old) = table.insert(id, block) {
-                        total -= old.bytes;
-                        s.release(&old, iteration, &mut after_loop);
-                        flags = CLOSES;
+                        total -= s.release(&old, iteration, &mut after_loop);
+                        word |= CLOSES;
                     }
-                    s.categories.push(flags);
+                    s.blocks.push(word);
                     added = bytes;
                 }
                 Event::Free { id } => match table.remove(id) {
-                    Some(old) => {
-                        total -= old.bytes;
-                        s.release(&old, iteration, &mut after_loop);
-                    }
+                    Some(old) => total -= s.release(&old, iteration, &mut after_loop),
                     None => s.ops.push(OP_NONE),
                 },
                 Event::Realloc { from, to, bytes } => {
                     let moved = table.remove(from);
                     // Another live allocation under `to`: its free was missed.
                     match (to != from).then(|| table.remove(to)).flatten() {
-                        Some(old) => {
-                            total -= old.bytes;
-                            s.release(&old, iteration, &mut after_loop);
-                        }
+                        Some(old) => total -= s.release(&old, iteration, &mut after_loop),
                         None => s.ops.push(OP_NONE),
                     }
                     match moved {
                         Some(mut block) => {
+                            let word = &mut s.blocks[block.ordinal as usize];
+                            let old = *word & BLOCK_BYTES;
+                            *word = (*word & !BLOCK_BYTES) | (bytes & BLOCK_BYTES);
                             s.ops.push(u64::from(block.ordinal));
-                            s.ops.push(block.bytes);
-                            let old = block.bytes;
-                            block.bytes = bytes;
+                            s.ops.push(old);
                             let made = s.contexts[block.ctx as usize];
                             if made.touched != iteration {
                                 block.ctx = s.intern(Ctx {
@@ -615,16 +385,9 @@ impl Scan {
                         }
                         None => {
                             s.ops.push(OP_NONE);
-                            let ordinal = s.categories.len() as u32;
-                            s.categories.push(0);
-                            table.insert(
-                                to,
-                                Live {
-                                    bytes,
-                                    ordinal,
-                                    ctx: here,
-                                },
-                            );
+                            let ordinal = s.blocks.len() as u32;
+                            s.blocks.push(bytes & BLOCK_BYTES);
+                            table.insert(to, Live { ordinal, ctx: here });
                             added = bytes;
                         }
                     }
@@ -702,8 +465,10 @@ impl Scan {
         s.sites = after_loop;
         for block in table.values() {
             let category = s.decide(block, true);
-            s.categories[block.ordinal as usize] |= category.index() as u8;
-            s.note_kept(block, category);
+            let word = &mut s.blocks[block.ordinal as usize];
+            *word |= (category.index() as u64) << BLOCK_SHIFT;
+            let bytes = *word & BLOCK_BYTES;
+            s.note_kept(block, bytes, category);
         }
         s
     }
@@ -800,26 +565,30 @@ impl Scan {
         self.context_categories[index][usize::from(freed_early) * 2 + usize::from(outlives)]
     }
 
-    /// `block` is released now, while iteration run `iteration` (or `NONE`) is open.
+    /// `block` is released now, while iteration run `iteration` (or `NONE`) is open:
+    /// returns its bytes.
     #[inline(always)]
-    fn release(&mut self, block: &Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) {
+    fn release(&mut self, block: &Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) -> u64 {
         let category = self.released_now[block.ctx as usize];
-        self.categories[block.ordinal as usize] |= category;
-        self.ops
-            .push(u64::from(category) << OP_SHIFT | (block.bytes & OP_BYTES));
+        let word = &mut self.blocks[block.ordinal as usize];
+        *word |= u64::from(category) << BLOCK_SHIFT;
+        let bytes = *word & BLOCK_BYTES;
+        self.ops.push(u64::from(category) << OP_SHIFT | bytes);
         if iteration == NONE {
-            self.release_outside_loop(block, Category::ALL[usize::from(category)], after_loop);
+            let category = Category::ALL[usize::from(category)];
+            self.release_outside_loop(block, bytes, category, after_loop);
         }
+        bytes
     }
 
     /// What a release outside the loop also counts.
     fn release_outside_loop(
         &mut self,
         block: &Live,
+        bytes: u64,
         category: Category,
         after_loop: &mut [[u64; SITES]; 8],
     ) {
-        let bytes = block.bytes;
         let block = &self.contexts[block.ctx as usize];
         // Alive when the last iteration ended, if no other iteration starts after this.
         if block.touched != NONE && block.touched > 0 {
@@ -840,11 +609,11 @@ impl Scan {
     }
 
     /// A block alive at the end of the stream.
-    fn note_kept(&mut self, live: &Live, category: Category) {
+    fn note_kept(&mut self, live: &Live, bytes: u64, category: Category) {
         let block = self.contexts[live.ctx as usize];
         let block = &block;
         if block.touched != NONE && block.touched > 0 {
-            self.sites[category.index()][self.site(block)] += live.bytes;
+            self.sites[category.index()][self.site(block)] += bytes;
         }
     }
 
@@ -887,7 +656,7 @@ impl Scan {
             iteration_end_bytes: self.iteration_end_bytes,
             leak_bytes_per_iteration,
             leak_sites,
-            allocations: self.categories.len() as u64,
+            allocations: self.blocks.len() as u64,
             baseline_bytes: 0,
             reserved_peak_bytes: None,
             first_forward_kept_bytes: self.first_forward_kept_bytes,
@@ -922,12 +691,12 @@ fn replay(events: &[Event], scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8
     for (at, event) in events.iter().enumerate() {
         match *event {
             Event::Alloc { bytes, .. } => {
-                let c = scan.categories[ordinal];
+                let word = scan.blocks[ordinal];
                 ordinal += 1;
-                if c & CLOSES != 0 {
+                if word & CLOSES != 0 {
                     release(&mut live, op());
                 }
-                let c = usize::from(c & CATEGORY_MASK);
+                let c = category_index(word);
                 live[c] += bytes;
                 peaks[c] = peaks[c].max(live[c]);
             }
@@ -936,12 +705,12 @@ fn replay(events: &[Event], scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8
                 release(&mut live, op());
                 let moved = op();
                 if moved == OP_NONE {
-                    let c = usize::from(scan.categories[ordinal] & CATEGORY_MASK);
+                    let c = category_index(scan.blocks[ordinal]);
                     ordinal += 1;
                     live[c] += bytes;
                     peaks[c] = peaks[c].max(live[c]);
                 } else {
-                    let c = usize::from(scan.categories[moved as usize] & CATEGORY_MASK);
+                    let c = category_index(scan.blocks[moved as usize]);
                     let old = op();
                     if to == from {
                         live[c] = live[c] - old + bytes;
@@ -977,94 +746,5 @@ fn replay(events: &[Event], scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8
     Totals {
         at_peak: to_bytes(at_peak),
         category_peaks: to_bytes(peaks),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn live(n: u64) -> Live {
-        Live {
-            bytes: n,
-            ordinal: n as u32,
-            ctx: 0,
-        }
-    }
-
-    /// Ids the way allocators hand them out: small handles, neighbours in one page,
-    /// page-aligned blocks, far-apart pages, and the table's own marker value.
-    fn id() -> impl Strategy<Value = u64> {
-        prop_oneof![
-            0u64..64,
-            (0u64..256).prop_map(|k| 0x7f00_0000_0000 + 16 * k),
-            (0u64..256).prop_map(|k| 0x7f10_0000_0000 + 4096 * k),
-            any::<u64>(),
-            Just(EMPTY),
-        ]
-    }
-
-    /// The bytes the table holds and those the model map holds, each sorted.
-    fn sorted_values(
-        table: &LiveTable,
-        model: &std::collections::HashMap<u64, u64>,
-    ) -> (Vec<u64>, Vec<u64>) {
-        let mut left: Vec<u64> = table.values().map(|l| l.bytes).collect();
-        let mut expected: Vec<u64> = model.values().copied().collect();
-        left.sort_unstable();
-        expected.sort_unstable();
-        (left, expected)
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(128))]
-
-        #[test]
-        fn the_live_table_behaves_like_a_map(ops in prop::collection::vec((any::<bool>(), id()), 0..2000)) {
-            let mut table = LiveTable::with_slots(4);
-            let mut model: std::collections::HashMap<u64, u64> = Default::default();
-            for (n, (insert, id)) in ops.into_iter().enumerate() {
-                if insert {
-                    table.insert(id, live(n as u64));
-                    model.insert(id, n as u64);
-                } else {
-                    prop_assert_eq!(table.remove(id).map(|l| l.bytes), model.remove(&id));
-                }
-                prop_assert_eq!(table.len + usize::from(table.empty_id.is_some()), model.len());
-            }
-            let (left, expected) = sorted_values(&table, &model);
-            prop_assert_eq!(left, expected);
-        }
-
-        #[test]
-        fn a_table_of_any_size_behaves_like_a_map(
-            slots in 3usize..70,
-            ops in prop::collection::vec((any::<bool>(), id()), 0..500),
-        ) {
-            let mut table = LiveTable::with_slots(slots);
-            let mut model: std::collections::HashMap<u64, u64> = Default::default();
-            for (n, (insert, id)) in ops.into_iter().enumerate() {
-                if insert {
-                    let old = table.insert(id, live(n as u64)).map(|l| l.bytes);
-                    prop_assert_eq!(old, model.insert(id, n as u64));
-                } else {
-                    prop_assert_eq!(table.remove(id).map(|l| l.bytes), model.remove(&id));
-                }
-                prop_assert!(2 * table.len <= table.slots.len());
-            }
-            let (left, expected) = sorted_values(&table, &model);
-            prop_assert_eq!(left, expected);
-        }
-    }
-
-    #[test]
-    fn a_table_sized_for_a_count_does_not_grow() {
-        let mut table = LiveTable::for_live(10_000);
-        let slots = table.slots.len();
-        for k in 0..10_000u64 {
-            table.insert(0x7f00_0000_0000 + 48 * k, live(k));
-        }
-        assert_eq!(table.slots.len(), slots);
     }
 }

@@ -1,0 +1,495 @@
+//! The live allocations by id, as the first walk of the ledger keeps them.
+//!
+//! A long run keeps millions of allocations alive at once, and every allocation and
+//! release looks one up, so this table decides how fast a replay is. [`LiveSet`] is a
+//! bucketed hash table: each id has one home bucket of four slots that fills exactly
+//! one 64 B cache line, so an event costs one cache line (which the walk prefetches a
+//! few events ahead), a handful of comparisons without a probe loop, and no shifting on
+//! removal. An id whose bucket is full goes to a small overflow table ([`Spill`]), and
+//! the bucket counts how many of its ids are there, so that looking an id up only
+//! consults the overflow when one of them may be it.
+
+/// A live allocation, as the table keeps it. Its bytes are in the ledger's per-allocation
+/// words, so that four slots fill one cache line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Live {
+    /// Its ordinal among allocations: its word in `Scan::blocks`.
+    pub ordinal: u32,
+    /// Where it was made: an index into `Scan::contexts`.
+    pub ctx: u32,
+}
+
+/// Marks an unused slot. The allocation under this id itself lives in the overflow table.
+const EMPTY: u64 = u64::MAX;
+
+/// Multiplies the id's bits together (a multiply-xor hash, not SipHash) and scales the
+/// high bits of the result to `0..n`.
+#[inline]
+fn scaled_hash(id: u64, n: usize) -> usize {
+    let h = (id ^ (id >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    ((u128::from(h) * n as u128) >> 64) as usize
+}
+
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct Slot {
+    id: u64,
+    live: Live,
+}
+
+/// Four slots: one cache line.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct Bucket {
+    slots: [Slot; 4],
+}
+
+impl Bucket {
+    /// Which slots hold `id`, as a bit mask (branch-free: the four compares are one
+    /// short run of instructions rather than a loop that may stop anywhere).
+    #[inline(always)]
+    fn find(&self, id: u64) -> u32 {
+        let mut mask = 0;
+        for (i, slot) in self.slots.iter().enumerate() {
+            mask |= u32::from(slot.id == id) << i;
+        }
+        mask
+    }
+}
+
+/// The live allocations by id: see the module's documentation.
+pub(super) struct LiveSet {
+    buckets: Vec<Bucket>,
+    /// Per bucket: how many of the ids whose home it is live in `spill` (at 255 it stays
+    /// there: the bucket then always looks in `spill`).
+    spilled: Vec<u8>,
+    spill: Spill,
+}
+
+impl LiveSet {
+    /// The fewest buckets a set has.
+    const MIN_BUCKETS: usize = 1 << 10;
+
+    /// A set for at most `live` allocations alive at once: one bucket each, so that the
+    /// slots are a quarter full when all are there and a full bucket (which sends an id
+    /// to the overflow table) is rare. 65 B per allocation alive at once. More than
+    /// `live` still fit; the overflow table then grows.
+    pub fn for_live(live: usize) -> LiveSet {
+        LiveSet::with_buckets(live.max(Self::MIN_BUCKETS))
+    }
+
+    fn with_buckets(n: usize) -> LiveSet {
+        let empty = Slot {
+            id: EMPTY,
+            live: Live { ordinal: 0, ctx: 0 },
+        };
+        let mut buckets = Vec::with_capacity(n);
+        advise_huge_pages(&mut buckets);
+        buckets.resize(n, Bucket { slots: [empty; 4] });
+        LiveSet {
+            buckets,
+            spilled: vec![0; n],
+            spill: Spill::with_slots(Spill::MIN_SLOTS),
+        }
+    }
+
+    /// The bytes the buckets take: what decides whether prefetching pays.
+    pub fn bucket_bytes(&self) -> usize {
+        std::mem::size_of_val(&self.buckets[..])
+    }
+
+    #[inline(always)]
+    fn home(&self, id: u64) -> usize {
+        scaled_hash(id, self.buckets.len())
+    }
+
+    /// Asks the processor to start loading `id`'s bucket: the replay calls it a few
+    /// events ahead, so that the cache misses of consecutive events overlap instead of
+    /// adding up.
+    #[inline(always)]
+    pub fn prefetch(&self, id: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let home = self.home(id);
+            let bucket: *const Bucket = &self.buckets[home];
+            let spilled: *const u8 = &self.spilled[home];
+            // SAFETY: a prefetch is a hint with no effect on memory or program state; the
+            // pointers are in bounds anyway, and SSE is part of every x86_64 target.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(bucket.cast());
+                _mm_prefetch::<_MM_HINT_T0>(spilled.cast());
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = id;
+    }
+
+    /// Puts `live` under `id`, returning what was there (an allocation whose free was
+    /// missed).
+    #[inline(always)]
+    pub fn insert(&mut self, id: u64, live: Live) -> Option<Live> {
+        if id == EMPTY {
+            return self.spill.insert(id, live);
+        }
+        let home = self.home(id);
+        let bucket = &mut self.buckets[home];
+        let found = bucket.find(id);
+        if found != 0 {
+            let slot = &mut bucket.slots[found.trailing_zeros() as usize];
+            return Some(std::mem::replace(&mut slot.live, live));
+        }
+        if self.spilled[home] != 0
+            && let Some(old) = self.spill.get_mut(id)
+        {
+            return Some(std::mem::replace(old, live));
+        }
+        let free = bucket.find(EMPTY);
+        if free != 0 {
+            bucket.slots[free.trailing_zeros() as usize] = Slot { id, live };
+        } else {
+            self.spill_one(home, id, live);
+        }
+        None
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn spill_one(&mut self, home: usize, id: u64, live: Live) {
+        self.spilled[home] = self.spilled[home].saturating_add(1);
+        self.spill.insert(id, live);
+    }
+
+    /// Takes the allocation under `id` out, if one is alive.
+    #[inline(always)]
+    pub fn remove(&mut self, id: u64) -> Option<Live> {
+        if id == EMPTY {
+            return self.spill.remove(id);
+        }
+        let home = self.home(id);
+        let bucket = &mut self.buckets[home];
+        let found = bucket.find(id);
+        if found != 0 {
+            let slot = &mut bucket.slots[found.trailing_zeros() as usize];
+            slot.id = EMPTY;
+            return Some(slot.live);
+        }
+        if self.spilled[home] == 0 {
+            return None;
+        }
+        self.unspill(home, id)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unspill(&mut self, home: usize, id: u64) -> Option<Live> {
+        let live = self.spill.remove(id)?;
+        if self.spilled[home] != u8::MAX {
+            self.spilled[home] -= 1;
+        }
+        Some(live)
+    }
+
+    /// Every live allocation, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &Live> {
+        self.buckets
+            .iter()
+            .flat_map(|b| b.slots.iter())
+            .filter(|slot| slot.id != EMPTY)
+            .map(|slot| &slot.live)
+            .chain(self.spill.values())
+    }
+
+    /// How many allocations are alive.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.values().count()
+    }
+}
+
+/// The overflow of a [`LiveSet`]: open addressing with linear probing, at most half full,
+/// deleting by shifting back (no tombstones); it doubles when it gets half full.
+struct Spill {
+    slots: Vec<(u64, Live)>,
+    len: usize,
+    /// The allocation under [`EMPTY`] itself, which cannot live in `slots`.
+    empty_id: Option<Live>,
+}
+
+impl Spill {
+    /// The fewest slots a table has.
+    const MIN_SLOTS: usize = 1 << 6;
+
+    fn with_slots(n: usize) -> Spill {
+        let filler = Live { ordinal: 0, ctx: 0 };
+        Spill {
+            slots: vec![(EMPTY, filler); n],
+            len: 0,
+            empty_id: None,
+        }
+    }
+
+    #[inline]
+    fn home(&self, id: u64) -> usize {
+        scaled_hash(id, self.slots.len())
+    }
+
+    /// The slot after `i`, cyclically.
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.slots.len() { 0 } else { i + 1 }
+    }
+
+    /// Where `id` is, if it is there.
+    fn position(&self, id: u64) -> Option<usize> {
+        let mut i = self.home(id);
+        loop {
+            let key = self.slots[i].0;
+            if key == id {
+                return Some(i);
+            }
+            if key == EMPTY {
+                return None;
+            }
+            i = self.next(i);
+        }
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut Live> {
+        if id == EMPTY {
+            return self.empty_id.as_mut();
+        }
+        let i = self.position(id)?;
+        Some(&mut self.slots[i].1)
+    }
+
+    /// Puts `live` under `id`, returning what was there.
+    fn insert(&mut self, id: u64, live: Live) -> Option<Live> {
+        if id == EMPTY {
+            return self.empty_id.replace(live);
+        }
+        if 2 * (self.len + 1) > self.slots.len() {
+            self.grow();
+        }
+        let mut i = self.home(id);
+        loop {
+            let slot = &mut self.slots[i];
+            if slot.0 == EMPTY {
+                *slot = (id, live);
+                self.len += 1;
+                return None;
+            }
+            if slot.0 == id {
+                return Some(std::mem::replace(&mut slot.1, live));
+            }
+            i = self.next(i);
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Live> {
+        if id == EMPTY {
+            return self.empty_id.take();
+        }
+        let i = self.position(id)?;
+        let found = self.slots[i].1;
+        self.len -= 1;
+        // Shift back the entries after it that would not be found past the hole.
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = self.next(j);
+            let key = self.slots[j].0;
+            if key == EMPTY {
+                break;
+            }
+            let home = self.home(key);
+            // Whether `home` lies cyclically in (hole, j]: then the entry stays.
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+        }
+        self.slots[hole].0 = EMPTY;
+        Some(found)
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = Spill::with_slots(self.slots.len() * 2);
+        bigger.empty_id = self.empty_id.take();
+        for &(id, live) in &self.slots {
+            if id != EMPTY {
+                bigger.insert(id, live);
+            }
+        }
+        *self = bigger;
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Live> {
+        self.slots
+            .iter()
+            .filter(|(id, _)| *id != EMPTY)
+            .map(|(_, live)| live)
+            .chain(self.empty_id.as_ref())
+    }
+}
+
+/// Asks the kernel to back `v`'s unused capacity with huge pages where it can (Linux:
+/// `madvise(MADV_HUGEPAGE)`, for systems that grant them only on request). The big
+/// arrays of a replay are touched all over; with 4 KiB pages nearly every access to the
+/// table also misses the address translation cache, and filling them takes a page fault
+/// per 4 KiB. Only a hint: without it nothing changes but the speed.
+pub(super) fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const MADV_HUGEPAGE: i32 = 14;
+        const PAGE: usize = 4096;
+        const HUGE: usize = 2 << 20;
+        unsafe extern "C" {
+            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
+        }
+        let spare = v.spare_capacity_mut();
+        let bytes = std::mem::size_of_val(spare);
+        if bytes < 2 * HUGE {
+            return;
+        }
+        let start = spare.as_mut_ptr() as usize;
+        let begin = start.next_multiple_of(PAGE);
+        let end = (start + bytes) / PAGE * PAGE;
+        // SAFETY: the range lies inside memory this vector owns (rounded inwards to whole
+        // pages), and MADV_HUGEPAGE only changes how the kernel backs it, never its
+        // contents; a failure is ignored.
+        unsafe {
+            madvise(begin as *mut std::ffi::c_void, end - begin, MADV_HUGEPAGE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn live(n: u64) -> Live {
+        Live {
+            ordinal: n as u32,
+            ctx: (n >> 32) as u32,
+        }
+    }
+
+    /// Ids the way allocators hand them out: small handles, neighbours in one page,
+    /// page-aligned blocks, far-apart pages, and the table's own marker value.
+    fn id() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0u64..64,
+            (0u64..256).prop_map(|k| 0x7f00_0000_0000 + 16 * k),
+            (0u64..256).prop_map(|k| 0x7f10_0000_0000 + 4096 * k),
+            any::<u64>(),
+            Just(EMPTY),
+        ]
+    }
+
+    /// The values a table holds and those the model map holds, each sorted.
+    fn sorted<'a>(
+        values: impl Iterator<Item = &'a Live>,
+        model: &HashMap<u64, Live>,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let key = |l: &Live| u64::from(l.ordinal) << 32 | u64::from(l.ctx);
+        let mut left: Vec<_> = values.map(key).collect();
+        let mut right: Vec<_> = model.values().map(key).collect();
+        left.sort_unstable();
+        right.sort_unstable();
+        (left, right)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Few buckets for many ids: most of them spill, and a bucket's count of spilled
+        /// ids saturates.
+        #[test]
+        fn the_live_set_behaves_like_a_map(
+            buckets in 1usize..6,
+            ops in prop::collection::vec((any::<bool>(), id()), 0..2000),
+        ) {
+            let mut set = LiveSet::with_buckets(buckets);
+            let mut model: HashMap<u64, Live> = HashMap::new();
+            for (n, (insert, id)) in ops.into_iter().enumerate() {
+                let value = live(n as u64 | (n as u64) << 33);
+                if insert {
+                    prop_assert_eq!(set.insert(id, value), model.insert(id, value));
+                } else {
+                    prop_assert_eq!(set.remove(id), model.remove(&id));
+                }
+            }
+            prop_assert_eq!(set.len(), model.len());
+            let (left, right) = sorted(set.values(), &model);
+            prop_assert_eq!(left, right);
+        }
+
+        #[test]
+        fn the_overflow_table_behaves_like_a_map(
+            ops in prop::collection::vec((any::<bool>(), id()), 0..2000),
+        ) {
+            let mut spill = Spill::with_slots(2);
+            let mut model: HashMap<u64, Live> = HashMap::new();
+            for (n, (insert, id)) in ops.into_iter().enumerate() {
+                let value = live(n as u64);
+                if insert {
+                    prop_assert_eq!(spill.insert(id, value), model.insert(id, value));
+                } else {
+                    prop_assert_eq!(spill.remove(id), model.remove(&id));
+                }
+                prop_assert_eq!(spill.get_mut(id).copied(), model.get(&id).copied());
+                prop_assert!(2 * spill.len <= spill.slots.len());
+            }
+            let (left, right) = sorted(spill.values(), &model);
+            prop_assert_eq!(left, right);
+        }
+    }
+
+    /// More ids spilled from one bucket than its count can say: the count stays at its
+    /// top, and the last of them are still found once most have gone.
+    #[test]
+    fn a_bucket_with_more_spilled_ids_than_it_counts_still_finds_them() {
+        let mut set = LiveSet::with_buckets(1);
+        let ids: Vec<u64> = (0..300u64).map(|k| 0x7f00_0000_0000 + 16 * k).collect();
+        for (k, &id) in ids.iter().enumerate() {
+            assert_eq!(set.insert(id, live(k as u64)), None);
+        }
+        assert_eq!(set.spilled[0], u8::MAX);
+        for (k, &id) in ids.iter().enumerate().take(290) {
+            assert_eq!(set.remove(id), Some(live(k as u64)));
+        }
+        for (k, &id) in ids.iter().enumerate().skip(290) {
+            assert_eq!(set.remove(id), Some(live(k as u64)), "id {k}");
+        }
+        assert_eq!(set.len(), 0);
+    }
+
+    /// A set sized for a count keeps nearly all of them in their home buckets.
+    #[test]
+    fn a_set_sized_for_a_count_rarely_spills() {
+        let n = 100_000u64;
+        let mut set = LiveSet::for_live(n as usize);
+        // Addresses of blocks of mixed sizes, as a heap hands them out.
+        let mut address = 0x7f00_0000_0000u64;
+        for k in 0..n {
+            set.insert(address, live(k));
+            address += 16 * (1 + k % 257);
+        }
+        assert_eq!(set.len(), n as usize);
+        assert!(
+            set.spill.len < n as usize / 100,
+            "{} of {n} ids spilled",
+            set.spill.len
+        );
+    }
+}
