@@ -17,7 +17,7 @@
 //! 8 B per release: about 16 B per allocation. Plus the table of live allocations
 //! ([`live`]): a first, sequential look at the stream counts allocations less frees, the
 //! most allocations alive at once if every free matches one, and the table gets one
-//! 64 B bucket of four slots and a 1 B count for each (at least 1024): 65 B per
+//! 64 B bucket of four slots each (at least 1024): 64 B per
 //! allocation alive at the same time, made once. Frees of ids never seen make the count
 //! fall short; the allocations that then find their bucket full go to an overflow table
 //! that doubles when it gets half full (32 to 64 B each). Allocations over an id still
@@ -25,7 +25,7 @@
 //!
 //! Speed: the table of a long run holds millions of allocations and is far larger than
 //! the processor's caches, so the first walk prefetches the bucket of the event a few
-//! steps ahead (one cache line, and the bucket's overflow count; a table that fits the
+//! steps ahead (one cache line; a table that fits the
 //! nearer caches is not prefetched), and on Linux the table and the per-allocation
 //! arrays ask the kernel for huge pages (a hint; with 4 KiB pages nearly every table
 //! access also misses the address translation cache, and filling the arrays takes a
@@ -33,7 +33,7 @@
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
-use live::{Live, LiveSet, advise_huge_pages};
+use live::{Live, LiveSet, advise_huge_pages, prefetch};
 use std::collections::HashMap;
 
 mod live;
@@ -463,7 +463,13 @@ impl Scan {
             s.iteration_end_bytes.push(total);
         }
         s.sites = after_loop;
-        for block in table.values() {
+        // Their words lie all over `blocks`: load them a few blocks ahead.
+        let kept: Vec<Live> = table.values().copied().collect();
+        drop(table);
+        for (k, block) in kept.iter().enumerate() {
+            if let Some(ahead) = kept.get(k + PREFETCH_DISTANCE) {
+                prefetch(&s.blocks[ahead.ordinal as usize]);
+            }
             let category = s.decide(block, true);
             let word = &mut s.blocks[block.ordinal as usize];
             *word |= (category.index() as u64) << BLOCK_SHIFT;

@@ -5,9 +5,13 @@
 //! bucketed hash table: each id has one home bucket of four slots that fills exactly
 //! one 64 B cache line, so an event costs one cache line (which the walk prefetches a
 //! few events ahead), a handful of comparisons without a probe loop, and no shifting on
-//! removal. An id whose bucket is full goes to a small overflow table ([`Spill`]), and
-//! the bucket counts how many of its ids are there, so that looking an id up only
-//! consults the overflow when one of them may be it.
+//! removal.
+//!
+//! An id whose bucket is full goes to a small overflow table ([`Spill`]). One rule keeps
+//! the overflow out of the common path: **a bucket with ids in the overflow is full.**
+//! So an id whose bucket has a free slot is in that bucket or nowhere, and only a full
+//! bucket sends a look-up on to the overflow; when a full bucket loses one, one of its
+//! ids in the overflow (if any) moves into the freed slot.
 
 /// A live allocation, as the table keeps it. Its bytes are in the ledger's per-allocation
 /// words, so that four slots fill one cache line.
@@ -22,11 +26,27 @@ pub(super) struct Live {
 /// Marks an unused slot. The allocation under this id itself lives in the overflow table.
 const EMPTY: u64 = u64::MAX;
 
-/// Multiplies the id's bits together (a multiply-xor hash, not SipHash) and scales the
+/// Asks the processor to start loading the cache line `value` is on, for an access a
+/// little later; only a hint.
+#[inline(always)]
+pub(super) fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let p: *const T = value;
+        // SAFETY: a prefetch is a hint with no effect on memory or program state; the
+        // pointer comes from a reference, and SSE is part of every x86_64 target.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
+/// Multiplies the key's bits together (a multiply-xor hash, not SipHash) and scales the
 /// high bits of the result to `0..n`.
-#[inline]
-fn scaled_hash(id: u64, n: usize) -> usize {
-    let h = (id ^ (id >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+#[inline(always)]
+fn scaled_hash(key: u64, n: usize) -> usize {
+    let h = (key ^ (key >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     ((u128::from(h) * n as u128) >> 64) as usize
 }
 
@@ -60,9 +80,6 @@ impl Bucket {
 /// The live allocations by id: see the module's documentation.
 pub(super) struct LiveSet {
     buckets: Vec<Bucket>,
-    /// Per bucket: how many of the ids whose home it is live in `spill` (at 255 it stays
-    /// there: the bucket then always looks in `spill`).
-    spilled: Vec<u8>,
     spill: Spill,
 }
 
@@ -72,7 +89,7 @@ impl LiveSet {
 
     /// A set for at most `live` allocations alive at once: one bucket each, so that the
     /// slots are a quarter full when all are there and a full bucket (which sends an id
-    /// to the overflow table) is rare. 65 B per allocation alive at once. More than
+    /// to the overflow table) is rare. 64 B per allocation alive at once. More than
     /// `live` still fit; the overflow table then grows.
     pub fn for_live(live: usize) -> LiveSet {
         LiveSet::with_buckets(live.max(Self::MIN_BUCKETS))
@@ -88,8 +105,7 @@ impl LiveSet {
         buckets.resize(n, Bucket { slots: [empty; 4] });
         LiveSet {
             buckets,
-            spilled: vec![0; n],
-            spill: Spill::with_slots(Spill::MIN_SLOTS),
+            spill: Spill::new(n),
         }
     }
 
@@ -108,21 +124,7 @@ impl LiveSet {
     /// adding up.
     #[inline(always)]
     pub fn prefetch(&self, id: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let home = self.home(id);
-            let bucket: *const Bucket = &self.buckets[home];
-            let spilled: *const u8 = &self.spilled[home];
-            // SAFETY: a prefetch is a hint with no effect on memory or program state; the
-            // pointers are in bounds anyway, and SSE is part of every x86_64 target.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(bucket.cast());
-                _mm_prefetch::<_MM_HINT_T0>(spilled.cast());
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = id;
+        prefetch(&self.buckets[self.home(id)]);
     }
 
     /// Puts `live` under `id`, returning what was there (an allocation whose free was
@@ -139,25 +141,13 @@ impl LiveSet {
             let slot = &mut bucket.slots[found.trailing_zeros() as usize];
             return Some(std::mem::replace(&mut slot.live, live));
         }
-        if self.spilled[home] != 0
-            && let Some(old) = self.spill.get_mut(id)
-        {
-            return Some(std::mem::replace(old, live));
-        }
         let free = bucket.find(EMPTY);
         if free != 0 {
+            // Not full: `id` is nowhere else either.
             bucket.slots[free.trailing_zeros() as usize] = Slot { id, live };
-        } else {
-            self.spill_one(home, id, live);
+            return None;
         }
-        None
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn spill_one(&mut self, home: usize, id: u64, live: Live) {
-        self.spilled[home] = self.spilled[home].saturating_add(1);
-        self.spill.insert(id, live);
+        self.spill.insert(id, live)
     }
 
     /// Takes the allocation under `id` out, if one is alive.
@@ -169,25 +159,29 @@ impl LiveSet {
         let home = self.home(id);
         let bucket = &mut self.buckets[home];
         let found = bucket.find(id);
+        let full = bucket.find(EMPTY) == 0;
         if found != 0 {
             let slot = &mut bucket.slots[found.trailing_zeros() as usize];
+            let live = slot.live;
             slot.id = EMPTY;
-            return Some(slot.live);
+            if full {
+                self.refill(home);
+            }
+            return Some(live);
         }
-        if self.spilled[home] == 0 {
-            return None;
-        }
-        self.unspill(home, id)
+        if full { self.spill.remove(id) } else { None }
     }
 
+    /// A slot of the full bucket `home` was freed: one of its ids in the overflow, if
+    /// any, moves in, so that a bucket with ids in the overflow stays full.
     #[cold]
     #[inline(never)]
-    fn unspill(&mut self, home: usize, id: u64) -> Option<Live> {
-        let live = self.spill.remove(id)?;
-        if self.spilled[home] != u8::MAX {
-            self.spilled[home] -= 1;
+    fn refill(&mut self, home: usize) {
+        if let Some((id, live)) = self.spill.take_from(home) {
+            let bucket = &mut self.buckets[home];
+            let free = bucket.find(EMPTY);
+            bucket.slots[free.trailing_zeros() as usize] = Slot { id, live };
         }
-        Some(live)
     }
 
     /// Every live allocation, in no particular order.
@@ -209,9 +203,15 @@ impl LiveSet {
 
 /// The overflow of a [`LiveSet`]: open addressing with linear probing, at most half full,
 /// deleting by shifting back (no tombstones); it doubles when it gets half full.
+///
+/// An id's place here follows from its *bucket* in the set, not from the id itself: all
+/// the ids of one bucket share a home here, so they lie together between that home and
+/// the next unused slot, and [`Spill::take_from`] finds one of them without a search.
 struct Spill {
     slots: Vec<(u64, Live)>,
     len: usize,
+    /// How many buckets the set has: what an id's bucket is computed from.
+    buckets: usize,
     /// The allocation under [`EMPTY`] itself, which cannot live in `slots`.
     empty_id: Option<Live>,
 }
@@ -220,18 +220,29 @@ impl Spill {
     /// The fewest slots a table has.
     const MIN_SLOTS: usize = 1 << 6;
 
-    fn with_slots(n: usize) -> Spill {
+    fn new(buckets: usize) -> Spill {
+        Spill::with_slots(Spill::MIN_SLOTS, buckets)
+    }
+
+    fn with_slots(n: usize, buckets: usize) -> Spill {
         let filler = Live { ordinal: 0, ctx: 0 };
         Spill {
             slots: vec![(EMPTY, filler); n],
             len: 0,
+            buckets,
             empty_id: None,
         }
     }
 
+    /// Where the ids of the set's bucket `bucket` start.
+    #[inline]
+    fn home_of_bucket(&self, bucket: usize) -> usize {
+        scaled_hash(bucket as u64, self.slots.len())
+    }
+
     #[inline]
     fn home(&self, id: u64) -> usize {
-        scaled_hash(id, self.slots.len())
+        self.home_of_bucket(scaled_hash(id, self.buckets))
     }
 
     /// The slot after `i`, cyclically.
@@ -255,43 +266,63 @@ impl Spill {
         }
     }
 
-    fn get_mut(&mut self, id: u64) -> Option<&mut Live> {
+    #[cfg(test)]
+    fn get(&self, id: u64) -> Option<Live> {
         if id == EMPTY {
-            return self.empty_id.as_mut();
+            return self.empty_id;
         }
-        let i = self.position(id)?;
-        Some(&mut self.slots[i].1)
+        self.position(id).map(|i| self.slots[i].1)
     }
 
     /// Puts `live` under `id`, returning what was there.
+    #[cold]
+    #[inline(never)]
     fn insert(&mut self, id: u64, live: Live) -> Option<Live> {
         if id == EMPTY {
             return self.empty_id.replace(live);
+        }
+        if let Some(i) = self.position(id) {
+            return Some(std::mem::replace(&mut self.slots[i].1, live));
         }
         if 2 * (self.len + 1) > self.slots.len() {
             self.grow();
         }
         let mut i = self.home(id);
-        loop {
-            let slot = &mut self.slots[i];
-            if slot.0 == EMPTY {
-                *slot = (id, live);
-                self.len += 1;
-                return None;
-            }
-            if slot.0 == id {
-                return Some(std::mem::replace(&mut slot.1, live));
-            }
+        while self.slots[i].0 != EMPTY {
             i = self.next(i);
         }
+        self.slots[i] = (id, live);
+        self.len += 1;
+        None
     }
 
+    #[cold]
+    #[inline(never)]
     fn remove(&mut self, id: u64) -> Option<Live> {
         if id == EMPTY {
             return self.empty_id.take();
         }
         let i = self.position(id)?;
-        let found = self.slots[i].1;
+        Some(self.remove_at(i).1)
+    }
+
+    /// Takes out one of the ids whose bucket in the set is `bucket`, if any is here.
+    fn take_from(&mut self, bucket: usize) -> Option<(u64, Live)> {
+        let mut i = self.home_of_bucket(bucket);
+        loop {
+            let key = self.slots[i].0;
+            if key == EMPTY {
+                return None;
+            }
+            if scaled_hash(key, self.buckets) == bucket {
+                return Some(self.remove_at(i));
+            }
+            i = self.next(i);
+        }
+    }
+
+    fn remove_at(&mut self, i: usize) -> (u64, Live) {
+        let found = self.slots[i];
         self.len -= 1;
         // Shift back the entries after it that would not be found past the hole.
         let mut hole = i;
@@ -315,11 +346,11 @@ impl Spill {
             }
         }
         self.slots[hole].0 = EMPTY;
-        Some(found)
+        found
     }
 
     fn grow(&mut self) {
-        let mut bigger = Spill::with_slots(self.slots.len() * 2);
+        let mut bigger = Spill::with_slots(self.slots.len() * 2, self.buckets);
         bigger.empty_id = self.empty_id.take();
         for &(id, live) in &self.slots {
             if id != EMPTY {
@@ -337,7 +368,6 @@ impl Spill {
             .chain(self.empty_id.as_ref())
     }
 }
-
 /// Asks the kernel to back `v`'s unused capacity with huge pages where it can (Linux:
 /// `madvise(MADV_HUGEPAGE)`, for systems that grant them only on request). The big
 /// arrays of a replay are touched all over; with 4 KiB pages nearly every access to the
@@ -412,8 +442,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
-        /// Few buckets for many ids: most of them spill, and a bucket's count of spilled
-        /// ids saturates.
+        /// Few buckets for many ids: most of them go to the overflow table and come
+        /// back as their buckets free up.
         #[test]
         fn the_live_set_behaves_like_a_map(
             buckets in 1usize..6,
@@ -428,6 +458,13 @@ mod tests {
                 } else {
                     prop_assert_eq!(set.remove(id), model.remove(&id));
                 }
+                // The rule that keeps the overflow out of the common path.
+                for (b, bucket) in set.buckets.iter().enumerate() {
+                    if bucket.find(EMPTY) != 0 {
+                        prop_assert!(set.spill.slots.iter().all(|&(key, _)| key == EMPTY
+                            || scaled_hash(key, set.buckets.len()) != b));
+                    }
+                }
             }
             prop_assert_eq!(set.len(), model.len());
             let (left, right) = sorted(set.values(), &model);
@@ -436,42 +473,34 @@ mod tests {
 
         #[test]
         fn the_overflow_table_behaves_like_a_map(
-            ops in prop::collection::vec((any::<bool>(), id()), 0..2000),
+            buckets in 1usize..100,
+            ops in prop::collection::vec((0u8..3, id()), 0..2000),
         ) {
-            let mut spill = Spill::with_slots(2);
+            let mut spill = Spill::with_slots(2, buckets);
             let mut model: HashMap<u64, Live> = HashMap::new();
-            for (n, (insert, id)) in ops.into_iter().enumerate() {
+            for (n, (op, id)) in ops.into_iter().enumerate() {
                 let value = live(n as u64);
-                if insert {
-                    prop_assert_eq!(spill.insert(id, value), model.insert(id, value));
-                } else {
-                    prop_assert_eq!(spill.remove(id), model.remove(&id));
+                match op {
+                    0 => prop_assert_eq!(spill.insert(id, value), model.insert(id, value)),
+                    1 => prop_assert_eq!(spill.remove(id), model.remove(&id)),
+                    _ => {
+                        // Take one of the ids of `id`'s bucket, as a freed slot would.
+                        let bucket = scaled_hash(id, buckets);
+                        let taken = spill.take_from(bucket);
+                        let any = model.keys().any(|&k| k != EMPTY && scaled_hash(k, buckets) == bucket);
+                        prop_assert_eq!(taken.is_some(), any);
+                        if let Some((key, live)) = taken {
+                            prop_assert_eq!(scaled_hash(key, buckets), bucket);
+                            prop_assert_eq!(model.remove(&key), Some(live));
+                        }
+                    }
                 }
-                prop_assert_eq!(spill.get_mut(id).copied(), model.get(&id).copied());
+                prop_assert_eq!(spill.get(id), model.get(&id).copied());
                 prop_assert!(2 * spill.len <= spill.slots.len());
             }
             let (left, right) = sorted(spill.values(), &model);
             prop_assert_eq!(left, right);
         }
-    }
-
-    /// More ids spilled from one bucket than its count can say: the count stays at its
-    /// top, and the last of them are still found once most have gone.
-    #[test]
-    fn a_bucket_with_more_spilled_ids_than_it_counts_still_finds_them() {
-        let mut set = LiveSet::with_buckets(1);
-        let ids: Vec<u64> = (0..300u64).map(|k| 0x7f00_0000_0000 + 16 * k).collect();
-        for (k, &id) in ids.iter().enumerate() {
-            assert_eq!(set.insert(id, live(k as u64)), None);
-        }
-        assert_eq!(set.spilled[0], u8::MAX);
-        for (k, &id) in ids.iter().enumerate().take(290) {
-            assert_eq!(set.remove(id), Some(live(k as u64)));
-        }
-        for (k, &id) in ids.iter().enumerate().skip(290) {
-            assert_eq!(set.remove(id), Some(live(k as u64)), "id {k}");
-        }
-        assert_eq!(set.len(), 0);
     }
 
     /// A set sized for a count keeps nearly all of them in their home buckets.
