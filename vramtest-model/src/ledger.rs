@@ -7,34 +7,35 @@
 //! # Cost
 //!
 //! [`profile`] reads the stream twice, front to back, and never looks an event up by
-//! its position. The first walk pairs frees with allocations in a hash table keyed by
-//! id (a multiply-xor hash, not SipHash) that holds only the *live* allocations, and
-//! decides each allocation's category the moment it is released (or at the end of the
-//! stream): every fact the rule needs is known by then. The second walk only adds and
-//! subtracts bytes per category, reading what the first walk wrote in order.
+//! its position: a quick count, then one walk that does the work. The walk pairs frees
+//! with allocations in a table keyed by id (a multiply-xor hash, not SipHash; see
+//! [`live`]) that holds only the *live* allocations, and decides each allocation's
+//! category the moment it is released (or at the end of the stream): every fact the
+//! rule needs is known by then. A second walk, over what the first one wrote rather
+//! than over the stream, only adds and subtracts bytes per category.
 //!
-//! Memory: one 8 B word per allocation (its bytes and, once decided, its category) and
-//! 8 B per release: about 16 B per allocation. Plus the table of live allocations
-//! ([`live`]): a first, sequential look at the stream counts allocations less frees, the
-//! most allocations alive at once if every free matches one, and the table gets one
-//! 64 B bucket of four slots each (at least 1024): 64 B per
-//! allocation alive at the same time, made once. Frees of ids never seen make the count
-//! fall short; the allocations that then find their bucket full go to an overflow table
-//! that doubles when it gets half full (32 to 64 B each). Allocations over an id still
-//! alive (a missed free) make the count, and the table, larger than needed.
+//! Memory: one 8 B word per allocation (its bytes and, once decided, its category),
+//! 8 B per release and 2 bits per event: about 16 B per allocation. Plus the table of
+//! live allocations: the count gives the most allocations alive at once if every free
+//! matches one, and the table gets one 64 B bucket of four slots for each (at least
+//! 1024), made once: 64 B per allocation alive at the same time. Frees of ids never
+//! seen make the count fall short; the allocations that then find their bucket full go
+//! to an overflow table that doubles when it gets half full (32 to 64 B each).
+//! Allocations over an id still alive (a missed free) make the count, and the table,
+//! larger than needed.
 //!
 //! Speed: the table of a long run holds millions of allocations and is far larger than
-//! the processor's caches, so the first walk prefetches the bucket of the event a few
-//! steps ahead (one cache line; a table that fits the
-//! nearer caches is not prefetched), and on Linux the table and the per-allocation
-//! arrays ask the kernel for huge pages (a hint; with 4 KiB pages nearly every table
-//! access also misses the address translation cache, and filling the arrays takes a
-//! page fault per 4 KiB).
+//! the processor's caches, so the walk prefetches the bucket of the event a few steps
+//! ahead (one cache line; a table that fits the nearer caches is not prefetched), and
+//! on Linux the table and the per-allocation arrays ask the kernel for huge pages (a
+//! hint; with 4 KiB pages nearly every table access also misses the address
+//! translation cache, and filling the arrays takes a page fault per 4 KiB).
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
 use live::{Live, LiveSet, advise_huge_pages, prefetch};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 mod live;
 
@@ -115,7 +116,7 @@ pub fn classify(cx: &Context) -> Category {
 /// Turns an event stream into a [`Profile`] (with `Fidelity::Exact`).
 pub fn profile(events: &[Event]) -> Profile {
     let scan = Scan::run(events);
-    let totals = replay(events, &scan, |_, _| {});
+    let totals = replay(&scan, |_, _| {});
     scan.into_profile(totals)
 }
 
@@ -126,12 +127,21 @@ pub fn profile(events: &[Event]) -> Profile {
 /// the categories are those [`profile`] charges.
 pub fn live_by_category(events: &[Event], mut observe: impl FnMut(usize, &CategoryBytes)) {
     let scan = Scan::run(events);
-    replay(events, &scan, |at, live| {
+    // The second walk counts allocations, releases and resizes; find each one's index.
+    let mut at = 0;
+    replay(&scan, |_, live| {
+        while !matches!(
+            events[at],
+            Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. }
+        ) {
+            at += 1;
+        }
         let mut bytes = CategoryBytes::default();
         for c in Category::ALL {
             bytes[c] = live[c.index()];
         }
         observe(at, &bytes);
+        at += 1;
     });
 }
 
@@ -161,13 +171,22 @@ pub fn leak_per_iteration(iteration_end_bytes: &[u64]) -> u64 {
 
 const NONE: u32 = u32::MAX;
 const NO_TAG: u8 = u8::MAX;
-/// In `Scan::blocks`, one word per allocation: its bytes now in the low 56 bits; above
-/// them its category's index (once it is decided), and this flag when the allocation
-/// closed a live one under the same id (its free was missed).
+/// In `Scan::blocks`, one word per allocation: the bytes it was made with in the low 56
+/// bits (sizes are kept to 2^56 B, 64 PiB); above them its category's index (once it is
+/// decided), this flag when the allocation closed a live one under the same id (its
+/// free was missed), and this one when it was resized since (its size now is in
+/// `Scan::resized`).
 const CLOSES: u64 = 0x80 << BLOCK_SHIFT;
+const RESIZED: u64 = 0x40 << BLOCK_SHIFT;
 const BLOCK_SHIFT: u32 = 56;
 const BLOCK_BYTES: u64 = (1 << BLOCK_SHIFT) - 1;
 const CATEGORY_MASK: u64 = 0x0f;
+/// In `Scan::ops`, on a resize's new size: it was resized in place.
+const IN_PLACE: u64 = 1 << 63;
+/// In `Scan::kinds`, 2 bits per allocation, release or resize, in stream order.
+const KIND_ALLOC: u64 = 0;
+const KIND_FREE: u64 = 1;
+const KIND_REALLOC: u64 = 2;
 /// A release in `Scan::ops`: the category in the top 4 bits, the bytes below.
 const OP_SHIFT: u32 = 60;
 const OP_BYTES: u64 = (1 << OP_SHIFT) - 1;
@@ -201,12 +220,40 @@ const PREFETCH_DISTANCE: usize = 16;
 /// The buckets' size in bytes from which the first walk prefetches.
 const PREFETCH_ABOVE: usize = 1 << 20;
 
+/// Hashes an allocation's ordinal for `Scan::resized` (a multiply, not SipHash).
+#[derive(Default)]
+struct OrdinalHasher(u64);
+
+impl Hasher for OrdinalHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// What the first walk learns: categories, releases, and every category-free figure.
 struct Scan {
-    /// Per allocation: its bytes, its category index and `CLOSES`, as one word.
+    /// Per allocation: its bytes, its category index and flags, as one word.
     blocks: Vec<u64>,
+    /// The size now of each live allocation that was resized, by ordinal.
+    resized: HashMap<u32, u64, BuildHasherDefault<OrdinalHasher>>,
     /// Per release (and resize), in stream order, for the second walk.
     ops: Vec<u64>,
+    /// What each allocation, release and resize was ([`KIND_ALLOC`] …), 32 to a word:
+    /// all the second walk needs of the stream besides `blocks` and `ops`.
+    kinds: Vec<u64>,
+    /// How many allocations, releases and resizes the stream has.
+    observations: usize,
     /// Every distinct context allocations were made in, and their indices.
     contexts: Vec<Ctx>,
     /// Per context: the category for each (freed before its phase ended, outlives) pair,
@@ -228,8 +275,9 @@ struct Scan {
     iteration_first_context: Vec<u32>,
     iteration_end_bytes: Vec<u64>,
     peak: u64,
-    /// The event at which the live total first reached `peak`.
-    peak_event: Option<usize>,
+    /// The allocation, release or resize (counted as in `kinds`) at which the live total
+    /// first reached `peak`.
+    peak_at: Option<usize>,
     peak_phase: Option<Phase>,
     peak_iteration: Option<u32>,
     /// Bytes alive at the end of the last iteration, made or resized after the warm-up,
@@ -258,14 +306,17 @@ impl Scan {
                 }
                 Event::Realloc { .. } => {
                     allocations += 1;
-                    releases += 3;
+                    releases += 4;
                 }
                 _ => {}
             }
         }
         let mut s = Scan {
             blocks: Vec::with_capacity(allocations),
+            resized: HashMap::default(),
             ops: Vec::with_capacity(releases),
+            kinds: Vec::with_capacity((allocations + releases).div_ceil(32)),
+            observations: 0,
             contexts: Vec::new(),
             context_categories: Vec::new(),
             context_ids: HashMap::new(),
@@ -278,7 +329,7 @@ impl Scan {
             iteration_first_context: Vec::new(),
             iteration_end_bytes: Vec::new(),
             peak: 0,
-            peak_event: None,
+            peak_at: None,
             peak_phase: None,
             peak_iteration: None,
             sites: [[0; SITES]; 8],
@@ -311,9 +362,12 @@ impl Scan {
         let mut run_peak: u64 = 0;
         // Released after the last iteration ended, by site; reset when another starts.
         let mut after_loop = [[0u64; SITES]; 8];
+        // The kinds of the allocations, releases and resizes not yet in `s.kinds`.
+        let mut kinds = 0u64;
+        let mut at = 0usize;
 
-        for (at, event) in events.iter().enumerate() {
-            if PREFETCH && let Some(ahead) = events.get(at + PREFETCH_DISTANCE) {
+        for (k, event) in events.iter().enumerate() {
+            if PREFETCH && let Some(ahead) = events.get(k + PREFETCH_DISTANCE) {
                 match *ahead {
                     Event::Alloc { id, .. } | Event::Free { id } => table.prefetch(id),
                     Event::Realloc { from, .. } => table.prefetch(from),
@@ -330,11 +384,25 @@ impl Scan {
                 });
                 here_changed = false;
             }
+            let kind = match *event {
+                Event::Alloc { .. } => KIND_ALLOC,
+                Event::Free { .. } => KIND_FREE,
+                Event::Realloc { .. } => KIND_REALLOC,
+                _ => u64::MAX,
+            };
+            if kind != u64::MAX {
+                kinds |= kind << (2 * (at % 32));
+                if at % 32 == 31 {
+                    s.kinds.push(kinds);
+                    kinds = 0;
+                }
+            }
             match *event {
                 Event::Alloc { id, bytes } => {
+                    let bytes = bytes.min(BLOCK_BYTES);
                     let ordinal = s.blocks.len() as u32;
                     let block = Live { ordinal, ctx: here };
-                    let mut word = bytes & BLOCK_BYTES;
+                    let mut word = bytes;
                     // Another live allocation under `id`: its free was missed.
                     if let Some(old) = table.insert(id, block) {
                         total -= s.release(&old, iteration, &mut after_loop);
@@ -348,6 +416,7 @@ impl Scan {
                     None => s.ops.push(OP_NONE),
                 },
                 Event::Realloc { from, to, bytes } => {
+                    let bytes = bytes.min(BLOCK_BYTES);
                     let moved = table.remove(from);
                     // Another live allocation under `to`: its free was missed.
                     match (to != from).then(|| table.remove(to)).flatten() {
@@ -356,11 +425,13 @@ impl Scan {
                     }
                     match moved {
                         Some(mut block) => {
-                            let word = &mut s.blocks[block.ordinal as usize];
-                            let old = *word & BLOCK_BYTES;
-                            *word = (*word & !BLOCK_BYTES) | (bytes & BLOCK_BYTES);
+                            let old = s.bytes_now(block.ordinal);
+                            s.blocks[block.ordinal as usize] |= RESIZED;
+                            s.resized.insert(block.ordinal, bytes);
                             s.ops.push(u64::from(block.ordinal));
                             s.ops.push(old);
+                            s.ops
+                                .push(if to == from { bytes | IN_PLACE } else { bytes });
                             let made = s.contexts[block.ctx as usize];
                             if made.touched != iteration {
                                 block.ctx = s.intern(Ctx {
@@ -386,7 +457,7 @@ impl Scan {
                         None => {
                             s.ops.push(OP_NONE);
                             let ordinal = s.blocks.len() as u32;
-                            s.blocks.push(bytes & BLOCK_BYTES);
+                            s.blocks.push(bytes);
                             table.insert(to, Live { ordinal, ctx: here });
                             added = bytes;
                         }
@@ -452,7 +523,14 @@ impl Scan {
                 }
                 run_peak = run_peak.max(total);
             }
+            if kind != u64::MAX {
+                at += 1;
+            }
         }
+        if !at.is_multiple_of(32) {
+            s.kinds.push(kinds);
+        }
+        s.observations = at;
 
         // The end of the stream ends whatever is still open.
         s.take_run_peak(&run_stack, run_peak);
@@ -471,17 +549,26 @@ impl Scan {
                 prefetch(&s.blocks[ahead.ordinal as usize]);
             }
             let category = s.decide(block, true);
-            let word = &mut s.blocks[block.ordinal as usize];
-            *word |= (category.index() as u64) << BLOCK_SHIFT;
-            let bytes = *word & BLOCK_BYTES;
+            s.blocks[block.ordinal as usize] |= (category.index() as u64) << BLOCK_SHIFT;
+            let bytes = s.bytes_now(block.ordinal);
             s.note_kept(block, bytes, category);
         }
         s
     }
 
+    /// The bytes of the live allocation `ordinal` now.
+    fn bytes_now(&self, ordinal: u32) -> u64 {
+        let word = self.blocks[ordinal as usize];
+        if word & RESIZED == 0 {
+            word & BLOCK_BYTES
+        } else {
+            self.resized.get(&ordinal).copied().unwrap_or(0)
+        }
+    }
+
     fn new_peak(&mut self, total: u64, at: usize, run_stack: &[u32], iteration: Option<u32>) {
         self.peak = total;
-        self.peak_event = Some(at);
+        self.peak_at = Some(at);
         self.peak_phase = run_stack.last().map(|&r| self.run_phase[r as usize]);
         self.peak_iteration = iteration;
     }
@@ -578,7 +665,11 @@ impl Scan {
         let category = self.released_now[block.ctx as usize];
         let word = &mut self.blocks[block.ordinal as usize];
         *word |= u64::from(category) << BLOCK_SHIFT;
-        let bytes = *word & BLOCK_BYTES;
+        let bytes = if *word & RESIZED == 0 {
+            *word & BLOCK_BYTES
+        } else {
+            self.resized.remove(&block.ordinal).unwrap_or(0)
+        };
         self.ops.push(u64::from(category) << OP_SHIFT | bytes);
         if iteration == NONE {
             let category = Category::ALL[usize::from(category)];
@@ -681,7 +772,7 @@ struct Totals {
 
 /// Live bytes per category over the stream, now that every allocation's category is
 /// known: each category's own peak, and the breakdown at the total's peak.
-fn replay(events: &[Event], scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
+fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
     let mut live = [0u64; 8];
     let mut peaks = [0u64; 8];
     let mut at_peak = [0u64; 8];
@@ -693,51 +784,56 @@ fn replay(events: &[Event], scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8
             live[(op >> OP_SHIFT) as usize] -= op & OP_BYTES;
         }
     };
-    let peak_event = scan.peak_event.unwrap_or(usize::MAX);
-    for (at, event) in events.iter().enumerate() {
-        match *event {
-            Event::Alloc { bytes, .. } => {
+    let peak_at = scan.peak_at.unwrap_or(usize::MAX);
+    let mut kinds = 0;
+    for at in 0..scan.observations {
+        if at % 32 == 0 {
+            kinds = scan.kinds[at / 32];
+        }
+        let kind = kinds & 3;
+        kinds >>= 2;
+        if kind == KIND_ALLOC {
+            let word = scan.blocks[ordinal];
+            ordinal += 1;
+            if word & CLOSES != 0 {
+                release(&mut live, op());
+            }
+            let c = category_index(word);
+            live[c] += word & BLOCK_BYTES;
+            peaks[c] = peaks[c].max(live[c]);
+        } else if kind == KIND_FREE {
+            release(&mut live, op());
+        } else {
+            release(&mut live, op());
+            let moved = op();
+            if moved == OP_NONE {
                 let word = scan.blocks[ordinal];
                 ordinal += 1;
-                if word & CLOSES != 0 {
-                    release(&mut live, op());
-                }
                 let c = category_index(word);
-                live[c] += bytes;
+                live[c] += word & BLOCK_BYTES;
                 peaks[c] = peaks[c].max(live[c]);
-            }
-            Event::Free { .. } => release(&mut live, op()),
-            Event::Realloc { from, to, bytes } => {
-                release(&mut live, op());
-                let moved = op();
-                if moved == OP_NONE {
-                    let c = category_index(scan.blocks[ordinal]);
-                    ordinal += 1;
-                    live[c] += bytes;
+            } else {
+                let c = category_index(scan.blocks[moved as usize]);
+                let old = op();
+                let bytes = op();
+                if bytes & IN_PLACE != 0 {
+                    live[c] = live[c] - old + (bytes & !IN_PLACE);
                     peaks[c] = peaks[c].max(live[c]);
                 } else {
-                    let c = category_index(scan.blocks[moved as usize]);
-                    let old = op();
-                    if to == from {
-                        live[c] = live[c] - old + bytes;
-                        peaks[c] = peaks[c].max(live[c]);
-                    } else {
-                        // Both copies exist until the old one is released: the peak
-                        // can only be at that moment.
-                        live[c] += bytes;
-                        peaks[c] = peaks[c].max(live[c]);
-                        if at == peak_event {
-                            at_peak = live;
-                        }
-                        observe(at, &live);
-                        live[c] -= old;
-                        continue;
+                    // Both copies exist until the old one is released: the peak
+                    // can only be at that moment.
+                    live[c] += bytes;
+                    peaks[c] = peaks[c].max(live[c]);
+                    if at == peak_at {
+                        at_peak = live;
                     }
+                    observe(at, &live);
+                    live[c] -= old;
+                    continue;
                 }
             }
-            _ => continue,
         }
-        if at == peak_event {
+        if at == peak_at {
             at_peak = live;
         }
         observe(at, &live);
