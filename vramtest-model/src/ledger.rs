@@ -9,7 +9,7 @@
 //! [`profile`] reads the stream twice, front to back, and never looks an event up by
 //! its position: a quick count, then one walk that does the work. The walk pairs frees
 //! with allocations in a table keyed by id (a multiply-xor hash, not SipHash; see
-//! [`live`]) that holds only the *live* allocations, and decides each allocation's
+//! the `live` module) that holds only the *live* allocations, and decides each allocation's
 //! category the moment it is released (or at the end of the stream): every fact the
 //! rule needs is known by then. A second walk, over what the first one wrote rather
 //! than over the stream, only adds and subtracts bytes per category.
