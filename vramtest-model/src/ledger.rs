@@ -33,7 +33,7 @@
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
-use live::{Live, LiveSet, advise_huge_pages, prefetch};
+use live::{Live, LiveSet, advise_huge_pages_in, prefetch};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -220,6 +220,100 @@ const PREFETCH_DISTANCE: usize = 16;
 /// The buckets' size in bytes from which the first walk prefetches.
 const PREFETCH_ABOVE: usize = 1 << 20;
 
+/// Words written front to back into room made up front, zeroed by the system (so the
+/// pages never reached cost nothing, and the kernel is asked for huge pages): a push is
+/// one store, without a capacity check. The room must be enough; the first walk knows
+/// how much from its count.
+struct Tape {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Tape {
+    fn with_room(n: usize) -> Tape {
+        let mut words = vec![0; n];
+        advise_huge_pages_in(&mut words);
+        Tape { words, len: 0 }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, word: u64) {
+        self.words[self.len] = word;
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &u64> {
+        self.words[..self.len].iter()
+    }
+}
+
+impl std::ops::Index<usize> for Tape {
+    type Output = u64;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &u64 {
+        &self.words[..self.len][i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Tape {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut u64 {
+        &mut self.words[..self.len][i]
+    }
+}
+
+/// The id an event looks up in the live set first, if any.
+#[inline(always)]
+fn key(event: &Event) -> Option<u64> {
+    match *event {
+        Event::Alloc { id, .. } | Event::Free { id } => Some(id),
+        Event::Realloc { from, .. } => Some(from),
+        _ => None,
+    }
+}
+
+/// Marks `here` in the walk as needing a new context.
+const STALE: u32 = u32::MAX;
+
+/// Writes the kinds of events 2 bits at a time into whole words.
+struct KindLog {
+    words: Vec<u64>,
+    word: u64,
+    shift: u32,
+}
+
+impl KindLog {
+    fn new(words: Vec<u64>) -> KindLog {
+        KindLog {
+            words,
+            word: 0,
+            shift: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, kind: u64) {
+        self.word |= kind << self.shift;
+        self.shift += 2;
+        if self.shift == 64 {
+            self.words.push(self.word);
+            self.word = 0;
+            self.shift = 0;
+        }
+    }
+
+    fn finish(mut self) -> Vec<u64> {
+        if self.shift > 0 {
+            self.words.push(self.word);
+        }
+        self.words
+    }
+}
+
 /// Hashes an allocation's ordinal for `Scan::resized` (a multiply, not SipHash).
 #[derive(Default)]
 struct OrdinalHasher(u64);
@@ -244,11 +338,11 @@ impl Hasher for OrdinalHasher {
 /// What the first walk learns: categories, releases, and every category-free figure.
 struct Scan {
     /// Per allocation: its bytes, its category index and flags, as one word.
-    blocks: Vec<u64>,
+    blocks: Tape,
     /// The size now of each live allocation that was resized, by ordinal.
     resized: HashMap<u32, u64, BuildHasherDefault<OrdinalHasher>>,
     /// Per release (and resize), in stream order, for the second walk.
-    ops: Vec<u64>,
+    ops: Tape,
     /// What each allocation, release and resize was ([`KIND_ALLOC`] …), 32 to a word:
     /// all the second walk needs of the stream besides `blocks` and `ops`.
     kinds: Vec<u64>,
@@ -288,7 +382,9 @@ struct Scan {
 
 impl Scan {
     fn run(events: &[Event]) -> Scan {
-        // Exact sizes first (a cheap, sequential look), so nothing grows by copying.
+        // Sizes first (a cheap, sequential look), so nothing grows by copying: at most one
+        // new allocation per allocation or resize; one release per free, at most one per
+        // allocation (over an id still alive) and four words per resize.
         let (mut allocations, mut releases) = (0, 0);
         // Allocations less frees so far, at most: how many may be alive at once (exact
         // when every free matches an allocation and a resize moves a known block).
@@ -297,6 +393,7 @@ impl Scan {
             match e {
                 Event::Alloc { .. } => {
                     allocations += 1;
+                    releases += 1;
                     live += 1;
                     most_live = most_live.max(live);
                 }
@@ -311,10 +408,10 @@ impl Scan {
                 _ => {}
             }
         }
-        let mut s = Scan {
-            blocks: Vec::with_capacity(allocations),
+        let s = Scan {
+            blocks: Tape::with_room(allocations),
             resized: HashMap::default(),
-            ops: Vec::with_capacity(releases),
+            ops: Tape::with_room(releases),
             kinds: Vec::with_capacity((allocations + releases).div_ceil(32)),
             observations: 0,
             contexts: Vec::new(),
@@ -335,8 +432,6 @@ impl Scan {
             sites: [[0; SITES]; 8],
             first_forward_kept_bytes: 0,
         };
-        advise_huge_pages(&mut s.blocks);
-        advise_huge_pages(&mut s.ops);
         let table = LiveSet::for_live(most_live);
         // Prefetching pays only where the table outgrows the processor's nearer caches;
         // elsewhere it is only work.
@@ -353,52 +448,38 @@ impl Scan {
         let mut tag_stack: Vec<u8> = Vec::new();
         let mut iteration: u32 = NONE;
         let mut iteration_number: Option<u32> = None;
-        // The context of an allocation made now; recomputed after a marker.
-        let mut here: u32 = 0;
-        let mut here_changed = true;
+        // The context of an allocation made now; `STALE` after a marker, until the next
+        // allocation needs it.
+        let mut here: u32 = STALE;
         let mut total: u64 = 0;
         // The highest total since the innermost open run became innermost: its record
         // takes it over when another run starts inside it or it ends.
         let mut run_peak: u64 = 0;
         // Released after the last iteration ended, by site; reset when another starts.
         let mut after_loop = [[0u64; SITES]; 8];
-        // The kinds of the allocations, releases and resizes not yet in `s.kinds`.
-        let mut kinds = 0u64;
+        let mut kinds = KindLog::new(std::mem::take(&mut s.kinds));
+        // How many allocations, releases and resizes came before this event.
         let mut at = 0usize;
+        let context_now = |s: &mut Scan, run_stack: &[u32], tag_stack: &[u8], iteration| {
+            s.intern(Ctx {
+                run: run_stack.last().copied().unwrap_or(NONE),
+                iteration,
+                touched: iteration,
+                tag: tag_stack.last().copied().unwrap_or(NO_TAG),
+            })
+        };
 
         for (k, event) in events.iter().enumerate() {
-            if PREFETCH && let Some(ahead) = events.get(k + PREFETCH_DISTANCE) {
-                match *ahead {
-                    Event::Alloc { id, .. } | Event::Free { id } => table.prefetch(id),
-                    Event::Realloc { from, .. } => table.prefetch(from),
-                    _ => {}
-                }
+            if PREFETCH && let Some(id) = events.get(k + PREFETCH_DISTANCE).and_then(key) {
+                table.prefetch(table.home(id));
             }
             let mut added = 0;
-            if here_changed && matches!(event, Event::Alloc { .. } | Event::Realloc { .. }) {
-                here = s.intern(Ctx {
-                    run: run_stack.last().copied().unwrap_or(NONE),
-                    iteration,
-                    touched: iteration,
-                    tag: tag_stack.last().copied().unwrap_or(NO_TAG),
-                });
-                here_changed = false;
-            }
-            let kind = match *event {
-                Event::Alloc { .. } => KIND_ALLOC,
-                Event::Free { .. } => KIND_FREE,
-                Event::Realloc { .. } => KIND_REALLOC,
-                _ => u64::MAX,
-            };
-            if kind != u64::MAX {
-                kinds |= kind << (2 * (at % 32));
-                if at % 32 == 31 {
-                    s.kinds.push(kinds);
-                    kinds = 0;
-                }
-            }
             match *event {
                 Event::Alloc { id, bytes } => {
+                    kinds.push(KIND_ALLOC);
+                    if here == STALE {
+                        here = context_now(&mut s, &run_stack, &tag_stack, iteration);
+                    }
                     let bytes = bytes.min(BLOCK_BYTES);
                     let ordinal = s.blocks.len() as u32;
                     let block = Live { ordinal, ctx: here };
@@ -411,11 +492,18 @@ impl Scan {
                     s.blocks.push(word);
                     added = bytes;
                 }
-                Event::Free { id } => match table.remove(id) {
-                    Some(old) => total -= s.release(&old, iteration, &mut after_loop),
-                    None => s.ops.push(OP_NONE),
-                },
+                Event::Free { id } => {
+                    kinds.push(KIND_FREE);
+                    match table.remove(id) {
+                        Some(old) => total -= s.release(&old, iteration, &mut after_loop),
+                        None => s.ops.push(OP_NONE),
+                    }
+                }
                 Event::Realloc { from, to, bytes } => {
+                    kinds.push(KIND_REALLOC);
+                    if here == STALE {
+                        here = context_now(&mut s, &run_stack, &tag_stack, iteration);
+                    }
                     let bytes = bytes.min(BLOCK_BYTES);
                     let moved = table.remove(from);
                     // Another live allocation under `to`: its free was missed.
@@ -464,7 +552,7 @@ impl Scan {
                     }
                 }
                 Event::PhaseStart(phase) => {
-                    here_changed = true;
+                    here = STALE;
                     s.take_run_peak(&run_stack, run_peak);
                     run_peak = total;
                     run_stack.push(s.records.len() as u32);
@@ -480,7 +568,7 @@ impl Scan {
                     s.run_first_context.push(s.contexts.len() as u32);
                 }
                 Event::PhaseEnd => {
-                    here_changed = true;
+                    here = STALE;
                     s.take_run_peak(&run_stack, run_peak);
                     if let Some(run) = run_stack.pop() {
                         s.end_run(run, run_stack.last().copied(), total);
@@ -488,7 +576,7 @@ impl Scan {
                     run_peak = s.run_peak(&run_stack);
                 }
                 Event::IterationStart(number) => {
-                    here_changed = true;
+                    here = STALE;
                     if iteration != NONE {
                         s.end_iteration(iteration, total);
                     }
@@ -500,7 +588,7 @@ impl Scan {
                     s.iteration_first_context.push(s.contexts.len() as u32);
                 }
                 Event::IterationEnd => {
-                    here_changed = true;
+                    here = STALE;
                     if iteration != NONE {
                         s.end_iteration(iteration, total);
                         iteration = NONE;
@@ -508,11 +596,11 @@ impl Scan {
                     }
                 }
                 Event::TagPush(category) => {
-                    here_changed = true;
+                    here = STALE;
                     tag_stack.push(category.index() as u8);
                 }
                 Event::TagPop => {
-                    here_changed = true;
+                    here = STALE;
                     tag_stack.pop();
                 }
             }
@@ -523,13 +611,14 @@ impl Scan {
                 }
                 run_peak = run_peak.max(total);
             }
-            if kind != u64::MAX {
+            if matches!(
+                event,
+                Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. }
+            ) {
                 at += 1;
             }
         }
-        if !at.is_multiple_of(32) {
-            s.kinds.push(kinds);
-        }
+        s.kinds = kinds.finish();
         s.observations = at;
 
         // The end of the stream ends whatever is still open.

@@ -50,30 +50,53 @@ fn scaled_hash(key: u64, n: usize) -> usize {
     ((u128::from(h) * n as u128) >> 64) as usize
 }
 
-#[derive(Debug, Clone, Copy)]
-#[repr(C)]
-struct Slot {
-    id: u64,
-    live: Live,
-}
-
-/// Four slots: one cache line.
+/// Four slots, their ids first: one cache line.
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(64))]
 struct Bucket {
-    slots: [Slot; 4],
+    ids: [u64; 4],
+    lives: [Live; 4],
 }
 
 impl Bucket {
-    /// Which slots hold `id`, as a bit mask (branch-free: the four compares are one
-    /// short run of instructions rather than a loop that may stop anywhere).
+    const EMPTY: Bucket = Bucket {
+        ids: [EMPTY; 4],
+        lives: [Live { ordinal: 0, ctx: 0 }; 4],
+    };
+
+    /// Which slots hold `id`, as a bit mask: four compares without a loop that may stop
+    /// anywhere (two vector compares on x86_64).
     #[inline(always)]
     fn find(&self, id: u64) -> u32 {
-        let mut mask = 0;
-        for (i, slot) in self.slots.iter().enumerate() {
-            mask |= u32::from(slot.id == id) << i;
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{
+                __m128i, _mm_and_si128, _mm_castsi128_pd, _mm_cmpeq_epi32, _mm_movemask_pd,
+                _mm_set_epi64x, _mm_set1_epi64x, _mm_shuffle_epi32,
+            };
+            // Two ids a vector; equal 64-bit lanes are those whose two 32-bit halves
+            // are both equal (SSE2, which every x86_64 processor has, compares only
+            // 32 bits at a time).
+            // SAFETY: SSE2 is part of every x86_64 target, and these intrinsics only
+            // compute on values (no pointers).
+            unsafe {
+                let equal = |pair: __m128i| {
+                    let halves = _mm_cmpeq_epi32(pair, _mm_set1_epi64x(id as i64));
+                    let both = _mm_and_si128(halves, _mm_shuffle_epi32::<0b10_11_00_01>(halves));
+                    _mm_movemask_pd(_mm_castsi128_pd(both)) as u32
+                };
+                let [a, b, c, d] = self.ids.map(|x| x as i64);
+                equal(_mm_set_epi64x(b, a)) | equal(_mm_set_epi64x(d, c)) << 2
+            }
         }
-        mask
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let mut mask = 0;
+            for (i, &slot) in self.ids.iter().enumerate() {
+                mask |= u32::from(slot == id) << i;
+            }
+            mask
+        }
     }
 }
 
@@ -96,13 +119,9 @@ impl LiveSet {
     }
 
     fn with_buckets(n: usize) -> LiveSet {
-        let empty = Slot {
-            id: EMPTY,
-            live: Live { ordinal: 0, ctx: 0 },
-        };
         let mut buckets = Vec::with_capacity(n);
         advise_huge_pages(&mut buckets);
-        buckets.resize(n, Bucket { slots: [empty; 4] });
+        buckets.resize(n, Bucket::EMPTY);
         LiveSet {
             buckets,
             spill: Spill::new(n),
@@ -114,17 +133,18 @@ impl LiveSet {
         std::mem::size_of_val(&self.buckets[..])
     }
 
+    /// `id`'s bucket.
     #[inline(always)]
-    fn home(&self, id: u64) -> usize {
+    pub fn home(&self, id: u64) -> usize {
         scaled_hash(id, self.buckets.len())
     }
 
-    /// Asks the processor to start loading `id`'s bucket: the replay calls it a few
+    /// Asks the processor to start loading the bucket `home`: the replay calls it a few
     /// events ahead, so that the cache misses of consecutive events overlap instead of
     /// adding up.
     #[inline(always)]
-    pub fn prefetch(&self, id: u64) {
-        prefetch(&self.buckets[self.home(id)]);
+    pub fn prefetch(&self, home: usize) {
+        prefetch(&self.buckets[home]);
     }
 
     /// Puts `live` under `id`, returning what was there (an allocation whose free was
@@ -138,13 +158,15 @@ impl LiveSet {
         let bucket = &mut self.buckets[home];
         let found = bucket.find(id);
         if found != 0 {
-            let slot = &mut bucket.slots[found.trailing_zeros() as usize];
-            return Some(std::mem::replace(&mut slot.live, live));
+            let slot = found.trailing_zeros() as usize;
+            return Some(std::mem::replace(&mut bucket.lives[slot], live));
         }
         let free = bucket.find(EMPTY);
         if free != 0 {
             // Not full: `id` is nowhere else either.
-            bucket.slots[free.trailing_zeros() as usize] = Slot { id, live };
+            let slot = free.trailing_zeros() as usize;
+            bucket.ids[slot] = id;
+            bucket.lives[slot] = live;
             return None;
         }
         self.spill.insert(id, live)
@@ -161,9 +183,9 @@ impl LiveSet {
         let found = bucket.find(id);
         let full = bucket.find(EMPTY) == 0;
         if found != 0 {
-            let slot = &mut bucket.slots[found.trailing_zeros() as usize];
-            let live = slot.live;
-            slot.id = EMPTY;
+            let slot = found.trailing_zeros() as usize;
+            let live = bucket.lives[slot];
+            bucket.ids[slot] = EMPTY;
             if full {
                 self.refill(home);
             }
@@ -179,8 +201,9 @@ impl LiveSet {
     fn refill(&mut self, home: usize) {
         if let Some((id, live)) = self.spill.take_from(home) {
             let bucket = &mut self.buckets[home];
-            let free = bucket.find(EMPTY);
-            bucket.slots[free.trailing_zeros() as usize] = Slot { id, live };
+            let slot = bucket.find(EMPTY).trailing_zeros() as usize;
+            bucket.ids[slot] = id;
+            bucket.lives[slot] = live;
         }
     }
 
@@ -188,9 +211,9 @@ impl LiveSet {
     pub fn values(&self) -> impl Iterator<Item = &Live> {
         self.buckets
             .iter()
-            .flat_map(|b| b.slots.iter())
-            .filter(|slot| slot.id != EMPTY)
-            .map(|slot| &slot.live)
+            .flat_map(|b| b.ids.iter().zip(&b.lives))
+            .filter(|(id, _)| **id != EMPTY)
+            .map(|(_, live)| live)
             .chain(self.spill.values())
     }
 
@@ -374,6 +397,12 @@ impl Spill {
 /// table also misses the address translation cache, and filling them takes a page fault
 /// per 4 KiB. Only a hint: without it nothing changes but the speed.
 pub(super) fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    advise_huge_pages_in(v.spare_capacity_mut());
+}
+
+/// [`advise_huge_pages`] for memory already allocated but not touched yet (a zeroed
+/// allocation, which the system maps without writing to it).
+pub(super) fn advise_huge_pages_in<T>(memory: &mut [T]) {
     #[cfg(target_os = "linux")]
     {
         const MADV_HUGEPAGE: i32 = 14;
@@ -382,15 +411,14 @@ pub(super) fn advise_huge_pages<T>(v: &mut Vec<T>) {
         unsafe extern "C" {
             fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
         }
-        let spare = v.spare_capacity_mut();
-        let bytes = std::mem::size_of_val(spare);
+        let bytes = std::mem::size_of_val(memory);
         if bytes < 2 * HUGE {
             return;
         }
-        let start = spare.as_mut_ptr() as usize;
+        let start = memory.as_mut_ptr() as usize;
         let begin = start.next_multiple_of(PAGE);
         let end = (start + bytes) / PAGE * PAGE;
-        // SAFETY: the range lies inside memory this vector owns (rounded inwards to whole
+        // SAFETY: the range lies inside memory the caller owns (rounded inwards to whole
         // pages), and MADV_HUGEPAGE only changes how the kernel backs it, never its
         // contents; a failure is ignored.
         unsafe {
@@ -398,7 +426,7 @@ pub(super) fn advise_huge_pages<T>(v: &mut Vec<T>) {
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = v;
+    let _ = memory;
 }
 
 #[cfg(test)]
