@@ -265,14 +265,16 @@ impl std::ops::Index<usize> for Tape {
     type Output = u64;
     #[inline(always)]
     fn index(&self, i: usize) -> &u64 {
-        &self.words[..self.len][i]
+        debug_assert!(i < self.len);
+        &self.words[i]
     }
 }
 
 impl std::ops::IndexMut<usize> for Tape {
     #[inline(always)]
     fn index_mut(&mut self, i: usize) -> &mut u64 {
-        &mut self.words[..self.len][i]
+        debug_assert!(i < self.len);
+        &mut self.words[i]
     }
 }
 
@@ -871,25 +873,29 @@ struct Totals {
 /// Live bytes per category over the stream, now that every allocation's category is
 /// known: each category's own peak, and the breakdown at the total's peak.
 fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
-    let mut live = [0u64; 8];
-    let mut peaks = [0u64; 8];
-    let mut at_peak = [0u64; 8];
+    // Indexed by a category's 4 bits, so that no index needs checking; only the first 8
+    // are categories.
+    let mut live = [0u64; 16];
+    let mut peaks = [0u64; 16];
+    let mut at_peak = [0u64; 16];
+    let view = |live: &[u64; 16]| -> [u64; 8] { live[..8].try_into().expect("8 categories") };
     let mut ordinal = 0usize;
     let mut ops = scan.ops.iter().copied();
     let mut op = move || ops.next().expect("the first walk records every release");
-    let release = |live: &mut [u64; 8], op: u64| {
+    let release = |live: &mut [u64; 16], op: u64| {
         if op != OP_NONE {
             live[(op >> OP_SHIFT) as usize] -= op & OP_BYTES;
         }
     };
     let peak_at = scan.peak_at.unwrap_or(usize::MAX);
-    let mut kinds = 0;
+    let mut kinds = scan.kinds.iter().copied();
+    let mut word = 0;
     for at in 0..scan.observations {
         if at % 32 == 0 {
-            kinds = scan.kinds[at / 32];
+            word = kinds.next().expect("the first walk records every kind");
         }
-        let kind = kinds & 3;
-        kinds >>= 2;
+        let kind = word & 3;
+        word >>= 2;
         if kind == KIND_ALLOC {
             let word = scan.blocks[ordinal];
             ordinal += 1;
@@ -925,7 +931,7 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
                     if at == peak_at {
                         at_peak = live;
                     }
-                    observe(at, &live);
+                    observe(at, &view(&live));
                     live[c] -= old;
                     continue;
                 }
@@ -934,9 +940,9 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
         if at == peak_at {
             at_peak = live;
         }
-        observe(at, &live);
+        observe(at, &view(&live));
     }
-    let to_bytes = |a: [u64; 8]| {
+    let to_bytes = |a: [u64; 16]| {
         let mut out = CategoryBytes::default();
         for c in Category::ALL {
             out[c] = a[c.index()];
