@@ -181,17 +181,14 @@ const RESIZED: u64 = 0x40 << BLOCK_SHIFT;
 const BLOCK_SHIFT: u32 = 56;
 const BLOCK_BYTES: u64 = (1 << BLOCK_SHIFT) - 1;
 const CATEGORY_MASK: u64 = 0x0f;
-/// In `Scan::ops`, on a resize's new size: it was resized in place.
+/// In `Scan::resizes`, on a resize's new size: it was resized in place.
 const IN_PLACE: u64 = 1 << 63;
 /// In `Scan::kinds`, 2 bits per allocation, release or resize, in stream order.
 const KIND_ALLOC: u64 = 0;
 const KIND_FREE: u64 = 1;
 const KIND_REALLOC: u64 = 2;
-/// A release in `Scan::ops`: the category in the top 4 bits, the bytes below.
-const OP_SHIFT: u32 = 60;
-const OP_BYTES: u64 = (1 << OP_SHIFT) - 1;
-/// In `Scan::ops`: nothing was released.
-const OP_NONE: u64 = u64::MAX;
+/// In `Scan::released`: nothing was released.
+const NO_BLOCK: u32 = u32::MAX;
 /// Leak-site buckets: one per phase, and one for "outside any phase".
 const SITES: usize = Phase::ALL.len() + 1;
 
@@ -224,20 +221,20 @@ const PREFETCH_ABOVE: usize = 1 << 20;
 /// pages never reached cost nothing, and the kernel is asked for huge pages): a push is
 /// one store and one well-predicted compare. Room runs out only where the first walk's
 /// count fell short (allocations over ids still alive); it then doubles.
-struct Tape {
-    words: Vec<u64>,
+struct Tape<T> {
+    words: Vec<T>,
     len: usize,
 }
 
-impl Tape {
-    fn with_room(n: usize) -> Tape {
-        let mut words = vec![0; n];
+impl<T: Copy + Default> Tape<T> {
+    fn with_room(n: usize) -> Tape<T> {
+        let mut words = vec![T::default(); n];
         advise_huge_pages_in(&mut words);
         Tape { words, len: 0 }
     }
 
     #[inline(always)]
-    fn push(&mut self, word: u64) {
+    fn push(&mut self, word: T) {
         if self.len == self.words.len() {
             self.grow();
         }
@@ -249,30 +246,30 @@ impl Tape {
     #[inline(never)]
     fn grow(&mut self) {
         let room = (2 * self.words.len()).max(64);
-        self.words.resize(room, 0);
+        self.words.resize(room, T::default());
     }
 
     fn len(&self) -> usize {
         self.len
     }
 
-    fn iter(&self) -> impl Iterator<Item = &u64> {
+    fn iter(&self) -> impl Iterator<Item = &T> {
         self.words[..self.len].iter()
     }
 }
 
-impl std::ops::Index<usize> for Tape {
-    type Output = u64;
+impl<T> std::ops::Index<usize> for Tape<T> {
+    type Output = T;
     #[inline(always)]
-    fn index(&self, i: usize) -> &u64 {
+    fn index(&self, i: usize) -> &T {
         debug_assert!(i < self.len);
         &self.words[i]
     }
 }
 
-impl std::ops::IndexMut<usize> for Tape {
+impl<T> std::ops::IndexMut<usize> for Tape<T> {
     #[inline(always)]
-    fn index_mut(&mut self, i: usize) -> &mut u64 {
+    fn index_mut(&mut self, i: usize) -> &mut T {
         debug_assert!(i < self.len);
         &mut self.words[i]
     }
@@ -326,6 +323,9 @@ impl KindLog {
     }
 }
 
+/// Sizes by allocation ordinal (of resized allocations).
+type Sizes = HashMap<u32, u64, BuildHasherDefault<OrdinalHasher>>;
+
 /// Hashes an allocation's ordinal for `Scan::resized` (a multiply, not SipHash).
 #[derive(Default)]
 struct OrdinalHasher(u64);
@@ -350,13 +350,18 @@ impl Hasher for OrdinalHasher {
 /// What the first walk learns: categories, releases, and every category-free figure.
 struct Scan {
     /// Per allocation: its bytes, its category index and flags, as one word.
-    blocks: Tape,
+    blocks: Tape<u64>,
     /// The size now of each live allocation that was resized, by ordinal.
-    resized: HashMap<u32, u64, BuildHasherDefault<OrdinalHasher>>,
-    /// Per release (and resize), in stream order, for the second walk.
-    ops: Tape,
+    resized: Sizes,
+    /// Per release, in stream order, for the second walk: which allocation was released
+    /// (its ordinal), or [`NO_BLOCK`]. A resize adds two: what it released under its new
+    /// id, and the allocation it resized.
+    released: Tape<u32>,
+    /// Per resize of a live allocation: its size before, and after (with [`IN_PLACE`]).
+    resizes: Vec<u64>,
     /// What each allocation, release and resize was ([`KIND_ALLOC`] …), 32 to a word:
-    /// all the second walk needs of the stream besides `blocks` and `ops`.
+    /// all the second walk needs of the stream besides `blocks`, `released` and
+    /// `resizes`.
     kinds: Vec<u64>,
     /// How many allocations, releases and resizes the stream has.
     observations: usize,
@@ -414,7 +419,7 @@ impl Scan {
                 }
                 Event::Realloc { .. } => {
                     allocations += 1;
-                    releases += 4;
+                    releases += 2;
                 }
                 _ => {}
             }
@@ -422,7 +427,8 @@ impl Scan {
         let s = Scan {
             blocks: Tape::with_room(allocations),
             resized: HashMap::default(),
-            ops: Tape::with_room(releases),
+            released: Tape::with_room(releases),
+            resizes: Vec::new(),
             kinds: Vec::with_capacity((allocations + releases).div_ceil(32)),
             observations: 0,
             contexts: Vec::new(),
@@ -507,7 +513,7 @@ impl Scan {
                     kinds.push(KIND_FREE);
                     match table.remove(id) {
                         Some(old) => total -= s.release(&old, iteration, &mut after_loop),
-                        None => s.ops.push(OP_NONE),
+                        None => s.released.push(NO_BLOCK),
                     }
                 }
                 Event::Realloc { from, to, bytes } => {
@@ -520,16 +526,16 @@ impl Scan {
                     // Another live allocation under `to`: its free was missed.
                     match (to != from).then(|| table.remove(to)).flatten() {
                         Some(old) => total -= s.release(&old, iteration, &mut after_loop),
-                        None => s.ops.push(OP_NONE),
+                        None => s.released.push(NO_BLOCK),
                     }
                     match moved {
                         Some(mut block) => {
                             let old = s.bytes_now(block.ordinal);
                             s.blocks[block.ordinal as usize] |= RESIZED;
                             s.resized.insert(block.ordinal, bytes);
-                            s.ops.push(u64::from(block.ordinal));
-                            s.ops.push(old);
-                            s.ops
+                            s.released.push(block.ordinal);
+                            s.resizes.push(old);
+                            s.resizes
                                 .push(if to == from { bytes | IN_PLACE } else { bytes });
                             let made = s.contexts[block.ctx as usize];
                             if made.touched != iteration {
@@ -554,7 +560,7 @@ impl Scan {
                             }
                         }
                         None => {
-                            s.ops.push(OP_NONE);
+                            s.released.push(NO_BLOCK);
                             let ordinal = s.blocks.len() as u32;
                             s.blocks.push(bytes);
                             table.insert(to, Live { ordinal, ctx: here });
@@ -770,7 +776,7 @@ impl Scan {
         } else {
             self.resized.remove(&block.ordinal).unwrap_or(0)
         };
-        self.ops.push(u64::from(category) << OP_SHIFT | bytes);
+        self.released.push(block.ordinal);
         if iteration == NONE {
             let category = Category::ALL[usize::from(category)];
             self.release_outside_loop(block, bytes, category, after_loop);
@@ -880,11 +886,25 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
     let mut at_peak = [0u64; 16];
     let view = |live: &[u64; 16]| -> [u64; 8] { live[..8].try_into().expect("8 categories") };
     let mut ordinal = 0usize;
-    let mut ops = scan.ops.iter().copied();
-    let mut op = move || ops.next().expect("the first walk records every release");
-    let release = |live: &mut [u64; 16], op: u64| {
-        if op != OP_NONE {
-            live[(op >> OP_SHIFT) as usize] -= op & OP_BYTES;
+    let mut released = scan.released.iter().copied();
+    let mut next = move || {
+        released
+            .next()
+            .expect("the first walk records every release")
+    };
+    let mut resizes = scan.resizes.iter().copied();
+    let mut resize = move || resizes.next().expect("the first walk records every resize");
+    // The size now of each resized allocation still alive.
+    let mut resized = Sizes::default();
+    let release = |live: &mut [u64; 16], resized: &mut Sizes, block: u32| {
+        if block != NO_BLOCK {
+            let word = scan.blocks[block as usize];
+            let bytes = if word & RESIZED == 0 {
+                word & BLOCK_BYTES
+            } else {
+                resized.remove(&block).unwrap_or(word & BLOCK_BYTES)
+            };
+            live[category_index(word)] -= bytes;
         }
     };
     let peak_at = scan.peak_at.unwrap_or(usize::MAX);
@@ -900,17 +920,17 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
             let word = scan.blocks[ordinal];
             ordinal += 1;
             if word & CLOSES != 0 {
-                release(&mut live, op());
+                release(&mut live, &mut resized, next());
             }
             let c = category_index(word);
             live[c] += word & BLOCK_BYTES;
             peaks[c] = peaks[c].max(live[c]);
         } else if kind == KIND_FREE {
-            release(&mut live, op());
+            release(&mut live, &mut resized, next());
         } else {
-            release(&mut live, op());
-            let moved = op();
-            if moved == OP_NONE {
+            release(&mut live, &mut resized, next());
+            let moved = next();
+            if moved == NO_BLOCK {
                 let word = scan.blocks[ordinal];
                 ordinal += 1;
                 let c = category_index(word);
@@ -918,8 +938,9 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
                 peaks[c] = peaks[c].max(live[c]);
             } else {
                 let c = category_index(scan.blocks[moved as usize]);
-                let old = op();
-                let bytes = op();
+                let old = resize();
+                let bytes = resize();
+                resized.insert(moved, bytes & !IN_PLACE);
                 if bytes & IN_PLACE != 0 {
                     live[c] = live[c] - old + (bytes & !IN_PLACE);
                     peaks[c] = peaks[c].max(live[c]);
