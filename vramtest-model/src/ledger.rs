@@ -15,7 +15,7 @@
 //! than over the stream, only adds and subtracts bytes per category.
 //!
 //! Memory: one 8 B word per allocation (its bytes and, once decided, its category),
-//! 8 B per release and 2 bits per event: about 16 B per allocation. Plus the table of
+//! 4 B per release and 2 bits per event: about 12 B per allocation. Plus the table of
 //! live allocations: the count gives the most allocations alive at once if every free
 //! matches one, and the table gets one 64 B bucket of four slots for each (at least
 //! 1024), made once: 64 B per allocation alive at the same time. Frees of ids never
