@@ -293,6 +293,8 @@ struct KindLog {
     words: Vec<u64>,
     word: u64,
     shift: u32,
+    /// How many kinds were pushed: allocations, releases and resizes so far.
+    len: usize,
 }
 
 impl KindLog {
@@ -301,6 +303,7 @@ impl KindLog {
             words,
             word: 0,
             shift: 0,
+            len: 0,
         }
     }
 
@@ -308,6 +311,7 @@ impl KindLog {
     fn push(&mut self, kind: u64) {
         self.word |= kind << self.shift;
         self.shift += 2;
+        self.len += 1;
         if self.shift == 64 {
             self.words.push(self.word);
             self.word = 0;
@@ -315,11 +319,12 @@ impl KindLog {
         }
     }
 
-    fn finish(mut self) -> Vec<u64> {
+    /// The words, and how many kinds they hold.
+    fn finish(mut self) -> (Vec<u64>, usize) {
         if self.shift > 0 {
             self.words.push(self.word);
         }
-        self.words
+        (self.words, self.len)
     }
 }
 
@@ -475,8 +480,6 @@ impl Scan {
         // Released after the last iteration ended, by site; reset when another starts.
         let mut after_loop = [[0u64; SITES]; 8];
         let mut kinds = KindLog::new(std::mem::take(&mut s.kinds));
-        // How many allocations, releases and resizes came before this event.
-        let mut at = 0usize;
         let context_now = |s: &mut Scan, run_stack: &[u32], tag_stack: &[u8], iteration| {
             s.intern(Ctx {
                 run: run_stack.last().copied().unwrap_or(NONE),
@@ -487,6 +490,8 @@ impl Scan {
         };
 
         for (k, event) in events.iter().enumerate() {
+            // How many allocations, releases and resizes came before this event.
+            let at = kinds.len;
             if PREFETCH && let Some(id) = events.get(k + PREFETCH_DISTANCE).and_then(key) {
                 table.prefetch(table.home(id));
             }
@@ -628,15 +633,8 @@ impl Scan {
                 }
                 run_peak = run_peak.max(total);
             }
-            if matches!(
-                event,
-                Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. }
-            ) {
-                at += 1;
-            }
         }
-        s.kinds = kinds.finish();
-        s.observations = at;
+        (s.kinds, s.observations) = kinds.finish();
 
         // The end of the stream ends whatever is still open.
         s.take_run_peak(&run_stack, run_peak);
