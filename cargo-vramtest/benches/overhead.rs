@@ -7,19 +7,16 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use common::Fixture;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use support::{median, rounds, time};
 
 /// The target ratio of `cargo vramtest` to `cargo test`.
 const TARGET: f64 = 1.15;
 
 fn main() {
-    let rounds: usize = std::env::var("VRAMTEST_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
+    let rounds = rounds();
     let f = Fixture::candle_mlp("bench");
     // Build, and write the snapshots both runs compare with.
     let ran = f.run(&[], &[("VRAMTEST_UPDATE", "always")]);
@@ -35,8 +32,8 @@ fn main() {
     let mut plain = Vec::new();
     let mut ours = Vec::new();
     for round in 1..=rounds {
-        let a = time(cargo_test());
-        let b = time(vramtest());
+        let (a, _) = time(cargo_test());
+        let (b, _) = time(vramtest());
         println!(
             "round {round}: cargo test {:>6.3}s   cargo vramtest {:>6.3}s   ({:.3}×)",
             a.as_secs_f64(),
@@ -54,23 +51,4 @@ fn main() {
         b.as_secs_f64(),
         if ratio <= TARGET { "ok" } else { "OVER TARGET" }
     );
-}
-
-/// Runs a command to completion; panics unless it passes.
-fn time(mut cmd: Command) -> Duration {
-    let start = Instant::now();
-    let out = cmd.output().expect("the command runs");
-    let elapsed = start.elapsed();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    elapsed
-}
-
-fn median(samples: &mut [Duration]) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }

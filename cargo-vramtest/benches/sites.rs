@@ -9,16 +9,13 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use common::Fixture;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use support::{median, rounds, time};
 
 fn main() {
-    let rounds: usize = std::env::var("VRAMTEST_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
+    let rounds = rounds();
     let f = Fixture::candle_mlp("bench-sites");
     let ran = f.run(&["vram::mlp_adamw"], &[("VRAMTEST_UPDATE", "always")]);
     assert_eq!(ran.code, 0, "{}", ran.text());
@@ -54,23 +51,4 @@ fn main() {
         b.as_secs_f64() - a.as_secs_f64(),
         b.as_secs_f64() / a.as_secs_f64()
     );
-}
-
-/// Runs a command to completion; panics unless it passes. Returns its stdout too.
-fn time(mut cmd: Command) -> (Duration, String) {
-    let start = Instant::now();
-    let out = cmd.output().expect("the command runs");
-    let elapsed = start.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (elapsed, stdout)
-}
-
-fn median(samples: &mut [Duration]) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
