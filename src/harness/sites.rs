@@ -38,14 +38,15 @@ pub(super) fn outcome(
         SitesMode::Plan => return Some(SitesOutcome::Plan(sites::plan(events))),
         SitesMode::Capture(_) | SitesMode::Everything => heap::traces(),
     };
-    let captured: std::collections::HashSet<Call> = traces.iter().map(|(c, _)| *c).collect();
-    let missing = sites::uncaptured(events, |c| captured.contains(&c));
     let capture = match mode {
         SitesMode::Capture(_) => {
             let planned = plan
                 .expect("a capture run reads its plan first")
                 .fingerprint;
             let measured = sites::Fingerprint::of(events);
+            let captured: std::collections::HashSet<Call> =
+                traces.iter().map(|(c, _)| *c).collect();
+            let missing = sites::uncaptured(events, |c| captured.contains(&c));
             if measured != planned || missing > 0 {
                 return Some(SitesOutcome::Mismatch {
                     planned,
