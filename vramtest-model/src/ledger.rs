@@ -14,11 +14,12 @@
 //! rule needs is known by then. A second walk, over what the first one wrote rather
 //! than over the stream, only adds and subtracts bytes per category.
 //!
-//! Memory: one 8 B word per allocation (its bytes and, once decided, its category),
-//! 4 B per release and 2 bits per event: about 12 B per allocation. Plus the table of
-//! live allocations: the count gives the most allocations alive at once if every free
-//! matches one, and the table gets one 64 B bucket of four slots for every 1.5 of them
-//! (at least 1024), made once: about 43 B per allocation alive at the same time. Frees
+//! Memory: one 4 B word per allocation (its bytes and, once decided, its category;
+//! blocks of 64 MiB and more keep their bytes in a map beside it), 4 B per release and
+//! 2 bits per event: about 8 B per allocation. Plus the table of live allocations: the
+//! count gives the most allocations alive at once if every free matches one, and the
+//! table gets one 64 B bucket of four slots for every 1.5 of them (at least 1024), made
+//! once: about 43 B per allocation alive at the same time. Frees
 //! of ids never seen make the count fall short; the allocations that then find their
 //! bucket full go to an overflow table that doubles when it gets half full (32 to 64 B
 //! each). Allocations over an id still alive (a missed free) make the count, and the
@@ -171,16 +172,16 @@ pub fn leak_per_iteration(iteration_end_bytes: &[u64]) -> u64 {
 
 const NONE: u32 = u32::MAX;
 const NO_TAG: u8 = u8::MAX;
-/// In `Scan::blocks`, one word per allocation: the bytes it was made with in the low 56
-/// bits (sizes are kept to 2^56 B, 64 PiB); above them its category's index (once it is
-/// decided), this flag when the allocation closed a live one under the same id (its
-/// free was missed), and this one when it was resized since (its size now is in
-/// `Scan::resized`).
-const CLOSES: u64 = 0x80 << BLOCK_SHIFT;
-const RESIZED: u64 = 0x40 << BLOCK_SHIFT;
-const BLOCK_SHIFT: u32 = 56;
-const BLOCK_BYTES: u64 = (1 << BLOCK_SHIFT) - 1;
-const CATEGORY_MASK: u64 = 0x0f;
+/// In `Scan::blocks`, one 4 B word per allocation: the bytes it was made with in the low
+/// 26 bits, or [`BIG`] when they do not fit (64 MiB or more: then they are in
+/// `Scan::big`); [`RESIZED`] when it was resized since (its size now is in
+/// `Scan::resized`); [`CLOSES`] when the allocation closed a live one under the same id
+/// (its free was missed); and its category's index in the top 3 bits, once decided.
+const BLOCK_BYTES: u32 = (1 << 26) - 1;
+const BIG: u32 = 1 << 26;
+const RESIZED: u32 = 1 << 27;
+const CLOSES: u32 = 1 << 28;
+const CATEGORY_SHIFT: u32 = 29;
 /// In `Scan::resizes`, on a resize's new size: it was resized in place.
 const IN_PLACE: u64 = 1 << 63;
 /// In `Scan::kinds`, 2 bits per allocation, release or resize, in stream order.
@@ -192,10 +193,27 @@ const NO_BLOCK: u32 = u32::MAX;
 /// Leak-site buckets: one per phase, and one for "outside any phase".
 const SITES: usize = Phase::ALL.len() + 1;
 
-/// The category index in a word of `Scan::blocks`.
+/// The category index in a word of `Scan::blocks` (below 8, so that it needs no check
+/// as an index into an array of 8).
 #[inline]
-fn category_index(word: u64) -> usize {
-    ((word >> BLOCK_SHIFT) & CATEGORY_MASK) as usize
+fn category_index(word: u32) -> usize {
+    (word >> CATEGORY_SHIFT) as usize
+}
+
+/// The bytes the allocation `ordinal` with `word` was made with.
+#[inline(always)]
+fn made_bytes(word: u32, ordinal: u32, big: &Sizes) -> u64 {
+    if word & BIG == 0 {
+        u64::from(word & BLOCK_BYTES)
+    } else {
+        big.get(&ordinal).copied().unwrap_or(0)
+    }
+}
+
+/// A word of `Scan::blocks` with its category's index set.
+#[inline]
+fn with_category(word: u32, category: u8) -> u32 {
+    word | u32::from(category) << CATEGORY_SHIFT
 }
 
 /// Where an allocation was made: everything its category depends on. Few distinct ones
@@ -355,7 +373,9 @@ impl Hasher for OrdinalHasher {
 /// What the first walk learns: categories, releases, and every category-free figure.
 struct Scan {
     /// Per allocation: its bytes, its category index and flags, as one word.
-    blocks: Tape<u64>,
+    blocks: Tape<u32>,
+    /// The bytes each [`BIG`] allocation was made with, by ordinal.
+    big: Sizes,
     /// The size now of each live allocation that was resized, by ordinal.
     resized: Sizes,
     /// Per release, in stream order, for the second walk: which allocation was released
@@ -431,6 +451,7 @@ impl Scan {
         }
         let s = Scan {
             blocks: Tape::with_room(allocations),
+            big: HashMap::default(),
             resized: HashMap::default(),
             released: Tape::with_room(releases),
             resizes: Vec::new(),
@@ -502,10 +523,9 @@ impl Scan {
                     if here == STALE {
                         here = context_now(&mut s, &run_stack, &tag_stack, iteration);
                     }
-                    let bytes = bytes.min(BLOCK_BYTES);
                     let ordinal = s.blocks.len() as u32;
                     let block = Live { ordinal, ctx: here };
-                    let mut word = bytes;
+                    let mut word = s.word(ordinal, bytes);
                     // Another live allocation under `id`: its free was missed.
                     if let Some(old) = table.insert(id, block) {
                         total -= s.release(&old, iteration, &mut after_loop);
@@ -526,7 +546,6 @@ impl Scan {
                     if here == STALE {
                         here = context_now(&mut s, &run_stack, &tag_stack, iteration);
                     }
-                    let bytes = bytes.min(BLOCK_BYTES);
                     let moved = table.remove(from);
                     // Another live allocation under `to`: its free was missed.
                     match (to != from).then(|| table.remove(to)).flatten() {
@@ -567,7 +586,8 @@ impl Scan {
                         None => {
                             s.released.push(NO_BLOCK);
                             let ordinal = s.blocks.len() as u32;
-                            s.blocks.push(bytes);
+                            let word = s.word(ordinal, bytes);
+                            s.blocks.push(word);
                             table.insert(to, Live { ordinal, ctx: here });
                             added = bytes;
                         }
@@ -653,20 +673,33 @@ impl Scan {
                 prefetch(&s.blocks[ahead.ordinal as usize]);
             }
             let category = s.decide(block, true);
-            s.blocks[block.ordinal as usize] |= (category.index() as u64) << BLOCK_SHIFT;
+            let word = &mut s.blocks[block.ordinal as usize];
+            *word = with_category(*word, category.index() as u8);
             let bytes = s.bytes_now(block.ordinal);
             s.note_kept(block, bytes, category);
         }
         s
     }
 
+    /// The word of a new allocation `ordinal` of `bytes` (noting them in `big` if they
+    /// do not fit in it).
+    #[inline(always)]
+    fn word(&mut self, ordinal: u32, bytes: u64) -> u32 {
+        if bytes <= u64::from(BLOCK_BYTES) {
+            bytes as u32
+        } else {
+            self.big.insert(ordinal, bytes);
+            BIG
+        }
+    }
+
     /// The bytes of the live allocation `ordinal` now.
     fn bytes_now(&self, ordinal: u32) -> u64 {
         let word = self.blocks[ordinal as usize];
-        if word & RESIZED == 0 {
-            word & BLOCK_BYTES
-        } else {
+        if word & RESIZED != 0 {
             self.resized.get(&ordinal).copied().unwrap_or(0)
+        } else {
+            made_bytes(word, ordinal, &self.big)
         }
     }
 
@@ -768,11 +801,13 @@ impl Scan {
     fn release(&mut self, block: &Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) -> u64 {
         let category = self.released_now[block.ctx as usize];
         let word = &mut self.blocks[block.ordinal as usize];
-        *word |= u64::from(category) << BLOCK_SHIFT;
-        let bytes = if *word & RESIZED == 0 {
-            *word & BLOCK_BYTES
-        } else {
+        *word = with_category(*word, category);
+        let bytes = if *word & (RESIZED | BIG) == 0 {
+            u64::from(*word & BLOCK_BYTES)
+        } else if *word & RESIZED != 0 {
             self.resized.remove(&block.ordinal).unwrap_or(0)
+        } else {
+            self.big.get(&block.ordinal).copied().unwrap_or(0)
         };
         self.released.push(block.ordinal);
         if iteration == NONE {
@@ -877,12 +912,10 @@ struct Totals {
 /// Live bytes per category over the stream, now that every allocation's category is
 /// known: each category's own peak, and the breakdown at the total's peak.
 fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
-    // Indexed by a category's 4 bits, so that no index needs checking; only the first 8
-    // are categories.
-    let mut live = [0u64; 16];
-    let mut peaks = [0u64; 16];
-    let mut at_peak = [0u64; 16];
-    let view = |live: &[u64; 16]| -> [u64; 8] { live[..8].try_into().expect("8 categories") };
+    // Indexed by a category's 3 bits, so that no index needs checking.
+    let mut live = [0u64; 8];
+    let mut peaks = [0u64; 8];
+    let mut at_peak = [0u64; 8];
     let mut ordinal = 0usize;
     let mut released = scan.released.iter().copied();
     let mut next = move || {
@@ -894,13 +927,17 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
     let mut resize = move || resizes.next().expect("the first walk records every resize");
     // The size now of each resized allocation still alive.
     let mut resized = Sizes::default();
-    let release = |live: &mut [u64; 16], resized: &mut Sizes, block: u32| {
+    let release = |live: &mut [u64; 8], resized: &mut Sizes, block: u32| {
         if block != NO_BLOCK {
             let word = scan.blocks[block as usize];
-            let bytes = if word & RESIZED == 0 {
-                word & BLOCK_BYTES
+            let bytes = if word & (RESIZED | BIG) == 0 {
+                u64::from(word & BLOCK_BYTES)
+            } else if word & RESIZED != 0 {
+                resized
+                    .remove(&block)
+                    .unwrap_or_else(|| made_bytes(word, block, &scan.big))
             } else {
-                resized.remove(&block).unwrap_or(word & BLOCK_BYTES)
+                made_bytes(word, block, &scan.big)
             };
             live[category_index(word)] -= bytes;
         }
@@ -916,12 +953,13 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
         word >>= 2;
         if kind == KIND_ALLOC {
             let word = scan.blocks[ordinal];
+            let bytes = made_bytes(word, ordinal as u32, &scan.big);
             ordinal += 1;
             if word & CLOSES != 0 {
                 release(&mut live, &mut resized, next());
             }
             let c = category_index(word);
-            live[c] += word & BLOCK_BYTES;
+            live[c] += bytes;
             peaks[c] = peaks[c].max(live[c]);
         } else if kind == KIND_FREE {
             release(&mut live, &mut resized, next());
@@ -930,9 +968,10 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
             let moved = next();
             if moved == NO_BLOCK {
                 let word = scan.blocks[ordinal];
+                let bytes = made_bytes(word, ordinal as u32, &scan.big);
                 ordinal += 1;
                 let c = category_index(word);
-                live[c] += word & BLOCK_BYTES;
+                live[c] += bytes;
                 peaks[c] = peaks[c].max(live[c]);
             } else {
                 let c = category_index(scan.blocks[moved as usize]);
@@ -950,7 +989,7 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
                     if at == peak_at {
                         at_peak = live;
                     }
-                    observe(at, &view(&live));
+                    observe(at, &live);
                     live[c] -= old;
                     continue;
                 }
@@ -959,9 +998,9 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
         if at == peak_at {
             at_peak = live;
         }
-        observe(at, &view(&live));
+        observe(at, &live);
     }
-    let to_bytes = |a: [u64; 16]| {
+    let to_bytes = |a: [u64; 8]| {
         let mut out = CategoryBytes::default();
         for c in Category::ALL {
             out[c] = a[c.index()];

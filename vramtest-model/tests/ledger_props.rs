@@ -38,14 +38,24 @@ fn category() -> impl Strategy<Value = Category> {
     prop::sample::select(Category::ALL.to_vec())
 }
 
+/// Sizes: mostly small, sometimes around and far above 64 MiB, where the ledger keeps a
+/// block's bytes outside its 4 B word.
+fn bytes() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        8 => 0u64..100_000,
+        1 => ((1u64 << 26) - 2)..((1u64 << 26) + 2),
+        1 => (1u64 << 26)..(1u64 << 44),
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (0u64..100_000).prop_map(Op::Alloc),
-        1 => (any::<usize>(), 0u64..100_000).prop_map(|(p, b)| Op::AllocReuse(p, b)),
+        6 => bytes().prop_map(Op::Alloc),
+        1 => (any::<usize>(), bytes()).prop_map(|(p, b)| Op::AllocReuse(p, b)),
         5 => any::<usize>().prop_map(Op::Free),
         1 => Just(Op::FreeBaseline),
-        2 => (any::<usize>(), any::<bool>(), 0u64..100_000).prop_map(|(p, m, b)| Op::Realloc(p, m, b)),
-        1 => (0u64..100_000).prop_map(Op::ReallocBaseline),
+        2 => (any::<usize>(), any::<bool>(), bytes()).prop_map(|(p, m, b)| Op::Realloc(p, m, b)),
+        1 => bytes().prop_map(Op::ReallocBaseline),
         3 => phase().prop_map(Op::PhaseStart),
         3 => Just(Op::PhaseEnd),
         1 => Just(Op::IterationStart),
