@@ -666,7 +666,7 @@ impl Scan {
         }
         s.sites = after_loop;
         // Their words lie all over `blocks`: load them a few blocks ahead.
-        let kept: Vec<Live> = table.values().copied().collect();
+        let kept: Vec<Live> = table.values().collect();
         drop(table);
         for (k, block) in kept.iter().enumerate() {
             if let Some(ahead) = kept.get(k + PREFETCH_DISTANCE) {
@@ -759,6 +759,8 @@ impl Scan {
             return id;
         }
         let id = self.contexts.len() as u32;
+        // The live set keeps a mark of its own in a context's top bit.
+        assert!(id < 1 << 31, "more than 2^31 allocation contexts");
         let tag = (ctx.tag != NO_TAG).then(|| Category::ALL[usize::from(ctx.tag)]);
         let phase = (ctx.run != NONE).then(|| self.run_phase[ctx.run as usize]);
         let category = |freed_before_phase_end, outlives| {
@@ -804,10 +806,8 @@ impl Scan {
         *word = with_category(*word, category);
         let bytes = if *word & (RESIZED | BIG) == 0 {
             u64::from(*word & BLOCK_BYTES)
-        } else if *word & RESIZED != 0 {
-            self.resized.remove(&block.ordinal).unwrap_or(0)
         } else {
-            self.big.get(&block.ordinal).copied().unwrap_or(0)
+            self.odd_bytes(block.ordinal)
         };
         self.released.push(block.ordinal);
         if iteration == NONE {
@@ -815,6 +815,17 @@ impl Scan {
             self.release_outside_loop(block, bytes, category, after_loop);
         }
         bytes
+    }
+
+    /// The size of the resized or big block `ordinal`, released now.
+    #[cold]
+    #[inline(never)]
+    fn odd_bytes(&mut self, ordinal: u32) -> u64 {
+        if self.blocks[ordinal as usize] & RESIZED != 0 {
+            self.resized.remove(&ordinal).unwrap_or(0)
+        } else {
+            self.big.get(&ordinal).copied().unwrap_or(0)
+        }
     }
 
     /// What a release outside the loop also counts.
@@ -909,6 +920,33 @@ struct Totals {
     category_peaks: CategoryBytes,
 }
 
+/// In the second walk: `block` (an ordinal, or [`NO_BLOCK`]) is released.
+#[inline(always)]
+fn release(scan: &Scan, live: &mut [u64; 8], resized: &mut Sizes, block: u32) {
+    if block != NO_BLOCK {
+        let word = scan.blocks[block as usize];
+        let bytes = if word & (RESIZED | BIG) == 0 {
+            u64::from(word & BLOCK_BYTES)
+        } else {
+            odd_bytes(word, block, resized, &scan.big)
+        };
+        live[category_index(word)] -= bytes;
+    }
+}
+
+/// In the second walk: the size of a resized or big block, released now.
+#[cold]
+#[inline(never)]
+fn odd_bytes(word: u32, block: u32, resized: &mut Sizes, big: &Sizes) -> u64 {
+    if word & RESIZED != 0 {
+        resized
+            .remove(&block)
+            .unwrap_or_else(|| made_bytes(word, block, big))
+    } else {
+        made_bytes(word, block, big)
+    }
+}
+
 /// Live bytes per category over the stream, now that every allocation's category is
 /// known: each category's own peak, and the breakdown at the total's peak.
 fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
@@ -927,21 +965,6 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
     let mut resize = move || resizes.next().expect("the first walk records every resize");
     // The size now of each resized allocation still alive.
     let mut resized = Sizes::default();
-    let release = |live: &mut [u64; 8], resized: &mut Sizes, block: u32| {
-        if block != NO_BLOCK {
-            let word = scan.blocks[block as usize];
-            let bytes = if word & (RESIZED | BIG) == 0 {
-                u64::from(word & BLOCK_BYTES)
-            } else if word & RESIZED != 0 {
-                resized
-                    .remove(&block)
-                    .unwrap_or_else(|| made_bytes(word, block, &scan.big))
-            } else {
-                made_bytes(word, block, &scan.big)
-            };
-            live[category_index(word)] -= bytes;
-        }
-    };
     let peak_at = scan.peak_at.unwrap_or(usize::MAX);
     let mut kinds = scan.kinds.iter().copied();
     let mut word = 0;
@@ -956,15 +979,15 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
             let bytes = made_bytes(word, ordinal as u32, &scan.big);
             ordinal += 1;
             if word & CLOSES != 0 {
-                release(&mut live, &mut resized, next());
+                release(scan, &mut live, &mut resized, next());
             }
             let c = category_index(word);
             live[c] += bytes;
             peaks[c] = peaks[c].max(live[c]);
         } else if kind == KIND_FREE {
-            release(&mut live, &mut resized, next());
+            release(scan, &mut live, &mut resized, next());
         } else {
-            release(&mut live, &mut resized, next());
+            release(scan, &mut live, &mut resized, next());
             let moved = next();
             if moved == NO_BLOCK {
                 let word = scan.blocks[ordinal];

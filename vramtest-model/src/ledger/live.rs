@@ -19,12 +19,17 @@
 pub(super) struct Live {
     /// Its ordinal among allocations: its word in `Scan::blocks`.
     pub ordinal: u32,
-    /// Where it was made: an index into `Scan::contexts`.
+    /// Where it was made: an index into `Scan::contexts` (below 2^31).
     pub ctx: u32,
 }
 
 /// Marks an unused slot. The allocation under this id itself lives in the overflow table.
 const EMPTY: u64 = u64::MAX;
+
+/// In a bucket's first slot's `ctx`: the bucket has sent ids to the overflow table since
+/// the table last had none of its ids. Contexts are fewer than 2^31 (each needs a marker
+/// event of its own), so the bit is free.
+const SPILLED: u32 = 1 << 31;
 
 /// Asks the processor to start loading the cache line `value` is on, for an access a
 /// little later; only a hint.
@@ -63,6 +68,39 @@ impl Bucket {
         ids: [EMPTY; 4],
         lives: [Live { ordinal: 0, ctx: 0 }; 4],
     };
+
+    /// The allocation in `slot`.
+    #[inline(always)]
+    fn live(&self, slot: usize) -> Live {
+        let live = self.lives[slot];
+        Live {
+            ctx: live.ctx & !SPILLED,
+            ..live
+        }
+    }
+
+    /// Puts `id` and `live` in `slot`, keeping the bucket's [`SPILLED`] mark.
+    #[inline(always)]
+    fn set(&mut self, slot: usize, id: u64, live: Live) {
+        let mark = self.lives[0].ctx & SPILLED;
+        self.ids[slot] = id;
+        self.lives[slot] = live;
+        self.lives[0].ctx |= mark;
+    }
+
+    /// Whether ids of this bucket may be in the overflow table: when not, none are.
+    #[inline(always)]
+    fn spilled(&self) -> bool {
+        self.lives[0].ctx & SPILLED != 0
+    }
+
+    fn mark_spilled(&mut self, spilled: bool) {
+        if spilled {
+            self.lives[0].ctx |= SPILLED;
+        } else {
+            self.lives[0].ctx &= !SPILLED;
+        }
+    }
 
     /// Which slots hold `id`, as a bit mask: four compares without a loop that may stop
     /// anywhere (two vector compares on x86_64).
@@ -160,16 +198,17 @@ impl LiveSet {
         let found = bucket.find(id);
         if found != 0 {
             let slot = found.trailing_zeros() as usize;
-            return Some(std::mem::replace(&mut bucket.lives[slot], live));
+            let old = bucket.live(slot);
+            bucket.set(slot, id, live);
+            return Some(old);
         }
         let free = bucket.find(EMPTY);
         if free != 0 {
             // Not full: `id` is nowhere else either.
-            let slot = free.trailing_zeros() as usize;
-            bucket.ids[slot] = id;
-            bucket.lives[slot] = live;
+            bucket.set(free.trailing_zeros() as usize, id, live);
             return None;
         }
+        bucket.mark_spilled(true);
         self.spill.insert(id, live)
     }
 
@@ -182,40 +221,42 @@ impl LiveSet {
         let home = self.home(id);
         let bucket = &mut self.buckets[home];
         let found = bucket.find(id);
-        let full = bucket.find(EMPTY) == 0;
+        // Only a full bucket has ids in the overflow, and only if it sent some there.
+        let spilled = bucket.spilled() && bucket.find(EMPTY) == 0;
         if found != 0 {
             let slot = found.trailing_zeros() as usize;
-            let live = bucket.lives[slot];
+            let live = bucket.live(slot);
             bucket.ids[slot] = EMPTY;
-            if full {
+            if spilled {
                 self.refill(home);
             }
             return Some(live);
         }
-        if full { self.spill.remove(id) } else { None }
+        if spilled { self.spill.remove(id) } else { None }
     }
 
     /// A slot of the full bucket `home` was freed: one of its ids in the overflow, if
-    /// any, moves in, so that a bucket with ids in the overflow stays full.
+    /// any, moves in, so that a bucket with ids in the overflow stays full. When none
+    /// is left there, the bucket is no longer marked.
     #[cold]
     #[inline(never)]
     fn refill(&mut self, home: usize) {
-        if let Some((id, live)) = self.spill.take_from(home) {
-            let bucket = &mut self.buckets[home];
-            let slot = bucket.find(EMPTY).trailing_zeros() as usize;
-            bucket.ids[slot] = id;
-            bucket.lives[slot] = live;
+        let bucket = &mut self.buckets[home];
+        match self.spill.take_from(home) {
+            Some((id, live)) => {
+                let slot = bucket.find(EMPTY).trailing_zeros() as usize;
+                bucket.set(slot, id, live);
+            }
+            None => bucket.mark_spilled(false),
         }
     }
 
     /// Every live allocation, in no particular order.
-    pub fn values(&self) -> impl Iterator<Item = &Live> {
+    pub fn values(&self) -> impl Iterator<Item = Live> {
         self.buckets
             .iter()
-            .flat_map(|b| b.ids.iter().zip(&b.lives))
-            .filter(|(id, _)| **id != EMPTY)
-            .map(|(_, live)| live)
-            .chain(self.spill.values())
+            .flat_map(|b| (0..4).filter(|&k| b.ids[k] != EMPTY).map(|k| b.live(k)))
+            .chain(self.spill.values().copied())
     }
 
     /// How many allocations are alive.
@@ -456,12 +497,12 @@ mod tests {
     }
 
     /// The values a table holds and those the model map holds, each sorted.
-    fn sorted<'a>(
-        values: impl Iterator<Item = &'a Live>,
+    fn sorted(
+        values: impl Iterator<Item = Live>,
         model: &HashMap<u64, Live>,
     ) -> (Vec<u64>, Vec<u64>) {
         let key = |l: &Live| u64::from(l.ordinal) << 32 | u64::from(l.ctx);
-        let mut left: Vec<_> = values.map(key).collect();
+        let mut left: Vec<_> = values.map(|l| key(&l)).collect();
         let mut right: Vec<_> = model.values().map(key).collect();
         left.sort_unstable();
         right.sort_unstable();
@@ -489,7 +530,7 @@ mod tests {
                 }
                 // The rule that keeps the overflow out of the common path.
                 for (b, bucket) in set.buckets.iter().enumerate() {
-                    if bucket.find(EMPTY) != 0 {
+                    if bucket.find(EMPTY) != 0 || !bucket.spilled() {
                         prop_assert!(set.spill.slots.iter().all(|&(key, _)| key == EMPTY
                             || scaled_hash(key, set.buckets.len()) != b));
                     }
@@ -527,7 +568,7 @@ mod tests {
                 prop_assert_eq!(spill.get(id), model.get(&id).copied());
                 prop_assert!(2 * spill.len <= spill.slots.len());
             }
-            let (left, right) = sorted(spill.values(), &model);
+            let (left, right) = sorted(spill.values().copied(), &model);
             prop_assert_eq!(left, right);
         }
     }
