@@ -14,6 +14,7 @@
 use super::TestDef;
 use super::child::{ChildResult, SitesMode, SitesOutcome};
 use super::parent::Run;
+use super::spawn::{ChildRun, output_section};
 use crate::probe::heap;
 use crate::step::Device;
 use std::collections::HashMap;
@@ -259,31 +260,25 @@ impl Run {
                 Some(t) => format!(
                     "call sites: the re-run timed out after {:.0?} (VRAMTEST_TIMEOUT){}",
                     t,
-                    if output.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!("\n---- output ----\n{}", output.trim())
-                    }
+                    output_section(output)
                 ),
                 None => cut_short(),
             };
-            let (result, output) = self
-                .spawn_child_with(
-                    name,
-                    def,
-                    Device::Cpu,
-                    batch,
-                    &mode,
-                    Some(own.unwrap_or(left)),
-                    &timed_out,
-                )
-                .map_err(|e| {
-                    if e.starts_with("call sites:") {
-                        e
-                    } else {
-                        format!("call sites: {e}")
-                    }
-                })?;
+            let child = ChildRun {
+                name,
+                def,
+                device: Device::Cpu,
+                batch,
+                sites: mode,
+                timeout: Some(own.unwrap_or(left)),
+            };
+            let (result, output) = self.spawn_child_with(&child, &timed_out).map_err(|e| {
+                if e.starts_with("call sites:") {
+                    e
+                } else {
+                    format!("call sites: {e}")
+                }
+            })?;
             match result {
                 Some(ChildResult::Measured {
                     sites: Some(outcome),
@@ -294,11 +289,7 @@ impl Run {
                 }
                 _ => Err(format!(
                     "call sites: the re-run ended without a result{}",
-                    if output.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!("\n---- output ----\n{}", output.trim())
-                    }
+                    output_section(&output)
                 )),
             }
         };

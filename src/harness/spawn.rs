@@ -42,6 +42,26 @@ impl ResultDir {
     }
 }
 
+/// One run of a test in a child process: which test, at which batch size, on which
+/// device, in which call-sites mode, and when to kill it.
+pub(super) struct ChildRun<'a> {
+    pub name: &'a str,
+    pub def: &'a TestDef,
+    pub device: Device,
+    pub batch: usize,
+    pub sites: SitesMode,
+    pub timeout: Option<Duration>,
+}
+
+/// The child's output under a heading, to append to a message (nothing when it is empty).
+pub(super) fn output_section(output: &str) -> String {
+    if output.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\n---- output ----\n{}", output.trim())
+    }
+}
+
 impl Run {
     /// Runs the test in a fresh process: a clean heap, a clean CUDA context, and a
     /// crash that takes down only itself.
@@ -57,37 +77,35 @@ impl Run {
             format!(
                 "{name} timed out after {:.0?} (VRAMTEST_TIMEOUT) and was killed{}",
                 timeout.unwrap_or_default(),
-                if output.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!("\n---- output ----\n{}", output.trim())
-                }
+                output_section(output)
             )
         };
-        self.spawn_child_with(
+        let run = ChildRun {
             name,
             def,
             device,
             batch,
-            &SitesMode::Off,
+            sites: SitesMode::Off,
             timeout,
-            &timed_out,
-        )
+        };
+        self.spawn_child_with(&run, &timed_out)
     }
 
-    /// [`Run::spawn_child`] in a call-sites mode, with its own timeout and the message
-    /// that a timeout fails with (given the child's output).
-    #[allow(clippy::too_many_arguments)]
+    /// Makes `run` in a child process; a timeout fails with `timed_out_message` (given
+    /// the child's output).
     pub(super) fn spawn_child_with(
         &self,
-        name: &str,
-        def: &TestDef,
-        device: Device,
-        batch: usize,
-        sites: &SitesMode,
-        timeout: Option<Duration>,
+        run: &ChildRun,
         timed_out_message: &dyn Fn(&str) -> String,
     ) -> Result<(Option<ChildResult>, String), String> {
+        let ChildRun {
+            name,
+            def,
+            device,
+            batch,
+            ref sites,
+            timeout,
+        } = *run;
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
         let invocation = Invocation {
