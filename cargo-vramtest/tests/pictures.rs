@@ -4,10 +4,11 @@
 //! old against new in the markdown report.
 
 mod common;
+#[path = "../../vramtest-chart/tests/support/headless.rs"]
+mod headless;
 
 use common::{Fixture, assert_code};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 #[test]
 fn a_failing_run_draws_timelines_an_html_report_and_a_mermaid_chart() {
@@ -65,9 +66,11 @@ fn a_failing_run_draws_timelines_an_html_report_and_a_mermaid_chart() {
     assert!(page.matches("<svg").count() >= 2, "a timeline per test");
     assert!(page.contains("candle-mlp::vram::mlp_adamw"));
     assert!(!page.contains("<script"));
-    match chromium() {
+    match headless::find_chromium() {
         Some(browser) => {
-            let dom = dump_dom(&browser, &html, &out);
+            let run = headless::chromium(&browser, &html, "--dump-dom", &out);
+            assert_eq!(headless::console_messages(&run.stderr), Vec::<&str>::new());
+            let dom = run.stdout;
             assert!(
                 dom.contains("<svg"),
                 "the browser sees the timelines:\n{dom}"
@@ -109,41 +112,6 @@ fn list(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     v.sort();
     v
-}
-
-fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
-        .find(|candidate| candidate.is_file())
-}
-
-/// The DOM after the page loaded, from headless chromium with a fresh profile.
-fn dump_dom(browser: &Path, page: &Path, scratch: &Path) -> String {
-    let profile = tempfile::tempdir_in(scratch).unwrap();
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .output()
-        .expect("chromium runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The README's picture (`fixtures/candle-mlp/timeline.svg`, drawn by `cargo vramtest

@@ -4,73 +4,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+#[path = "support/headless.rs"]
+mod headless;
+
+use headless::{chromium, console_messages, find_chromium};
 use vramtest_chart::html_report;
-use wait_timeout::ChildExt;
-
-/// How long one browser run may take before the test gives up on it.
-const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn find_chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
-        .find(|candidate| candidate.is_file())
-}
-
-struct Run {
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs chromium on `page` with a fresh profile and `action` (`--screenshot=...` or
-/// `--dump-dom`); browser console messages go to stderr.
-fn chromium(browser: &Path, page: &Path, action: &str, scratch: &Path) -> Run {
-    let profile = tempfile::tempdir_in(scratch).unwrap();
-    let stdout = scratch.join("stdout");
-    let stderr = scratch.join("stderr");
-    let mut child = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1200,900",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(action)
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&stdout).unwrap())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .unwrap();
-    match child.wait_timeout(BROWSER_TIMEOUT).unwrap() {
-        Some(status) => assert!(status.success(), "chromium {action} failed: {status}"),
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium {action} did not finish in {BROWSER_TIMEOUT:?}");
-        }
-    }
-    Run {
-        stdout: std::fs::read_to_string(stdout).unwrap(),
-        stderr: std::fs::read_to_string(stderr).unwrap(),
-    }
-}
-
-/// Messages the page wrote to the browser console: script errors, blocked loads.
-fn console_messages(stderr: &str) -> Vec<&str> {
-    stderr.lines().filter(|l| l.contains(":CONSOLE")).collect()
-}
 
 /// Width and height from a PNG's header.
 fn png_size(png: &[u8]) -> (u32, u32) {
