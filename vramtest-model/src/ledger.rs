@@ -920,109 +920,168 @@ struct Totals {
     category_peaks: CategoryBytes,
 }
 
-/// In the second walk: `block` (an ordinal, or [`NO_BLOCK`]) is released.
-#[inline(always)]
-fn release(scan: &Scan, live: &mut [u64; 8], resized: &mut Sizes, block: u32) {
-    if block != NO_BLOCK {
-        let word = scan.blocks[block as usize];
-        let bytes = if word & (RESIZED | BIG) == 0 {
-            u64::from(word & BLOCK_BYTES)
-        } else {
-            odd_bytes(word, block, resized, &scan.big)
-        };
-        live[category_index(word)] -= bytes;
-    }
+/// The second walk's place in what the first one wrote, and the live bytes per
+/// category so far (indexed by a category's 3 bits, so that no index needs checking).
+struct Replay<'a> {
+    scan: &'a Scan,
+    blocks: &'a [u32],
+    released: &'a [u32],
+    live: [u64; 8],
+    peaks: [u64; 8],
+    /// The next allocation, release and resize.
+    ordinal: usize,
+    release: usize,
+    resize: usize,
+    /// The size now of each resized allocation still alive.
+    resized: Sizes,
+    /// The breakdown at the total's peak, once passed.
+    at_peak: Option<[u64; 8]>,
 }
 
-/// In the second walk: the size of a resized or big block, released now.
-#[cold]
-#[inline(never)]
-fn odd_bytes(word: u32, block: u32, resized: &mut Sizes, big: &Sizes) -> u64 {
-    if word & RESIZED != 0 {
-        resized
-            .remove(&block)
-            .unwrap_or_else(|| made_bytes(word, block, big))
-    } else {
-        made_bytes(word, block, big)
+impl Replay<'_> {
+    /// Replays the observations `range`, calling `observe` after each (at a resize
+    /// that moves a block: at the moment both copies exist).
+    #[inline(always)]
+    fn run(&mut self, range: std::ops::Range<usize>, observe: &mut impl FnMut(usize, &[u64; 8])) {
+        let kinds = &self.scan.kinds;
+        for at in range {
+            let kind = (kinds[at / 32] >> (2 * (at % 32))) & 3;
+            if kind == KIND_ALLOC {
+                let word = self.blocks[self.ordinal];
+                if word & (BIG | CLOSES) != 0 {
+                    self.odd_allocation(word);
+                } else {
+                    self.ordinal += 1;
+                    let c = category_index(word);
+                    self.live[c] += u64::from(word & BLOCK_BYTES);
+                    self.peaks[c] = self.peaks[c].max(self.live[c]);
+                }
+            } else if kind == KIND_FREE {
+                let block = self.next_release();
+                self.release(block);
+            } else if self.resize(at, observe) {
+                continue;
+            }
+            observe(at, &self.live);
+        }
+    }
+
+    #[inline(always)]
+    fn next_release(&mut self) -> u32 {
+        let block = self.released[self.release];
+        self.release += 1;
+        block
+    }
+
+    /// `block` (an ordinal, or [`NO_BLOCK`]) is released.
+    #[inline(always)]
+    fn release(&mut self, block: u32) {
+        if block != NO_BLOCK {
+            let word = self.blocks[block as usize];
+            let bytes = if word & (RESIZED | BIG) == 0 {
+                u64::from(word & BLOCK_BYTES)
+            } else {
+                self.odd_bytes(word, block)
+            };
+            self.live[category_index(word)] -= bytes;
+        }
+    }
+
+    /// The size of a resized or big block, released now.
+    #[cold]
+    #[inline(never)]
+    fn odd_bytes(&mut self, word: u32, block: u32) -> u64 {
+        let made = made_bytes(word, block, &self.scan.big);
+        if word & RESIZED != 0 {
+            self.resized.remove(&block).unwrap_or(made)
+        } else {
+            made
+        }
+    }
+
+    /// An allocation that closed a live one under its id, or whose bytes are in `big`.
+    #[cold]
+    #[inline(never)]
+    fn odd_allocation(&mut self, word: u32) {
+        let bytes = made_bytes(word, self.ordinal as u32, &self.scan.big);
+        self.ordinal += 1;
+        if word & CLOSES != 0 {
+            let block = self.next_release();
+            self.release(block);
+        }
+        self.add(category_index(word), bytes);
+    }
+
+    #[inline(always)]
+    fn add(&mut self, c: usize, bytes: u64) {
+        self.live[c] += bytes;
+        self.peaks[c] = self.peaks[c].max(self.live[c]);
+    }
+
+    /// A resize: what it released under its new id, then the block it resized (or, for
+    /// a resize of an id never seen, a new allocation). Returns whether it was observed
+    /// already: a resize that moves a block is observed while both copies exist.
+    #[cold]
+    #[inline(never)]
+    fn resize(&mut self, at: usize, observe: &mut impl FnMut(usize, &[u64; 8])) -> bool {
+        let block = self.next_release();
+        self.release(block);
+        let moved = self.next_release();
+        if moved == NO_BLOCK {
+            let word = self.blocks[self.ordinal];
+            let bytes = made_bytes(word, self.ordinal as u32, &self.scan.big);
+            self.ordinal += 1;
+            self.add(category_index(word), bytes);
+            return false;
+        }
+        let c = category_index(self.blocks[moved as usize]);
+        let old = self.scan.resizes[self.resize];
+        let bytes = self.scan.resizes[self.resize + 1];
+        self.resize += 2;
+        self.resized.insert(moved, bytes & !IN_PLACE);
+        if bytes & IN_PLACE != 0 {
+            self.live[c] -= old;
+            self.add(c, bytes & !IN_PLACE);
+            false
+        } else {
+            // Both copies exist until the old one is released: the peak can only be at
+            // that moment.
+            self.add(c, bytes);
+            if Some(at) == self.scan.peak_at {
+                self.at_peak = Some(self.live);
+            }
+            observe(at, &self.live);
+            self.live[c] -= old;
+            true
+        }
     }
 }
 
 /// Live bytes per category over the stream, now that every allocation's category is
 /// known: each category's own peak, and the breakdown at the total's peak.
 fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
-    // Indexed by a category's 3 bits, so that no index needs checking.
-    let mut live = [0u64; 8];
-    let mut peaks = [0u64; 8];
-    let mut at_peak = [0u64; 8];
-    let mut ordinal = 0usize;
-    let mut released = scan.released.iter().copied();
-    let mut next = move || {
-        released
-            .next()
-            .expect("the first walk records every release")
+    let mut r = Replay {
+        scan,
+        blocks: &scan.blocks.words[..scan.blocks.len],
+        released: &scan.released.words[..scan.released.len],
+        live: [0; 8],
+        peaks: [0; 8],
+        ordinal: 0,
+        release: 0,
+        resize: 0,
+        resized: Sizes::default(),
+        at_peak: None,
     };
-    let mut resizes = scan.resizes.iter().copied();
-    let mut resize = move || resizes.next().expect("the first walk records every resize");
-    // The size now of each resized allocation still alive.
-    let mut resized = Sizes::default();
-    let peak_at = scan.peak_at.unwrap_or(usize::MAX);
-    let mut kinds = scan.kinds.iter().copied();
-    let mut word = 0;
-    for at in 0..scan.observations {
-        if at % 32 == 0 {
-            word = kinds.next().expect("the first walk records every kind");
-        }
-        let kind = word & 3;
-        word >>= 2;
-        if kind == KIND_ALLOC {
-            let word = scan.blocks[ordinal];
-            let bytes = made_bytes(word, ordinal as u32, &scan.big);
-            ordinal += 1;
-            if word & CLOSES != 0 {
-                release(scan, &mut live, &mut resized, next());
-            }
-            let c = category_index(word);
-            live[c] += bytes;
-            peaks[c] = peaks[c].max(live[c]);
-        } else if kind == KIND_FREE {
-            release(scan, &mut live, &mut resized, next());
-        } else {
-            release(scan, &mut live, &mut resized, next());
-            let moved = next();
-            if moved == NO_BLOCK {
-                let word = scan.blocks[ordinal];
-                let bytes = made_bytes(word, ordinal as u32, &scan.big);
-                ordinal += 1;
-                let c = category_index(word);
-                live[c] += bytes;
-                peaks[c] = peaks[c].max(live[c]);
-            } else {
-                let c = category_index(scan.blocks[moved as usize]);
-                let old = resize();
-                let bytes = resize();
-                resized.insert(moved, bytes & !IN_PLACE);
-                if bytes & IN_PLACE != 0 {
-                    live[c] = live[c] - old + (bytes & !IN_PLACE);
-                    peaks[c] = peaks[c].max(live[c]);
-                } else {
-                    // Both copies exist until the old one is released: the peak
-                    // can only be at that moment.
-                    live[c] += bytes;
-                    peaks[c] = peaks[c].max(live[c]);
-                    if at == peak_at {
-                        at_peak = live;
-                    }
-                    observe(at, &live);
-                    live[c] -= old;
-                    continue;
-                }
-            }
-        }
-        if at == peak_at {
-            at_peak = live;
-        }
-        observe(at, &live);
+    let n = scan.observations;
+    // The breakdown at the total's peak is taken right after the observation that
+    // reached it (or, at a resize that moved a block, while both copies existed), so
+    // the walk stops there once instead of comparing at every step.
+    let split = scan.peak_at.map_or(n, |p| (p + 1).min(n));
+    r.run(0..split, &mut observe);
+    if scan.peak_at.is_some() && r.at_peak.is_none() {
+        r.at_peak = Some(r.live);
     }
+    r.run(split..n, &mut observe);
     let to_bytes = |a: [u64; 8]| {
         let mut out = CategoryBytes::default();
         for c in Category::ALL {
@@ -1031,7 +1090,7 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
         out
     };
     Totals {
-        at_peak: to_bytes(at_peak),
-        category_peaks: to_bytes(peaks),
+        at_peak: to_bytes(r.at_peak.unwrap_or_default()),
+        category_peaks: to_bytes(r.peaks),
     }
 }
