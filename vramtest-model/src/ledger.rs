@@ -311,8 +311,6 @@ struct KindLog {
     words: Vec<u64>,
     word: u64,
     shift: u32,
-    /// How many kinds were pushed: allocations, releases and resizes so far.
-    len: usize,
 }
 
 impl KindLog {
@@ -321,15 +319,19 @@ impl KindLog {
             words,
             word: 0,
             shift: 0,
-            len: 0,
         }
+    }
+
+    /// How many kinds were pushed: allocations, releases and resizes so far.
+    #[inline]
+    fn len(&self) -> usize {
+        self.words.len() * 32 + self.shift as usize / 2
     }
 
     #[inline(always)]
     fn push(&mut self, kind: u64) {
         self.word |= kind << self.shift;
         self.shift += 2;
-        self.len += 1;
         if self.shift == 64 {
             self.words.push(self.word);
             self.word = 0;
@@ -339,10 +341,11 @@ impl KindLog {
 
     /// The words, and how many kinds they hold.
     fn finish(mut self) -> (Vec<u64>, usize) {
+        let len = self.len();
         if self.shift > 0 {
             self.words.push(self.word);
         }
-        (self.words, self.len)
+        (self.words, len)
     }
 }
 
@@ -511,8 +514,6 @@ impl Scan {
         };
 
         for (k, event) in events.iter().enumerate() {
-            // How many allocations, releases and resizes came before this event.
-            let at = kinds.len;
             if PREFETCH && let Some(id) = events.get(k + PREFETCH_DISTANCE).and_then(key) {
                 table.prefetch(table.home(id));
             }
@@ -577,7 +578,13 @@ impl Scan {
                                 // Both copies exist until the old one is released.
                                 total += bytes;
                                 if total > s.peak {
-                                    s.new_peak(total, at, &run_stack, iteration_number);
+                                    // This event's kind is the last one logged.
+                                    s.new_peak(
+                                        total,
+                                        kinds.len() - 1,
+                                        &run_stack,
+                                        iteration_number,
+                                    );
                                 }
                                 run_peak = run_peak.max(total);
                                 total -= old;
@@ -649,7 +656,8 @@ impl Scan {
             if added > 0 {
                 total += added;
                 if total > s.peak {
-                    s.new_peak(total, at, &run_stack, iteration_number);
+                    // This event's kind is the last one logged.
+                    s.new_peak(total, kinds.len() - 1, &run_stack, iteration_number);
                 }
                 run_peak = run_peak.max(total);
             }
