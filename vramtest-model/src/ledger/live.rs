@@ -35,16 +35,21 @@ const SPILLED: u32 = 1 << 31;
 /// little later; only a hint.
 #[inline(always)]
 pub(super) fn prefetch<T>(value: &T) {
+    prefetch_at(value);
+}
+
+/// [`prefetch`] by address: any address will do, for a prefetch never faults.
+#[inline(always)]
+fn prefetch_at<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let p: *const T = value;
-        // SAFETY: a prefetch is a hint with no effect on memory or program state; the
-        // pointer comes from a reference, and SSE is part of every x86_64 target.
+        // SAFETY: a prefetch is a hint with no effect on memory or program state, valid
+        // for any address (it never faults), and SSE is part of every x86_64 target.
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = p;
 }
 
 /// Multiplies the key's bits together (a multiply-xor hash, not SipHash) and scales the
@@ -183,7 +188,8 @@ impl LiveSet {
     /// adding up.
     #[inline(always)]
     pub fn prefetch(&self, home: usize) {
-        prefetch(&self.buckets[home]);
+        // An address, not a reference: no bounds check (`home` is in range anyway).
+        prefetch_at(self.buckets.as_ptr().wrapping_add(home));
     }
 
     /// Puts `live` under `id`, returning what was there (an allocation whose free was
