@@ -952,8 +952,14 @@ impl Replay<'_> {
     #[inline(always)]
     fn run(&mut self, range: std::ops::Range<usize>, observe: &mut impl FnMut(usize, &[u64; 8])) {
         let kinds = &self.scan.kinds;
-        for at in range {
-            let kind = (kinds[at / 32] >> (2 * (at % 32))) & 3;
+        // The kinds still to read of the word `at` is in, 2 bits each.
+        let mut word = 0;
+        for at in range.clone() {
+            if at % 32 == 0 || at == range.start {
+                word = kinds[at / 32] >> (2 * (at % 32));
+            }
+            let kind = word & 3;
+            word >>= 2;
             if kind == KIND_ALLOC {
                 let word = self.blocks[self.ordinal];
                 if word & (BIG | CLOSES) != 0 {
