@@ -651,13 +651,14 @@ mod properties {
                     .map(<[u8]>::to_vec)
                     .collect();
                 let i = at(*i, lines.len());
+                // Nothing to swap or duplicate once the text is gone.
                 match m {
+                    _ if lines.is_empty() => {}
                     Mutation::SwapLines(_, j) => {
                         let j = at(*j, lines.len());
                         lines.swap(i, j);
                     }
-                    _ if !lines.is_empty() => lines.insert(i, lines[i].clone()),
-                    _ => {}
+                    _ => lines.insert(i, lines[i].clone()),
                 }
                 *bytes = lines.concat();
             }
