@@ -2,6 +2,7 @@
 //! the attribute, the decision, the files written, and the messages a person reads.
 
 use super::parent::Run;
+use super::spawn::output_section;
 use super::{Target, TestDef};
 use crate::judge::{self, Write};
 use libtest_mimic::Failed;
@@ -416,12 +417,7 @@ fn differs(pending: &Path, body: &Body) -> bool {
 }
 
 pub(super) fn failure(message: &str, output: &str) -> Failed {
-    let output = output.trim();
-    if output.is_empty() {
-        Failed::from(message)
-    } else {
-        Failed::from(format!("{message}\n---- output ----\n{output}"))
-    }
+    Failed::from(format!("{message}{}", output_section(output)))
 }
 
 pub(super) fn write_report(dir: &Path, report: &TestReport) {
