@@ -272,7 +272,12 @@ impl<T: Copy + Default> Tape<T> {
     }
 
     fn iter(&self) -> impl Iterator<Item = &T> {
-        self.words[..self.len].iter()
+        self.as_slice().iter()
+    }
+
+    /// The words pushed so far.
+    fn as_slice(&self) -> &[T] {
+        &self.words[..self.len]
     }
 }
 
@@ -829,10 +834,11 @@ impl Scan {
     #[cold]
     #[inline(never)]
     fn odd_bytes(&mut self, ordinal: u32) -> u64 {
-        if self.blocks[ordinal as usize] & RESIZED != 0 {
+        let word = self.blocks[ordinal as usize];
+        if word & RESIZED != 0 {
             self.resized.remove(&ordinal).unwrap_or(0)
         } else {
-            self.big.get(&ordinal).copied().unwrap_or(0)
+            made_bytes(word, ordinal, &self.big)
         }
     }
 
@@ -966,9 +972,7 @@ impl Replay<'_> {
                     self.odd_allocation(word);
                 } else {
                     self.ordinal += 1;
-                    let c = category_index(word);
-                    self.live[c] += u64::from(word & BLOCK_BYTES);
-                    self.peaks[c] = self.peaks[c].max(self.live[c]);
+                    self.add(category_index(word), u64::from(word & BLOCK_BYTES));
                 }
             } else if kind == KIND_FREE {
                 let block = self.next_release();
@@ -1076,8 +1080,8 @@ impl Replay<'_> {
 fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
     let mut r = Replay {
         scan,
-        blocks: &scan.blocks.words[..scan.blocks.len],
-        released: &scan.released.words[..scan.released.len],
+        blocks: scan.blocks.as_slice(),
+        released: scan.released.as_slice(),
         live: [0; 8],
         peaks: [0; 8],
         ordinal: 0,
