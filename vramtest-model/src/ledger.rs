@@ -34,7 +34,7 @@
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
-use live::{Live, LiveSet, advise_huge_pages_in, prefetch};
+use live::{Live, LiveSet, advise_huge_pages, prefetch};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -235,67 +235,14 @@ const PREFETCH_DISTANCE: usize = 16;
 /// The buckets' size in bytes from which the first walk prefetches.
 const PREFETCH_ABOVE: usize = 1 << 20;
 
-/// Words written front to back into room made up front, zeroed by the system (so the
-/// pages never reached cost nothing, and the kernel is asked for huge pages): a push is
-/// one store and one well-predicted compare. Room runs out only where the first walk's
-/// count fell short (allocations over ids still alive); it then doubles.
-struct Tape<T> {
-    words: Vec<T>,
-    len: usize,
-}
-
-impl<T: Copy + Default> Tape<T> {
-    fn with_room(n: usize) -> Tape<T> {
-        let mut words = vec![T::default(); n];
-        advise_huge_pages_in(&mut words);
-        Tape { words, len: 0 }
-    }
-
-    #[inline(always)]
-    fn push(&mut self, word: T) {
-        if self.len == self.words.len() {
-            self.grow();
-        }
-        self.words[self.len] = word;
-        self.len += 1;
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self) {
-        let room = (2 * self.words.len()).max(64);
-        self.words.resize(room, T::default());
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &T> {
-        self.as_slice().iter()
-    }
-
-    /// The words pushed so far.
-    fn as_slice(&self) -> &[T] {
-        &self.words[..self.len]
-    }
-}
-
-impl<T> std::ops::Index<usize> for Tape<T> {
-    type Output = T;
-    #[inline(always)]
-    fn index(&self, i: usize) -> &T {
-        debug_assert!(i < self.len);
-        &self.words[i]
-    }
-}
-
-impl<T> std::ops::IndexMut<usize> for Tape<T> {
-    #[inline(always)]
-    fn index_mut(&mut self, i: usize) -> &mut T {
-        debug_assert!(i < self.len);
-        &mut self.words[i]
-    }
+/// Room for `n` words written front to back, made up front: nothing grows by copying
+/// (room runs out only where the first walk's count fell short, for allocations over ids
+/// still alive; it then doubles), the pages never reached cost nothing, and the kernel
+/// is asked for huge pages.
+fn tape<T>(n: usize) -> Vec<T> {
+    let mut words = Vec::with_capacity(n);
+    advise_huge_pages(&mut words);
+    words
 }
 
 /// The id an event looks up in the live set first, if any.
@@ -308,8 +255,27 @@ fn key(event: &Event) -> Option<u64> {
     }
 }
 
-/// Marks `here` in the walk as needing a new context.
-const STALE: u32 = u32::MAX;
+/// What the first walk keeps open besides the live set: runs, tags, the iteration.
+struct Open {
+    /// The phase runs open now, innermost last.
+    runs: Vec<u32>,
+    /// The tags open now (a category's index), innermost last.
+    tags: Vec<u8>,
+    /// The iteration run open now, or `NONE`, and its number.
+    iteration: u32,
+    number: Option<u32>,
+    /// Released after the last iteration ended, by site; reset when another starts.
+    after_loop: [[u64; SITES]; 8],
+}
+
+/// A resize, at the observation `at`.
+#[derive(Clone, Copy)]
+struct Resize {
+    from: u64,
+    to: u64,
+    bytes: u64,
+    at: usize,
+}
 
 /// Writes the kinds of events 2 bits at a time into whole words.
 struct KindLog {
@@ -381,7 +347,7 @@ impl Hasher for OrdinalHasher {
 /// What the first walk learns: categories, releases, and every category-free figure.
 struct Scan {
     /// Per allocation: its bytes, its category index and flags, as one word.
-    blocks: Tape<u32>,
+    blocks: Vec<u32>,
     /// The bytes each [`BIG`] allocation was made with, by ordinal.
     big: Sizes,
     /// The size now of each live allocation that was resized, by ordinal.
@@ -389,7 +355,7 @@ struct Scan {
     /// Per release, in stream order, for the second walk: which allocation was released
     /// (its ordinal), or [`NO_BLOCK`]. A resize adds two: what it released under its new
     /// id, and the allocation it resized.
-    released: Tape<u32>,
+    released: Vec<u32>,
     /// Per resize of a live allocation: its size before, and after (with [`IN_PLACE`]).
     resizes: Vec<u64>,
     /// What each allocation, release and resize was ([`KIND_ALLOC`] …), 32 to a word:
@@ -458,10 +424,10 @@ impl Scan {
             }
         }
         let s = Scan {
-            blocks: Tape::with_room(allocations),
+            blocks: tape(allocations),
             big: HashMap::default(),
             resized: HashMap::default(),
-            released: Tape::with_room(releases),
+            released: tape(releases),
             resizes: Vec::new(),
             kinds: Vec::with_capacity((allocations + releases).div_ceil(32)),
             observations: 0,
@@ -495,189 +461,99 @@ impl Scan {
 
     /// The walk itself, prefetching table slots ahead or not.
     fn walk<const PREFETCH: bool>(mut s: Scan, events: &[Event], mut table: LiveSet) -> Scan {
-        let mut run_stack: Vec<u32> = Vec::new();
-        let mut tag_stack: Vec<u8> = Vec::new();
-        let mut iteration: u32 = NONE;
-        let mut iteration_number: Option<u32> = None;
-        // The context of an allocation made now; `STALE` after a marker, until the next
-        // allocation needs it.
-        let mut here: u32 = STALE;
+        let mut open = Open {
+            runs: Vec::new(),
+            tags: Vec::new(),
+            iteration: NONE,
+            number: None,
+            after_loop: [[0; SITES]; 8],
+        };
+        // The context of an allocation made now.
+        let mut here = s.context_now(&open);
         let mut total: u64 = 0;
         // The highest total since the innermost open run became innermost: its record
         // takes it over when another run starts inside it or it ends.
         let mut run_peak: u64 = 0;
-        // Released after the last iteration ended, by site; reset when another starts.
-        let mut after_loop = [[0u64; SITES]; 8];
         let mut kinds = KindLog::new(std::mem::take(&mut s.kinds));
-        let context_now = |s: &mut Scan, run_stack: &[u32], tag_stack: &[u8], iteration| {
-            s.intern(Ctx {
-                run: run_stack.last().copied().unwrap_or(NONE),
-                iteration,
-                touched: iteration,
-                tag: tag_stack.last().copied().unwrap_or(NO_TAG),
-            })
-        };
+        // The buckets of the next events' ids, computed once, when they are prefetched.
+        let mut homes = [0usize; PREFETCH_DISTANCE];
+        if PREFETCH {
+            for (home, event) in homes.iter_mut().zip(events) {
+                if let Some(id) = key(event) {
+                    *home = table.home(id);
+                    table.prefetch(*home);
+                }
+            }
+        }
 
         for (k, event) in events.iter().enumerate() {
-            if PREFETCH && let Some(id) = events.get(k + PREFETCH_DISTANCE).and_then(key) {
-                table.prefetch(table.home(id));
+            // This event's bucket, when prefetched.
+            let mut prefetched = 0;
+            if PREFETCH {
+                let slot = &mut homes[k % PREFETCH_DISTANCE];
+                prefetched = *slot;
+                if let Some(id) = events.get(k + PREFETCH_DISTANCE).and_then(key) {
+                    *slot = table.home(id);
+                    table.prefetch(*slot);
+                }
             }
-            let mut added = 0;
+            let home = |table: &LiveSet, id| {
+                if PREFETCH { prefetched } else { table.home(id) }
+            };
             match *event {
                 Event::Alloc { id, bytes } => {
                     kinds.push(KIND_ALLOC);
-                    if here == STALE {
-                        here = context_now(&mut s, &run_stack, &tag_stack, iteration);
-                    }
                     let ordinal = s.blocks.len() as u32;
                     let block = Live { ordinal, ctx: here };
                     let mut word = s.word(ordinal, bytes);
                     // Another live allocation under `id`: its free was missed.
-                    if let Some(old) = table.insert(id, block) {
-                        total -= s.release(&old, iteration, &mut after_loop);
+                    if let Some(old) = table.insert_in(home(&table, id), id, block) {
+                        total -= s.release(old, open.iteration, &mut open.after_loop);
                         word |= CLOSES;
                     }
                     s.blocks.push(word);
-                    added = bytes;
+                    total += bytes;
+                    if total > s.peak {
+                        // This event's kind is the last one logged.
+                        s.new_peak(total, kinds.len() - 1, &open);
+                    }
+                    run_peak = run_peak.max(total);
                 }
                 Event::Free { id } => {
                     kinds.push(KIND_FREE);
-                    match table.remove(id) {
-                        Some(old) => total -= s.release(&old, iteration, &mut after_loop),
+                    match table.remove_from(home(&table, id), id) {
+                        Some(old) => total -= s.release(old, open.iteration, &mut open.after_loop),
                         None => s.released.push(NO_BLOCK),
                     }
                 }
                 Event::Realloc { from, to, bytes } => {
                     kinds.push(KIND_REALLOC);
-                    if here == STALE {
-                        here = context_now(&mut s, &run_stack, &tag_stack, iteration);
-                    }
-                    let moved = table.remove(from);
-                    // Another live allocation under `to`: its free was missed.
-                    match (to != from).then(|| table.remove(to)).flatten() {
-                        Some(old) => total -= s.release(&old, iteration, &mut after_loop),
-                        None => s.released.push(NO_BLOCK),
-                    }
-                    match moved {
-                        Some(mut block) => {
-                            let old = s.bytes_now(block.ordinal);
-                            s.blocks[block.ordinal as usize] |= RESIZED;
-                            s.resized.insert(block.ordinal, bytes);
-                            s.released.push(block.ordinal);
-                            s.resizes.push(old);
-                            s.resizes
-                                .push(if to == from { bytes | IN_PLACE } else { bytes });
-                            let made = s.contexts[block.ctx as usize];
-                            if made.touched != iteration {
-                                block.ctx = s.intern(Ctx {
-                                    touched: iteration,
-                                    ..made
-                                });
-                            }
-                            table.insert(to, block);
-                            if to == from {
-                                // Resized in place: one copy, of the new size.
-                                total -= old;
-                                added = bytes;
-                            } else {
-                                // Both copies exist until the old one is released.
-                                total += bytes;
-                                if total > s.peak {
-                                    // This event's kind is the last one logged.
-                                    s.new_peak(
-                                        total,
-                                        kinds.len() - 1,
-                                        &run_stack,
-                                        iteration_number,
-                                    );
-                                }
-                                run_peak = run_peak.max(total);
-                                total -= old;
-                            }
-                        }
-                        None => {
-                            s.released.push(NO_BLOCK);
-                            let ordinal = s.blocks.len() as u32;
-                            let word = s.word(ordinal, bytes);
-                            s.blocks.push(word);
-                            table.insert(to, Live { ordinal, ctx: here });
-                            added = bytes;
-                        }
-                    }
+                    let resize = Resize {
+                        from,
+                        to,
+                        bytes,
+                        at: kinds.len() - 1,
+                    };
+                    (total, run_peak) =
+                        s.resize(&mut table, resize, here, &mut open, total, run_peak);
                 }
-                Event::PhaseStart(phase) => {
-                    here = STALE;
-                    s.take_run_peak(&run_stack, run_peak);
-                    run_peak = total;
-                    run_stack.push(s.records.len() as u32);
-                    s.records.push(PhaseRecord {
-                        phase,
-                        iteration: iteration_number,
-                        start_bytes: total,
-                        peak_bytes: total,
-                        end_bytes: total,
-                    });
-                    s.run_phase.push(phase);
-                    s.run_ended.push(false);
-                    s.run_first_context.push(s.contexts.len() as u32);
+                marker => {
+                    run_peak = s.mark(marker, &mut open, total, run_peak);
+                    here = s.context_now(&open);
                 }
-                Event::PhaseEnd => {
-                    here = STALE;
-                    s.take_run_peak(&run_stack, run_peak);
-                    if let Some(run) = run_stack.pop() {
-                        s.end_run(run, run_stack.last().copied(), total);
-                    }
-                    run_peak = s.run_peak(&run_stack);
-                }
-                Event::IterationStart(number) => {
-                    here = STALE;
-                    if iteration != NONE {
-                        s.end_iteration(iteration, total);
-                    }
-                    after_loop = [[0; SITES]; 8];
-                    s.first_forward_kept_bytes = 0;
-                    iteration = s.iteration_ended.len() as u32;
-                    iteration_number = Some(number);
-                    s.iteration_ended.push(false);
-                    s.iteration_first_context.push(s.contexts.len() as u32);
-                }
-                Event::IterationEnd => {
-                    here = STALE;
-                    if iteration != NONE {
-                        s.end_iteration(iteration, total);
-                        iteration = NONE;
-                        iteration_number = None;
-                    }
-                }
-                Event::TagPush(category) => {
-                    here = STALE;
-                    tag_stack.push(category.index() as u8);
-                }
-                Event::TagPop => {
-                    here = STALE;
-                    tag_stack.pop();
-                }
-            }
-            if added > 0 {
-                total += added;
-                if total > s.peak {
-                    // This event's kind is the last one logged.
-                    s.new_peak(total, kinds.len() - 1, &run_stack, iteration_number);
-                }
-                run_peak = run_peak.max(total);
             }
         }
         (s.kinds, s.observations) = kinds.finish();
 
         // The end of the stream ends whatever is still open.
-        s.take_run_peak(&run_stack, run_peak);
-        while let Some(run) = run_stack.pop() {
-            s.end_run(run, run_stack.last().copied(), total);
+        s.take_run_peak(&open.runs, run_peak);
+        while let Some(run) = open.runs.pop() {
+            s.end_run(run, open.runs.last().copied(), total);
         }
-        if iteration != NONE {
+        if open.iteration != NONE {
             s.iteration_end_bytes.push(total);
         }
-        s.sites = after_loop;
+        s.sites = open.after_loop;
         // Their words lie all over `blocks`: load them a few blocks ahead.
         let kept: Vec<Live> = table.values().collect();
         drop(table);
@@ -716,11 +592,150 @@ impl Scan {
         }
     }
 
-    fn new_peak(&mut self, total: u64, at: usize, run_stack: &[u32], iteration: Option<u32>) {
+    fn new_peak(&mut self, total: u64, at: usize, open: &Open) {
         self.peak = total;
         self.peak_at = Some(at);
-        self.peak_phase = run_stack.last().map(|&r| self.run_phase[r as usize]);
-        self.peak_iteration = iteration;
+        self.peak_phase = open.runs.last().map(|&r| self.run_phase[r as usize]);
+        self.peak_iteration = open.number;
+    }
+
+    /// The context of an allocation made now.
+    fn context_now(&mut self, open: &Open) -> u32 {
+        self.intern(Ctx {
+            run: open.runs.last().copied().unwrap_or(NONE),
+            iteration: open.iteration,
+            touched: open.iteration,
+            tag: open.tags.last().copied().unwrap_or(NO_TAG),
+        })
+    }
+
+    /// A resize (see [`Event::Realloc`]) in the context `here`, at the observation `at`:
+    /// returns the live total, and the innermost run's peak, after it.
+    #[cold]
+    #[inline(never)]
+    fn resize(
+        &mut self,
+        table: &mut LiveSet,
+        resize: Resize,
+        here: u32,
+        open: &mut Open,
+        mut total: u64,
+        mut run_peak: u64,
+    ) -> (u64, u64) {
+        let Resize {
+            from,
+            to,
+            bytes,
+            at,
+        } = resize;
+        let moved = table.remove(from);
+        // Another live allocation under `to`: its free was missed.
+        match (to != from).then(|| table.remove(to)).flatten() {
+            Some(old) => total -= self.release(old, open.iteration, &mut open.after_loop),
+            None => self.released.push(NO_BLOCK),
+        }
+        let added = match moved {
+            Some(mut block) => {
+                let old = self.bytes_now(block.ordinal);
+                self.blocks[block.ordinal as usize] |= RESIZED;
+                self.resized.insert(block.ordinal, bytes);
+                self.released.push(block.ordinal);
+                self.resizes.push(old);
+                self.resizes
+                    .push(if to == from { bytes | IN_PLACE } else { bytes });
+                let made = self.contexts[block.ctx as usize];
+                if made.touched != open.iteration {
+                    block.ctx = self.intern(Ctx {
+                        touched: open.iteration,
+                        ..made
+                    });
+                }
+                table.insert(to, block);
+                if to == from {
+                    // Resized in place: one copy, of the new size.
+                    total -= old;
+                    bytes
+                } else {
+                    // Both copies exist until the old one is released.
+                    total += bytes;
+                    if total > self.peak {
+                        self.new_peak(total, at, open);
+                    }
+                    run_peak = run_peak.max(total);
+                    total -= old;
+                    0
+                }
+            }
+            None => {
+                self.released.push(NO_BLOCK);
+                let ordinal = self.blocks.len() as u32;
+                let word = self.word(ordinal, bytes);
+                self.blocks.push(word);
+                table.insert(to, Live { ordinal, ctx: here });
+                bytes
+            }
+        };
+        total += added;
+        if total > self.peak {
+            self.new_peak(total, at, open);
+        }
+        (total, run_peak.max(total))
+    }
+
+    /// A phase, iteration or tag marker, with `total` bytes live: returns the innermost
+    /// run's peak after it.
+    #[cold]
+    #[inline(never)]
+    fn mark(&mut self, marker: Event, open: &mut Open, total: u64, mut run_peak: u64) -> u64 {
+        match marker {
+            Event::PhaseStart(phase) => {
+                self.take_run_peak(&open.runs, run_peak);
+                run_peak = total;
+                open.runs.push(self.records.len() as u32);
+                self.records.push(PhaseRecord {
+                    phase,
+                    iteration: open.number,
+                    start_bytes: total,
+                    peak_bytes: total,
+                    end_bytes: total,
+                });
+                self.run_phase.push(phase);
+                self.run_ended.push(false);
+                self.run_first_context.push(self.contexts.len() as u32);
+            }
+            Event::PhaseEnd => {
+                self.take_run_peak(&open.runs, run_peak);
+                if let Some(run) = open.runs.pop() {
+                    self.end_run(run, open.runs.last().copied(), total);
+                }
+                run_peak = self.run_peak(&open.runs);
+            }
+            Event::IterationStart(number) => {
+                if open.iteration != NONE {
+                    self.end_iteration(open.iteration, total);
+                }
+                open.after_loop = [[0; SITES]; 8];
+                self.first_forward_kept_bytes = 0;
+                open.iteration = self.iteration_ended.len() as u32;
+                open.number = Some(number);
+                self.iteration_ended.push(false);
+                self.iteration_first_context
+                    .push(self.contexts.len() as u32);
+            }
+            Event::IterationEnd => {
+                if open.iteration != NONE {
+                    self.end_iteration(open.iteration, total);
+                    open.iteration = NONE;
+                    open.number = None;
+                }
+            }
+            Event::TagPush(category) => open.tags.push(category.index() as u8),
+            Event::TagPop => {
+                open.tags.pop();
+            }
+            Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. } => {}
+        }
+        run_peak
     }
 
     /// The innermost run's peak takes over `peak`; outer runs take it over when it ends.
@@ -813,7 +828,7 @@ impl Scan {
     /// `block` is released now, while iteration run `iteration` (or `NONE`) is open:
     /// returns its bytes.
     #[inline(always)]
-    fn release(&mut self, block: &Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) -> u64 {
+    fn release(&mut self, block: Live, iteration: u32, after_loop: &mut [[u64; SITES]; 8]) -> u64 {
         let category = self.released_now[block.ctx as usize];
         let word = &mut self.blocks[block.ordinal as usize];
         *word = with_category(*word, category);
@@ -825,7 +840,7 @@ impl Scan {
         self.released.push(block.ordinal);
         if iteration == NONE {
             let category = Category::ALL[usize::from(category)];
-            self.release_outside_loop(block, bytes, category, after_loop);
+            self.release_outside_loop(&block, bytes, category, after_loop);
         }
         bytes
     }

@@ -194,12 +194,17 @@ impl LiveSet {
 
     /// Puts `live` under `id`, returning what was there (an allocation whose free was
     /// missed).
-    #[inline(always)]
     pub fn insert(&mut self, id: u64, live: Live) -> Option<Live> {
+        self.insert_in(self.home(id), id, live)
+    }
+
+    /// [`LiveSet::insert`], with `id`'s bucket `home` computed already.
+    #[inline(always)]
+    pub fn insert_in(&mut self, home: usize, id: u64, live: Live) -> Option<Live> {
+        debug_assert_eq!(home, self.home(id));
         if id == EMPTY {
             return self.spill.insert(id, live);
         }
-        let home = self.home(id);
         let bucket = &mut self.buckets[home];
         let found = bucket.find(id);
         if found != 0 {
@@ -219,12 +224,17 @@ impl LiveSet {
     }
 
     /// Takes the allocation under `id` out, if one is alive.
-    #[inline(always)]
     pub fn remove(&mut self, id: u64) -> Option<Live> {
+        self.remove_from(self.home(id), id)
+    }
+
+    /// [`LiveSet::remove`], with `id`'s bucket `home` computed already.
+    #[inline(always)]
+    pub fn remove_from(&mut self, home: usize, id: u64) -> Option<Live> {
+        debug_assert_eq!(home, self.home(id));
         if id == EMPTY {
             return self.spill.remove(id);
         }
-        let home = self.home(id);
         let bucket = &mut self.buckets[home];
         let found = bucket.find(id);
         // Only a full bucket has ids in the overflow, and only if it sent some there.
@@ -445,12 +455,7 @@ impl Spill {
 /// table also misses the address translation cache, and filling them takes a page fault
 /// per 4 KiB. Only a hint: without it nothing changes but the speed.
 pub(super) fn advise_huge_pages<T>(v: &mut Vec<T>) {
-    advise_huge_pages_in(v.spare_capacity_mut());
-}
-
-/// [`advise_huge_pages`] for memory already allocated but not touched yet (a zeroed
-/// allocation, which the system maps without writing to it).
-pub(super) fn advise_huge_pages_in<T>(memory: &mut [T]) {
+    let memory = v.spare_capacity_mut();
     #[cfg(target_os = "linux")]
     {
         const MADV_HUGEPAGE: i32 = 14;
