@@ -1016,7 +1016,7 @@ impl Replay<'_> {
             } else {
                 self.odd_bytes(word, block)
             };
-            self.live[category_index(word)] -= bytes;
+            self.take(category_index(word), bytes);
         }
     }
 
@@ -1048,7 +1048,14 @@ impl Replay<'_> {
     #[inline(always)]
     fn add(&mut self, c: usize, bytes: u64) {
         self.live[c] += bytes;
+    }
+
+    /// Takes `bytes` off category `c`. A category's peak is reached just before it
+    /// falls (or at the end), so this is the one place that notes it.
+    #[inline(always)]
+    fn take(&mut self, c: usize, bytes: u64) {
         self.peaks[c] = self.peaks[c].max(self.live[c]);
+        self.live[c] -= bytes;
     }
 
     /// A resize: what it released under its new id, then the block it resized (or, for
@@ -1073,7 +1080,7 @@ impl Replay<'_> {
         self.resize += 2;
         self.resized.insert(moved, bytes & !IN_PLACE);
         if bytes & IN_PLACE != 0 {
-            self.live[c] -= old;
+            self.take(c, old);
             self.add(c, bytes & !IN_PLACE);
             false
         } else {
@@ -1084,7 +1091,7 @@ impl Replay<'_> {
                 self.at_peak = Some(self.live);
             }
             observe(at, &self.live);
-            self.live[c] -= old;
+            self.take(c, old);
             true
         }
     }
@@ -1115,6 +1122,10 @@ fn replay(scan: &Scan, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
         r.at_peak = Some(r.live);
     }
     r.run(split..n, &mut observe);
+    // What is still alive may be a category's peak too.
+    for (peak, live) in r.peaks.iter_mut().zip(r.live) {
+        *peak = (*peak).max(live);
+    }
     let to_bytes = |a: [u64; 8]| {
         let mut out = CategoryBytes::default();
         for c in Category::ALL {
