@@ -362,15 +362,24 @@ impl Spill {
         if id == EMPTY {
             return self.empty_id.replace(live);
         }
-        if let Some(i) = self.position(id) {
-            return Some(std::mem::replace(&mut self.slots[i].1, live));
+        // One probe finds `id`, or the unused slot where it goes.
+        let mut i = self.home(id);
+        loop {
+            let key = self.slots[i].0;
+            if key == id {
+                return Some(std::mem::replace(&mut self.slots[i].1, live));
+            }
+            if key == EMPTY {
+                break;
+            }
+            i = self.next(i);
         }
         if 2 * (self.len + 1) > self.slots.len() {
             self.grow();
-        }
-        let mut i = self.home(id);
-        while self.slots[i].0 != EMPTY {
-            i = self.next(i);
+            i = self.home(id);
+            while self.slots[i].0 != EMPTY {
+                i = self.next(i);
+            }
         }
         self.slots[i] = (id, live);
         self.len += 1;
