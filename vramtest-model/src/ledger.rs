@@ -18,8 +18,8 @@
 //! blocks of 64 MiB and more keep their bytes in a map beside it), 4 B per release and
 //! 2 bits per event: about 8 B per allocation. Plus the table of live allocations: the
 //! count gives the most allocations alive at once if every free matches one, and the
-//! table gets one 64 B bucket of four slots for every 1.5 of them (at least 1024), made
-//! once: about 43 B per allocation alive at the same time. Frees
+//! table gets one 64 B bucket of four slots for every 1.2 of them (at least 1024), made
+//! once: about 53 B per allocation alive at the same time. Frees
 //! of ids never seen make the count fall short; the allocations that then find their
 //! bucket full go to an overflow table that doubles when it gets half full (32 to 64 B
 //! each). Allocations over an id still alive (a missed free) make the count, and the
