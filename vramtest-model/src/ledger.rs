@@ -972,31 +972,44 @@ impl Replay<'_> {
     /// that moves a block: at the moment both copies exist).
     #[inline(always)]
     fn run(&mut self, range: std::ops::Range<usize>, observe: &mut impl FnMut(usize, &[u64; 8])) {
-        let kinds = &self.scan.kinds;
-        // The kinds still to read of the word `at` is in, 2 bits each.
-        let mut word = 0;
-        for at in range.clone() {
-            if at % 32 == 0 || at == range.start {
-                word = kinds[at / 32] >> (2 * (at % 32));
-            }
-            let kind = word & 3;
-            word >>= 2;
-            if kind == KIND_ALLOC {
-                let word = self.blocks[self.ordinal];
-                if word & (BIG | CLOSES) != 0 {
-                    self.odd_allocation(word);
+        let (kinds, blocks, released) = (&self.scan.kinds, self.blocks, self.released);
+        // The cursors live in registers here, and in `self` for the rare cases.
+        let (mut ordinal, mut release) = (self.ordinal, self.release);
+        let mut next = range.start;
+        while next < range.end {
+            // The kinds of the word `next` is in, from `next` on, 2 bits each.
+            let mut word = kinds[next / 32] >> (2 * (next % 32));
+            let end = (next / 32 * 32 + 32).min(range.end);
+            for at in next..end {
+                let kind = word & 3;
+                word >>= 2;
+                if kind == KIND_ALLOC {
+                    let block = blocks[ordinal];
+                    if block & (BIG | CLOSES) == 0 {
+                        ordinal += 1;
+                        self.add(category_index(block), u64::from(block & BLOCK_BYTES));
+                    } else {
+                        (self.ordinal, self.release) = (ordinal, release);
+                        self.odd_allocation(block);
+                        (ordinal, release) = (self.ordinal, self.release);
+                    }
+                } else if kind == KIND_FREE {
+                    let block = released[release];
+                    release += 1;
+                    self.release(block);
                 } else {
-                    self.ordinal += 1;
-                    self.add(category_index(word), u64::from(word & BLOCK_BYTES));
+                    (self.ordinal, self.release) = (ordinal, release);
+                    let observed = self.resize(at, observe);
+                    (ordinal, release) = (self.ordinal, self.release);
+                    if observed {
+                        continue;
+                    }
                 }
-            } else if kind == KIND_FREE {
-                let block = self.next_release();
-                self.release(block);
-            } else if self.resize(at, observe) {
-                continue;
+                observe(at, &self.live);
             }
-            observe(at, &self.live);
+            next = end;
         }
+        (self.ordinal, self.release) = (ordinal, release);
     }
 
     #[inline(always)]
