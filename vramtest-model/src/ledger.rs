@@ -27,7 +27,8 @@
 //!
 //! Speed: the table of a long run holds millions of allocations and is far larger than
 //! the processor's caches, so the walk prefetches the bucket of the event a few steps
-//! ahead (one cache line; a table that fits the nearer caches is not prefetched), and
+//! ahead (one cache line, whose index it keeps for when it gets there; a table that
+//! fits the nearer caches is not prefetched), and
 //! on Linux the table and the per-allocation arrays ask the kernel for huge pages (a
 //! hint; with 4 KiB pages nearly every table access also misses the address
 //! translation cache, and filling the arrays takes a page fault per 4 KiB).
