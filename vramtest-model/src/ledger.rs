@@ -991,7 +991,7 @@ impl Replay<'_> {
                         self.add(category_index(block), u64::from(block & BLOCK_BYTES));
                     } else {
                         (self.ordinal, self.release) = (ordinal, release);
-                        self.odd_allocation(block);
+                        self.allocation(block);
                         (ordinal, release) = (self.ordinal, self.release);
                     }
                 } else if kind == KIND_FREE {
@@ -1046,10 +1046,11 @@ impl Replay<'_> {
         }
     }
 
-    /// An allocation that closed a live one under its id, or whose bytes are in `big`.
+    /// The next allocation, the long way: its bytes may be in `big`, and it may have
+    /// closed a live one under its id. (`run` adds the common ones itself.)
     #[cold]
     #[inline(never)]
-    fn odd_allocation(&mut self, word: u32) {
+    fn allocation(&mut self, word: u32) {
         let bytes = made_bytes(word, self.ordinal as u32, &self.scan.big);
         self.ordinal += 1;
         if word & CLOSES != 0 {
@@ -1082,10 +1083,7 @@ impl Replay<'_> {
         self.release(block);
         let moved = self.next_release();
         if moved == NO_BLOCK {
-            let word = self.blocks[self.ordinal];
-            let bytes = made_bytes(word, self.ordinal as u32, &self.scan.big);
-            self.ordinal += 1;
-            self.add(category_index(word), bytes);
+            self.allocation(self.blocks[self.ordinal]);
             return false;
         }
         let c = category_index(self.blocks[moved as usize]);
