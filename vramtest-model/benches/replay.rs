@@ -134,6 +134,28 @@ fn stream(target: usize, iterations: u32) -> Vec<Event> {
     events
 }
 
+/// This process's resident memory in bytes, now and at most since the peak was last
+/// reset (Linux), where the system says.
+fn resident() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kib: u64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Resets the peak of [`resident`] to the memory resident now (Linux), if allowed.
+fn reset_resident_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// CPU seconds this process has run so far (user + system), where the system says:
 /// on a shared machine, wall time also counts other programs' turns.
 fn cpu_seconds() -> Option<f64> {
@@ -165,9 +187,11 @@ fn measure(events: &[Event], iterations: u32) {
     let mut best = f64::INFINITY;
     let mut best_cpu = f64::INFINITY;
     let mut extra = 0;
+    let mut resident_extra = None;
     for _ in 0..3 {
         let before = LIVE.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
+        let resident_before = reset_resident_peak().then(resident).flatten();
         let t = Instant::now();
         let cpu = cpu_seconds();
         std::hint::black_box(profile(events));
@@ -176,6 +200,9 @@ fn measure(events: &[Event], iterations: u32) {
             best_cpu = best_cpu.min(b - a);
         }
         extra = PEAK.load(Ordering::Relaxed) - before;
+        if let (Some((now, _)), Some((_, peak))) = (resident_before, resident()) {
+            resident_extra = Some(peak.saturating_sub(now));
+        }
     }
     println!(
         "ledger::profile, {iterations} iterations: {} events ({} allocations) in {:.3} s: {:.1} M events/s on one core",
@@ -191,10 +218,22 @@ fn measure(events: &[Event], iterations: u32) {
             events.len() as f64 / best_cpu / 1e6
         );
     }
-    println!(
-        "  memory: {:.1} MiB at most besides the stream, {:.1} B per allocation (the stream itself: {} B per event)",
-        extra as f64 / (1 << 20) as f64,
-        extra as f64 / allocations as f64,
-        std::mem::size_of::<Event>(),
-    );
+    let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
+    // The ledger reserves room for the most a stream this long could need, and the
+    // system gives it memory only where it writes: what it costs is what is resident.
+    match resident_extra {
+        Some(bytes) => println!(
+            "  memory: {:.1} MiB resident at most besides the stream, {:.1} B per allocation (address space reserved: {:.1} MiB; the stream itself: {} B per event)",
+            mib(bytes as usize),
+            bytes as f64 / allocations as f64,
+            mib(extra),
+            std::mem::size_of::<Event>(),
+        ),
+        None => println!(
+            "  memory: {:.1} MiB of address space at most besides the stream, {:.1} B per allocation (resident memory is not known here; the stream itself: {} B per event)",
+            mib(extra),
+            extra as f64 / allocations as f64,
+            std::mem::size_of::<Event>(),
+        ),
+    }
 }

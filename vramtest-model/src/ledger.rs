@@ -6,30 +6,32 @@
 //!
 //! # Cost
 //!
-//! [`profile`] reads the stream twice, front to back, and never looks an event up by
-//! its position: a quick count, then one walk that does the work. The walk pairs frees
-//! with allocations in a table keyed by id (a multiply-xor hash, not SipHash; see
-//! the `live` module) that holds only the *live* allocations, and decides each allocation's
-//! category the moment it is released (or at the end of the stream): every fact the
-//! rule needs is known by then. A second walk, over what the first one wrote rather
-//! than over the stream, only adds and subtracts bytes per category.
+//! [`profile`] reads the stream once, front to back, and never looks an event up by its
+//! position. The walk pairs frees with allocations in a table keyed by id (a
+//! multiply-xor hash, not SipHash; see the `live` module) that holds only the *live*
+//! allocations, and decides each allocation's category the moment it is released (or at
+//! the end of the stream): every fact the rule needs is known by then. A second walk,
+//! over what the first one wrote rather than over the stream, only adds and subtracts
+//! bytes per category.
 //!
 //! Memory: one 4 B word per allocation (its bytes and, once decided, its category;
 //! blocks of 64 MiB and more keep their bytes in a map beside it), 4 B per release and
-//! 2 bits per event: about 8 B per allocation. Plus the table of live allocations: the
-//! count gives the most allocations alive at once if every free matches one, and the
-//! table gets one 64 B bucket of four slots for every 1.2 of them (at least 1024), made
-//! once: about 53 B per allocation alive at the same time. Frees
-//! of ids never seen make the count fall short; the allocations that then find their
-//! bucket full go to an overflow table that doubles when it gets half full (32 to 64 B
-//! each). Allocations over an id still alive (a missed free) make the count, and the
-//! table, larger than needed.
+//! 2 bits per event: about 8 B per allocation. Plus the table of live allocations: one
+//! 64 B bucket of four slots for every 0.6 to 1.2 allocations alive at the same time
+//! (at least 1024 buckets): it starts small and doubles as it fills, so it ends with
+//! 53 to 107 B per allocation alive at once. A full bucket sends ids to an overflow
+//! table that doubles when it gets half full (32 to 64 B each); the table doubles its
+//! buckets when the overflow holds more than one id for every 128 of them.
+//!
+//! None of these arrays grows by copying: each reserves address space for the most a
+//! stream of its length could write (an allocation per event), and the system gives it
+//! memory only for the pages it reaches. Where so much address space is refused, they
+//! grow as vectors do, by copying.
 //!
 //! Speed: the table of a long run holds millions of allocations and is far larger than
 //! the processor's caches, so the walk prefetches the bucket of the event a few steps
-//! ahead (one cache line, whose index it keeps for when it gets there; a table that
-//! fits the nearer caches is not prefetched), and
-//! on Linux the table and the per-allocation arrays ask the kernel for huge pages (a
+//! ahead (one cache line, whose index it keeps for when it gets there; while the table
+//! fits the nearer caches, the walk does not prefetch), and on Linux the table and the per-allocation arrays ask the kernel for huge pages (a
 //! hint; with 4 KiB pages nearly every table access also misses the address
 //! translation cache, and filling the arrays takes a page fault per 4 KiB).
 
@@ -236,12 +238,13 @@ const PREFETCH_DISTANCE: usize = 16;
 /// The buckets' size in bytes from which the first walk prefetches.
 const PREFETCH_ABOVE: usize = 1 << 20;
 
-/// Room for `n` words written front to back, made up front: nothing grows by copying
-/// (room runs out only where the first walk's count fell short, for allocations over ids
-/// still alive; it then doubles), the pages never reached cost nothing, and the kernel
-/// is asked for huge pages.
+/// Room for at most `n` words written front to back, reserved up front so that nothing
+/// grows by copying: the system takes memory only for the pages the words reach, and is
+/// asked for huge pages.
 fn tape<T>(n: usize) -> Vec<T> {
-    let mut words = Vec::with_capacity(n);
+    let mut words = Vec::new();
+    // Where so much address space is refused, the tape grows as vectors do.
+    let _ = words.try_reserve_exact(n);
     advise_huge_pages(&mut words);
     words
 }
@@ -267,6 +270,20 @@ struct Open {
     number: Option<u32>,
     /// Released after the last iteration ended, by site; reset when another starts.
     after_loop: [[u64; SITES]; 8],
+}
+
+/// Where the first walk stands besides the scan and the live set: what it needs to go
+/// on from another event.
+struct Walk {
+    open: Open,
+    /// The context of an allocation made now.
+    here: u32,
+    /// The bytes alive now.
+    total: u64,
+    /// The highest total since the innermost open run became innermost: its record
+    /// takes it over when another run starts inside it or it ends.
+    run_peak: u64,
+    kinds: KindLog,
 }
 
 /// A resize, at the observation `at`.
@@ -399,38 +416,16 @@ struct Scan {
 
 impl Scan {
     fn run(events: &[Event]) -> Scan {
-        // Sizes first (a cheap, sequential look), so nothing grows by copying: at most one
-        // new allocation per allocation or resize; one release per free and four words
-        // per resize (an allocation over an id still alive adds one more).
-        let (mut allocations, mut releases) = (0, 0);
-        // Allocations less frees so far, at most: how many may be alive at once (exact
-        // when every free matches an allocation and a resize moves a known block).
-        let (mut live, mut most_live) = (0usize, 0usize);
-        for e in events {
-            match e {
-                Event::Alloc { .. } => {
-                    allocations += 1;
-                    live += 1;
-                    most_live = most_live.max(live);
-                }
-                Event::Free { .. } => {
-                    releases += 1;
-                    live = live.saturating_sub(1);
-                }
-                Event::Realloc { .. } => {
-                    allocations += 1;
-                    releases += 2;
-                }
-                _ => {}
-            }
-        }
-        let s = Scan {
-            blocks: tape(allocations),
+        // One pass: the tapes have room for the most a stream this long can write (at
+        // most one allocation per event, and two releases for a resize), and the table
+        // starts small and doubles as it fills.
+        let mut s = Scan {
+            blocks: tape(events.len()),
             big: HashMap::default(),
             resized: HashMap::default(),
-            released: tape(releases),
+            released: tape(2 * events.len()),
             resizes: Vec::new(),
-            kinds: Vec::with_capacity((allocations + releases).div_ceil(32)),
+            kinds: tape(events.len().div_ceil(32)),
             observations: 0,
             contexts: Vec::new(),
             context_categories: Vec::new(),
@@ -450,125 +445,192 @@ impl Scan {
             sites: [[0; SITES]; 8],
             first_forward_kept_bytes: 0,
         };
-        let table = LiveSet::for_live(most_live);
+        let table = LiveSet::growing(events.len());
+        let mut walk = Walk {
+            open: Open {
+                runs: Vec::new(),
+                tags: Vec::new(),
+                iteration: NONE,
+                number: None,
+                after_loop: [[0; SITES]; 8],
+            },
+            here: 0,
+            total: 0,
+            run_peak: 0,
+            kinds: KindLog::new(std::mem::take(&mut s.kinds)),
+        };
+        walk.here = s.context_now(&walk.open);
         // Prefetching pays only where the table outgrows the processor's nearer caches;
-        // elsewhere it is only work.
-        if table.bucket_bytes() > PREFETCH_ABOVE {
-            Scan::walk::<true>(s, events, table)
+        // elsewhere it is only work. So the walk starts without it, and goes on with it
+        // from where the table outgrew them, if it does.
+        let (s, walk, table, stopped) = Scan::walk::<false>(s, events, 0, table, walk);
+        let (s, walk, table, _) = if stopped < events.len() {
+            Scan::walk::<true>(s, events, stopped, table, walk)
         } else {
-            Scan::walk::<false>(s, events, table)
-        }
+            (s, walk, table, stopped)
+        };
+        s.finish(walk, table)
     }
 
-    /// The walk itself, prefetching table slots ahead or not.
-    fn walk<const PREFETCH: bool>(mut s: Scan, events: &[Event], mut table: LiveSet) -> Scan {
-        let mut open = Open {
-            runs: Vec::new(),
-            tags: Vec::new(),
-            iteration: NONE,
-            number: None,
-            after_loop: [[0; SITES]; 8],
-        };
-        // The context of an allocation made now.
-        let mut here = s.context_now(&open);
-        let mut total: u64 = 0;
-        // The highest total since the innermost open run became innermost: its record
-        // takes it over when another run starts inside it or it ends.
-        let mut run_peak: u64 = 0;
-        let mut kinds = KindLog::new(std::mem::take(&mut s.kinds));
+    /// The walk itself from event `from` on, prefetching table buckets ahead or not.
+    /// Without prefetching, it stops after the event at which the table outgrew
+    /// [`PREFETCH_ABOVE`], and returns where to go on from.
+    fn walk<const PREFETCH: bool>(
+        mut s: Scan,
+        events: &[Event],
+        from: usize,
+        mut table: LiveSet,
+        walk: Walk,
+    ) -> (Scan, Walk, LiveSet, usize) {
+        let Walk {
+            mut open,
+            mut here,
+            mut total,
+            mut run_peak,
+            mut kinds,
+        } = walk;
         // The buckets of the next events' ids, computed once, when they are prefetched.
         let mut homes = [0usize; PREFETCH_DISTANCE];
         if PREFETCH {
-            for (home, event) in homes.iter_mut().zip(events) {
-                if let Some(id) = key(event) {
-                    *home = table.home(id);
-                    table.prefetch(*home);
-                }
-            }
+            Scan::prefetch_ahead(&table, &mut homes, events, from);
         }
 
-        for (k, event) in events.iter().enumerate() {
-            // This event's bucket, when prefetched.
-            let mut prefetched = 0;
-            if PREFETCH {
-                let slot = &mut homes[k % PREFETCH_DISTANCE];
-                prefetched = *slot;
-                if let Some(id) = events.get(k + PREFETCH_DISTANCE).and_then(key) {
-                    *slot = table.home(id);
-                    table.prefetch(*slot);
+        let stopped = 'walk: {
+            for (k, event) in (from..).zip(&events[from..]) {
+                // This event's bucket, when prefetched.
+                let mut prefetched = 0;
+                if PREFETCH {
+                    let slot = &mut homes[k % PREFETCH_DISTANCE];
+                    prefetched = *slot;
+                    if let Some(id) = events.get(k + PREFETCH_DISTANCE).and_then(key) {
+                        *slot = table.home(id);
+                        table.prefetch(*slot);
+                    }
+                }
+                let home = |table: &LiveSet, id| {
+                    if PREFETCH { prefetched } else { table.home(id) }
+                };
+                match *event {
+                    Event::Alloc { id, bytes } => {
+                        kinds.push(KIND_ALLOC);
+                        let ordinal = s.blocks.len() as u32;
+                        let block = Live { ordinal, ctx: here };
+                        let mut word = s.word(ordinal, bytes);
+                        // Another live allocation under `id`: its free was missed.
+                        if let Some(old) = table.insert_in(home(&table, id), id, block) {
+                            total -= s.release(old, open.iteration, &mut open.after_loop);
+                            word |= CLOSES;
+                        }
+                        s.blocks.push(word);
+                        total += bytes;
+                        if total > s.peak {
+                            // This event's kind is the last one logged.
+                            s.new_peak(total, kinds.len() - 1, &open);
+                        }
+                        run_peak = run_peak.max(total);
+                    }
+                    Event::Free { id } => {
+                        kinds.push(KIND_FREE);
+                        match table.remove_from(home(&table, id), id) {
+                            Some(old) => {
+                                total -= s.release(old, open.iteration, &mut open.after_loop)
+                            }
+                            None => s.released.push(NO_BLOCK),
+                        }
+                        continue;
+                    }
+                    Event::Realloc { from, to, bytes } => {
+                        kinds.push(KIND_REALLOC);
+                        let resize = Resize {
+                            from,
+                            to,
+                            bytes,
+                            at: kinds.len() - 1,
+                        };
+                        (total, run_peak) =
+                            s.resize(&mut table, resize, here, &mut open, total, run_peak);
+                    }
+                    marker => {
+                        run_peak = s.mark(marker, &mut open, total, run_peak);
+                        here = s.context_now(&open);
+                        continue;
+                    }
+                }
+                // An allocation or a resize may have filled the table.
+                if table.needs_room(s.blocks.len()) {
+                    table.grow();
+                    if PREFETCH {
+                        // The buckets prefetched for the next events moved.
+                        Scan::prefetch_ahead(&table, &mut homes, events, k + 1);
+                    } else if table.bucket_bytes() > PREFETCH_ABOVE {
+                        break 'walk k + 1;
+                    }
                 }
             }
-            let home = |table: &LiveSet, id| {
-                if PREFETCH { prefetched } else { table.home(id) }
-            };
-            match *event {
-                Event::Alloc { id, bytes } => {
-                    kinds.push(KIND_ALLOC);
-                    let ordinal = s.blocks.len() as u32;
-                    let block = Live { ordinal, ctx: here };
-                    let mut word = s.word(ordinal, bytes);
-                    // Another live allocation under `id`: its free was missed.
-                    if let Some(old) = table.insert_in(home(&table, id), id, block) {
-                        total -= s.release(old, open.iteration, &mut open.after_loop);
-                        word |= CLOSES;
-                    }
-                    s.blocks.push(word);
-                    total += bytes;
-                    if total > s.peak {
-                        // This event's kind is the last one logged.
-                        s.new_peak(total, kinds.len() - 1, &open);
-                    }
-                    run_peak = run_peak.max(total);
-                }
-                Event::Free { id } => {
-                    kinds.push(KIND_FREE);
-                    match table.remove_from(home(&table, id), id) {
-                        Some(old) => total -= s.release(old, open.iteration, &mut open.after_loop),
-                        None => s.released.push(NO_BLOCK),
-                    }
-                }
-                Event::Realloc { from, to, bytes } => {
-                    kinds.push(KIND_REALLOC);
-                    let resize = Resize {
-                        from,
-                        to,
-                        bytes,
-                        at: kinds.len() - 1,
-                    };
-                    (total, run_peak) =
-                        s.resize(&mut table, resize, here, &mut open, total, run_peak);
-                }
-                marker => {
-                    run_peak = s.mark(marker, &mut open, total, run_peak);
-                    here = s.context_now(&open);
-                }
+            events.len()
+        };
+        let walk = Walk {
+            open,
+            here,
+            total,
+            run_peak,
+            kinds,
+        };
+        (s, walk, table, stopped)
+    }
+
+    /// Computes and prefetches the buckets of the ids of events `from..` for the next
+    /// [`PREFETCH_DISTANCE`] steps of the walk.
+    #[cold]
+    #[inline(never)]
+    fn prefetch_ahead(
+        table: &LiveSet,
+        homes: &mut [usize; PREFETCH_DISTANCE],
+        events: &[Event],
+        from: usize,
+    ) {
+        let ahead = events.iter().enumerate().skip(from).take(PREFETCH_DISTANCE);
+        for (k, event) in ahead {
+            if let Some(id) = key(event) {
+                homes[k % PREFETCH_DISTANCE] = table.home(id);
+                table.prefetch(homes[k % PREFETCH_DISTANCE]);
             }
         }
-        (s.kinds, s.observations) = kinds.finish();
+    }
 
-        // The end of the stream ends whatever is still open.
-        s.take_run_peak(&open.runs, run_peak);
+    /// The end of the stream ends whatever is still open, and decides the categories of
+    /// the allocations still alive.
+    fn finish(mut self, walk: Walk, table: LiveSet) -> Scan {
+        let Walk {
+            mut open,
+            total,
+            run_peak,
+            kinds,
+            ..
+        } = walk;
+        (self.kinds, self.observations) = kinds.finish();
+        self.take_run_peak(&open.runs, run_peak);
         while let Some(run) = open.runs.pop() {
-            s.end_run(run, open.runs.last().copied(), total);
+            self.end_run(run, open.runs.last().copied(), total);
         }
         if open.iteration != NONE {
-            s.iteration_end_bytes.push(total);
+            self.iteration_end_bytes.push(total);
         }
-        s.sites = open.after_loop;
+        self.sites = open.after_loop;
         // Their words lie all over `blocks`: load them a few blocks ahead.
         let kept: Vec<Live> = table.values().collect();
         drop(table);
         for (k, block) in kept.iter().enumerate() {
             if let Some(ahead) = kept.get(k + PREFETCH_DISTANCE) {
-                prefetch(&s.blocks[ahead.ordinal as usize]);
+                prefetch(&self.blocks[ahead.ordinal as usize]);
             }
-            let category = s.decide(block, true);
-            let word = &mut s.blocks[block.ordinal as usize];
+            let category = self.decide(block, true);
+            let word = &mut self.blocks[block.ordinal as usize];
             *word = with_category(*word, category.index() as u8);
-            let bytes = s.bytes_now(block.ordinal);
-            s.note_kept(block, bytes, category);
+            let bytes = self.bytes_now(block.ordinal);
+            self.note_kept(block, bytes, category);
         }
-        s
+        self
     }
 
     /// The word of a new allocation `ordinal` of `bytes` (noting them in `big` if they

@@ -629,3 +629,45 @@ proptest! {
         prop_assert_eq!(kept, expected);
     }
 }
+
+/// A long stream: the random ops of [`stream`] with runs of allocations between them,
+/// so that tens of thousands are alive at once and the ledger's live table doubles
+/// several times (and starts prefetching) amid resizes, frees and markers; then most
+/// are freed.
+fn long_stream() -> impl Strategy<Value = Vec<Event>> {
+    (20_000usize..45_000, prop::collection::vec(op(), 1..400)).prop_map(|(n, ops)| {
+        let run = n / ops.len() + 1;
+        let mut all = Vec::with_capacity(ops.len() * (run + 1));
+        for op in ops {
+            all.extend((0..run as u64).map(|k| Op::Alloc(16 + k % 4096)));
+            all.push(op);
+        }
+        // Then free nearly all of them, in a phase of its own, in scattered order.
+        all.push(Op::PhaseStart(Phase::Backward));
+        all.extend((0..n).map(|k| Op::Free(k.wrapping_mul(7919))));
+        all.push(Op::PhaseEnd);
+        build(&all)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn a_long_stream_matches_the_rule_applied_independently(events in long_stream()) {
+        let p = profile(&events);
+        let x = expected(&events);
+        prop_assert_eq!(p.peak_bytes, x.peak);
+        prop_assert_eq!(p.at_peak, x.at_peak);
+        prop_assert_eq!(p.category_peaks, x.category_peaks);
+        prop_assert_eq!(p.peak_phase, x.peak_phase);
+        prop_assert_eq!(p.peak_iteration, x.peak_iteration);
+        let got: Vec<_> = p
+            .phases
+            .iter()
+            .map(|r| (r.phase, r.iteration, r.start_bytes, r.peak_bytes, r.end_bytes))
+            .collect();
+        prop_assert_eq!(got, x.records);
+        prop_assert_eq!(&p.iteration_end_bytes, &x.iteration_ends);
+    }
+}

@@ -147,6 +147,8 @@ impl Bucket {
 pub(super) struct LiveSet {
     buckets: Vec<Bucket>,
     spill: Spill,
+    /// How many ids may be in the overflow table before the set wants more buckets.
+    spill_room: usize,
 }
 
 impl LiveSet {
@@ -159,17 +161,105 @@ impl LiveSet {
     /// allocation alive at once (a bucket for every 1.5 took 43 B and was 5% slower on
     /// the benchmark's long run; a bucket each was no faster than 1.2 and took 64 B).
     /// More than `live` still fit; the overflow table then grows.
+    #[cfg(test)]
     pub fn for_live(live: usize) -> LiveSet {
-        LiveSet::with_buckets((live * 5 / 6).max(Self::MIN_BUCKETS))
+        LiveSet::with_buckets((live * 5 / 6).max(Self::MIN_BUCKETS), 0)
     }
 
-    fn with_buckets(n: usize) -> LiveSet {
-        let mut buckets = Vec::with_capacity(n);
+    /// A set that starts small and doubles its buckets as it fills (see
+    /// [`LiveSet::needs_room`]), for a walk that does not know beforehand how many
+    /// allocations will be alive at once, only that they are at most `most`. It ends
+    /// with a bucket for every 0.6 to 1.2 of the most alive at once.
+    ///
+    /// It reserves address space for the buckets of `most` at once, so that no doubling
+    /// moves the table: the memory is taken (and zeroed) by the system only where the
+    /// buckets grow into it. Where the reservation is refused, doubling moves the
+    /// buckets instead.
+    pub fn growing(most: usize) -> LiveSet {
+        let mut last = Self::MIN_BUCKETS;
+        while last * 6 / 5 < most {
+            last *= 2;
+        }
+        LiveSet::with_buckets(Self::MIN_BUCKETS, last)
+    }
+
+    /// A set of `n` buckets, with room reserved for `reserve` in all.
+    fn with_buckets(n: usize, reserve: usize) -> LiveSet {
+        let mut buckets = Vec::new();
+        if buckets.try_reserve_exact(reserve.max(n)).is_err() {
+            buckets.reserve_exact(n);
+        }
         advise_huge_pages(&mut buckets);
         buckets.resize(n, Bucket::EMPTY);
         LiveSet {
             buckets,
             spill: Spill::new(n),
+            spill_room: Self::spill_room(n),
+        }
+    }
+
+    /// How many ids `n` buckets send to the overflow table when they hold about 1.2 ids
+    /// each: for evenly spread ids, a bucket of four slots overflows by 0.0095 ids on
+    /// average at 1.2 ids a bucket (0.0066 at 1.1, 0.0134 at 1.3).
+    fn spill_room(n: usize) -> usize {
+        n / 128
+    }
+
+    /// Whether the set is fuller than it is sized for, so that the caller should call
+    /// [`LiveSet::grow`] (after which every id has a new home bucket), when
+    /// `allocations` were made so far. The overflow table tells: it fills up only as the
+    /// buckets do, so the set does not count its ids on every change. It never has more
+    /// buckets than allocations were made, so that ids the hash spreads badly cannot
+    /// make it grow without bound.
+    #[inline(always)]
+    pub fn needs_room(&self, allocations: usize) -> bool {
+        self.spill.len > self.spill_room && self.buckets.len() < allocations
+    }
+
+    /// Doubles the buckets. An id's home bucket `b` becomes `2b` or `2b + 1` (the hash
+    /// is scaled to the number of buckets), so each bucket splits into two in one
+    /// sequential sweep, from the last to the first, inside the same memory; the ids in
+    /// the overflow table then go home again, most of them into a bucket with room.
+    #[cold]
+    #[inline(never)]
+    pub fn grow(&mut self) {
+        let n = self.buckets.len();
+        self.buckets.reserve_exact(n);
+        let base = self.buckets.as_mut_ptr();
+        for b in (0..n).rev() {
+            // SAFETY: the buffer has room for 2n buckets (reserved above), of which the
+            // first n are initialised. Bucket `b` is read before `2b` and `2b + 1` are
+            // written, and sweeping downwards, the buckets written so far (`2c`,
+            // `2c + 1` for c > b) all lie above `b`: nothing is read after it was
+            // overwritten. Every one of the 2n buckets is written once (`Bucket` is
+            // `Copy`: nothing is dropped), so all are initialised before `set_len`.
+            unsafe {
+                let old = base.add(b).read();
+                // Each id keeps its slot, in one half or the other; the overflow mark
+                // goes (the overflow table is emptied below).
+                let (mut low, mut high) = (old, old);
+                low.mark_spilled(false);
+                high.mark_spilled(false);
+                for slot in 0..4 {
+                    let id = old.ids[slot];
+                    let upper = id != EMPTY && scaled_hash(id, 2 * n) & 1 == 1;
+                    debug_assert!(id == EMPTY || scaled_hash(id, 2 * n) / 2 == b);
+                    if upper {
+                        low.ids[slot] = EMPTY;
+                    } else {
+                        high.ids[slot] = EMPTY;
+                    }
+                }
+                base.add(2 * b).write(low);
+                base.add(2 * b + 1).write(high);
+            }
+        }
+        // SAFETY: all 2n buckets were written above, within the reserved capacity.
+        unsafe { self.buckets.set_len(2 * n) };
+        self.spill_room = Self::spill_room(2 * n);
+        let spilled = std::mem::replace(&mut self.spill, Spill::new(2 * n));
+        for (id, live) in spilled.into_entries() {
+            self.insert(id, live);
         }
     }
 
@@ -451,6 +541,14 @@ impl Spill {
         *self = bigger;
     }
 
+    /// Every id and allocation here, the table emptied.
+    fn into_entries(self) -> impl Iterator<Item = (u64, Live)> {
+        self.slots
+            .into_iter()
+            .filter(|(id, _)| *id != EMPTY)
+            .chain(self.empty_id.map(|live| (EMPTY, live)))
+    }
+
     fn values(&self) -> impl Iterator<Item = &Live> {
         self.slots
             .iter()
@@ -534,20 +632,22 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
         /// Few buckets for many ids: most of them go to the overflow table and come
-        /// back as their buckets free up.
+        /// back as their buckets free up, or when the set doubles its buckets (which
+        /// here happens at any time, not only when the set is full).
         #[test]
         fn the_live_set_behaves_like_a_map(
             buckets in 1usize..6,
-            ops in prop::collection::vec((any::<bool>(), id()), 0..2000),
+            ops in prop::collection::vec((0u8..17, id()), 0..2000),
         ) {
-            let mut set = LiveSet::with_buckets(buckets);
+            let mut set = LiveSet::with_buckets(buckets, 0);
             let mut model: HashMap<u64, Live> = HashMap::new();
-            for (n, (insert, id)) in ops.into_iter().enumerate() {
+            for (n, (op, id)) in ops.into_iter().enumerate() {
                 let value = live(n as u64 | (n as u64) << 33);
-                if insert {
-                    prop_assert_eq!(set.insert(id, value), model.insert(id, value));
-                } else {
-                    prop_assert_eq!(set.remove(id), model.remove(&id));
+                match op {
+                    0..8 => prop_assert_eq!(set.insert(id, value), model.insert(id, value)),
+                    8..16 => prop_assert_eq!(set.remove(id), model.remove(&id)),
+                    _ if set.buckets.len() < 64 => set.grow(),
+                    _ => {}
                 }
                 // The rule that keeps the overflow out of the common path.
                 for (b, bucket) in set.buckets.iter().enumerate() {
@@ -592,6 +692,51 @@ mod tests {
             let (left, right) = sorted(spill.values().copied(), &model);
             prop_assert_eq!(left, right);
         }
+    }
+
+    /// A growing set doubles its buckets as it fills, in the memory it reserved, so that
+    /// it ends with about as few ids in the overflow table as a set sized up front.
+    #[test]
+    fn a_growing_set_doubles_in_place_and_rarely_spills() {
+        let n = 100_000u64;
+        let mut set = LiveSet::growing(n as usize);
+        let reserved = set.buckets.as_ptr();
+        let mut address = 0x7f00_0000_0000u64;
+        let mut doublings = 0;
+        for k in 0..n {
+            set.insert(address, live(k));
+            address += 16 * (1 + k % 257);
+            if set.needs_room(k as usize + 1) {
+                let before = set.buckets.len();
+                set.grow();
+                assert_eq!(set.buckets.len(), 2 * before);
+                doublings += 1;
+            }
+        }
+        assert_eq!(set.len(), n as usize);
+        assert_eq!(set.values().count(), n as usize);
+        // From 1024 buckets to the first size with room for 100 000 at 1.2 a bucket.
+        assert_eq!(doublings, 7);
+        // It ends with room for them at about 1.2 a bucket (and never less than 0.6).
+        let load = n as f64 / set.buckets.len() as f64;
+        assert!((0.6..1.3).contains(&load), "{load} ids a bucket");
+        assert_eq!(
+            set.buckets.as_ptr(),
+            reserved,
+            "a doubling moved the buckets"
+        );
+        assert!(
+            set.spill.len < n as usize * 2 / 100,
+            "{} of {n} ids spilled",
+            set.spill.len
+        );
+        // Every id is found where it is, and leaves.
+        let mut address = 0x7f00_0000_0000u64;
+        for k in 0..n {
+            assert_eq!(set.remove(address), Some(live(k)));
+            address += 16 * (1 + k % 257);
+        }
+        assert_eq!(set.len(), 0);
     }
 
     /// A set sized for a count keeps nearly all of them in their home buckets (1–2%
