@@ -528,6 +528,12 @@ impl Scan {
                             s.new_peak(total, kinds.len() - 1, &open);
                         }
                         run_peak = run_peak.max(total);
+                        // It may have filled the table.
+                        if table.needs_room(s.blocks.len())
+                            && Scan::make_room::<PREFETCH>(&mut table, &mut homes, events, k)
+                        {
+                            break 'walk k + 1;
+                        }
                     }
                     Event::Free { id } => {
                         kinds.push(KIND_FREE);
@@ -537,7 +543,6 @@ impl Scan {
                             }
                             None => s.released.push(NO_BLOCK),
                         }
-                        continue;
                     }
                     Event::Realloc { from, to, bytes } => {
                         kinds.push(KIND_REALLOC);
@@ -549,21 +554,16 @@ impl Scan {
                         };
                         (total, run_peak) =
                             s.resize(&mut table, resize, here, &mut open, total, run_peak);
+                        // It may have filled the table.
+                        if table.needs_room(s.blocks.len())
+                            && Scan::make_room::<PREFETCH>(&mut table, &mut homes, events, k)
+                        {
+                            break 'walk k + 1;
+                        }
                     }
                     marker => {
                         run_peak = s.mark(marker, &mut open, total, run_peak);
                         here = s.context_now(&open);
-                        continue;
-                    }
-                }
-                // An allocation or a resize may have filled the table.
-                if table.needs_room(s.blocks.len()) {
-                    table.grow();
-                    if PREFETCH {
-                        // The buckets prefetched for the next events moved.
-                        Scan::prefetch_ahead(&table, &mut homes, events, k + 1);
-                    } else if table.bucket_bytes() > PREFETCH_ABOVE {
-                        break 'walk k + 1;
                     }
                 }
             }
@@ -577,6 +577,26 @@ impl Scan {
             kinds,
         };
         (s, walk, table, stopped)
+    }
+
+    /// Doubles the table's buckets after event `k` filled it; returns whether the walk
+    /// should stop there, to go on prefetching.
+    #[cold]
+    #[inline(never)]
+    fn make_room<const PREFETCH: bool>(
+        table: &mut LiveSet,
+        homes: &mut [usize; PREFETCH_DISTANCE],
+        events: &[Event],
+        k: usize,
+    ) -> bool {
+        table.grow();
+        if PREFETCH {
+            // The buckets prefetched for the next events moved.
+            Scan::prefetch_ahead(table, homes, events, k + 1);
+            false
+        } else {
+            table.bucket_bytes() > PREFETCH_ABOVE
+        }
     }
 
     /// Computes and prefetches the buckets of the ids of events `from..` for the next
