@@ -235,23 +235,23 @@ impl LiveSet {
             // `Copy`: nothing is dropped), so all are initialised before `set_len`.
             unsafe {
                 let old = base.add(b).read();
-                // Each id keeps its slot, in one half or the other; the overflow mark
-                // goes (the overflow table is emptied below).
-                let (mut low, mut high) = (old, old);
-                low.mark_spilled(false);
-                high.mark_spilled(false);
+                // Each id keeps its slot, in one half or the other (the other half gets
+                // an unused slot there); the overflow mark goes (the overflow table is
+                // emptied below).
+                let mut lives = old.lives;
+                lives[0].ctx &= !SPILLED;
+                let (mut low, mut high) = ([EMPTY; 4], [EMPTY; 4]);
                 for slot in 0..4 {
                     let id = old.ids[slot];
-                    let upper = id != EMPTY && scaled_hash(id, 2 * n) & 1 == 1;
                     debug_assert!(id == EMPTY || scaled_hash(id, 2 * n) / 2 == b);
-                    if upper {
-                        low.ids[slot] = EMPTY;
+                    if id != EMPTY && scaled_hash(id, 2 * n) & 1 == 1 {
+                        high[slot] = id;
                     } else {
-                        high.ids[slot] = EMPTY;
+                        low[slot] = id;
                     }
                 }
-                base.add(2 * b).write(low);
-                base.add(2 * b + 1).write(high);
+                base.add(2 * b).write(Bucket { ids: low, lives });
+                base.add(2 * b + 1).write(Bucket { ids: high, lives });
             }
         }
         // SAFETY: all 2n buckets were written above, within the reserved capacity.
