@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use std::collections::HashMap;
 use vramtest_model::ledger::live_by_category;
-use vramtest_model::{Category, CategoryBytes, Event, Phase, profile};
+use vramtest_model::{Category, CategoryBytes, Event, Phase, Profile, profile};
 
 /// What the generator may do next; turned into a well-formed stream by [`build`].
 #[derive(Debug, Clone)]
@@ -458,6 +458,36 @@ fn expected(events: &[Event]) -> Expected {
 
 /// Whether an allocation or a resize happens after the loop started while no iteration
 /// is open.
+/// The profile's peak and its breakdown are those of the independent walk.
+fn same_breakdown(p: &Profile, x: &Expected) -> Result<(), TestCaseError> {
+    prop_assert_eq!(p.peak_bytes, x.peak);
+    prop_assert_eq!(p.at_peak, x.at_peak);
+    prop_assert_eq!(p.category_peaks, x.category_peaks);
+    prop_assert_eq!(p.peak_phase, x.peak_phase);
+    prop_assert_eq!(p.peak_iteration, x.peak_iteration);
+    Ok(())
+}
+
+/// The profile's phase records and iteration ends are those of the independent walk.
+fn same_records(p: &Profile, x: &Expected) -> Result<(), TestCaseError> {
+    let got: Vec<_> = p
+        .phases
+        .iter()
+        .map(|r| {
+            (
+                r.phase,
+                r.iteration,
+                r.start_bytes,
+                r.peak_bytes,
+                r.end_bytes,
+            )
+        })
+        .collect();
+    prop_assert_eq!(&got, &x.records);
+    prop_assert_eq!(&p.iteration_end_bytes, &x.iteration_ends);
+    Ok(())
+}
+
 fn allocates_between_iterations(events: &[Event]) -> bool {
     let (mut started, mut open) = (false, false);
     for e in events {
@@ -563,26 +593,13 @@ proptest! {
 
     #[test]
     fn breakdown_matches_the_rule_applied_independently(events in stream()) {
-        let p = profile(&events);
-        let x = expected(&events);
-        prop_assert_eq!(p.peak_bytes, x.peak);
-        prop_assert_eq!(p.at_peak, x.at_peak);
-        prop_assert_eq!(p.category_peaks, x.category_peaks);
-        prop_assert_eq!(p.peak_phase, x.peak_phase);
-        prop_assert_eq!(p.peak_iteration, x.peak_iteration);
+        same_breakdown(&profile(&events), &expected(&events))?;
     }
 
     #[test]
     fn phase_records_and_iteration_ends_match_an_independent_walk(events in stream()) {
         let p = profile(&events);
-        let x = expected(&events);
-        let got: Vec<_> = p
-            .phases
-            .iter()
-            .map(|r| (r.phase, r.iteration, r.start_bytes, r.peak_bytes, r.end_bytes))
-            .collect();
-        prop_assert_eq!(got, x.records);
-        prop_assert_eq!(&p.iteration_end_bytes, &x.iteration_ends);
+        same_records(&p, &expected(&events))?;
         for r in &p.phases {
             prop_assert!(r.start_bytes <= r.peak_bytes && r.end_bytes <= r.peak_bytes);
             prop_assert!(r.peak_bytes <= p.peak_bytes);
@@ -657,17 +674,7 @@ proptest! {
     fn a_long_stream_matches_the_rule_applied_independently(events in long_stream()) {
         let p = profile(&events);
         let x = expected(&events);
-        prop_assert_eq!(p.peak_bytes, x.peak);
-        prop_assert_eq!(p.at_peak, x.at_peak);
-        prop_assert_eq!(p.category_peaks, x.category_peaks);
-        prop_assert_eq!(p.peak_phase, x.peak_phase);
-        prop_assert_eq!(p.peak_iteration, x.peak_iteration);
-        let got: Vec<_> = p
-            .phases
-            .iter()
-            .map(|r| (r.phase, r.iteration, r.start_bytes, r.peak_bytes, r.end_bytes))
-            .collect();
-        prop_assert_eq!(got, x.records);
-        prop_assert_eq!(&p.iteration_end_bytes, &x.iteration_ends);
+        same_breakdown(&p, &x)?;
+        same_records(&p, &x)?;
     }
 }
