@@ -244,9 +244,9 @@ fn measure_cpu(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> Ch
     let events = heap::stop();
     match outcome {
         Ok(baseline) => {
-            let mut profile = vramtest_model::ledger::profile(&events);
+            let (mut profile, timeline) =
+                super::timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
             profile.baseline_bytes = baseline;
-            let timeline = super::timeline::record(&events, vramtest_chart::DEFAULT_MAX_POINTS);
             let sites =
                 super::sites::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
             ChildResult::Measured {

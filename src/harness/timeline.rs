@@ -4,10 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use vramtest_chart::{Downsampler, IterationSpan, PhaseSpan, Point, Timeline, XAxis};
+use vramtest_model::Profile;
 use vramtest_model::ledger::{self, Event};
 
-/// The timeline of an event stream, at most `max_points` points, x = event index.
-pub(super) fn record(events: &[Event], max_points: usize) -> Timeline {
+/// The profile of an event stream and its timeline, at most `max_points` points,
+/// x = event index, from one replay of the stream.
+pub(super) fn profile_and_timeline(events: &[Event], max_points: usize) -> (Profile, Timeline) {
     let samples = events
         .iter()
         .filter(|e| {
@@ -18,7 +20,7 @@ pub(super) fn record(events: &[Event], max_points: usize) -> Timeline {
         })
         .count();
     let mut down = Downsampler::new(samples, max_points);
-    ledger::live_by_category(events, |at, live| {
+    let profile = ledger::profile_observing(events, |at, live| {
         down.push(Point {
             x: at as u64,
             live: *live,
@@ -26,13 +28,14 @@ pub(super) fn record(events: &[Event], max_points: usize) -> Timeline {
     });
     let (points, peak) = down.finish();
     let (phases, iterations) = spans(events);
-    Timeline {
+    let timeline = Timeline {
         x_axis: XAxis::Event,
         points,
         phases,
         iterations,
         peak: peak.unwrap_or_default(),
-    }
+    };
+    (profile, timeline)
 }
 
 /// The phase runs and loop iterations of a stream, by event index. One that never

@@ -129,11 +129,20 @@ pub fn profile(events: &[Event]) -> Profile {
 /// resize that moves a block, at the moment both copies exist (the higher of its two
 /// states, so the peak is among the observed values). What a timeline is drawn from;
 /// the categories are those [`profile`] charges.
-pub fn live_by_category(events: &[Event], mut observe: impl FnMut(usize, &CategoryBytes)) {
+pub fn live_by_category(events: &[Event], observe: impl FnMut(usize, &CategoryBytes)) {
+    profile_observing(events, observe);
+}
+
+/// [`profile`] and [`live_by_category`] at once, from one walk of the stream: the
+/// profile, after calling `observe` as [`live_by_category`] does.
+pub fn profile_observing(
+    events: &[Event],
+    mut observe: impl FnMut(usize, &CategoryBytes),
+) -> Profile {
     let scan = Scan::run(events);
     // The second walk counts allocations, releases and resizes; find each one's index.
     let mut at = 0;
-    replay(&scan, |_, live| {
+    let totals = replay(&scan, |_, live| {
         while !matches!(
             events[at],
             Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. }
@@ -147,6 +156,7 @@ pub fn live_by_category(events: &[Event], mut observe: impl FnMut(usize, &Catego
         observe(at, &bytes);
         at += 1;
     });
+    scan.into_profile(totals)
 }
 
 /// The category of every allocation, in the order they were made (a resize of a known

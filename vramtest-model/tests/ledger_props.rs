@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use std::collections::HashMap;
-use vramtest_model::ledger::live_by_category;
+use vramtest_model::ledger::profile_observing;
 use vramtest_model::{Category, CategoryBytes, Event, Phase, Profile, profile};
 
 /// What the generator may do next; turned into a well-formed stream by [`build`].
@@ -526,12 +526,14 @@ proptest! {
         let totals = live_totals(&events);
         let mut seen = Vec::new();
         let mut highest = CategoryBytes::default();
-        live_by_category(&events, |at, live| {
+        let observed = profile_observing(&events, |at, live| {
             seen.push((at, live.total()));
             if live.total() > highest.total() {
                 highest = *live;
             }
         });
+        // The same walk gives the same profile.
+        prop_assert_eq!(&observed, &p);
         let expected: Vec<(usize, u64)> = events
             .iter()
             .enumerate()
