@@ -351,7 +351,8 @@ impl KindLog {
 /// Sizes by allocation ordinal (of resized allocations).
 type Sizes = HashMap<u32, u64, BuildHasherDefault<OrdinalHasher>>;
 
-/// Hashes an allocation's ordinal for `Scan::resized` (a multiply, not SipHash).
+/// Hashes an allocation's ordinal for `Scan::resized` and `Scan::big`, and a context for
+/// `Scan::context_ids` (a multiply per word, not SipHash: a resize looks a context up).
 #[derive(Default)]
 struct OrdinalHasher(u64);
 
@@ -397,7 +398,7 @@ struct Scan {
     /// Per context: the category for each (freed before its phase ended, outlives) pair,
     /// as [`classify`] decides it (index: 2 × freed early + outlives).
     context_categories: Vec<[Category; 4]>,
-    context_ids: HashMap<Ctx, u32>,
+    context_ids: HashMap<Ctx, u32, BuildHasherDefault<OrdinalHasher>>,
     /// Per context: the index of the category of a block made in it and released now
     /// (kept up to date as phase and iteration runs end).
     released_now: Vec<u8>,
@@ -439,7 +440,7 @@ impl Scan {
             observations: 0,
             contexts: Vec::new(),
             context_categories: Vec::new(),
-            context_ids: HashMap::new(),
+            context_ids: HashMap::default(),
             released_now: Vec::new(),
             records: Vec::new(),
             run_phase: Vec::new(),
