@@ -456,8 +456,6 @@ fn expected(events: &[Event]) -> Expected {
     out
 }
 
-/// Whether an allocation or a resize happens after the loop started while no iteration
-/// is open.
 /// The profile's peak and its breakdown are those of the independent walk.
 fn same_breakdown(p: &Profile, x: &Expected) -> Result<(), TestCaseError> {
     prop_assert_eq!(p.peak_bytes, x.peak);
@@ -488,6 +486,8 @@ fn same_records(p: &Profile, x: &Expected) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Whether an allocation or a resize happens after the loop started while no iteration
+/// is open.
 fn allocates_between_iterations(events: &[Event]) -> bool {
     let (mut started, mut open) = (false, false);
     for e in events {
