@@ -31,9 +31,10 @@
 //! Speed: the table of a long run holds millions of allocations and is far larger than
 //! the processor's caches, so the walk prefetches the bucket of the event a few steps
 //! ahead (one cache line, whose index it keeps for when it gets there; while the table
-//! fits the nearer caches, the walk does not prefetch), and on Linux the table and the per-allocation arrays ask the kernel for huge pages (a
-//! hint; with 4 KiB pages nearly every table access also misses the address
-//! translation cache, and filling the arrays takes a page fault per 4 KiB).
+//! fits the nearer caches, the walk does not prefetch), and on Linux the table and the
+//! per-allocation arrays ask the kernel for huge pages (a hint; with 4 KiB pages nearly
+//! every table access also misses the address translation cache, and filling the arrays
+//! takes a page fault per 4 KiB).
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
@@ -457,20 +458,20 @@ impl Scan {
             first_forward_kept_bytes: 0,
         };
         let table = LiveSet::growing(events.len());
-        let mut walk = Walk {
-            open: Open {
-                runs: Vec::new(),
-                tags: Vec::new(),
-                iteration: NONE,
-                number: None,
-                after_loop: [[0; SITES]; 8],
-            },
-            here: 0,
+        let open = Open {
+            runs: Vec::new(),
+            tags: Vec::new(),
+            iteration: NONE,
+            number: None,
+            after_loop: [[0; SITES]; 8],
+        };
+        let walk = Walk {
+            here: s.context_now(&open),
+            open,
             total: 0,
             run_peak: 0,
             kinds: KindLog::new(std::mem::take(&mut s.kinds)),
         };
-        walk.here = s.context_now(&walk.open);
         // Prefetching pays only where the table outgrows the processor's nearer caches;
         // elsewhere it is only work. So the walk starts without it, and goes on with it
         // from where the table outgrew them, if it does.
@@ -623,8 +624,9 @@ impl Scan {
         let ahead = events.iter().enumerate().skip(from).take(PREFETCH_DISTANCE);
         for (k, event) in ahead {
             if let Some(id) = key(event) {
-                homes[k % PREFETCH_DISTANCE] = table.home(id);
-                table.prefetch(homes[k % PREFETCH_DISTANCE]);
+                let home = table.home(id);
+                homes[k % PREFETCH_DISTANCE] = home;
+                table.prefetch(home);
             }
         }
     }
