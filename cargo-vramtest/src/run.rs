@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use vramtest_model::config::DeviceSetting;
-use vramtest_model::report::{REPORT_SCHEMA, Status, TestReport};
+use vramtest_model::report::{Status, TestReport};
 use vramtest_model::{Body, HumanBytes};
 
 /// One test of one binary.
@@ -432,23 +432,9 @@ fn synthetic(
     output: Option<String>,
 ) -> TestReport {
     TestReport {
-        schema: REPORT_SCHEMA,
-        target: case.binary.target.clone(),
-        test: case.name.clone(),
-        source: String::new(),
-        line: 0,
-        device_class: None,
-        status,
-        body: None,
-        old_peak_bytes: None,
-        changes: Vec::new(),
         message,
-        diff: None,
-        snapshot: None,
-        written: None,
         output,
-        details: None,
-        sites: None,
+        ..TestReport::new(&case.binary.target, &case.name, status)
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use vramtest_model::DeviceClass;
 use vramtest_model::config::{DeviceSetting, Settings};
 use vramtest_model::fit::{SweepPoint, fit_sweep};
-use vramtest_model::report::{Details, REPORT_SCHEMA, Status, TestReport};
+use vramtest_model::report::{Details, Status, TestReport};
 
 /// Everything a trial needs, shared between trials.
 pub(super) struct Run {
@@ -100,25 +100,13 @@ pub(super) fn run(target: Target) -> Result<ExitCode, String> {
 
 /// The report of a test its attribute ignores: the reason, nothing measured.
 fn ignored_report(target: &Target, name: &str, def: &TestDef, reason: &str) -> TestReport {
-    TestReport {
-        schema: REPORT_SCHEMA,
-        target: target.name.clone(),
-        test: name.to_owned(),
+    let mut report = TestReport {
         source: verdict::relative_source(target, def.file),
         line: def.line,
-        device_class: None,
-        status: Status::Ignored,
-        body: None,
-        old_peak_bytes: None,
-        changes: Vec::new(),
-        message: if reason.is_empty() { "ignored" } else { reason }.to_owned(),
-        diff: None,
-        snapshot: None,
-        written: None,
-        output: None,
-        details: None,
-        sites: None,
-    }
+        ..TestReport::new(&target.name, name, Status::Ignored)
+    };
+    report.ignore(reason);
+    report
 }
 
 fn select_device(choice: DeviceSetting) -> Result<Device, String> {
@@ -139,23 +127,10 @@ pub(super) fn class_of(device: Device) -> DeviceClass {
 impl Run {
     fn trial(&self, name: &str, def: &TestDef) -> Result<Completion, Failed> {
         let mut report = TestReport {
-            schema: REPORT_SCHEMA,
-            target: self.target.name.clone(),
-            test: name.to_owned(),
             source: verdict::relative_source(&self.target, def.file),
             line: def.line,
             device_class: self.device.as_ref().ok().map(|d| class_of(*d)),
-            status: Status::Failed,
-            body: None,
-            old_peak_bytes: None,
-            changes: Vec::new(),
-            message: String::new(),
-            diff: None,
-            snapshot: None,
-            written: None,
-            output: None,
-            details: None,
-            sites: None,
+            ..TestReport::new(&self.target.name, name, Status::Failed)
         };
         let skip = match (&self.device, report.device_class) {
             (Err(reason), _) => Some(reason.clone()),

@@ -108,9 +108,57 @@ pub struct TestReport {
     /// sites (`show --sites`, a CPU regression).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sites: Option<crate::sites::Sites>,
+    /// Why call sites were asked for and not found (a re-run that failed or ran out
+    /// of time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sites_error: Option<String>,
+    /// Why an ignored test was ignored (`None` when its attribute gives no reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_reason: Option<String>,
+    /// What the harness says about the run rather than about the test, one sentence
+    /// each: the package tested is not the one the binary was built in, the device it
+    /// fell back to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl TestReport {
+    /// The report of `test` in `target` with `status`, before anything is known
+    /// about it: every report starts here, its other fields filled in as the run
+    /// learns them.
+    pub fn new(target: impl Into<String>, test: impl Into<String>, status: Status) -> TestReport {
+        TestReport {
+            schema: REPORT_SCHEMA,
+            target: target.into(),
+            test: test.into(),
+            source: String::new(),
+            line: 0,
+            device_class: None,
+            status,
+            body: None,
+            old_peak_bytes: None,
+            changes: Vec::new(),
+            message: String::new(),
+            diff: None,
+            snapshot: None,
+            written: None,
+            output: None,
+            details: None,
+            sites: None,
+            sites_error: None,
+            ignore_reason: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Marks the report ignored for `reason` (empty: none given); the message says
+    /// the reason, or `ignored`.
+    pub fn ignore(&mut self, reason: &str) {
+        self.status = Status::Ignored;
+        self.ignore_reason = (!reason.is_empty()).then(|| reason.to_owned());
+        self.message = if reason.is_empty() { "ignored" } else { reason }.to_owned();
+    }
+
     /// Whether this result fails the run: a failing status, or a new result left
     /// pending for review (`.snap.new`), as insta fails an unreviewed snapshot.
     pub fn fails(&self) -> bool {
@@ -155,4 +203,45 @@ pub struct Config {
     /// Hard peak budget in bytes.
     #[serde(default)]
     pub budget: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_of_an_earlier_release_still_reads() {
+        // Written before `notes`, `ignore_reason` and `sites_error` existed.
+        let mut old = serde_json::to_value(TestReport::new("vram", "t", Status::Passed)).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        for key in ["notes", "ignore_reason", "sites_error", "details", "sites"] {
+            fields.remove(key);
+        }
+        let read: TestReport = serde_json::from_value(old).unwrap();
+        assert_eq!(read, TestReport::new("vram", "t", Status::Passed));
+    }
+
+    #[test]
+    fn an_ignored_report_keeps_its_reason_apart_from_the_message() {
+        let mut report = TestReport::new("vram", "t", Status::Failed);
+        report.ignore("too slow for CI");
+        assert_eq!(report.status, Status::Ignored);
+        assert_eq!(report.ignore_reason.as_deref(), Some("too slow for CI"));
+        assert_eq!(report.message, "too slow for CI");
+        report.ignore("");
+        assert_eq!(report.ignore_reason, None);
+        assert_eq!(report.message, "ignored");
+        assert!(!report.fails());
+    }
+
+    #[test]
+    fn notes_and_errors_travel_through_json() {
+        let mut report = TestReport::new("vram", "t", Status::Regressed);
+        report
+            .notes
+            .push("test binary built in a, testing b".into());
+        report.sites_error = Some("cut short after 1s".into());
+        let text = serde_json::to_string(&report).unwrap();
+        assert_eq!(serde_json::from_str::<TestReport>(&text).unwrap(), report);
+    }
 }

@@ -206,7 +206,7 @@ pub(crate) mod fixtures {
     use crate::run::{Outcome, TestCase};
     use std::sync::Arc;
     use std::time::Duration;
-    use vramtest_model::report::{Change, REPORT_SCHEMA, Status, TestReport};
+    use vramtest_model::report::{Change, Status, TestReport};
     use vramtest_model::{Body, CategoryBytes, DeviceClass, Fidelity};
 
     pub fn body(peak: u64) -> Body {
@@ -233,23 +233,13 @@ pub(crate) mod fixtures {
 
     pub fn outcome(test: &str, status: Status) -> Outcome {
         let mut report = TestReport {
-            schema: REPORT_SCHEMA,
-            target: "vram".into(),
-            test: test.into(),
             source: "tests/vram.rs".into(),
             line: 15,
             device_class: Some(DeviceClass::Cpu),
-            status,
             body: Some(body(4 << 20)),
             old_peak_bytes: Some(4 << 20),
-            changes: vec![],
-            message: String::new(),
-            diff: None,
             snapshot: Some(format!("/w/mlp/tests/snapshots/vram__{test}@cpu.snap").into()),
-            written: None,
-            output: None,
-            details: None,
-            sites: None,
+            ..TestReport::new("vram", test, status)
         };
         match status {
             Status::Regressed => {
