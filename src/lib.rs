@@ -26,10 +26,8 @@
 //! [`Category`] and [`Result`].
 
 mod cuda;
-use vramtest_model::env;
 mod error;
 mod harness;
-mod judge;
 mod probe;
 mod settings;
 mod step;

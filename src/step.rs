@@ -13,6 +13,16 @@ pub enum Device {
     Cuda(usize),
 }
 
+impl Device {
+    /// Which snapshots the device's results go to.
+    pub(crate) fn class(self) -> vramtest_model::DeviceClass {
+        match self {
+            Device::Cpu => vramtest_model::DeviceClass::Cpu,
+            Device::Cuda(_) => vramtest_model::DeviceClass::Cuda,
+        }
+    }
+}
+
 impl std::fmt::Display for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

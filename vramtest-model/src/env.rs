@@ -133,7 +133,7 @@ fn seconds(var: &str, example: u32) -> Result<Option<std::time::Duration>, Strin
 
 /// When the harness captures call sites (`VRAMTEST_SITES`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sites {
+pub enum SitesWhen {
     /// Never (`0`, `off`, `false`).
     Off,
     /// For a regression measured on the CPU (unset, `auto`, `1`): the default.
@@ -142,12 +142,12 @@ pub enum Sites {
     Always,
 }
 
-/// `VRAMTEST_SITES`: see [`Sites`].
-pub fn sites() -> Result<Sites, String> {
+/// `VRAMTEST_SITES`: see [`SitesWhen`].
+pub fn sites() -> Result<SitesWhen, String> {
     match std::env::var("VRAMTEST_SITES").unwrap_or_default().as_str() {
-        "" | "auto" | "1" | "on" | "true" => Ok(Sites::OnRegression),
-        "0" | "off" | "false" => Ok(Sites::Off),
-        "always" => Ok(Sites::Always),
+        "" | "auto" | "1" | "on" | "true" => Ok(SitesWhen::OnRegression),
+        "0" | "off" | "false" => Ok(SitesWhen::Off),
+        "always" => Ok(SitesWhen::Always),
         other => Err(format!(
             "VRAMTEST_SITES={other}: unknown mode (hint: use 0 to turn call sites off, always, or auto)"
         )),

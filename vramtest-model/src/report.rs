@@ -109,15 +109,15 @@ pub struct TestReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sites: Option<crate::sites::Sites>,
     /// Why call sites were asked for and not found (a re-run that failed or ran out
-    /// of time).
+    /// of time): a sentence that reads after "call sites: ".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sites_error: Option<String>,
     /// Why an ignored test was ignored (`None` when its attribute gives no reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore_reason: Option<String>,
     /// What the harness says about the run rather than about the test, one sentence
-    /// each: the package tested is not the one the binary was built in, the device it
-    /// fell back to.
+    /// each, without a `note: ` prefix (the package tested is not the one the binary
+    /// was built in).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }

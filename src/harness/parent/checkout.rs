@@ -9,6 +9,17 @@
 
 use std::path::{Path, PathBuf};
 
+/// The test target this harness runs in.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    /// The package being tested: its snapshots, settings and sources.
+    pub(crate) manifest_dir: PathBuf,
+    /// The package directory the binary was compiled in (the same, unless cargo reused
+    /// a binary built in another checkout).
+    pub(crate) built_in: PathBuf,
+    pub(crate) name: String,
+}
+
 /// The directory of the package under test: the run-time `CARGO_MANIFEST_DIR` when
 /// it holds the same package as the compile-time `built_in`, else `built_in`.
 ///
@@ -35,15 +46,43 @@ fn package_name(dir: &Path) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The note a run prints once when the binary was built in another checkout.
+/// What a run says once when the binary was built in another checkout.
 pub(crate) fn reuse_note(built_in: &Path, tested: &Path) -> Option<String> {
     (built_in != tested).then(|| {
         format!(
-            "note: test binary built in {}, testing {}",
+            "test binary built in {}, testing {}",
             built_in.display(),
             tested.display()
         )
     })
+}
+
+/// `file!()` of the test, relative to its crate (`tests/vram.rs`). rustc gives paths
+/// relative to the workspace root, or absolute (under the directory the binary was
+/// built in); the longest suffix that exists under the crate is it.
+pub(super) fn relative_source(target: &Target, file: &str) -> String {
+    let path = Path::new(file);
+    for dir in [&target.manifest_dir, &target.built_in] {
+        if let Ok(rel) = path.strip_prefix(dir) {
+            return rel.to_string_lossy().replace('\\', "/");
+        }
+    }
+    let parts: Vec<_> = path.components().collect();
+    for start in 0..parts.len() {
+        let suffix: PathBuf = parts[start..].iter().collect();
+        if target.manifest_dir.join(&suffix).is_file() {
+            return suffix.to_string_lossy().replace('\\', "/");
+        }
+    }
+    file.replace('\\', "/")
+}
+
+/// A path relative to the crate, for messages.
+pub(super) fn display_path(manifest_dir: &Path, p: &Path) -> String {
+    p.strip_prefix(manifest_dir)
+        .unwrap_or(p)
+        .display()
+        .to_string()
 }
 
 #[cfg(test)]
@@ -84,7 +123,7 @@ mod tests {
         assert_eq!(reuse_note(Path::new("/x/b"), Path::new("/x/b")), None);
         assert_eq!(
             reuse_note(Path::new("/x/b"), Path::new("/x/a")).unwrap(),
-            "note: test binary built in /x/b, testing /x/a"
+            "test binary built in /x/b, testing /x/a"
         );
     }
 }

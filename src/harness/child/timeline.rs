@@ -1,8 +1,7 @@
-//! The timeline a run keeps beside its result (never in a snapshot: it is volatile):
-//! live bytes per category over the step, downsampled, with the phase and iteration
-//! spans, for `cargo vramtest show --svg` and the HTML report.
+//! The timeline of a measured step (never in a snapshot: it is volatile): live bytes
+//! per category over the step, downsampled, with the phase and iteration spans, for
+//! `cargo vramtest show --svg` and the HTML report.
 
-use std::path::{Path, PathBuf};
 use vramtest_chart::{Downsampler, IterationSpan, PhaseSpan, Point, Timeline, XAxis};
 use vramtest_model::Profile;
 use vramtest_model::ledger::{self, Event};
@@ -86,36 +85,6 @@ fn spans(events: &[Event]) -> (Vec<PhaseSpan>, Vec<IterationSpan>) {
     }
     phases.sort_by_key(|p| p.start);
     (phases, iterations)
-}
-
-/// The target directory the running test binary was built in: the nearest ancestor
-/// of the executable that cargo marked with `CACHEDIR.TAG`.
-pub(super) fn target_dir() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    exe.ancestors()
-        .skip(1)
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
-        .map(Path::to_path_buf)
-}
-
-/// Writes `timeline` where `cargo vramtest` looks for the result of `snap`. A timeline
-/// that cannot be written is a warning: the verdict does not depend on it.
-pub(super) fn keep(timeline: &Timeline, snap: &Path) {
-    let Some(target) = target_dir() else {
-        return;
-    };
-    let path = vramtest_model::snapshot::timeline_path(&target, snap);
-    let written = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| {
-            let text = serde_json::to_string(timeline).expect("timelines serialize");
-            vramtest_model::snapshot::write_atomic(&path, &text)
-                .map_err(|e| std::io::Error::other(e.to_string()))
-        });
-    if let Err(e) = written {
-        eprintln!("warning: cannot keep the timeline {}: {e}", path.display());
-    }
 }
 
 #[cfg(test)]

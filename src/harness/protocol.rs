@@ -1,13 +1,11 @@
-//! The child's side: run one test under the probe and write what it measured (or
-//! how it failed) to the result file the parent named.
+//! The protocol between the harness's two processes: how the parent starts a child
+//! (its command line, [`Invocation`]) and what the child writes back ([`ChildResult`]),
+//! call sites included ([`SitesMode`], [`SitesOutcome`]).
 
-use super::{TestDef, list};
-use crate::probe::heap;
-use crate::step::{Device, Step};
+use crate::step::Device;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::PathBuf;
 use vramtest_model::Profile;
 use vramtest_model::snapshot::Info;
 
@@ -33,9 +31,9 @@ pub(crate) enum ChildResult {
     },
 }
 
-/// What a child does about call sites (see [`super::sites`]).
+/// What a child does about call sites.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(super) enum SitesMode {
+pub(crate) enum SitesMode {
     /// Nothing: a plain measurement.
     #[default]
     Off,
@@ -67,20 +65,20 @@ const FLAG: &str = "--vramtest-child";
 /// What the parent tells a child: on its command line, never in its environment,
 /// which every process the test itself starts would inherit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Invocation {
-    pub(super) test: String,
-    pub(super) device: Device,
-    pub(super) iterations: u32,
+pub(crate) struct Invocation {
+    pub(crate) test: String,
+    pub(crate) device: Device,
+    pub(crate) iterations: u32,
     /// Where the child writes its [`ChildResult`].
-    pub(super) result: PathBuf,
+    pub(crate) result: PathBuf,
     /// The batch size of this run (`t.batch()`).
-    pub(super) batch: usize,
-    pub(super) sites: SitesMode,
+    pub(crate) batch: usize,
+    pub(crate) sites: SitesMode,
 }
 
 impl Invocation {
     /// The arguments that start a child for this invocation.
-    pub(super) fn to_args(&self) -> Vec<OsString> {
+    pub(crate) fn to_args(&self) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
             FLAG.into(),
             self.test.clone().into(),
@@ -103,7 +101,7 @@ impl Invocation {
 
     /// The invocation in a process's arguments (the program name first); `None` when
     /// the process is not a child.
-    pub(super) fn from_args(args: &[OsString]) -> Option<Result<Invocation, String>> {
+    pub(crate) fn from_args(args: &[OsString]) -> Option<Result<Invocation, String>> {
         if args.get(1).is_none_or(|a| a != FLAG) {
             return None;
         }
@@ -158,135 +156,6 @@ impl Invocation {
                 sites,
             })
         })())
-    }
-}
-
-/// Runs one test in this (child) process and writes its result.
-pub(super) fn main(invocation: Result<Invocation, String>, package_dir: &Path) -> ExitCode {
-    let invocation = match invocation {
-        Ok(i) => i,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    die_with_parent();
-    let result = run_child(&invocation, package_dir);
-    let text = serde_json::to_vec(&result).expect("results serialize");
-    if let Err(e) = std::fs::write(&invocation.result, text) {
-        eprintln!(
-            "error: cannot write the result to {}: {e}",
-            invocation.result.display()
-        );
-        return ExitCode::from(2);
-    }
-    ExitCode::SUCCESS
-}
-
-/// A child runs in a process group of its own (so a timeout can end everything it
-/// started), out of reach of the terminal's Ctrl-C: on Linux it asks to be killed
-/// when the parent dies instead, so an interrupted run leaves no child behind.
-fn die_with_parent() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag of this process.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-    }
-}
-
-fn run_child(invocation: &Invocation, package_dir: &Path) -> ChildResult {
-    let test = &invocation.test;
-    let Some((_, def)) = list::registered().into_iter().find(|(n, _)| n == test) else {
-        return ChildResult::Failed {
-            message: format!("no test named `{test}` in this binary"),
-        };
-    };
-    match invocation.device {
-        Device::Cpu => measure_cpu(def, invocation, package_dir),
-        Device::Cuda(n) => crate::cuda::measure(def, n, invocation.iterations, invocation.batch),
-    }
-}
-
-fn measure_cpu(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResult {
-    if !heap::installed() {
-        return ChildResult::Failed {
-            message: "the counting allocator is not installed (hint: end the test file with `vramtest::main!();`, which installs it)".into(),
-        };
-    }
-    let plan = match &invocation.sites {
-        SitesMode::Capture(file) => {
-            let read = std::fs::read(file)
-                .map_err(|e| e.to_string())
-                .and_then(|b| {
-                    serde_json::from_slice::<vramtest_model::sites::Plan>(&b)
-                        .map_err(|e| e.to_string())
-                });
-            match read {
-                Ok(plan) => {
-                    heap::capture(heap::Capture::Sizes(&plan.wanted));
-                    Some(plan)
-                }
-                Err(e) => {
-                    return ChildResult::Failed {
-                        message: format!("cannot read the call-sites plan {}: {e}", file.display()),
-                    };
-                }
-            }
-        }
-        SitesMode::Everything => {
-            heap::capture(heap::Capture::Everything);
-            None
-        }
-        _ => None,
-    };
-    let mut step = Step::new(Device::Cpu, invocation.iterations).with_batch(invocation.batch);
-    let outcome = run_body(def, &mut step, heap::start);
-    let events = heap::stop();
-    match outcome {
-        Ok(baseline) => {
-            let (mut profile, timeline) =
-                super::timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
-            profile.baseline_bytes = baseline;
-            let sites =
-                super::sites::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
-            ChildResult::Measured {
-                timeline: Some(Box::new(timeline)),
-                sites,
-                info: Info {
-                    device: "cpu".into(),
-                    fidelity: profile.fidelity.to_string(),
-                    tool: format!("vramtest {}", env!("CARGO_PKG_VERSION")),
-                    driver: None,
-                    cuda: None,
-                    sites: Vec::new(),
-                },
-                profile: Box::new(profile),
-            }
-        }
-        Err(message) => ChildResult::Failed { message },
-    }
-}
-
-/// Starts the probe with `start`, runs the test body, and turns an error or a panic
-/// into a message. Returns what `start` returned.
-pub(crate) fn run_body<S>(
-    def: &TestDef,
-    step: &mut Step,
-    start: impl FnOnce() -> S,
-) -> Result<S, String> {
-    let started = start();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (def.func)(step)));
-    match outcome {
-        Ok(Ok(())) => Ok(started),
-        Ok(Err(e)) => Err(format!("returned an error: {e}")),
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string panic payload".into());
-            Err(format!("panicked: {msg}"))
-        }
     }
 }
 

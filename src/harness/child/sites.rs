@@ -1,30 +1,33 @@
-//! Call sites: which line allocated the memory of each category.
-//!
-//! A step on the CPU is deterministic, so its allocator calls repeat one for one from
-//! one process to the next. The parent runs the test twice more, each in a child of
-//! its own: the first names the calls whose blocks are alive at the peak (and at each
-//! category's own peak), the second captures a stack trace of exactly those calls,
-//! checks that its stream has the first one's fingerprint (count and sizes of the
-//! calls), and symbolizes the traces from the test binary's debug info. A step that
-//! does not repeat itself gets a third run that captures every call, and a note that
-//! says so. None of this happens unless asked (`VRAMTEST_SITES=always`, what `cargo
-//! vramtest show --sites` sets) or a CPU result regressed; `VRAMTEST_SITES=0` turns it
-//! off.
+//! Call sites, the child's side: a plan run names the calls whose blocks are alive at
+//! the peaks; a capture run records a stack trace of exactly those calls (or of every
+//! call) and symbolizes them from the test binary's debug info.
 
-use super::TestDef;
-use super::child::{ChildResult, SitesMode, SitesOutcome};
-use super::parent::Run;
-use super::spawn::{ChildRun, output_section};
+use crate::harness::protocol::{SitesMode, SitesOutcome};
 use crate::probe::heap;
-use crate::step::Device;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 use vramtest_model::Event;
-use vramtest_model::sites::{self, Call, Capture, Plan, SiteKey, Sites};
+use vramtest_model::sites::{self, Call, Capture, Plan, SiteKey};
 
-// ---------------------------------------------------------------------------------------
-// The child's side.
+/// Gets the probe ready for `mode` before the step runs: a capture run reads its plan
+/// and captures the traces of the calls it names.
+pub(super) fn prepare(mode: &SitesMode) -> Result<Option<Plan>, String> {
+    match mode {
+        SitesMode::Capture(file) => {
+            let plan = std::fs::read(file)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<Plan>(&b).map_err(|e| e.to_string()))
+                .map_err(|e| format!("cannot read the call-sites plan {}: {e}", file.display()))?;
+            heap::capture(heap::Capture::Sizes(&plan.wanted));
+            Ok(Some(plan))
+        }
+        SitesMode::Everything => {
+            heap::capture(heap::Capture::Everything);
+            Ok(None)
+        }
+        SitesMode::Off | SitesMode::Plan => Ok(None),
+    }
+}
 
 /// What the child's `mode` asks of the events it just recorded (`traces`: what the
 /// probe captured).
@@ -227,115 +230,6 @@ fn is_internal(name: &str) -> bool {
         };
     }
     crate_of(name).is_none_or(|k| internal(&k))
-}
-
-// ---------------------------------------------------------------------------------------
-// The parent's side.
-
-impl Run {
-    /// Re-runs the test to find the call sites of the memory alive at its peak, within
-    /// `VRAMTEST_SITES_TIMEOUT` (every re-run together). CPU only.
-    pub(super) fn collect_sites(
-        &self,
-        name: &str,
-        def: &TestDef,
-        batch: usize,
-    ) -> Result<Sites, String> {
-        let budget = vramtest_model::env::sites_timeout()?;
-        let deadline = Instant::now() + budget;
-        let cut_short = || {
-            format!(
-                "call sites: cut short after {} (VRAMTEST_SITES_TIMEOUT)",
-                humantime(budget)
-            )
-        };
-        let run = |mode: SitesMode| -> Result<SitesOutcome, String> {
-            let left = deadline
-                .checked_duration_since(Instant::now())
-                .filter(|d| !d.is_zero())
-                .ok_or_else(cut_short)?;
-            // The test's own limit, or what is left of the call sites' budget.
-            let own = self.timeout.filter(|&t| t < left);
-            let timed_out = |output: &str| match own {
-                Some(t) => format!(
-                    "call sites: the re-run timed out after {:.0?} (VRAMTEST_TIMEOUT){}",
-                    t,
-                    output_section(output)
-                ),
-                None => cut_short(),
-            };
-            let child = ChildRun {
-                name,
-                def,
-                device: Device::Cpu,
-                batch,
-                sites: mode,
-                timeout: Some(own.unwrap_or(left)),
-            };
-            let (result, output) = self.spawn_child_with(&child, &timed_out).map_err(|e| {
-                if e.starts_with("call sites:") {
-                    e
-                } else {
-                    format!("call sites: {e}")
-                }
-            })?;
-            match result {
-                Some(ChildResult::Measured {
-                    sites: Some(outcome),
-                    ..
-                }) => Ok(outcome),
-                Some(ChildResult::Failed { message }) => {
-                    Err(format!("call sites: the re-run failed: {message}"))
-                }
-                _ => Err(format!(
-                    "call sites: the re-run ended without a result{}",
-                    output_section(&output)
-                )),
-            }
-        };
-        let plan = match run(SitesMode::Plan)? {
-            SitesOutcome::Plan(plan) => plan,
-            _ => return Err("call sites: the first re-run returned no plan".into()),
-        };
-        let file = self.results.file_for(&format!("{name}@{batch}-plan"));
-        std::fs::write(&file, serde_json::to_vec(&plan).expect("plans serialize"))
-            .map_err(|e| format!("call sites: cannot write {}: {e}", file.display()))?;
-        let captured = run(SitesMode::Capture(file.clone()));
-        let _ = std::fs::remove_file(&file);
-        match captured? {
-            SitesOutcome::Found(sites) => Ok(sites),
-            SitesOutcome::Mismatch {
-                planned,
-                measured,
-                missing,
-            } => match run(SitesMode::Everything)? {
-                SitesOutcome::Found(mut sites) => {
-                    let what = if planned == measured {
-                        format!(
-                            "{missing} blocks alive at its peaks were made by calls the first run did not have"
-                        )
-                    } else if planned.calls == measured.calls {
-                        format!(
-                            "{} allocator calls both times, of other sizes",
-                            planned.calls
-                        )
-                    } else {
-                        format!("{} allocator calls, then {}", planned.calls, measured.calls)
-                    };
-                    sites.notes.push(format!(
-                        "the step did not repeat its allocations ({what}): traces were captured for every allocation of a third run"
-                    ));
-                    Ok(sites)
-                }
-                _ => Err("call sites: the last re-run found none".into()),
-            },
-            SitesOutcome::Plan(_) => Err("call sites: the capture re-run returned a plan".into()),
-        }
-    }
-}
-
-fn humantime(d: Duration) -> String {
-    format!("{:.0?}", d)
 }
 
 #[cfg(test)]

@@ -2,13 +2,11 @@
 //! writing its result into the run's private directory, its output drained while it
 //! runs, and its whole process group killed when it outlives `VRAMTEST_TIMEOUT`.
 
-use super::DEFAULT_ITERATIONS;
-use super::TestDef;
-use super::child::{ChildResult, Invocation, SitesMode};
-use super::parent::Run;
+use crate::harness::protocol::{ChildResult, Invocation, SitesMode};
+use crate::harness::registry::TestDef;
 use crate::step::Device;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
@@ -42,9 +40,22 @@ impl ResultDir {
     }
 }
 
-/// One run of a test in a child process: which test, at which batch size, on which
-/// device, in which call-sites mode, and when to kill it.
-pub(super) struct ChildRun<'a> {
+/// How the children of one run are started: where they write their results, whether
+/// their output is captured, and when they are killed.
+pub(super) struct Spawner {
+    pub(super) results: ResultDir,
+    /// `--nocapture`: the children's output goes straight to the terminal.
+    pub(super) nocapture: bool,
+    /// `VRAMTEST_TIMEOUT`.
+    pub(super) timeout: Option<Duration>,
+    /// The iterations of a test whose attribute sets none (the settings', else the
+    /// default).
+    pub(super) iterations: u32,
+}
+
+/// One child to start: which test, at which batch size, on which device, in which
+/// call-sites mode, and when to kill it.
+pub(super) struct Launch<'a> {
     pub name: &'a str,
     pub def: &'a TestDef,
     pub device: Device,
@@ -62,10 +73,10 @@ pub(super) fn output_section(output: &str) -> String {
     }
 }
 
-impl Run {
-    /// Runs the test in a fresh process: a clean heap, a clean CUDA context, and a
+impl Spawner {
+    /// Measures the test in a fresh process: a clean heap, a clean CUDA context, and a
     /// crash that takes down only itself.
-    pub(super) fn spawn_child(
+    pub(super) fn measure(
         &self,
         name: &str,
         def: &TestDef,
@@ -80,7 +91,7 @@ impl Run {
                 output_section(output)
             )
         };
-        let run = ChildRun {
+        let launch = Launch {
             name,
             def,
             device,
@@ -88,34 +99,30 @@ impl Run {
             sites: SitesMode::Off,
             timeout,
         };
-        self.spawn_child_with(&run, &timed_out)
+        self.spawn(&launch, &timed_out)
     }
 
-    /// Makes `run` in a child process; a timeout fails with `timed_out_message` (given
-    /// the child's output).
-    pub(super) fn spawn_child_with(
+    /// Starts `launch` in a child process and waits for its result; a timeout fails
+    /// with `timed_out_message` (given the child's output).
+    pub(super) fn spawn(
         &self,
-        run: &ChildRun,
+        launch: &Launch,
         timed_out_message: &dyn Fn(&str) -> String,
     ) -> Result<(Option<ChildResult>, String), String> {
-        let ChildRun {
+        let Launch {
             name,
             def,
             device,
             batch,
             ref sites,
             timeout,
-        } = *run;
+        } = *launch;
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
         let invocation = Invocation {
             test: name.to_owned(),
             device,
-            iterations: def
-                .options
-                .iterations
-                .or(self.settings.iterations)
-                .unwrap_or(DEFAULT_ITERATIONS),
+            iterations: def.options.iterations.unwrap_or(self.iterations),
             result: self.results.file_for(&format!("{name}@{batch}")),
             batch,
             sites: sites.clone(),
@@ -134,21 +141,23 @@ impl Run {
             let _ = std::fs::remove_file(result_path);
             return Err(timed_out_message(&output));
         }
-        let result = match std::fs::read(result_path) {
-            Ok(bytes) => {
-                let _ = std::fs::remove_file(result_path);
-                Some(serde_json::from_slice(&bytes).map_err(|e| {
-                    format!(
-                        "the test's result file {} is unreadable: {e}",
-                        result_path.display()
-                    )
-                })?)
-            }
-            // No file: the child died before it could write one.
-            Err(_) => None,
-        };
-        Ok((result, output))
+        Ok((read_result(result_path)?, output))
     }
+}
+
+/// The result a child wrote, removed once read; `None` when it wrote none (it died
+/// before it could).
+fn read_result(path: &Path) -> Result<Option<ChildResult>, String> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(None);
+    };
+    let _ = std::fs::remove_file(path);
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        format!(
+            "the test's result file {} is unreadable: {e}",
+            path.display()
+        )
+    })
 }
 
 /// Runs a child to its end, or kills it after `timeout`; returns its output (when

@@ -1,7 +1,7 @@
-//! What a new result means against the committed snapshot, and which file to write.
-//! Pure: the harness does the I/O.
+//! The decision: what a new result means against the committed snapshot, and which
+//! file to write. Pure: [`super::files`] does the I/O, [`super::message`] the words.
 
-use crate::env::Update;
+use vramtest_model::env::Update;
 use vramtest_model::fit::{self, PerSampleChange, Scaling};
 use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;

@@ -1,0 +1,138 @@
+//! One test measured in this process: on the CPU heap, or on a CUDA device; either
+//! way a [`ChildResult`].
+
+use super::{sites, timeline};
+use crate::harness::protocol::{ChildResult, Invocation};
+use crate::harness::registry::TestDef;
+use crate::probe::heap;
+use crate::step::{Device, Step};
+use std::path::Path;
+use vramtest_model::snapshot::Info;
+
+/// The `tool` of a snapshot's info.
+fn tool() -> String {
+    format!("vramtest {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Measures `def` on the CPU heap (capturing call sites as the invocation asks).
+pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResult {
+    if !heap::installed() {
+        return ChildResult::Failed {
+            message: "the counting allocator is not installed (hint: end the test file with `vramtest::main!();`, which installs it)".into(),
+        };
+    }
+    let plan = match sites::prepare(&invocation.sites) {
+        Ok(plan) => plan,
+        Err(message) => return ChildResult::Failed { message },
+    };
+    let mut step = Step::new(Device::Cpu, invocation.iterations).with_batch(invocation.batch);
+    let outcome = def.run(&mut step, heap::start);
+    let events = heap::stop();
+    let baseline = match outcome {
+        Ok(baseline) => baseline,
+        Err(message) => return ChildResult::Failed { message },
+    };
+    let (mut profile, timeline) =
+        timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
+    profile.baseline_bytes = baseline;
+    let sites = sites::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
+    ChildResult::Measured {
+        timeline: Some(Box::new(timeline)),
+        sites,
+        info: Info {
+            device: "cpu".into(),
+            fidelity: profile.fidelity.to_string(),
+            tool: tool(),
+            driver: None,
+            cuda: None,
+            sites: Vec::new(),
+        },
+        profile: Box::new(profile),
+    }
+}
+
+/// Measures `def` on CUDA device `ordinal`.
+#[cfg(feature = "cuda")]
+pub(super) fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
+    use crate::cuda::{failed_request, unavailable};
+    use crate::probe::cuda;
+    if let Err(reason) = cuda::first_device() {
+        return ChildResult::Ignored { reason };
+    }
+    let mut step =
+        Step::new(Device::Cuda(ordinal), invocation.iterations).with_batch(invocation.batch);
+    let started = def.run(&mut step, || cuda::start(ordinal));
+    let (session, error) = cuda::stop();
+    match started {
+        Err(_) if unavailable().is_some() => ChildResult::Ignored {
+            reason: unavailable().unwrap_or_default(),
+        },
+        // Out of memory on the device inside the step (an error or a panic): the
+        // breakdown up to the failure and the failed request, not the bare error.
+        Err(message) if failed_request().is_some() || vramtest_cuda::is_out_of_memory(&message) => {
+            let detail = match session {
+                Some(s) => s.out_of_memory(failed_request()).to_string(),
+                None => "the CUDA probe was not running: no breakdown".to_owned(),
+            };
+            ChildResult::Failed {
+                message: format!("{message}\n{detail}"),
+            }
+        }
+        Err(message) => ChildResult::Failed { message },
+        Ok(Err(message)) => ChildResult::Failed {
+            message: format!("cannot start the CUDA probe: {message}"),
+        },
+        Ok(Ok(())) => match (error, session) {
+            (Some(e), _) => ChildResult::Failed {
+                message: format!("the CUDA probe failed: {e}"),
+            },
+            (None, None) => ChildResult::Failed {
+                message: "the CUDA probe was lost".into(),
+            },
+            (None, Some(session)) => finish_cuda(session),
+        },
+    }
+}
+
+/// The result of a CUDA session whose step ran to its end.
+#[cfg(feature = "cuda")]
+fn finish_cuda(session: crate::probe::cuda::Session) -> ChildResult {
+    let report = match session.finish() {
+        Ok(report) => report,
+        Err(e) => {
+            return ChildResult::Failed {
+                message: format!("the CUDA probe failed: {e}"),
+            };
+        }
+    };
+    if let Some(why) = &report.fallback {
+        println!("note: {why}");
+    }
+    println!(
+        "boundary overhead {:.1}% ({} syncs); reserved peak {} B",
+        report.boundary_overhead_share() * 100.0,
+        report.boundaries,
+        report.profile.reserved_peak_bytes.unwrap_or(0)
+    );
+    ChildResult::Measured {
+        timeline: None,
+        sites: None,
+        info: Info {
+            device: report.device.name.clone(),
+            fidelity: report.profile.fidelity.to_string(),
+            tool: tool(),
+            driver: report.device.driver_version.clone(),
+            cuda: report.device.cuda_version.clone(),
+            sites: Vec::new(),
+        },
+        profile: Box::new(report.profile),
+    }
+}
+
+/// Built without the `cuda` feature: a CUDA test is ignored.
+#[cfg(not(feature = "cuda"))]
+pub(super) fn cuda(_def: &TestDef, _ordinal: usize, _invocation: &Invocation) -> ChildResult {
+    ChildResult::Ignored {
+        reason: crate::probe::cuda::first_device().unwrap_err(),
+    }
+}

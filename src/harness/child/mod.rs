@@ -1,0 +1,59 @@
+//! The child's side: run one test under the probe and write what it measured (or
+//! how it failed) to the result file the parent named.
+
+mod measure;
+mod sites;
+mod timeline;
+
+use super::protocol::{ChildResult, Invocation};
+use super::registry;
+use crate::step::Device;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Runs one test in this (child) process and writes its result.
+pub(crate) fn main(invocation: Result<Invocation, String>, package_dir: &Path) -> ExitCode {
+    let invocation = match invocation {
+        Ok(i) => i,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    die_with_parent();
+    let result = run(&invocation, package_dir);
+    let text = serde_json::to_vec(&result).expect("results serialize");
+    if let Err(e) = std::fs::write(&invocation.result, text) {
+        eprintln!(
+            "error: cannot write the result to {}: {e}",
+            invocation.result.display()
+        );
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
+/// A child runs in a process group of its own (so a timeout can end everything it
+/// started), out of reach of the terminal's Ctrl-C: on Linux it asks to be killed
+/// when the parent dies instead, so an interrupted run leaves no child behind.
+fn die_with_parent() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+}
+
+/// Measures the invocation's test on its device.
+fn run(invocation: &Invocation, package_dir: &Path) -> ChildResult {
+    let test = &invocation.test;
+    let Some(def) = registry::find(test) else {
+        return ChildResult::Failed {
+            message: format!("no test named `{test}` in this binary"),
+        };
+    };
+    match invocation.device {
+        Device::Cpu => measure::heap(def, invocation, package_dir),
+        Device::Cuda(n) => measure::cuda(def, n, invocation),
+    }
+}

@@ -1,0 +1,139 @@
+//! The files a verdict writes: the snapshot or its pending result, a stale pending
+//! result cleared, the run's report for `cargo vramtest`, the snapshot's entry in
+//! insta's references file, the timeline kept beside the result.
+
+use super::decide::{Decision, Write};
+use std::path::{Path, PathBuf};
+use vramtest_chart::Timeline;
+use vramtest_model::report::TestReport;
+use vramtest_model::{Body, Snapshot, snapshot};
+
+/// Where a run's reports and snapshot references go, when asked.
+pub(super) struct Outputs {
+    /// `VRAMTEST_REPORT_DIR`: one JSON report per test, for `cargo vramtest`.
+    pub(super) report_dir: Option<PathBuf>,
+    /// `INSTA_SNAPSHOT_REFERENCES_FILE`: every snapshot path the run used.
+    pub(super) references: Option<PathBuf>,
+}
+
+/// What [`write_result`] wrote.
+pub(super) struct Written {
+    pub(super) path: PathBuf,
+    /// It replaced a pending result that held something else.
+    pub(super) replaced: bool,
+}
+
+/// Writes `snapshot` where `decision` says (the `.snap` itself or the pending
+/// `.snap.new` beside it), atomically.
+pub(super) fn write_result(
+    decision: &Decision,
+    snap: &Path,
+    snapshot: &Snapshot,
+) -> Result<Option<Written>, String> {
+    let pending = snapshot::pending_path(snap);
+    let written = match decision.write {
+        Some(Write::Snapshot) => Written {
+            path: snap.to_path_buf(),
+            replaced: false,
+        },
+        Some(Write::Pending) => Written {
+            replaced: differs(&pending, &snapshot.body),
+            path: pending,
+        },
+        None => return Ok(None),
+    };
+    snapshot::write_atomic(&written.path, &snapshot.to_text())
+        .map_err(|e| format!("cannot write the snapshot: {e}"))?;
+    Ok(Some(written))
+}
+
+/// A pending result that this run makes stale: removed when it holds exactly this
+/// run's result (nothing is lost), else kept (it may be a result under review, say
+/// one downloaded from CI) and named in the returned note.
+pub(super) fn clear_pending(pending: &Path, body: &Body, shown: &str) -> Option<String> {
+    match snapshot::read(pending) {
+        Ok(None) => None,
+        Ok(Some(p)) if p.body == *body => {
+            let _ = std::fs::remove_file(pending);
+            None
+        }
+        Ok(Some(_)) => Some(format!(
+            "stale pending result kept: {shown} differs from this run's result (hint: review it with `cargo vramtest review`, or delete it)"
+        )),
+        Err(e) => Some(format!(
+            "pending result kept: {e} (hint: delete it, or rerun to write a new one)"
+        )),
+    }
+}
+
+/// Whether a pending file exists and holds something other than `body`.
+fn differs(pending: &Path, body: &Body) -> bool {
+    match snapshot::read(pending) {
+        Ok(None) => false,
+        Ok(Some(p)) => p.body != *body,
+        Err(_) => true,
+    }
+}
+
+/// Writes `report` into `dir`, one file per test; a warning when it cannot.
+pub(super) fn write_report(dir: &Path, report: &TestReport) {
+    let file = dir.join(format!(
+        "{}__{}.json",
+        report.target,
+        report.test.replace("::", "__")
+    ));
+    let text = serde_json::to_string(report).expect("reports serialize");
+    if let Err(e) = snapshot::write_atomic(&file, &text) {
+        eprintln!("warning: cannot write the report: {e}");
+    }
+}
+
+/// Appends `snap` to insta's references file; a warning when it cannot.
+pub(super) fn append_reference(refs: &Path, snap: &Path) {
+    use std::io::Write as _;
+    // One `write_all` of a whole line on an append-mode file: parallel trials and
+    // processes do not interleave their lines.
+    let line = format!("{}\n", snap.display());
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(refs)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "warning: cannot record {} in {}: {e}",
+            snap.display(),
+            refs.display()
+        );
+    }
+}
+
+/// The target directory the running test binary was built in: the nearest ancestor
+/// of the executable that cargo marked with `CACHEDIR.TAG`.
+fn target_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    exe.ancestors()
+        .skip(1)
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .map(Path::to_path_buf)
+}
+
+/// Writes `timeline` where `cargo vramtest` looks for the result of `snap`. A timeline
+/// that cannot be written is a warning: the verdict does not depend on it.
+pub(super) fn keep_timeline(timeline: &Timeline, snap: &Path) {
+    let Some(target) = target_dir() else {
+        return;
+    };
+    let path = vramtest_model::snapshot::timeline_path(&target, snap);
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            let text = serde_json::to_string(timeline).expect("timelines serialize");
+            vramtest_model::snapshot::write_atomic(&path, &text)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        });
+    if let Err(e) = written {
+        eprintln!("warning: cannot keep the timeline {}: {e}", path.display());
+    }
+}

@@ -1,0 +1,612 @@
+//! The words of a verdict: the message a person reads for a measured test, built
+//! from the decision and what the run found. Pure: no file is read or written here.
+
+use super::decide::{Decision, Write};
+use vramtest_model::fit::SweepFit;
+use vramtest_model::report::{Change, Status};
+use vramtest_model::sites::{self, Sites};
+use vramtest_model::snapshot::{self, Info};
+use vramtest_model::{Body, Category, DeviceClass, HumanBytes, Movement, Policy, Profile, Subject};
+
+/// Everything a verdict's message speaks of.
+pub(super) struct Facts<'a> {
+    pub(super) name: &'a str,
+    pub(super) class: DeviceClass,
+    pub(super) decision: &'a Decision,
+    pub(super) policy: &'a Policy,
+    /// The new result.
+    pub(super) body: &'a Body,
+    pub(super) profile: &'a Profile,
+    /// A sweep's fit over its batch sizes.
+    pub(super) fit: Option<&'a SweepFit>,
+    /// The committed snapshot, when there is one.
+    pub(super) old: Option<&'a snapshot::Parsed>,
+    /// Call sites, when they were asked for.
+    pub(super) sites: Option<&'a Result<Sites, String>>,
+    /// The snapshot's path, as shown (relative to the crate).
+    pub(super) snapshot: String,
+    /// The file written, as shown, and whether it replaced a different pending result.
+    pub(super) written: Option<(String, bool)>,
+    /// Why a stale pending result was kept.
+    pub(super) kept: Option<String>,
+}
+
+/// A verdict in words and numbers.
+#[derive(Debug, PartialEq)]
+pub(super) struct Message {
+    /// The message: a headline, indented lines, a hint.
+    pub(super) text: String,
+    /// Every figure compared, in numbers.
+    pub(super) changes: Vec<Change>,
+    /// The unified diff of the old and new bodies, for a regression.
+    pub(super) diff: Option<String>,
+}
+
+/// The message of a measured test.
+pub(super) fn compose(facts: &Facts) -> Message {
+    let Facts {
+        name,
+        class,
+        decision,
+        ..
+    } = *facts;
+    let mut lines = Vec::new();
+    lines.extend(limit_lines(facts));
+    let changes = changes(decision);
+    lines.extend(
+        changes
+            .iter()
+            .filter(|c| c.movement != Movement::Within)
+            .map(|c| c.message.clone()),
+    );
+    lines.extend(sweep_lines(facts));
+    lines.extend(explanation_lines(facts));
+    lines.extend(written_lines(facts));
+    lines.extend(facts.profile.hints());
+    lines.extend(facts.kept.clone());
+    if decision.status == Status::New && decision.write == Some(Write::Pending) {
+        lines.insert(
+            0,
+            format!(
+                "{name} ({class}) has no snapshot yet; peak {}",
+                HumanBytes(facts.body.peak_bytes)
+            ),
+        );
+    }
+    let mut text = headline(facts)
+        .into_iter()
+        .chain(lines)
+        .collect::<Vec<_>>()
+        .join("\n  ");
+    if let Some(h) = hint(decision) {
+        text += &format!("\n{h}");
+    }
+    Message {
+        text,
+        changes,
+        diff: diff(facts),
+    }
+}
+
+/// The first line of a failure.
+fn headline(facts: &Facts) -> Option<String> {
+    let Facts { name, class, .. } = *facts;
+    match facts.decision.status {
+        Status::Regressed => Some(format!("memory regression in {name} ({class})")),
+        Status::Missing => Some(format!(
+            "{name} ({class}) has no snapshot {} (check mode, as on CI, never writes one)",
+            facts.snapshot
+        )),
+        _ => None,
+    }
+}
+
+/// A budget broken, figures that cannot be compared, a leak without a snapshot.
+fn limit_lines(facts: &Facts) -> Vec<String> {
+    let decision = facts.decision;
+    let mut lines = Vec::new();
+    if let Some((peak, budget)) = decision.over_budget {
+        lines.push(format!(
+            "peak {} is over the budget of {}",
+            HumanBytes(peak),
+            HumanBytes(budget)
+        ));
+    }
+    if let Some(why) = decision
+        .comparison
+        .as_ref()
+        .and_then(|c| c.incomparable.clone())
+    {
+        lines.push(why);
+    }
+    if decision.comparison.is_none()
+        && let Some(line) = vramtest_model::policy::leak_message(facts.body, facts.policy)
+    {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Every figure the comparison looked at.
+fn changes(decision: &Decision) -> Vec<Change> {
+    let Some(cmp) = &decision.comparison else {
+        return Vec::new();
+    };
+    cmp.findings
+        .iter()
+        .map(|f| Change {
+            subject: f.subject,
+            old: f.old,
+            new: f.new,
+            limit: String::from(f.limit),
+            movement: f.movement,
+            message: f.to_string(),
+        })
+        .collect()
+}
+
+/// What changed in a batch sweep.
+fn sweep_lines(facts: &Facts) -> Vec<String> {
+    let decision = facts.decision;
+    let mut lines: Vec<String> = decision.sweep_changed.clone().into_iter().collect();
+    for c in &decision.per_sample {
+        if c.regressed || c.category.is_none() {
+            lines.push(c.to_string());
+        }
+    }
+    lines
+}
+
+/// Where and why memory grew: call sites, formulas, a sweep's nonlinear categories,
+/// leaks.
+fn explanation_lines(facts: &Facts) -> Vec<String> {
+    let regressed = facts.decision.status == Status::Regressed;
+    let mut lines = Vec::new();
+    if let (false, Some(Err(e))) = (regressed, facts.sites) {
+        lines.push(format!("call sites: {e}"));
+    }
+    if regressed {
+        lines.extend(site_lines(
+            facts.name,
+            facts.class,
+            facts.sites,
+            facts.old,
+            facts.decision.comparison.as_ref(),
+            facts.body,
+        ));
+        let ratios = vramtest_model::explain::ratios(&facts.body.category_peaks);
+        if !ratios.is_empty() {
+            let text: Vec<String> = ratios.iter().map(|r| r.to_string()).collect();
+            lines.push(format!("formulas: {}", text.join("; ")));
+        }
+    }
+    if let Some(fit) = facts.fit {
+        for (category, f) in fit.nonlinear() {
+            lines.push(format!(
+                "note: {} does not grow linearly with the batch (the worst point, batch {}, is {:.1}% of its largest value off the line): its per-sample figure is an approximation",
+                category.map_or("the peak", |c| c.as_str()),
+                f.worst_batch,
+                f.worst_residual * 100.0
+            ));
+        }
+    }
+    let profile = facts.profile;
+    if profile.leak_bytes_per_iteration > 0 {
+        for site in &profile.leak_sites {
+            lines.push(format!(
+                "leak: {} per iteration kept alive in {} (allocated in phase {})",
+                HumanBytes(site.bytes_per_iteration),
+                site.category,
+                site.phase
+                    .map_or("outside any phase".into(), |p| p.to_string())
+            ));
+        }
+    }
+    lines
+}
+
+/// The file written, and what it records.
+fn written_lines(facts: &Facts) -> Vec<String> {
+    let Some((path, replaced)) = &facts.written else {
+        return Vec::new();
+    };
+    let what = if facts.decision.write == Some(Write::Snapshot) {
+        "snapshot written"
+    } else {
+        "pending result written"
+    };
+    let replacing = if *replaced {
+        " (it replaces an earlier pending result that differed)"
+    } else {
+        ""
+    };
+    let mut lines = vec![format!("{what}: {path}{replacing}")];
+    if facts.body.leak_bytes_per_iteration > 0 {
+        lines.push(format!(
+            "note: it records a leak of {} per iteration",
+            HumanBytes(facts.body.leak_bytes_per_iteration)
+        ));
+    }
+    lines
+}
+
+/// What to do next.
+fn hint(decision: &Decision) -> Option<&'static str> {
+    match decision.status {
+        Status::Regressed | Status::Improved | Status::New
+            if decision.write == Some(Write::Pending) =>
+        {
+            Some(
+                "hint: review with `cargo vramtest review` (or `cargo insta review`); accept with `cargo vramtest accept`, or rerun with VRAMTEST_UPDATE=always",
+            )
+        }
+        Status::Missing => Some(
+            "hint: run the tests locally and commit the accepted .snap file (`cargo vramtest accept`)",
+        ),
+        _ => None,
+    }
+}
+
+/// The diff of a regression against its snapshot.
+fn diff(facts: &Facts) -> Option<String> {
+    let old = facts.old?;
+    (facts.decision.status == Status::Regressed).then(|| {
+        vramtest_model::policy::body_diff(
+            &old.body,
+            facts.body,
+            &format!("old: {}", facts.snapshot),
+            &format!("new: {} ({})", facts.name, facts.class),
+        )
+    })
+}
+
+/// What a regression says about call sites: the top sites of each category that grew,
+/// against the accepted snapshot's sites where it kept them; why there are none; or,
+/// on CUDA, how to find them on the CPU.
+fn site_lines(
+    name: &str,
+    class: DeviceClass,
+    sites: Option<&Result<Sites, String>>,
+    old: Option<&snapshot::Parsed>,
+    comparison: Option<&vramtest_model::Comparison>,
+    body: &Body,
+) -> Vec<String> {
+    let Some(sites) = sites else {
+        return match class {
+            DeviceClass::Cuda => vec![format!(
+                "hint: `cargo vramtest show {name} --sites` names the lines that allocated each category (it re-runs the test on the CPU, where the categories hold the same tensors)"
+            )],
+            DeviceClass::Cpu => Vec::new(),
+        };
+    };
+    let sites = match sites {
+        Ok(s) => s,
+        Err(e) => return vec![format!("call sites: {e}")],
+    };
+    let grown: Vec<Category> = comparison
+        .map(|c| {
+            c.findings
+                .iter()
+                .filter(|f| f.movement == Movement::Regressed)
+                .filter_map(|f| match f.subject {
+                    Subject::Category(c) => Some(c),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // Only the total grew beyond its limit: the category that grew most.
+    let grown = if grown.is_empty() {
+        old.and_then(|o| {
+            Category::ALL
+                .into_iter()
+                .max_by_key(|&c| body.category_peaks[c] as i128 - o.body.category_peaks[c] as i128)
+        })
+        .into_iter()
+        .collect()
+    } else {
+        grown
+    };
+    let old_sites = old.map(|o| Info::sites_in_header(&o.header));
+    let old_sites = old_sites.filter(|s| !s.is_empty());
+    let mut lines = Vec::new();
+    for category in grown {
+        let before = old_sites.as_ref().map(|all| {
+            all.iter()
+                .find(|(c, _)| *c == category)
+                .map_or(&[][..], |(_, s)| s.as_slice())
+        });
+        let changes = sites::changes(sites.at_own_peak(category), before);
+        if changes.is_empty() {
+            continue;
+        }
+        lines.push(format!(
+            "where {category} grew (call sites at its peak{}):",
+            if before.is_some() {
+                ", against the snapshot's"
+            } else {
+                ""
+            }
+        ));
+        for change in changes.iter().take(sites::IN_FAILURE) {
+            lines.push(format!("  {change}"));
+        }
+    }
+    lines.extend(sites.notes.iter().map(|n| format!("call sites: {n}")));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::decide::{decide, tests::body};
+    use super::*;
+    use vramtest_model::env::Update;
+    use vramtest_model::ledger::{self, Event};
+    use vramtest_model::sites::{Capture, CategorySites, Site, SiteKey};
+    use vramtest_model::{Phase, Snapshot};
+
+    fn sites() -> Sites {
+        let site = |bytes, line: u32| Site {
+            bytes,
+            count: 1,
+            key: SiteKey {
+                operation: Some("lib::op".into()),
+                location: Some(format!("src/lib.rs:{line}")),
+            },
+        };
+        Sites {
+            capture: Capture::Planned,
+            traces: 4,
+            categories: vec![
+                CategorySites {
+                    category: Category::Activations,
+                    bytes: 20 << 20,
+                    sites: vec![site(12 << 20, 10), site(8 << 20, 20)],
+                    own_peak: None,
+                },
+                CategorySites {
+                    category: Category::Parameters,
+                    bytes: 1 << 20,
+                    sites: vec![site(1 << 20, 5)],
+                    own_peak: None,
+                },
+            ],
+            notes: vec!["a note".into()],
+        }
+    }
+
+    /// The snapshot's text with `info.sites` as `found` records them.
+    fn parsed_with(body: &Body, found: &Sites) -> snapshot::Parsed {
+        let snap = Snapshot {
+            source: "tests/vram.rs".into(),
+            test: "t".into(),
+            info: Info {
+                sites: found.for_snapshot(),
+                ..Info::default()
+            },
+            body: body.clone(),
+        };
+        snapshot::parse(&snap.to_text()).unwrap()
+    }
+
+    #[test]
+    fn a_regression_lists_the_sites_of_the_grown_category_most_grown_first() {
+        let (old, new) = (body(10 << 20), body(20 << 20));
+        let cmp = vramtest_model::compare(&old, &new, &Policy::default());
+        // The snapshot had only the line-20 site, at 8 MiB: line 10 is new.
+        let mut before = sites();
+        before.categories[0].sites.remove(0);
+        let old = parsed_with(&old, &before);
+        let lines = site_lines(
+            "t",
+            DeviceClass::Cpu,
+            Some(&Ok(sites())),
+            Some(&old),
+            Some(&cmp),
+            &new,
+        );
+        assert_eq!(
+            lines,
+            [
+                "where activations grew (call sites at its peak, against the snapshot's):",
+                "  12.00 MiB in 1 block at src/lib.rs:10 (lib::op) [new site]",
+                "  8.00 MiB in 1 block at src/lib.rs:20 (lib::op)",
+                "call sites: a note",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_sites_a_cuda_regression_points_to_the_cpu_and_an_error_is_said() {
+        let new = body(20 << 20);
+        let cuda = site_lines("mod::t", DeviceClass::Cuda, None, None, None, &new);
+        assert_eq!(cuda.len(), 1);
+        assert!(
+            cuda[0].starts_with("hint: `cargo vramtest show mod::t --sites`"),
+            "{cuda:?}"
+        );
+        assert!(site_lines("t", DeviceClass::Cpu, None, None, None, &new).is_empty());
+        let failed = Err("cut short after 1ms (VRAMTEST_SITES_TIMEOUT)".into());
+        assert_eq!(
+            site_lines("t", DeviceClass::Cpu, Some(&failed), None, None, &new),
+            ["call sites: cut short after 1ms (VRAMTEST_SITES_TIMEOUT)"]
+        );
+    }
+
+    /// A measured step: `params` bytes of parameters, then 3 iterations whose forward
+    /// keeps `activations` bytes until the iteration ends, and `leak` bytes forever.
+    fn step(params: u64, activations: u64, leak: u64) -> Profile {
+        let mut events = vec![
+            Event::PhaseStart(Phase::Params),
+            Event::Alloc {
+                id: 1,
+                bytes: params,
+            },
+            Event::PhaseEnd,
+        ];
+        for i in 0..3u32 {
+            let id = 100 + u64::from(i) * 10;
+            events.extend([
+                Event::IterationStart(i),
+                Event::PhaseStart(Phase::Forward),
+                Event::Alloc {
+                    id,
+                    bytes: activations,
+                },
+                Event::Alloc {
+                    id: id + 1,
+                    bytes: leak,
+                },
+                Event::PhaseEnd,
+                Event::Free { id },
+                Event::IterationEnd,
+            ]);
+        }
+        ledger::profile(&events)
+    }
+
+    /// The snapshot file of a body, as read back.
+    fn committed(body: &Body) -> snapshot::Parsed {
+        let none = Sites {
+            categories: Vec::new(),
+            notes: Vec::new(),
+            ..sites()
+        };
+        parsed_with(body, &none)
+    }
+
+    /// The message for `new` against `old` under `update`, with what was written.
+    fn message_for(
+        old: Option<&snapshot::Parsed>,
+        new: &Profile,
+        update: Update,
+        check: bool,
+        written: Option<(String, bool)>,
+        sites: Option<&Result<Sites, String>>,
+    ) -> Message {
+        let policy = Policy::default();
+        let body = Body::from_profile(new, DeviceClass::Cpu);
+        let decision = decide(old.map(|o| &o.body), &body, &policy, update, check);
+        compose(&Facts {
+            name: "mlp::adamw",
+            class: DeviceClass::Cpu,
+            decision: &decision,
+            policy: &policy,
+            body: &body,
+            profile: new,
+            fit: None,
+            old,
+            sites,
+            snapshot: "tests/snapshots/vram__mlp__adamw@cpu.snap".into(),
+            written,
+            kept: None,
+        })
+    }
+
+    /// The message text, then the diff, as a reviewer reads them.
+    fn shown(message: &Message) -> String {
+        match &message.diff {
+            Some(diff) => format!("{}\n\n{diff}", message.text),
+            None => message.text.clone(),
+        }
+    }
+
+    #[test]
+    fn a_regression_names_the_category_its_sites_and_the_diff() {
+        let old = committed(&Body::from_profile(
+            &step(1 << 20, 4 << 20, 0),
+            DeviceClass::Cpu,
+        ));
+        let new = step(1 << 20, 8 << 20, 0);
+        let mut found = sites();
+        found.categories.truncate(1);
+        let message = message_for(
+            Some(&old),
+            &new,
+            Update::New,
+            false,
+            Some((
+                "tests/snapshots/vram__mlp__adamw@cpu.snap.new".into(),
+                false,
+            )),
+            Some(&Ok(found)),
+        );
+        assert!(message.diff.is_some());
+        assert!(
+            message
+                .changes
+                .iter()
+                .any(|c| c.subject == Subject::Category(Category::Activations)
+                    && c.movement == Movement::Regressed),
+            "{:?}",
+            message.changes
+        );
+        insta::assert_snapshot!(shown(&message));
+    }
+
+    #[test]
+    fn a_first_result_is_left_pending_with_what_to_run_next() {
+        let new = step(1 << 20, 4 << 20, 0);
+        let message = message_for(
+            None,
+            &new,
+            Update::New,
+            false,
+            Some(("tests/snapshots/vram__mlp__adamw@cpu.snap.new".into(), true)),
+            None,
+        );
+        assert_eq!(message.diff, None);
+        assert!(message.changes.is_empty());
+        insta::assert_snapshot!(shown(&message));
+    }
+
+    #[test]
+    fn check_mode_names_the_missing_snapshot() {
+        let new = step(1 << 20, 4 << 20, 0);
+        let message = message_for(None, &new, Update::No, true, None, None);
+        insta::assert_snapshot!(shown(&message));
+    }
+
+    #[test]
+    fn a_leak_fails_a_first_result_and_says_where_it_was_allocated() {
+        let new = step(1 << 20, 4 << 20, 64 << 20);
+        let message = message_for(None, &new, Update::No, true, None, None);
+        insta::assert_snapshot!(shown(&message));
+    }
+
+    #[test]
+    fn a_pass_within_limits_says_nothing_and_a_sites_error_is_said() {
+        let body = Body::from_profile(&step(1 << 20, 4 << 20, 0), DeviceClass::Cpu);
+        let old = committed(&body);
+        let new = step(1 << 20, 4 << 20, 0);
+        let quiet = message_for(Some(&old), &new, Update::New, false, None, None);
+        assert_eq!(quiet.text, "");
+        let failed = Err("cut short after 1s (VRAMTEST_SITES_TIMEOUT)".to_owned());
+        let said = message_for(Some(&old), &new, Update::New, false, None, Some(&failed));
+        assert_eq!(
+            said.text,
+            "call sites: cut short after 1s (VRAMTEST_SITES_TIMEOUT)"
+        );
+    }
+
+    #[test]
+    fn an_improvement_written_for_review() {
+        let old = committed(&Body::from_profile(
+            &step(1 << 20, 8 << 20, 0),
+            DeviceClass::Cpu,
+        ));
+        let new = step(1 << 20, 4 << 20, 0);
+        let message = message_for(
+            Some(&old),
+            &new,
+            Update::New,
+            false,
+            Some((
+                "tests/snapshots/vram__mlp__adamw@cpu.snap.new".into(),
+                false,
+            )),
+            None,
+        );
+        insta::assert_snapshot!(shown(&message));
+    }
+}

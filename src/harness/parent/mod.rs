@@ -1,0 +1,117 @@
+//! The parent side of a run: settings and device, then one libtest trial per test,
+//! each measured in a child process and judged against its snapshot.
+
+pub(super) mod checkout;
+mod decide;
+mod device;
+mod files;
+mod list;
+mod message;
+mod sites;
+mod spawn;
+mod trial;
+
+use crate::harness::registry::{self, DEFAULT_ITERATIONS};
+use checkout::Target;
+use files::Outputs;
+use libtest_mimic::{Arguments, Trial};
+use spawn::{ResultDir, Spawner};
+use std::process::ExitCode;
+use std::sync::Arc;
+use trial::{SnapshotMode, Trials};
+use vramtest_model::config::{DeviceSetting, Settings};
+use vramtest_model::env;
+use vramtest_model::report::Status;
+
+/// Runs the tests of this binary as libtest does (`--list`, filters, `--ignored`):
+/// each in a child process, judged against its snapshot. `Err` is a usage or
+/// configuration error (exit code 2).
+pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
+    let mut args = Arguments::from_args();
+    let tests = registry::registered();
+    if args.list {
+        return Ok(list::list(&args, &tests));
+    }
+    let notes: Vec<String> = checkout::reuse_note(&target.built_in, &target.manifest_dir)
+        .into_iter()
+        .collect();
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
+    let settings = settings(&target)?;
+    let choice = env::device()?
+        .or(settings.device)
+        .unwrap_or(DeviceSetting::Auto);
+    let device = device::select(choice);
+    if matches!(device, Ok(crate::step::Device::Cuda(_))) && args.test_threads.is_none() {
+        // Tests that share one GPU would see each other in its memory figures.
+        args.test_threads = Some(1);
+    }
+    let trials = Arc::new(Trials {
+        target,
+        device,
+        mode: SnapshotMode {
+            update: env::update()?,
+            check: env::check(),
+            strict: env::strict(),
+        },
+        sites: env::sites()?,
+        spawner: Spawner {
+            results: ResultDir::new()?,
+            nocapture: args.nocapture,
+            timeout: env::timeout()?,
+            iterations: settings.iterations.unwrap_or(DEFAULT_ITERATIONS),
+        },
+        outputs: Outputs {
+            report_dir: env::report_dir(),
+            references: env::references_file(),
+        },
+        settings,
+        notes,
+    });
+    report_ignored(&args, &tests, &trials);
+    let trials = tests
+        .into_iter()
+        .map(|(name, def)| {
+            let trials = Arc::clone(&trials);
+            Trial::ignorable_test(name.clone(), move || trials.trial(&name, def))
+                .with_ignored_flag(def.options.ignore.is_some())
+        })
+        .collect();
+    Ok(libtest_mimic::run(&args, trials).exit_code())
+}
+
+/// The settings of the run. `cargo vramtest` passes its reading of the metadata
+/// tables; under plain `cargo test` the harness reads the same tables itself, with the
+/// same parser. From here on both are one `Settings`, judged the same way.
+fn settings(target: &Target) -> Result<Settings, String> {
+    match env::config()? {
+        Some(config) => {
+            Settings::from_harness(&config).map_err(|e| format!("{}: {e}", env::CONFIG))
+        }
+        None => crate::settings::from_manifests(&target.manifest_dir),
+    }
+}
+
+/// A test its attribute ignores, run by name, still leaves a report: `cargo vramtest`
+/// shows why it was ignored.
+fn report_ignored(
+    args: &Arguments,
+    tests: &[(String, &'static registry::TestDef)],
+    trials: &Trials,
+) {
+    let Some(dir) = &trials.outputs.report_dir else {
+        return;
+    };
+    for (name, def) in tests {
+        let Some(reason) = def.options.ignore else {
+            continue;
+        };
+        let trial = Trial::test(name.clone(), || Ok(())).with_ignored_flag(true);
+        if args.is_ignored(&trial) && !args.is_filtered_out(&trial) {
+            let mut report = trials.report(name, def, Status::Ignored);
+            report.ignore(reason);
+            files::write_report(dir, &report);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Call sites, the parent's side: which line allocated the memory of each category.
+//!
+//! A step on the CPU is deterministic, so its allocator calls repeat one for one from
+//! one process to the next. The parent runs the test twice more, each in a child of
+//! its own: the first names the calls whose blocks are alive at the peak (and at each
+//! category's own peak), the second captures a stack trace of exactly those calls,
+//! checks that its stream has the first one's fingerprint (count and sizes of the
+//! calls), and symbolizes the traces. A step that does not repeat itself gets a third
+//! run that captures every call, and a note that says so. None of this happens unless
+//! asked (`VRAMTEST_SITES=always`, what `cargo vramtest show --sites` sets) or a CPU
+//! result regressed; `VRAMTEST_SITES=0` turns it off.
+
+use super::spawn::{Launch, Spawner, output_section};
+use crate::harness::protocol::{ChildResult, SitesMode, SitesOutcome};
+use crate::harness::registry::TestDef;
+use crate::step::Device;
+use std::time::{Duration, Instant};
+use vramtest_model::sites::Sites;
+
+/// Re-runs the test to find the call sites of the memory alive at its peak, within
+/// `VRAMTEST_SITES_TIMEOUT` (every re-run together). CPU only. `Err` says why there
+/// are none, as a sentence that follows "call sites: ".
+pub(super) fn collect(
+    spawner: &Spawner,
+    name: &str,
+    def: &TestDef,
+    batch: usize,
+) -> Result<Sites, String> {
+    let budget = vramtest_model::env::sites_timeout()?;
+    let deadline = Instant::now() + budget;
+    let cut_short = || {
+        format!(
+            "cut short after {} (VRAMTEST_SITES_TIMEOUT)",
+            humantime(budget)
+        )
+    };
+    let run = |mode: SitesMode| -> Result<SitesOutcome, String> {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(cut_short)?;
+        // The test's own limit, or what is left of the call sites' budget.
+        let own = spawner.timeout.filter(|&t| t < left);
+        let timed_out = |output: &str| match own {
+            Some(t) => format!(
+                "the re-run timed out after {:.0?} (VRAMTEST_TIMEOUT){}",
+                t,
+                output_section(output)
+            ),
+            None => cut_short(),
+        };
+        let child = Launch {
+            name,
+            def,
+            device: Device::Cpu,
+            batch,
+            sites: mode,
+            timeout: Some(own.unwrap_or(left)),
+        };
+        let (result, output) = spawner.spawn(&child, &timed_out)?;
+        match result {
+            Some(ChildResult::Measured {
+                sites: Some(outcome),
+                ..
+            }) => Ok(outcome),
+            Some(ChildResult::Failed { message }) => Err(format!("the re-run failed: {message}")),
+            _ => Err(format!(
+                "the re-run ended without a result{}",
+                output_section(&output)
+            )),
+        }
+    };
+    let plan = match run(SitesMode::Plan)? {
+        SitesOutcome::Plan(plan) => plan,
+        _ => return Err("the first re-run returned no plan".into()),
+    };
+    let file = spawner.results.file_for(&format!("{name}@{batch}-plan"));
+    std::fs::write(&file, serde_json::to_vec(&plan).expect("plans serialize"))
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    let captured = run(SitesMode::Capture(file.clone()));
+    let _ = std::fs::remove_file(&file);
+    match captured? {
+        SitesOutcome::Found(sites) => Ok(sites),
+        SitesOutcome::Mismatch {
+            planned,
+            measured,
+            missing,
+        } => match run(SitesMode::Everything)? {
+            SitesOutcome::Found(mut sites) => {
+                let what = if planned == measured {
+                    format!(
+                        "{missing} blocks alive at its peaks were made by calls the first run did not have"
+                    )
+                } else if planned.calls == measured.calls {
+                    format!(
+                        "{} allocator calls both times, of other sizes",
+                        planned.calls
+                    )
+                } else {
+                    format!("{} allocator calls, then {}", planned.calls, measured.calls)
+                };
+                sites.notes.push(format!(
+                    "the step did not repeat its allocations ({what}): traces were captured for every allocation of a third run"
+                ));
+                Ok(sites)
+            }
+            _ => Err("the last re-run found none".into()),
+        },
+        SitesOutcome::Plan(_) => Err("the capture re-run returned a plan".into()),
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    format!("{:.0?}", d)
+}

@@ -1,0 +1,373 @@
+//! One test as a libtest trial: measured in a child process per batch size, judged
+//! against its snapshot, the verdict written and reported.
+
+use super::checkout::{Target, display_path, relative_source};
+use super::decide::{self, Write};
+use super::files::{self, Outputs};
+use super::message::{self, Facts};
+use super::sites;
+use super::spawn::{Spawner, output_section};
+use crate::harness::protocol::ChildResult;
+use crate::harness::registry::TestDef;
+use crate::step::Device;
+use libtest_mimic::{Completion, Failed};
+use vramtest_chart::Timeline;
+use vramtest_model::config::Settings;
+use vramtest_model::env::{SitesWhen, Update};
+use vramtest_model::fit::{SweepFit, SweepPoint, fit_sweep};
+use vramtest_model::report::{Details, Status, TestReport};
+use vramtest_model::snapshot::{self, Info};
+use vramtest_model::{Body, DeviceClass, Limit, Policy, Profile, Snapshot};
+
+/// What the snapshots may be: written, compared, failed on any change.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SnapshotMode {
+    /// `VRAMTEST_UPDATE` / `INSTA_UPDATE`.
+    pub(super) update: Update,
+    /// CI or `--check`: a missing snapshot fails.
+    pub(super) check: bool,
+    /// `--strict`: any difference fails.
+    pub(super) strict: bool,
+}
+
+/// What every trial of a run shares.
+pub(super) struct Trials {
+    pub(super) target: Target,
+    /// The device tests measure on, or why there is none.
+    pub(super) device: Result<Device, String>,
+    /// The workspace's and the package's settings, merged.
+    pub(super) settings: Settings,
+    pub(super) mode: SnapshotMode,
+    /// When call sites are captured (`VRAMTEST_SITES`).
+    pub(super) sites: SitesWhen,
+    pub(super) spawner: Spawner,
+    pub(super) outputs: Outputs,
+    /// What the harness says about the run (a binary built in another checkout).
+    pub(super) notes: Vec<String>,
+}
+
+/// One measurement: a batch size's profile, what the device reported, its timeline.
+struct Measurement {
+    batch: usize,
+    profile: Box<Profile>,
+    info: Info,
+    timeline: Option<Box<Timeline>>,
+}
+
+/// How a test's measurement ended, when it did not measure.
+enum Unmeasured {
+    Ignored(String),
+    Failed(Failed),
+}
+
+impl Trials {
+    /// The report every test of this run starts from.
+    pub(super) fn report(&self, name: &str, def: &TestDef, status: Status) -> TestReport {
+        TestReport {
+            source: relative_source(&self.target, def.file),
+            line: def.line,
+            notes: self.notes.clone(),
+            ..TestReport::new(&self.target.name, name, status)
+        }
+    }
+
+    /// Runs one test: measures, judges and reports it.
+    pub(super) fn trial(&self, name: &str, def: &TestDef) -> Result<Completion, Failed> {
+        let mut report = self.report(name, def, Status::Failed);
+        report.device_class = self.device.as_ref().ok().map(|d| d.class());
+        let outcome = match (self.skip_reason(def, report.device_class), &self.device) {
+            (Some(reason), _) => {
+                report.ignore(&reason);
+                Ok(Completion::ignored_with(reason))
+            }
+            (None, Ok(device)) => self.measure_and_judge(name, def, *device, &mut report),
+            (None, Err(_)) => unreachable!("no device is a skip"),
+        };
+        if let Err(failed) = &outcome {
+            // Whatever went wrong after the verdict (a snapshot that could not be
+            // written, a bad limit) fails the test in the report too.
+            // (A new result left pending fails the run but keeps its status.)
+            if !report.status.is_failure() && report.status != Status::New {
+                report.status = Status::Failed;
+            }
+            if report.message.is_empty() {
+                report.message = failed.message().unwrap_or("failed").to_owned();
+            }
+        }
+        if let Some(dir) = &self.outputs.report_dir {
+            files::write_report(dir, &report);
+        }
+        outcome
+    }
+
+    /// Why the test does not run here: no device, or a device it does not support.
+    fn skip_reason(&self, def: &TestDef, class: Option<DeviceClass>) -> Option<String> {
+        match (&self.device, class) {
+            (Err(reason), _) => Some(reason.clone()),
+            (Ok(_), Some(class))
+                if !def.options.devices.is_empty()
+                    && !def.options.devices.contains(&class.as_str()) =>
+            {
+                Some(format!("runs on {} only", def.options.devices.join(", ")))
+            }
+            _ => None,
+        }
+    }
+
+    fn measure_and_judge(
+        &self,
+        name: &str,
+        def: &TestDef,
+        device: Device,
+        report: &mut TestReport,
+    ) -> Result<Completion, Failed> {
+        let mut measured = match self.measure(name, def, device, report) {
+            Ok(measured) => measured,
+            Err(Unmeasured::Ignored(reason)) => {
+                report.ignore(&reason);
+                return Ok(Completion::ignored_with(reason));
+            }
+            Err(Unmeasured::Failed(failed)) => return Err(failed),
+        };
+        let fit = if def.options.batch.is_empty() {
+            None
+        } else {
+            Some(fit(&measured).map_err(|e| {
+                report.message = format!("{name}: {e}");
+                Failed::from(report.message.clone())
+            })?)
+        };
+        let first = measured.swap_remove(0);
+        report.details = Some(Details {
+            baseline_bytes: first.profile.baseline_bytes,
+            allocations: first.profile.allocations,
+            reserved_peak_bytes: first.profile.reserved_peak_bytes,
+            leak_sites: first.profile.leak_sites.clone(),
+        });
+        let verdict = self.judge(name, def, &first, fit.as_ref(), report);
+        if let (Some(timeline), Some(snap)) = (&first.timeline, &report.snapshot) {
+            files::keep_timeline(timeline, snap);
+        }
+        verdict
+            .map(|()| Completion::Completed)
+            .map_err(Failed::from)
+    }
+
+    /// Measures the test in a child process per batch size (one for a test without a
+    /// sweep).
+    fn measure(
+        &self,
+        name: &str,
+        def: &TestDef,
+        device: Device,
+        report: &mut TestReport,
+    ) -> Result<Vec<Measurement>, Unmeasured> {
+        let sweep = !def.options.batch.is_empty();
+        let sizes: &[usize] = if sweep { def.options.batch } else { &[1] };
+        let mut measured = Vec::with_capacity(sizes.len());
+        for &batch in sizes {
+            let label = if sweep {
+                format!("{name} (batch {batch})")
+            } else {
+                name.to_owned()
+            };
+            let (result, output) = self
+                .spawner
+                .measure(name, def, device, batch)
+                .map_err(|e| {
+                    report.message = e.clone();
+                    Unmeasured::Failed(Failed::from(e))
+                })?;
+            let failure = match result {
+                Some(ChildResult::Measured {
+                    profile,
+                    info,
+                    timeline,
+                    ..
+                }) => {
+                    measured.push(Measurement {
+                        batch,
+                        profile,
+                        info,
+                        timeline,
+                    });
+                    continue;
+                }
+                Some(ChildResult::Ignored { reason }) => return Err(Unmeasured::Ignored(reason)),
+                Some(ChildResult::Failed { message }) => format!("{label} failed: {message}"),
+                None => format!("{label} crashed before reporting a result"),
+            };
+            report.output = Some(output.clone());
+            report.message = failure;
+            let text = format!("{}{}", report.message, output_section(&output));
+            return Err(Unmeasured::Failed(Failed::from(text)));
+        }
+        Ok(measured)
+    }
+
+    /// The limits for `def`: the settings (workspace, package) refined by the test's
+    /// attribute, key by key and category by category.
+    fn policy(&self, def: &TestDef) -> Result<Policy, String> {
+        let mut attribute = Settings {
+            budget: def.options.budget,
+            ..Settings::default()
+        };
+        for (key, text) in def.options.limits {
+            let limit = text.parse::<Limit>().map_err(|e| e.to_string())?;
+            if *key == "tolerance" {
+                attribute.tolerance = Some(limit);
+            } else {
+                attribute.limits.insert((*key).to_owned(), limit);
+            }
+        }
+        let mut policy = self.settings.clone().overridden_by(&attribute).policy();
+        policy.strict = self.mode.strict;
+        Ok(policy)
+    }
+
+    /// Judges a measurement against its snapshot: decides, finds call sites where they
+    /// are wanted, writes what the decision says, and fills in the report. `Err` is the
+    /// failure's text.
+    fn judge(
+        &self,
+        name: &str,
+        def: &TestDef,
+        measured: &Measurement,
+        fit: Option<&SweepFit>,
+        report: &mut TestReport,
+    ) -> Result<(), String> {
+        let class = report.device_class.expect("set for measured tests");
+        let policy = self.policy(def)?;
+        let mut body = Body::from_profile(&measured.profile, class);
+        body.scaling = fit.map(|f| f.scaling.clone().with_budget(policy.budget));
+        let snap_path =
+            snapshot::path_for(&self.target.manifest_dir, &self.target.name, name, class);
+        report.snapshot = Some(snap_path.clone());
+        report.body = Some(body.clone());
+        if let Some(refs) = &self.outputs.references {
+            files::append_reference(refs, &snap_path);
+        }
+        let old = snapshot::read(&snap_path).map_err(|e| {
+            report.status = Status::SnapshotError;
+            report.message = format!("invalid snapshot: {e}");
+            report.message.clone()
+        })?;
+        report.old_peak_bytes = old.as_ref().map(|o| o.body.peak_bytes);
+        let mut decision = decide::decide(
+            old.as_ref().map(|o| &o.body),
+            &body,
+            &policy,
+            self.mode.update,
+            self.mode.check,
+        );
+        report.status = decision.status;
+        let sites = self.sites(name, def, measured.batch, class, decision.status);
+        let mut info = measured.info.clone();
+        match &sites {
+            Some(Ok(found)) => {
+                info.sites = found.for_snapshot();
+                report.sites = Some(found.clone());
+            }
+            Some(Err(e)) => report.sites_error = Some(e.clone()),
+            None => {}
+        }
+        // `VRAMTEST_UPDATE=always` with call sites on also records new sites in a
+        // snapshot whose figures did not change (its `info` only).
+        if decision.write.is_none()
+            && decision.status == Status::Passed
+            && self.mode.update == Update::Always
+            && !info.sites.is_empty()
+            && old
+                .as_ref()
+                .is_some_and(|o| o.body == body && Info::sites_in_header(&o.header) != info.sites)
+        {
+            decision.write = Some(Write::Snapshot);
+        }
+        let snapshot = Snapshot {
+            source: report.source.clone(),
+            test: name.to_owned(),
+            info,
+            body,
+        };
+        let written = files::write_result(&decision, &snap_path, &snapshot).map_err(|e| {
+            report.status = Status::Failed;
+            report.message = e;
+            report.message.clone()
+        })?;
+        let shown = |p: &std::path::Path| display_path(&self.target.manifest_dir, p);
+        let pending = snapshot::pending_path(&snap_path);
+        let kept = if decision.write == Some(Write::Snapshot) || decision.remove_pending {
+            files::clear_pending(&pending, &snapshot.body, &shown(&pending))
+        } else {
+            None
+        };
+        report.written = written.as_ref().map(|w| w.path.clone());
+        let message = message::compose(&Facts {
+            name,
+            class,
+            decision: &decision,
+            policy: &policy,
+            body: &snapshot.body,
+            profile: &measured.profile,
+            fit,
+            old: old.as_ref(),
+            sites: sites.as_ref(),
+            snapshot: shown(&snap_path),
+            written: written.map(|w| (shown(&w.path), w.replaced)),
+            kept,
+        });
+        finish(name, report, message)
+    }
+
+    /// Call sites, when this run wants them for a result of `status`: CPU only.
+    fn sites(
+        &self,
+        name: &str,
+        def: &TestDef,
+        batch: usize,
+        class: DeviceClass,
+        status: Status,
+    ) -> Option<Result<vramtest_model::sites::Sites, String>> {
+        let wanted = match self.sites {
+            SitesWhen::Always => true,
+            SitesWhen::OnRegression => status == Status::Regressed,
+            SitesWhen::Off => false,
+        };
+        (wanted && class == DeviceClass::Cpu)
+            .then(|| sites::collect(&self.spawner, name, def, batch))
+    }
+}
+
+/// A sweep's fit over its measurements.
+fn fit(measured: &[Measurement]) -> Result<SweepFit, String> {
+    let points: Vec<SweepPoint> = measured
+        .iter()
+        .map(|m| SweepPoint {
+            batch: m.batch as u64,
+            peak_bytes: m.profile.peak_bytes,
+            category_peaks: m.profile.category_peaks,
+        })
+        .collect();
+    fit_sweep(&points).map_err(|e| e.to_string())
+}
+
+/// Puts the message in the report: `Err` with the failure's text (and diff) when the
+/// report fails the run; else prints a passing test's message, if it has one.
+fn finish(name: &str, report: &mut TestReport, message: message::Message) -> Result<(), String> {
+    report.message = message.text;
+    report.changes = message.changes;
+    report.diff = message.diff;
+    if report.fails() {
+        let mut text = report.message.clone();
+        if let Some(diff) = &report.diff {
+            text += "\n\n";
+            text += diff;
+        }
+        return Err(text);
+    }
+    if !report.message.is_empty() {
+        // Passing with something to say (improved, new snapshot written).
+        println!("{name}: {}", report.message);
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! The `#[vramtest]` functions of a test binary: what the attribute registers, and
+//! the names libtest and nextest see them under.
+
+use crate::step::Step;
+
+/// A `#[vramtest]` function, registered by the attribute.
+#[doc(hidden)]
+pub struct TestDef {
+    pub name: &'static str,
+    pub module: &'static str,
+    pub file: &'static str,
+    pub line: u32,
+    pub func: fn(&mut Step) -> crate::Result<()>,
+    pub options: Options,
+}
+
+/// The attribute's options, checked at compile time.
+#[doc(hidden)]
+pub struct Options {
+    pub iterations: Option<u32>,
+    /// `Some(reason)` (possibly empty) when the test is ignored.
+    pub ignore: Option<&'static str>,
+    /// `(key, limit)` pairs: `tolerance`, `peak`, `leak` or a category.
+    pub limits: &'static [(&'static str, &'static str)],
+    pub budget: Option<u64>,
+    /// Device classes the test supports (`cpu`, `cuda`); empty means all.
+    pub devices: &'static [&'static str],
+    /// A batch sweep: the test runs once per size (empty: once, `t.batch()` is 1).
+    pub batch: &'static [usize],
+}
+
+inventory::collect!(TestDef);
+
+/// The default iterations of `t.iterations()`.
+pub const DEFAULT_ITERATIONS: u32 = 3;
+
+impl TestDef {
+    /// The name libtest and nextest list: the module path without the crate, then the
+    /// function (`tagged::explicit_tag`).
+    pub(crate) fn test_name(&self) -> String {
+        match self.module.split_once("::") {
+            Some((_, rest)) => format!("{rest}::{}", self.name),
+            None => self.name.to_owned(),
+        }
+    }
+
+    /// Starts the probe with `start`, runs the test body, and turns an error or a
+    /// panic into a message. Returns what `start` returned.
+    pub(crate) fn run<S>(&self, step: &mut Step, start: impl FnOnce() -> S) -> Result<S, String> {
+        let started = start();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.func)(step)));
+        match outcome {
+            Ok(Ok(())) => Ok(started),
+            Ok(Err(e)) => Err(format!("returned an error: {e}")),
+            Err(payload) => {
+                let msg = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a non-string panic payload".into());
+                Err(format!("panicked: {msg}"))
+            }
+        }
+    }
+}
+
+/// Every test of this binary under its listed name, sorted by name.
+pub(crate) fn registered() -> Vec<(String, &'static TestDef)> {
+    let mut tests: Vec<_> = inventory::iter::<TestDef>
+        .into_iter()
+        .map(|d| (d.test_name(), d))
+        .collect();
+    tests.sort_by(|a, b| a.0.cmp(&b.0));
+    tests
+}
+
+/// The test registered under `name`.
+pub(crate) fn find(name: &str) -> Option<&'static TestDef> {
+    inventory::iter::<TestDef>
+        .into_iter()
+        .find(|d| d.test_name() == name)
+}

@@ -1,0 +1,75 @@
+//! The CUDA probe's side of a test process: which device there is, and a pool
+//! session of `vramtest-cuda` that follows the step's markers. Without the `cuda`
+//! feature there is never a device.
+
+use crate::step::Device;
+
+#[cfg(feature = "cuda")]
+mod imp {
+    use super::Device;
+    use crate::probe::{self, DeviceProbe};
+    use vramtest_cuda::{Availability, CudarcDriver, PoolSession};
+    use vramtest_model::Event;
+
+    /// A measuring session on one device.
+    pub(crate) type Session = PoolSession<CudarcDriver>;
+
+    /// The first CUDA device, or why there is none ("no CUDA driver: …", "no CUDA
+    /// device: …", "CUDA driver too old: …").
+    pub(crate) fn first_device() -> Result<Device, String> {
+        match vramtest_cuda::detect() {
+            Availability::Ready { .. } => Ok(Device::Cuda(0)),
+            other => Err(other
+                .reason()
+                .unwrap_or_else(|| "no CUDA device".to_owned())),
+        }
+    }
+
+    /// The session as a device probe; the first driver error is kept for the report.
+    struct Probe {
+        session: Option<Session>,
+        error: Option<String>,
+    }
+
+    impl DeviceProbe for Probe {
+        fn record(&mut self, event: &Event) {
+            if let Some(Err(e)) = self.session.as_mut().map(|s| s.boundary(event)) {
+                self.error.get_or_insert(e.to_string());
+            }
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+            self
+        }
+    }
+
+    /// Opens a session on device `ordinal` and makes it the active device probe.
+    pub(crate) fn start(ordinal: usize) -> Result<(), String> {
+        let session = CudarcDriver::new(ordinal)
+            .and_then(PoolSession::new)
+            .map_err(|e| e.to_string())?;
+        probe::set_device(Box::new(Probe {
+            session: Some(session),
+            error: None,
+        }));
+        Ok(())
+    }
+
+    /// The session [`start`] opened, and the first error it met, once the step is over.
+    pub(crate) fn stop() -> (Option<Session>, Option<String>) {
+        probe::take_device()
+            .and_then(|p| p.into_any().downcast::<Probe>().ok())
+            .map_or((None, None), |p| (p.session, p.error))
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+mod imp {
+    use super::Device;
+
+    /// Built without the `cuda` feature: there is never a CUDA device.
+    pub(crate) fn first_device() -> Result<Device, String> {
+        Err("no CUDA driver (vramtest was built without its `cuda` feature)".into())
+    }
+}
+
+pub(crate) use imp::*;
