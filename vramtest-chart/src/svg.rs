@@ -3,10 +3,10 @@
 
 use crate::color::{GRID, INK, PEAK, category_color};
 use crate::escape;
-use crate::scale::{byte_axis, count_ticks};
-use crate::timeline::{Point, Timeline};
+use crate::scale::{ByteAxis, byte_axis, count_ticks};
+use crate::timeline::{Peak, Point, Timeline};
 use std::fmt::Write;
-use vramtest_model::HumanBytes;
+use vramtest_model::{Category, HumanBytes};
 
 /// Size and title of a timeline picture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,14 +149,7 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
     let width = f64::from(options.width.max(400));
     let height = f64::from(options.height.max(200));
     let (x0, x1) = timeline.x_range();
-    let max_total = timeline
-        .points
-        .iter()
-        .map(|p| p.total())
-        .chain([timeline.peak.total])
-        .max()
-        .unwrap_or(0);
-    let axis = byte_axis(max_total);
+    let axis = byte_axis(highest_total(timeline));
     let f = Frame {
         x0,
         x1,
@@ -170,6 +163,38 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
     let title = options.title.as_deref().map(escape);
 
     let mut s = String::new();
+    write_header(&mut s, timeline, width, height, title.as_deref());
+    // Background: phase shading and the byte grid.
+    write_phases(&mut s, timeline, &f);
+    write_grid(&mut s, &axis, &f);
+    // The series, stacked in report order.
+    let (steps, end) = f.steps(&timeline.points);
+    write_stack(&mut s, timeline, &categories, &f, &steps, end);
+    // Foreground: phase labels, iteration marks, axes, the peak, the legend.
+    write_phase_labels(&mut s, timeline, &f);
+    write_iterations(&mut s, timeline, &f);
+    write_axes(&mut s, timeline, &f, height);
+    if !steps.is_empty() {
+        write_peak(&mut s, &timeline.peak, &f);
+    }
+    write_legend(&mut s, timeline, &categories, &f, width);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The highest total the picture must reach: every point's and the peak's.
+fn highest_total(timeline: &Timeline) -> u64 {
+    timeline
+        .points
+        .iter()
+        .map(|p| p.total())
+        .chain([timeline.peak.total])
+        .max()
+        .unwrap_or(0)
+}
+
+/// The `<svg>` opening tag, the accessible title, the white background and the title.
+fn write_header(s: &mut String, timeline: &Timeline, width: f64, height: f64, title: Option<&str>) {
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11" role="img">"#,
@@ -179,10 +204,7 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
     let _ = writeln!(
         s,
         "<title>{}memory timeline, peak {}</title>",
-        title
-            .as_deref()
-            .map(|t| format!("{t}: "))
-            .unwrap_or_default(),
+        title.map(|t| format!("{t}: ")).unwrap_or_default(),
         HumanBytes(timeline.peak.total),
     );
     let _ = writeln!(
@@ -191,15 +213,17 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
         num(width),
         num(height)
     );
-    if let Some(title) = &title {
+    if let Some(title) = title {
         let _ = writeln!(
             s,
             r#"<text class="title" x="{}" y="16" font-size="13" font-weight="bold" fill="{INK}">{title}</text>"#,
             num(LEFT)
         );
     }
+}
 
-    // Background: phase shading and the byte grid.
+/// One shaded band per phase run, alternately lighter and darker.
+fn write_phases(s: &mut String, timeline: &Timeline, f: &Frame) {
     s.push_str("<g class=\"phases\">\n");
     for (i, span) in timeline.phases.iter().enumerate() {
         let (a, b) = (f.px(span.start), f.px(span.end.max(span.start)));
@@ -218,7 +242,12 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
             o = if i % 2 == 0 { "0.05" } else { "0.1" },
         );
     }
-    s.push_str("</g>\n<g class=\"grid\">\n");
+    s.push_str("</g>\n");
+}
+
+/// The horizontal grid lines of the byte axis, with their labels.
+fn write_grid(s: &mut String, axis: &ByteAxis, f: &Frame) {
+    s.push_str("<g class=\"grid\">\n");
     for (bytes, label) in &axis.ticks {
         let y = num(f.py(*bytes));
         let _ = writeln!(
@@ -231,10 +260,17 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
         );
     }
     s.push_str("</g>\n");
+}
 
-    // The series, stacked in report order, drawn from the top one down so that each
-    // path only needs its upper edge.
-    let (steps, end) = f.steps(&timeline.points);
+/// The stacked series, top one first so each path needs only its upper edge.
+fn write_stack(
+    s: &mut String,
+    timeline: &Timeline,
+    categories: &[Category],
+    f: &Frame,
+    steps: &[(f64, Point)],
+    end: f64,
+) {
     s.push_str("<g class=\"stack\">\n");
     if steps.is_empty() {
         let _ = writeln!(
@@ -243,34 +279,43 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
             num((f.left + f.right) / 2.0),
             num((f.top + f.bottom) / 2.0),
         );
-    }
-    for (k, &category) in categories.iter().enumerate().rev() {
-        let Some(first) = steps.first() else { break };
-        let stacked = |p: &Point| -> u64 { categories[..=k].iter().map(|&c| p.live[c]).sum() };
-        let base = num(f.bottom);
-        let mut d = format!("M{} {base}", num(first.0));
-        let mut last_y: Option<String> = None;
-        for (x, p) in &steps {
-            let y = num(f.py(stacked(p)));
-            if last_y.as_ref() != Some(&y) {
-                if last_y.is_some() {
-                    let _ = write!(d, "H{}", num(*x));
-                }
-                let _ = write!(d, "V{y}");
-                last_y = Some(y);
-            }
+    } else {
+        for (k, &category) in categories.iter().enumerate().rev() {
+            let _ = writeln!(
+                s,
+                r#"<path class="series" data-category="{category}" fill="{color}" d="{d}"><title>{category}: {at_peak} at the peak</title></path>"#,
+                color = category_color(category),
+                d = series_path(f, steps, end, &categories[..=k]),
+                at_peak = HumanBytes(timeline.peak.live[category]),
+            );
         }
-        let _ = write!(d, "H{}V{base}Z", num(end));
-        let _ = writeln!(
-            s,
-            r#"<path class="series" data-category="{category}" fill="{color}" d="{d}"><title>{category}: {at_peak} at the peak</title></path>"#,
-            color = category_color(category),
-            at_peak = HumanBytes(timeline.peak.live[category]),
-        );
     }
     s.push_str("</g>\n");
+}
 
-    // Foreground: phase labels, iteration marks, axes, the peak, the legend.
+/// The outline of the area under the sum of the `stacked` categories over `steps`.
+fn series_path(f: &Frame, steps: &[(f64, Point)], end: f64, stacked: &[Category]) -> String {
+    let height = |p: &Point| -> u64 { stacked.iter().map(|&c| p.live[c]).sum() };
+    let base = num(f.bottom);
+    let start = steps.first().map_or(f.left, |(x, _)| *x);
+    let mut d = format!("M{} {base}", num(start));
+    let mut last_y: Option<String> = None;
+    for (x, p) in steps {
+        let y = num(f.py(height(p)));
+        if last_y.as_ref() != Some(&y) {
+            if last_y.is_some() {
+                let _ = write!(d, "H{}", num(*x));
+            }
+            let _ = write!(d, "V{y}");
+            last_y = Some(y);
+        }
+    }
+    let _ = write!(d, "H{}V{base}Z", num(end));
+    d
+}
+
+/// Each phase run's name at the top of its band, shortened or left out to fit.
+fn write_phase_labels(s: &mut String, timeline: &Timeline, f: &Frame) {
     s.push_str(
         "<g class=\"phase-labels\" paint-order=\"stroke\" stroke=\"#ffffff\" stroke-width=\"3\">\n",
     );
@@ -286,18 +331,16 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
             num(f.top + 12.0),
         );
     }
-    s.push_str("</g>\n<g class=\"iterations\">\n");
+    s.push_str("</g>\n");
+}
+
+/// A dashed line at the start of each iteration, labelled where the label fits.
+fn write_iterations(s: &mut String, timeline: &Timeline, f: &Frame) {
+    s.push_str("<g class=\"iterations\">\n");
     for it in &timeline.iterations {
         let x = num(f.px(it.start));
         let room = f.px(it.end.max(it.start)) - f.px(it.start) - 4.0;
-        let long = format!("iteration {}", it.number);
-        let label = if long.len() as f64 * CHAR_WIDTH <= room {
-            long
-        } else if (it.number.to_string().len() + 1) as f64 * CHAR_WIDTH <= room {
-            format!("#{}", it.number)
-        } else {
-            String::new()
-        };
+        let label = iteration_label(it.number, room);
         let _ = writeln!(
             s,
             r#"<line class="iteration" x1="{x}" y1="{t}" x2="{x}" y2="{b}" stroke="{INK}" stroke-dasharray="4 3"><title>iteration {n}</title></line>"#,
@@ -314,7 +357,24 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
             );
         }
     }
-    s.push_str("</g>\n<g class=\"axes\">\n");
+    s.push_str("</g>\n");
+}
+
+/// `iteration N`, else `#N`, else nothing: the longest that fits in `room` pixels.
+fn iteration_label(number: u32, room: f64) -> String {
+    let long = format!("iteration {number}");
+    if long.len() as f64 * CHAR_WIDTH <= room {
+        long
+    } else if (number.to_string().len() + 1) as f64 * CHAR_WIDTH <= room {
+        format!("#{number}")
+    } else {
+        String::new()
+    }
+}
+
+/// The left and bottom axes, the x ticks and the x axis's label.
+fn write_axes(s: &mut String, timeline: &Timeline, f: &Frame, height: f64) {
+    s.push_str("<g class=\"axes\">\n");
     let _ = writeln!(
         s,
         r#"<path d="M{l} {t}V{b}H{r}" fill="none" stroke="{INK}"/>"#,
@@ -323,7 +383,7 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
         b = num(f.bottom),
         r = num(f.right),
     );
-    for x in count_ticks(x0, x1, 6) {
+    for x in count_ticks(f.x0, f.x1, 6) {
         let px = num(f.px(x));
         let _ = writeln!(
             s,
@@ -341,25 +401,34 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
         timeline.x_axis.label(),
     );
     s.push_str("</g>\n");
+}
 
-    if !steps.is_empty() {
-        let peak = &timeline.peak;
-        let x = f.center(peak.x);
-        let y = f.py(peak.total);
-        let right_half = x > (f.left + f.right) / 2.0;
-        let _ = writeln!(
-            s,
-            r##"<g class="peak"><line x1="{x}" y1="{b}" x2="{x}" y2="{y}" stroke="{PEAK}" stroke-dasharray="2 2"/><circle cx="{x}" cy="{y}" r="3.5" fill="{PEAK}"/><text class="peak-label" x="{tx}" y="{ty}" text-anchor="{anchor}" font-weight="bold" fill="{PEAK}" paint-order="stroke" stroke="#ffffff" stroke-width="3">peak {figure}</text></g>"##,
-            x = num(x),
-            y = num(y),
-            b = num(f.bottom),
-            tx = num(if right_half { x - 6.0 } else { x + 6.0 }),
-            ty = num((y - 6.0).max(f.top + 24.0)),
-            anchor = if right_half { "end" } else { "start" },
-            figure = HumanBytes(peak.total),
-        );
-    }
+/// The peak's marker and figure, the label on the side with more room.
+fn write_peak(s: &mut String, peak: &Peak, f: &Frame) {
+    let x = f.center(peak.x);
+    let y = f.py(peak.total);
+    let right_half = x > (f.left + f.right) / 2.0;
+    let _ = writeln!(
+        s,
+        r##"<g class="peak"><line x1="{x}" y1="{b}" x2="{x}" y2="{y}" stroke="{PEAK}" stroke-dasharray="2 2"/><circle cx="{x}" cy="{y}" r="3.5" fill="{PEAK}"/><text class="peak-label" x="{tx}" y="{ty}" text-anchor="{anchor}" font-weight="bold" fill="{PEAK}" paint-order="stroke" stroke="#ffffff" stroke-width="3">peak {figure}</text></g>"##,
+        x = num(x),
+        y = num(y),
+        b = num(f.bottom),
+        tx = num(if right_half { x - 6.0 } else { x + 6.0 }),
+        ty = num((y - 6.0).max(f.top + 24.0)),
+        anchor = if right_half { "end" } else { "start" },
+        figure = HumanBytes(peak.total),
+    );
+}
 
+/// The legend right of the plot: each category's bytes at the peak, then the total.
+fn write_legend(
+    s: &mut String,
+    timeline: &Timeline,
+    categories: &[Category],
+    f: &Frame,
+    width: f64,
+) {
     let lx = f.right + 16.0;
     let vx = width - 8.0;
     let _ = writeln!(
@@ -391,8 +460,6 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
         vx = num(vx),
         value = HumanBytes(timeline.peak.total),
     );
-    s.push_str("</svg>\n");
-    s
 }
 
 /// The longest name of `phase` that fits in `room` pixels, if any.

@@ -184,6 +184,7 @@ pub fn exact_profile(
     build(events, baseline, samples, source, true)
 }
 
+/// The profile of the events with synthetic allocations woven in (see the module docs).
 fn build(
     events: &[Event],
     baseline: &Sample,
@@ -191,17 +192,7 @@ fn build(
     source: Source,
     exact: bool,
 ) -> Profile {
-    let mut synth = Synth::default();
-
-    // Live bytes the probe accounts for at each sample: tracked (exact) or pool (phase).
-    let accounted: Vec<u64> = if exact {
-        tracked_live_at(events, samples)
-    } else {
-        samples
-            .iter()
-            .map(|s| s.used.saturating_sub(baseline.used))
-            .collect()
-    };
+    let accounted = accounted_at(events, baseline, samples, exact);
     let untracked: Vec<u64> = samples
         .iter()
         .zip(&accounted)
@@ -210,91 +201,8 @@ fn build(
             _ => untracked_at(s, baseline, source, a),
         })
         .collect();
-
-    // Pass 1: plan synthetic allocations interval by interval.
-    // Interval k runs from sample k-1 (or the start) to sample k.
-    let mut heads: Vec<Vec<Act>> = vec![Vec::new(); samples.len() + 1];
-    let mut tails: Vec<Vec<Act>> = vec![Vec::new(); samples.len()];
-    let mut pool_stack = Stack::default();
-    let mut untracked_stack = Stack::default();
-    let mut prev_live = 0u64;
-    let mut prev_untracked = 0u64;
-    for (k, s) in samples.iter().enumerate() {
-        let u = untracked[k];
-        if u > prev_untracked {
-            let e = synth.entry(u - prev_untracked, true);
-            untracked_stack.push(e);
-            heads[k].push(Act::Alloc(e));
-        }
-        if !exact {
-            let live = accounted[k];
-            let high = s
-                .used_high
-                .saturating_sub(baseline.used)
-                .max(live)
-                .max(prev_live);
-            if live > prev_live {
-                let e = synth.entry(live - prev_live, false);
-                pool_stack.push(e);
-                tails[k].push(Act::Alloc(e));
-            }
-            let temporary = high - live.max(prev_live);
-            if temporary > 0 {
-                tails[k].push(Act::Temporary(temporary));
-            }
-            if live < prev_live {
-                for piece in pool_stack.release(&mut synth, prev_live - live) {
-                    tails[k].push(Act::Free(piece));
-                }
-            }
-            prev_live = live;
-        }
-        if u < prev_untracked {
-            for piece in untracked_stack.release(&mut synth, prev_untracked - u) {
-                tails[k].push(Act::Free(piece));
-            }
-        }
-        prev_untracked = u;
-    }
-
-    // Pass 2: weave the plan into the recorded stream.
-    let mut out: Vec<Event> = Vec::with_capacity(events.len() + 4 * samples.len());
-    let mut ids = IdMap::default();
-    let mut next_sample = 0;
-    synth.emit(&heads[0], &mut out, &mut ids);
-    for (i, event) in events.iter().enumerate() {
-        let mut heads_after = Vec::new();
-        while next_sample < samples.len() && samples[next_sample].before_event <= i {
-            synth.emit(&tails[next_sample], &mut out, &mut ids);
-            heads_after.push(next_sample + 1);
-            next_sample += 1;
-        }
-        match *event {
-            Event::Alloc { id, bytes } => {
-                if let Some(old) = ids.tracked.remove(&id) {
-                    // The ledger's rule: an id reused while live closes the old allocation.
-                    out.push(Event::Free { id: old });
-                }
-                let fresh = ids.fresh();
-                ids.tracked.insert(id, fresh);
-                out.push(Event::Alloc { id: fresh, bytes });
-            }
-            Event::Free { id } => {
-                if let Some(fresh) = ids.tracked.remove(&id) {
-                    out.push(Event::Free { id: fresh });
-                }
-            }
-            other => out.push(other),
-        }
-        for k in heads_after {
-            synth.emit(&heads[k], &mut out, &mut ids);
-        }
-    }
-    while next_sample < samples.len() {
-        synth.emit(&tails[next_sample], &mut out, &mut ids);
-        synth.emit(&heads[next_sample + 1], &mut out, &mut ids);
-        next_sample += 1;
-    }
+    let plan = Plan::new(baseline, samples, &accounted, &untracked, exact);
+    let out = plan.weave(events, samples);
 
     let mut p = vramtest_model::ledger::profile(&out);
     p.fidelity = if exact {
@@ -314,6 +222,118 @@ fn build(
     p.baseline_bytes = baseline.device_used;
     p.reserved_peak_bytes = figures.reserved_peak_bytes;
     p
+}
+
+/// Live bytes the probe accounts for at each sample: tracked (exact) or pool (phase).
+fn accounted_at(events: &[Event], baseline: &Sample, samples: &[Sample], exact: bool) -> Vec<u64> {
+    if exact {
+        tracked_live_at(events, samples)
+    } else {
+        samples
+            .iter()
+            .map(|s| s.used.saturating_sub(baseline.used))
+            .collect()
+    }
+}
+
+/// The synthetic allocations planned interval by interval. Interval k runs from sample
+/// k-1 (or the start) to sample k.
+struct Plan {
+    synth: Synth,
+    /// Acts at the start of each interval (the last entry: after the last sample).
+    heads: Vec<Vec<Act>>,
+    /// Acts at the end of each interval.
+    tails: Vec<Vec<Act>>,
+}
+
+impl Plan {
+    /// Plans the untracked memory and, in phase fidelity, the pool's growth.
+    fn new(
+        baseline: &Sample,
+        samples: &[Sample],
+        accounted: &[u64],
+        untracked: &[u64],
+        exact: bool,
+    ) -> Plan {
+        let mut plan = Plan {
+            synth: Synth::default(),
+            heads: vec![Vec::new(); samples.len() + 1],
+            tails: vec![Vec::new(); samples.len()],
+        };
+        let mut pool_stack = Stack::default();
+        let mut untracked_stack = Stack::default();
+        let mut prev_live = 0u64;
+        let mut prev_untracked = 0u64;
+        for (k, s) in samples.iter().enumerate() {
+            let u = untracked[k];
+            if u > prev_untracked {
+                let e = plan.synth.entry(u - prev_untracked, true);
+                untracked_stack.push(e);
+                plan.heads[k].push(Act::Alloc(e));
+            }
+            if !exact {
+                let live = accounted[k];
+                let high = s.used_high.saturating_sub(baseline.used);
+                plan.pool_interval(k, &mut pool_stack, prev_live, live, high);
+                prev_live = live;
+            }
+            if u < prev_untracked {
+                for piece in untracked_stack.release(&mut plan.synth, prev_untracked - u) {
+                    plan.tails[k].push(Act::Free(piece));
+                }
+            }
+            prev_untracked = u;
+        }
+        plan
+    }
+
+    /// The pool's survivors, temporary and frees over interval `k` (phase fidelity).
+    fn pool_interval(&mut self, k: usize, stack: &mut Stack, prev_live: u64, live: u64, high: u64) {
+        let high = high.max(live).max(prev_live);
+        if live > prev_live {
+            let e = self.synth.entry(live - prev_live, false);
+            stack.push(e);
+            self.tails[k].push(Act::Alloc(e));
+        }
+        let temporary = high - live.max(prev_live);
+        if temporary > 0 {
+            self.tails[k].push(Act::Temporary(temporary));
+        }
+        if live < prev_live {
+            for piece in stack.release(&mut self.synth, prev_live - live) {
+                self.tails[k].push(Act::Free(piece));
+            }
+        }
+    }
+
+    /// The recorded stream with the plan woven in at the samples' places.
+    fn weave(mut self, events: &[Event], samples: &[Sample]) -> Vec<Event> {
+        let mut out: Vec<Event> = Vec::with_capacity(events.len() + 4 * samples.len());
+        let mut ids = IdMap::default();
+        let mut next_sample = 0;
+        self.synth.emit(&self.heads[0], &mut out, &mut ids);
+        for (i, event) in events.iter().enumerate() {
+            let mut heads_after = Vec::new();
+            while next_sample < samples.len() && samples[next_sample].before_event <= i {
+                self.synth
+                    .emit(&self.tails[next_sample], &mut out, &mut ids);
+                heads_after.push(next_sample + 1);
+                next_sample += 1;
+            }
+            ids.push_renumbered(*event, &mut out);
+            for k in heads_after {
+                self.synth.emit(&self.heads[k], &mut out, &mut ids);
+            }
+        }
+        while next_sample < samples.len() {
+            self.synth
+                .emit(&self.tails[next_sample], &mut out, &mut ids);
+            self.synth
+                .emit(&self.heads[next_sample + 1], &mut out, &mut ids);
+            next_sample += 1;
+        }
+        out
+    }
 }
 
 /// The pool's own peaks over a session (see [`PoolFigures`]).
@@ -499,9 +519,31 @@ struct IdMap {
 }
 
 impl IdMap {
+    /// A new id, never used before in the stream.
     fn fresh(&mut self) -> u64 {
         self.next += 1;
         self.next
+    }
+
+    /// Pushes a recorded event onto `out`, its tracked allocation renumbered.
+    fn push_renumbered(&mut self, event: Event, out: &mut Vec<Event>) {
+        match event {
+            Event::Alloc { id, bytes } => {
+                if let Some(old) = self.tracked.remove(&id) {
+                    // The ledger's rule: an id reused while live closes the old allocation.
+                    out.push(Event::Free { id: old });
+                }
+                let fresh = self.fresh();
+                self.tracked.insert(id, fresh);
+                out.push(Event::Alloc { id: fresh, bytes });
+            }
+            Event::Free { id } => {
+                if let Some(fresh) = self.tracked.remove(&id) {
+                    out.push(Event::Free { id: fresh });
+                }
+            }
+            other => out.push(other),
+        }
     }
 }
 

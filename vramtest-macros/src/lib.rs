@@ -1,7 +1,7 @@
 //! `#[vramtest]`: registers a training-step function with the vramtest harness.
 //!
-//! Options are checked at compile time, with the same parsers the harness uses, so a typo in a limit is a compile error at the
-//! attribute, not a surprise in CI.
+//! Options are checked at compile time, with the same parsers the harness uses, so a
+//! typo in a limit is a compile error at the attribute, not a surprise in CI.
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -34,79 +34,78 @@ pub fn vramtest(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// The function, unchanged, and its registration with the harness.
 fn expand(
     attr: proc_macro2::TokenStream,
     item: proc_macro2::TokenStream,
 ) -> syn::Result<proc_macro2::TokenStream> {
     let func: ItemFn = syn::parse2(item)?;
     check_signature(&func.sig)?;
-    let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
-    let mut seen: Vec<String> = Vec::new();
+    let options = Options::parse(attr)?;
+    Ok(registration(&func, &options))
+}
 
-    let mut iterations = quote!(::core::option::Option::None);
-    let mut ignore = quote!(::core::option::Option::None);
-    let mut budget = quote!(::core::option::Option::None);
-    let mut limits = Vec::new();
-    let mut devices: Vec<String> = Vec::new();
-    let mut batch: Vec<usize> = Vec::new();
+/// The options of one attribute, as the tokens of the harness's `Options` fields.
+struct Options {
+    iterations: proc_macro2::TokenStream,
+    ignore: proc_macro2::TokenStream,
+    budget: proc_macro2::TokenStream,
+    limits: Vec<proc_macro2::TokenStream>,
+    devices: Vec<String>,
+    batch: Vec<usize>,
+}
 
-    for meta in metas {
-        let key = meta
-            .path()
-            .get_ident()
-            .map(|i| i.to_string())
-            .ok_or_else(|| syn::Error::new_spanned(meta.path(), "expected an option name"))?;
-        if seen.contains(&key) {
-            return Err(syn::Error::new_spanned(
-                meta.path(),
-                format!("`{key}` is given more than once (hint: keep one)"),
-            ));
+impl Options {
+    /// Parses and checks the attribute's options; each may be given at most once.
+    fn parse(attr: proc_macro2::TokenStream) -> syn::Result<Options> {
+        let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
+        let mut options = Options {
+            iterations: quote!(::core::option::Option::None),
+            ignore: quote!(::core::option::Option::None),
+            budget: quote!(::core::option::Option::None),
+            limits: Vec::new(),
+            devices: Vec::new(),
+            batch: Vec::new(),
+        };
+        let mut seen: Vec<String> = Vec::new();
+        for meta in metas {
+            let key = meta
+                .path()
+                .get_ident()
+                .map(|i| i.to_string())
+                .ok_or_else(|| syn::Error::new_spanned(meta.path(), "expected an option name"))?;
+            if seen.contains(&key) {
+                return Err(syn::Error::new_spanned(
+                    meta.path(),
+                    format!("`{key}` is given more than once (hint: keep one)"),
+                ));
+            }
+            seen.push(key.clone());
+            options.set(&meta, &key)?;
         }
-        seen.push(key.clone());
-        match (&meta, key.as_str()) {
-            (Meta::Path(_), "ignore") => ignore = quote!(::core::option::Option::Some("")),
+        Ok(options)
+    }
+
+    /// Sets the option `key` from `meta`, or says why it is unknown or malformed.
+    fn set(&mut self, meta: &Meta, key: &str) -> syn::Result<()> {
+        match (meta, key) {
+            (Meta::Path(_), "ignore") => self.ignore = quote!(::core::option::Option::Some("")),
             (Meta::NameValue(nv), "ignore") => {
                 let reason = string(&nv.value)?;
-                ignore = quote!(::core::option::Option::Some(#reason));
+                self.ignore = quote!(::core::option::Option::Some(#reason));
             }
             (Meta::NameValue(nv), "iterations") => {
-                let n = match &nv.value {
-                    Expr::Lit(ExprLit {
-                        lit: Lit::Int(i), ..
-                    }) => i.base10_parse::<u32>()?,
-                    other => {
-                        return Err(syn::Error::new_spanned(
-                            other,
-                            "`iterations` takes an integer, like `iterations = 5`",
-                        ));
-                    }
-                };
-                if n == 0 {
-                    return Err(syn::Error::new_spanned(
-                        &nv.value,
-                        "`iterations` must be at least 1",
-                    ));
-                }
-                iterations = quote!(::core::option::Option::Some(#n));
+                let n = iterations(&nv.value)?;
+                self.iterations = quote!(::core::option::Option::Some(#n));
             }
             (Meta::NameValue(nv), "budget") => {
                 let text = string(&nv.value)?;
                 let bytes = vramtest_model::parse_bytes(&text)
                     .map_err(|e| syn::Error::new_spanned(&nv.value, e))?;
-                budget = quote!(::core::option::Option::Some(#bytes));
+                self.budget = quote!(::core::option::Option::Some(#bytes));
             }
-            (Meta::NameValue(nv), "devices") => {
-                for d in string(&nv.value)?.split(',').map(str::trim) {
-                    if !matches!(d, "cpu" | "cuda") {
-                        return Err(syn::Error::new_spanned(
-                            &nv.value,
-                            format!("unknown device `{d}` (expected `cpu` or `cuda`)"),
-                        ));
-                    }
-                    devices.push(d.to_owned());
-                }
-            }
-            (Meta::NameValue(nv), "batch") => batch = batch_sizes(&nv.value)?,
+            (Meta::NameValue(nv), "devices") => self.devices.extend(devices(&nv.value)?),
+            (Meta::NameValue(nv), "batch") => self.batch = batch_sizes(&nv.value)?,
             (Meta::NameValue(nv), k)
                 if k == "tolerance"
                     || k == "peak"
@@ -116,22 +115,71 @@ fn expand(
                 let text = string(&nv.value)?;
                 text.parse::<vramtest_model::Limit>()
                     .map_err(|e| syn::Error::new_spanned(&nv.value, e))?;
-                limits.push(quote!((#k, #text)));
+                self.limits.push(quote!((#k, #text)));
             }
             _ => {
                 return Err(syn::Error::new_spanned(
-                    &meta,
+                    meta,
                     format!(
                         "unknown or malformed option `{key}` (expected iterations = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128])"
                     ),
                 ));
             }
         }
+        Ok(())
     }
+}
 
+/// `iterations = 5`: an integer, at least 1.
+fn iterations(value: &Expr) -> syn::Result<u32> {
+    let n = match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => i.base10_parse::<u32>()?,
+        other => {
+            return Err(syn::Error::new_spanned(
+                other,
+                "`iterations` takes an integer, like `iterations = 5`",
+            ));
+        }
+    };
+    if n == 0 {
+        return Err(syn::Error::new_spanned(
+            value,
+            "`iterations` must be at least 1",
+        ));
+    }
+    Ok(n)
+}
+
+/// `devices = "cpu, cuda"`: the devices named, each `cpu` or `cuda`.
+fn devices(value: &Expr) -> syn::Result<Vec<String>> {
+    let mut devices = Vec::new();
+    for d in string(value)?.split(',').map(str::trim) {
+        if !matches!(d, "cpu" | "cuda") {
+            return Err(syn::Error::new_spanned(
+                value,
+                format!("unknown device `{d}` (expected `cpu` or `cuda`)"),
+            ));
+        }
+        devices.push(d.to_owned());
+    }
+    Ok(devices)
+}
+
+/// The function followed by its `TestDef`, submitted to the harness's inventory.
+fn registration(func: &ItemFn, options: &Options) -> proc_macro2::TokenStream {
+    let Options {
+        iterations,
+        ignore,
+        budget,
+        limits,
+        devices,
+        batch,
+    } = options;
     let name = &func.sig.ident;
     let name_str = name.to_string();
-    Ok(quote! {
+    quote! {
         #func
 
         ::vramtest::__private::inventory::submit! {
@@ -151,7 +199,7 @@ fn expand(
                 },
             }
         }
-    })
+    }
 }
 
 /// `batch = [64, 128, 256]`: two or more distinct batch sizes, each at least 1.
@@ -268,6 +316,7 @@ fn is_unit_result(ty: &Type) -> bool {
         && matches!(args.args.first(), Some(GenericArgument::Type(Type::Tuple(t))) if t.elems.is_empty())
 }
 
+/// A string literal's value.
 fn string(e: &Expr) -> syn::Result<String> {
     match e {
         Expr::Lit(ExprLit {

@@ -338,7 +338,28 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
             incomparable: Some(why),
         };
     }
-    // Categories first: they say what grew; the peak says what it cost.
+    let mut findings: Vec<Finding> = subjects(old, new)
+        .into_iter()
+        .filter_map(|(subject, o, n)| {
+            finding(subject, o, n, old, new, policy, over_leak_ceiling.is_some())
+        })
+        .collect();
+    findings.sort_by_key(|f| match f.movement {
+        Movement::Regressed => 0,
+        Movement::Improved => 1,
+        Movement::Within => 2,
+    });
+    Comparison {
+        verdict: verdict(old, new, policy, over_budget.is_some(), &findings),
+        findings,
+        over_budget,
+        over_leak_ceiling,
+        incomparable: None,
+    }
+}
+
+/// `(subject, old, new)` per figure: categories (what grew), the peak (its cost), the leak.
+fn subjects(old: &Body, new: &Body) -> Vec<(Subject, u64, u64)> {
     let mut subjects: Vec<(Subject, u64, u64)> = Category::ALL
         .iter()
         .map(|&c| {
@@ -355,78 +376,86 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
         old.leak_bytes_per_iteration,
         new.leak_bytes_per_iteration,
     ));
+    subjects
+}
 
-    let mut findings = Vec::new();
-    for (subject, o, n) in subjects {
-        let leak = subject == Subject::Leak;
-        // A leak over its ceiling fails even when the snapshot holds the same leak.
-        if o == n && !(leak && over_leak_ceiling.is_some() && !policy.strict) {
-            continue;
-        }
-        let limit = if policy.strict {
-            Limit::EXACT
+/// The finding for a figure that went from `o` to `n`; `None` when nothing is to report.
+fn finding(
+    subject: Subject,
+    o: u64,
+    n: u64,
+    old: &Body,
+    new: &Body,
+    policy: &Policy,
+    over_leak_ceiling: bool,
+) -> Option<Finding> {
+    let leak = subject == Subject::Leak;
+    // A leak over its ceiling fails even when the snapshot holds the same leak.
+    if o == n && !(leak && over_leak_ceiling && !policy.strict) {
+        return None;
+    }
+    let limit = if policy.strict {
+        Limit::EXACT
+    } else {
+        policy.limit(subject)
+    };
+    Some(Finding {
+        subject,
+        old: o,
+        new: n,
+        limit,
+        movement: movement(leak, o, n, limit, new, policy),
+        phase: if leak {
+            None
         } else {
-            policy.limit(subject)
-        };
-        let slack = limit.slack(o);
-        let movement = if leak && !policy.strict {
-            // The leak is held to its ceiling, not to the snapshot.
-            let ceiling = policy.leak.slack(new.peak_bytes);
-            if n > ceiling {
-                Movement::Regressed
-            } else if o > ceiling {
-                Movement::Improved
-            } else {
-                Movement::Within
-            }
-        } else if policy.strict || (n > o && n - o > slack) {
+            phase_of_change(old, new, n > o)
+        },
+        strict: policy.strict,
+        ceiling: leak.then(|| policy.leak.slack(new.peak_bytes)),
+    })
+}
+
+/// How a figure moved against its limit (the leak: against its ceiling, unless strict).
+fn movement(leak: bool, o: u64, n: u64, limit: Limit, new: &Body, policy: &Policy) -> Movement {
+    let slack = limit.slack(o);
+    if leak && !policy.strict {
+        let ceiling = policy.leak.slack(new.peak_bytes);
+        if n > ceiling {
             Movement::Regressed
-        } else if n < o && o - n > slack {
+        } else if o > ceiling {
             Movement::Improved
         } else {
             Movement::Within
-        };
-        findings.push(Finding {
-            subject,
-            old: o,
-            new: n,
-            limit,
-            movement,
-            phase: if leak {
-                None
-            } else {
-                phase_of_change(old, new, n > o)
-            },
-            strict: policy.strict,
-            ceiling: leak.then(|| policy.leak.slack(new.peak_bytes)),
-        });
+        }
+    } else if policy.strict || (n > o && n - o > slack) {
+        Movement::Regressed
+    } else if n < o && o - n > slack {
+        Movement::Improved
+    } else {
+        Movement::Within
     }
-    findings.sort_by_key(|f| match f.movement {
-        Movement::Regressed => 0,
-        Movement::Improved => 1,
-        Movement::Within => 2,
-    });
+}
 
-    let verdict =
-        if over_budget.is_some() || findings.iter().any(|f| f.movement == Movement::Regressed) {
+/// The overall verdict from the findings, the budget and, under `strict`, any difference.
+fn verdict(
+    old: &Body,
+    new: &Body,
+    policy: &Policy,
+    over_budget: bool,
+    findings: &[Finding],
+) -> Verdict {
+    if over_budget || findings.iter().any(|f| f.movement == Movement::Regressed) {
+        Verdict::Regressed
+    } else if findings.iter().any(|f| f.movement == Movement::Improved) {
+        Verdict::Improved
+    } else if old != new {
+        if policy.strict {
             Verdict::Regressed
-        } else if findings.iter().any(|f| f.movement == Movement::Improved) {
-            Verdict::Improved
-        } else if old != new {
-            if policy.strict {
-                Verdict::Regressed
-            } else {
-                Verdict::WithinLimits
-            }
         } else {
-            Verdict::Unchanged
-        };
-    Comparison {
-        verdict,
-        findings,
-        over_budget,
-        over_leak_ceiling,
-        incomparable: None,
+            Verdict::WithinLimits
+        }
+    } else {
+        Verdict::Unchanged
     }
 }
 
