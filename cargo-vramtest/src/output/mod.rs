@@ -12,16 +12,16 @@ pub mod markdown;
 pub mod sites;
 pub mod table;
 
-use crate::run::Outcome;
+use crate::case::Outcome;
 use anstyle::{AnsiColor, Style};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use vramtest_model::report::{Change, Status, TestReport};
 use vramtest_model::{HumanBytes, HumanDelta, Movement, Subject};
 
-/// The whole run, for reporting.
+/// What a run gave, for the reports: every test's outcome, and how long it took.
 #[derive(Debug, Clone, Copy)]
-pub struct Run<'a> {
+pub struct Results<'a> {
     pub outcomes: &'a [Outcome],
     pub duration: Duration,
 }
@@ -202,8 +202,7 @@ pub(crate) mod fixtures {
     //! Outcomes for the output formats' tests.
 
     use super::Subject;
-    use crate::build::Binary;
-    use crate::run::{Outcome, TestCase};
+    use crate::case::{Binary, Outcome, TestCase};
     use std::sync::Arc;
     use std::time::Duration;
     use vramtest_model::report::{Change, Status, TestReport};
@@ -327,7 +326,7 @@ pub(crate) mod fixtures {
         new.peak_bytes += grown;
         let cmp = compare(&old, &new, &Policy::default());
         let mut o = outcome("mlp_adamw", Status::Regressed);
-        o.case.binary = Arc::new(crate::build::Binary {
+        o.case.binary = Arc::new(crate::case::Binary {
             package: "candle-mlp".into(),
             ..(*o.case.binary).clone()
         });

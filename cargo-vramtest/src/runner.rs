@@ -3,65 +3,19 @@
 //! at once, in the package's directory like `cargo test`. A test that panics, aborts
 //! or segfaults fails with its output; the others still run.
 
-use crate::build::Binary;
+use crate::case::{Binary, Outcome, TestCase};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use anstream::adapter::strip_str;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use vramtest_model::config::DeviceSetting;
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::{Body, HumanBytes};
-
-/// One test of one binary.
-#[derive(Debug, Clone)]
-pub struct TestCase {
-    pub binary: Arc<Binary>,
-    pub name: String,
-    pub ignored: bool,
-}
-
-impl TestCase {
-    /// `package::target::test`.
-    pub fn full_name(&self) -> String {
-        format!("{}::{}", self.binary.id(), self.name)
-    }
-
-    /// The names filters match.
-    pub fn test_name(&self) -> crate::select::TestName<'_> {
-        crate::select::TestName {
-            package: &self.binary.package,
-            target: &self.binary.target,
-            test: &self.name,
-        }
-    }
-}
-
-/// A test's result.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub case: TestCase,
-    pub report: TestReport,
-    pub duration: Duration,
-    /// The committed snapshot's body the result was judged against, for the reports'
-    /// old-against-new charts.
-    pub old: Option<Body>,
-    /// The harness's notes about the run itself (a test binary that cargo reused from
-    /// another checkout), shown once per run.
-    pub notes: Vec<String>,
-}
-
-impl Outcome {
-    /// Whether this result fails the run: a failing status, or a new result left
-    /// pending for review (as insta does).
-    pub fn fails(&self) -> bool {
-        self.report.fails()
-    }
-}
 
 /// Environment variables for the tests of each package (`VRAMTEST_*`).
 pub type PackageEnv = BTreeMap<String, Vec<(String, String)>>;
@@ -116,11 +70,6 @@ fn list_output(binary: &Binary, env: &PackageEnv, ignored: bool) -> Result<Strin
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Keeps the tests that match a filter (all when there is none); see [`crate::select`].
-pub fn matches(case: &TestCase, filters: &[String], exact: bool) -> bool {
-    case.test_name().matches_any(filters, exact)
 }
 
 /// A command for a test binary, set up as `cargo test` would run it.
@@ -213,7 +162,7 @@ pub fn run(
             });
         }
         drop(tx);
-        let mut said = std::collections::BTreeSet::new();
+        let mut said = BTreeSet::new();
         for (i, outcome) in rx {
             for note in &outcome.notes {
                 if said.insert(note.clone()) {
@@ -473,6 +422,7 @@ mod tests {
             ["note: test binary built in /a/x, testing /b/x"]
         );
     }
+
     use test_case::test_case;
 
     #[test]
@@ -494,20 +444,6 @@ mod tests {
             name: name.into(),
             ignored: false,
         }
-    }
-
-    #[test_case(&[], false, true; "no filter")]
-    #[test_case(&["adam"], false, true; "substring")]
-    #[test_case(&["sgd", "adam"], false, true; "any filter")]
-    #[test_case(&["adam"], true, false; "exact needs the whole name")]
-    #[test_case(&["mlp_adamw"], true, true; "exact")]
-    #[test_case(&["pkg::vram::mlp_adamw"], true, true; "full name")]
-    #[test_case(&["pkg::vram"], false, true; "binary id")]
-    #[test_case(&["vram::mlp_adamw"], true, true; "target and name, exact")]
-    #[test_case(&["sgd"], false, false; "no match")]
-    fn filters(filters: &[&str], exact: bool, expected: bool) {
-        let filters: Vec<String> = filters.iter().map(|s| s.to_string()).collect();
-        assert_eq!(matches(&case("mlp_adamw"), &filters, exact), expected);
     }
 
     fn report(status: Status, written: Option<&str>) -> TestReport {
