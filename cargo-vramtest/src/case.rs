@@ -66,9 +66,6 @@ pub struct Outcome {
     /// The committed snapshot's body the result was judged against, for the reports'
     /// old-against-new charts.
     pub old: Option<Body>,
-    /// The harness's notes about the run itself (a test binary that cargo reused from
-    /// another checkout), shown once per run.
-    pub notes: Vec<String>,
 }
 
 impl Outcome {

@@ -151,18 +151,15 @@ fn the_one_test(test: &str, mut cases: Vec<TestCase>) -> Result<TestCase> {
     }
 }
 
-/// Why a re-run gave no call sites: the line of the message about them, else its first
-/// line, else how the re-run ended.
+/// Why a re-run gave no call sites: the harness's reason, else the first line of the
+/// report's message, else how the re-run ended.
 fn why_no_sites(report: &TestReport) -> String {
-    let lines = || report.message.lines().map(str::trim);
-    let why = lines()
-        .find(|l| l.starts_with("call sites:"))
-        .or_else(|| lines().next())
-        .unwrap_or("");
-    if why.is_empty() {
-        format!("the re-run ended {:?}", report.status)
-    } else {
-        why.to_owned()
+    if let Some(error) = &report.sites_error {
+        return format!("call sites: {error}");
+    }
+    match report.message.lines().map(str::trim).next() {
+        Some(line) if !line.is_empty() => line.to_owned(),
+        _ => format!("the re-run ended {:?}", report.status),
     }
 }
 
@@ -171,6 +168,28 @@ mod tests {
     use super::*;
     use crate::case::Binary;
     use std::sync::Arc;
+    use vramtest_model::report::Status;
+
+    #[test]
+    fn no_sites_says_the_harnesss_reason() {
+        let mut report = TestReport::new("vram", "t", Status::Regressed);
+        report.message = "memory regression in t (cpu)\n  call sites: a note".into();
+        report.sites_error = Some("cut short after 1s (VRAMTEST_SITES_TIMEOUT)".into());
+        assert_eq!(
+            why_no_sites(&report),
+            "call sites: cut short after 1s (VRAMTEST_SITES_TIMEOUT)"
+        );
+    }
+
+    #[test]
+    fn without_a_reason_no_sites_says_how_the_rerun_ended() {
+        // A line that reads like a call-sites error is only message text.
+        let mut report = TestReport::new("vram", "t", Status::Failed);
+        report.message = "  t failed: panicked: boom\ncall sites: not a reason".into();
+        assert_eq!(why_no_sites(&report), "t failed: panicked: boom");
+        report.message = String::new();
+        assert_eq!(why_no_sites(&report), "the re-run ended Failed");
+    }
 
     fn cases(names: &[&str]) -> Vec<TestCase> {
         let binary = Arc::new(Binary {

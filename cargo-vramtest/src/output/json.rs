@@ -5,7 +5,8 @@
 //!   (`package::target`), `name` (`package::target::test`), `duration_secs`, `fails`
 //!   (whether it fails the run), then every field of the harness's `TestReport`
 //!   (`target`, `test`, `source`, `line`, `device_class`, `status`, `body`,
-//!   `old_peak_bytes`, `changes`, `message`, `diff`, `snapshot`, `written`, `output`);
+//!   `old_peak_bytes`, `changes`, `message`, `diff`, `snapshot`, `written`, `output`,
+//!   `details`, and when set `sites`, `sites_error`, `ignore_reason`, `notes`);
 //! - `"summary"`: the last line: `tests`, `counts` (by status), `pending`, `failing`,
 //!   `duration_secs` and `exit_code`.
 //!

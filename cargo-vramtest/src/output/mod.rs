@@ -88,19 +88,12 @@ fn status_word(s: Status) -> &'static str {
 pub fn status_label(r: &TestReport) -> String {
     match r.status {
         Status::New if r.is_pending() => "new (pending)".into(),
-        Status::Ignored => match ignore_reason(r) {
+        Status::Ignored => match &r.ignore_reason {
             Some(reason) => format!("ignored: {reason}"),
             None => "ignored".into(),
         },
         s => status_word(s).into(),
     }
-}
-
-/// Why an ignored test was ignored (the first line of its message), when it says.
-pub fn ignore_reason(r: &TestReport) -> Option<&str> {
-    let reason = r.message.lines().next()?.trim();
-    let reason = reason.strip_prefix("ignored: ").unwrap_or(reason);
-    (!reason.is_empty() && reason != "ignored").then_some(reason)
 }
 
 /// The color of a status.
@@ -270,8 +263,7 @@ pub(crate) mod fixtures {
                 report.body = None;
                 report.old_peak_bytes = None;
                 report.snapshot = None;
-                report.message =
-                    "no CUDA driver (vramtest was built without its `cuda` feature)".into();
+                report.ignore("no CUDA driver (vramtest was built without its `cuda` feature)");
             }
             Status::Failed => {
                 report.body = None;
@@ -294,7 +286,6 @@ pub(crate) mod fixtures {
                 ignored: false,
             },
             old: report.old_peak_bytes.map(body),
-            notes: Vec::new(),
             report,
             duration: Duration::from_millis(1250),
         }
@@ -438,19 +429,23 @@ mod tests {
         assert_eq!(Summary::of(&[]).headline(), "0 tests");
     }
 
-    #[test_case::test_case("no CUDA driver", Some("no CUDA driver"); "a reason")]
-    #[test_case::test_case("ignored: too slow for CI\nmore", Some("too slow for CI"); "first line, prefix dropped")]
-    #[test_case::test_case("ignored", None; "no reason")]
-    #[test_case::test_case("", None; "empty")]
-    fn ignored_tests_say_why(message: &str, expected: Option<&str>) {
+    #[test_case::test_case("no CUDA driver", "ignored: no CUDA driver"; "a reason")]
+    #[test_case::test_case("", "ignored"; "no reason")]
+    fn ignored_tests_say_why(reason: &str, expected: &str) {
         let mut o = outcome("slow", Status::Ignored);
-        o.report.message = message.into();
-        assert_eq!(ignore_reason(&o.report), expected);
-        let label = status_label(&o.report);
-        match expected {
-            Some(reason) => assert_eq!(label, format!("ignored: {reason}")),
-            None => assert_eq!(label, "ignored"),
-        }
+        o.report.ignore(reason);
+        assert_eq!(status_label(&o.report), expected);
+    }
+
+    #[test]
+    fn the_reason_comes_from_its_field_not_the_message() {
+        let mut o = outcome("slow", Status::Ignored);
+        o.report.ignore("");
+        o.report.message = "ignored: too slow for CI\nmore".into();
+        assert_eq!(status_label(&o.report), "ignored");
+        o.report.ignore_reason = Some("too slow for CI".into());
+        o.report.message = "something else".into();
+        assert_eq!(status_label(&o.report), "ignored: too slow for CI");
     }
 
     #[test]
