@@ -14,19 +14,9 @@
 //! cargo vramtest show TEST                      one snapshot's tables
 //! ```
 //!
-//! Exit codes: 0 every test passed; 1 a memory regression, a failing or crashing
-//! test, a missing snapshot in check mode, or a new result pending review; 2 a usage,
-//! configuration or snapshot-format error, a filter that matches no test, or a report
-//! that could not be written (after the table and annotations); 101 the build failed.
-//!
-//! `--message-format json` prints one JSON object per line (`"format_version": 1`):
-//! each test's report (`"type": "test"`), then a summary (`"type": "summary"`); see
-//! [`output::json`]. `--junit PATH` and `--markdown PATH` write reports; under GitHub
-//! Actions, failures become `::error` annotations at the test's line and the markdown
-//! report is appended to the job summary.
-//!
-//! Configuration: `[workspace.metadata.vramtest]` and `[package.metadata.vramtest]`
-//! (keys `iterations`, `device`, `budget`, `tolerance`, `limits`); see [`config`].
+//! This file parses the command line ([`cli`]) and hands it to the subcommand's module
+//! in [`commands`]; the exit codes are [`cli::EXIT_CODES`], the JSON lines are
+//! described in [`output::json`], the configuration keys in [`config`].
 
 mod build;
 mod case;

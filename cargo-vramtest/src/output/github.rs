@@ -1,7 +1,7 @@
 //! Under GitHub Actions (`GITHUB_ACTIONS=true`): an `::error` workflow command per
 //! failing test, at the test function's line (a malformed snapshot: at the snapshot's
 //! line), and a `::notice` per improvement. The markdown report goes to the job summary
-//! (`$GITHUB_STEP_SUMMARY`) from `main`.
+//! (`$GITHUB_STEP_SUMMARY`) from the `run` command.
 
 use super::Results;
 use crate::case::Outcome;

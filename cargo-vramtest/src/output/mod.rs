@@ -1,6 +1,8 @@
-//! Reports of a run: the terminal table, JSON lines, JUnit XML, a markdown PR comment,
-//! and GitHub Actions annotations. Each format is a pure function of the outcomes;
-//! this module holds what they share (the rows of the table, the summary).
+//! What the commands print and write. For a run: the terminal table, JSON lines, JUnit
+//! XML, a markdown PR comment, an HTML page and GitHub Actions annotations, each a pure
+//! function of the [`Results`]; this module holds what they share (the rows of the
+//! table, the summary, status labels). For `list` and `show`: their tables, what fits,
+//! and call sites.
 
 pub mod fits;
 pub mod github;
