@@ -1,7 +1,7 @@
 //! What `cargo vramtest` costs over `cargo test`: both run the same, already built
 //! `vram` target of a copy of `fixtures/candle-mlp` (two tests, passing against fresh
 //! snapshots), alternately, several rounds; the ratio of the median wall times is the
-//! overhead (target: at most 1.15×).
+//! overhead.
 //!
 //! `cargo bench -p cargo-vramtest` (set `VRAMTEST_BENCH_ROUNDS` for more rounds).
 

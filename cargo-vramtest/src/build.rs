@@ -2,36 +2,17 @@
 //! executables in cargo's JSON messages. cargo's own messages (warnings, errors, the
 //! `Compiling` lines) reach the user as cargo printed them.
 
-use crate::cli::BuildArgs;
+use crate::case::Binary;
 use crate::discover::{Package, Workspace, cargo};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use cargo_metadata::{Message, TargetKind};
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-/// A built test executable of one vramtest target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Binary {
-    pub package: String,
-    /// The cargo target name (`vram`).
-    pub target: String,
-    pub path: PathBuf,
-    /// The package's directory: the working directory of its tests.
-    pub package_dir: PathBuf,
-    pub package_version: String,
-}
-
-impl Binary {
-    /// nextest's binary id: `package::target`.
-    pub fn id(&self) -> String {
-        format!("{}::{}", self.package, self.target)
-    }
-}
-
-/// The arguments of `cargo test --no-run` for these packages.
-pub fn cargo_args(ws: &Workspace, build: &BuildArgs, color: &str) -> Vec<String> {
+/// The arguments of `cargo test --no-run` for these packages, ending with `flags`
+/// (features, profile, `--locked`, …).
+pub fn cargo_args(ws: &Workspace, flags: &[String], color: &str) -> Vec<String> {
     let mut args: Vec<String> = [
         "test",
         "--no-run",
@@ -53,38 +34,19 @@ pub fn cargo_args(ws: &Workspace, build: &BuildArgs, color: &str) -> Vec<String>
         args.push("--test".into());
         args.push(t.clone());
     }
-    let features: Vec<&str> = build
-        .features
-        .iter()
-        .flat_map(|f| f.split([',', ' ']))
-        .filter(|f| !f.is_empty())
-        .collect();
-    if !features.is_empty() {
-        args.push("--features".into());
-        args.push(features.join(","));
-    }
-    if build.all_features {
-        args.push("--all-features".into());
-    }
-    if build.no_default_features {
-        args.push("--no-default-features".into());
-    }
-    if build.release {
-        args.push("--release".into());
-    }
-    args.extend(build.cargo_flags());
+    args.extend(flags.iter().cloned());
     args
 }
 
-/// Builds the workspace's vramtest targets; returns one executable per target, in
-/// package then target order.
+/// Builds the workspace's vramtest targets with cargo's `flags`; returns one executable
+/// per target, in package then target order.
 pub fn build(
     ws: &Workspace,
-    build: &BuildArgs,
+    flags: &[String],
     color: &str,
     progress: &Progress,
 ) -> Result<Vec<Binary>> {
-    let args = cargo_args(ws, build, color);
+    let args = cargo_args(ws, flags, color);
     let mut cmd = Command::new(cargo());
     cmd.args(&args)
         .current_dir(&ws.root)
@@ -181,21 +143,16 @@ mod tests {
     }
 
     #[test]
-    fn builds_only_our_targets_with_cargos_flags() {
-        let build = BuildArgs {
-            features: vec!["x,y".into(), "z".into()],
-            all_features: false,
-            no_default_features: true,
-            release: true,
-            locked: true,
-            ..BuildArgs::default()
-        };
-        let args = cargo_args(&ws(), &build, "never").join(" ");
+    fn builds_only_our_targets_with_the_flags_given() {
+        let flags: Vec<String> = ["--features", "x,y,z", "--no-default-features", "--release"]
+            .map(String::from)
+            .into();
+        let args = cargo_args(&ws(), &flags, "never").join(" ");
         assert_eq!(
             args,
             "test --no-run --message-format=json-render-diagnostics --color never \
              --manifest-path /w/Cargo.toml --package a@0.1.0 --package b@0.1.0 \
-             --test mem --test vram --features x,y,z --no-default-features --release --locked"
+             --test mem --test vram --features x,y,z --no-default-features --release"
         );
     }
 

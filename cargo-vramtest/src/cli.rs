@@ -135,6 +135,33 @@ impl BuildArgs {
         .map(|(_, flag)| flag.to_owned())
         .collect()
     }
+
+    /// The flags of `cargo test --no-run`: the features (comma- or space-separated,
+    /// joined into one `--features`), the profile, then [`BuildArgs::cargo_flags`].
+    pub fn test_flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        let features: Vec<&str> = self
+            .features
+            .iter()
+            .flat_map(|f| f.split([',', ' ']))
+            .filter(|f| !f.is_empty())
+            .collect();
+        if !features.is_empty() {
+            flags.push("--features".into());
+            flags.push(features.join(","));
+        }
+        for (on, flag) in [
+            (self.all_features, "--all-features"),
+            (self.no_default_features, "--no-default-features"),
+            (self.release, "--release"),
+        ] {
+            if on {
+                flags.push(flag.to_owned());
+            }
+        }
+        flags.extend(self.cargo_flags());
+        flags
+    }
 }
 
 /// Which tests to run.
@@ -405,6 +432,28 @@ mod tests {
         assert_eq!(run.report.message_format, MessageFormat::Json);
         assert_eq!(run.build.features, ["a,b"]);
         assert!(run.build.release);
+    }
+
+    #[test]
+    fn build_flags_become_cargos_flags() {
+        let build = BuildArgs {
+            features: vec!["x,y".into(), "z".into()],
+            all_features: false,
+            no_default_features: true,
+            release: true,
+            locked: true,
+            ..BuildArgs::default()
+        };
+        assert_eq!(
+            build.test_flags().join(" "),
+            "--features x,y,z --no-default-features --release --locked"
+        );
+        assert_eq!(build.cargo_flags(), ["--locked"]);
+        let none = BuildArgs {
+            features: vec![", ".into()],
+            ..BuildArgs::default()
+        };
+        assert!(none.test_flags().is_empty());
     }
 
     #[test]

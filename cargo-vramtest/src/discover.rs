@@ -64,10 +64,11 @@ pub fn discover(selection: &Selection, flags: Vec<String>) -> Result<Workspace> 
             other => other.to_string(),
         },
     })?;
-    select(&metadata, selection)
+    select_packages(&metadata, selection)
 }
 
-fn select(metadata: &Metadata, selection: &Selection) -> Result<Workspace> {
+/// The workspace's members that `selection` names and that have vramtest targets.
+fn select_packages(metadata: &Metadata, selection: &Selection) -> Result<Workspace> {
     let root = metadata.workspace_root.clone().into_std_path_buf();
     let ws_manifest = root.join("Cargo.toml");
     let members = metadata.workspace_packages();

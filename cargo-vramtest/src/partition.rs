@@ -10,7 +10,7 @@
 //! Partitioning applies after the name filters, and ignored tests are dropped before
 //! it, as nextest does: they neither run in a shard nor take a place in the count.
 
-use crate::run::TestCase;
+use crate::case::TestCase;
 use std::fmt;
 use std::str::FromStr;
 use xxhash_rust::xxh64::xxh64;
@@ -81,7 +81,7 @@ impl fmt::Display for Partition {
 impl Partition {
     /// The tests of this shard, each with its shard, from the filtered list (sorted by
     /// binary, then name). Ignored tests are dropped first.
-    pub fn select(&self, cases: Vec<TestCase>) -> Vec<(TestCase, u64)> {
+    pub fn this_shard(&self, cases: Vec<TestCase>) -> Vec<(TestCase, u64)> {
         let cases: Vec<TestCase> = cases.into_iter().filter(|c| !c.ignored).collect();
         let ids: Vec<(String, &str)> = cases
             .iter()
@@ -193,7 +193,7 @@ mod tests {
         tests
             .iter()
             .map(|(target, name, ignored)| TestCase {
-                binary: std::sync::Arc::new(crate::build::Binary {
+                binary: std::sync::Arc::new(crate::case::Binary {
                     package: "p".into(),
                     target: (*target).into(),
                     path: "/x".into(),
@@ -223,7 +223,7 @@ mod tests {
         ]);
         let p: Partition = partition.parse().unwrap();
         let got: Vec<String> = p
-            .select(tests)
+            .this_shard(tests)
             .iter()
             .map(|(c, s)| {
                 assert_eq!(*s, p.shard);

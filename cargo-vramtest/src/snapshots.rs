@@ -4,7 +4,7 @@
 
 use crate::discover::Workspace;
 use crate::error::{Error, Result};
-use crate::select::{self, TestName};
+use crate::filter::{self, TestName};
 use std::path::{Path, PathBuf};
 use vramtest_model::snapshot;
 
@@ -24,7 +24,7 @@ pub struct SnapshotFile {
 }
 
 impl SnapshotFile {
-    /// The names filters match (see [`crate::select`]).
+    /// The names filters match (see [`crate::filter`]).
     pub fn test_name(&self) -> TestName<'_> {
         TestName {
             package: &self.package,
@@ -110,7 +110,7 @@ pub fn scan(ws: &Workspace) -> Result<Vec<SnapshotFile>> {
 }
 
 /// Whether a file's test matches the filters (all when there is none); see
-/// [`crate::select`].
+/// [`crate::filter`].
 pub fn matches(file: &SnapshotFile, filters: &[String], exact: bool) -> bool {
     file.test_name().matches_any(filters, exact)
 }
@@ -121,11 +121,11 @@ pub fn matches(file: &SnapshotFile, filters: &[String], exact: bool) -> bool {
 pub fn pending(ws: &Workspace, filters: &[String], exact: bool) -> Result<Vec<SnapshotFile>> {
     let files = scan(ws)?;
     let names: Vec<TestName<'_>> = files.iter().map(SnapshotFile::test_name).collect();
-    if let Some(filter) = select::unmatched(&names, filters, exact).first() {
+    if let Some(typo) = filter::unmatched(&names, filters, exact).first() {
         return Err(Error::NoMatch {
-            filter: (*filter).to_owned(),
+            filter: (*typo).to_owned(),
             among: format!("the snapshot files of {}", ws.root.display()),
-            closest: select::closest(&names, filter),
+            closest: filter::closest(&names, typo),
         });
     }
     Ok(files
@@ -181,7 +181,7 @@ pub fn find<'a>(
                 _ => {
                     let names: Vec<TestName<'_>> =
                         files.iter().map(SnapshotFile::test_name).collect();
-                    match select::closest(&names, test).as_slice() {
+                    match filter::closest(&names, test).as_slice() {
                         [] => "`cargo vramtest list` shows the tests and their snapshots".into(),
                         closest => format!(
                             "did you mean {}? `cargo vramtest list` shows the tests and their snapshots",

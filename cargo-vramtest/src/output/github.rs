@@ -1,10 +1,10 @@
 //! Under GitHub Actions (`GITHUB_ACTIONS=true`): an `::error` workflow command per
 //! failing test, at the test function's line (a malformed snapshot: at the snapshot's
 //! line), and a `::notice` per improvement. The markdown report goes to the job summary
-//! (`$GITHUB_STEP_SUMMARY`) from `main`.
+//! (`$GITHUB_STEP_SUMMARY`) from the `run` command.
 
-use super::Run;
-use crate::run::Outcome;
+use super::Results;
+use crate::case::Outcome;
 use std::path::{Path, PathBuf};
 use vramtest_model::report::Status;
 
@@ -46,8 +46,9 @@ pub fn command(
 
 /// The annotations of a run. Paths are relative to `base`: the repository
 /// (`$GITHUB_WORKSPACE`) when the workspace is inside it, else the workspace root.
-pub fn annotations(run: Run<'_>, base: &Path) -> Vec<String> {
-    run.outcomes
+pub fn annotations(results: Results<'_>, base: &Path) -> Vec<String> {
+    results
+        .outcomes
         .iter()
         .filter_map(|o| annotation(o, base))
         .collect()
@@ -142,11 +143,11 @@ mod tests {
     #[test]
     fn one_annotation_per_failure_at_the_tests_line() {
         let outcomes = mixed();
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::ZERO,
         };
-        let lines = annotations(run, Path::new("/w"));
+        let lines = annotations(results, Path::new("/w"));
         assert_eq!(lines.len(), 4, "{lines:#?}");
         assert!(lines[0].starts_with(
             "::error file=mlp/tests/vram.rs,line=15,title=mlp%3A%3Avram%3A%3Aadamw%3A regressed::memory regression in adamw (cpu)%0A"

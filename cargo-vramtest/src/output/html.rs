@@ -2,19 +2,23 @@
 //! nothing loaded from the network), so it opens from a downloaded CI artifact. The
 //! page itself is drawn by `vramtest-chart`; this module maps outcomes onto it.
 
-use super::Run;
-use crate::run::Outcome;
+use super::Results;
+use crate::case::Outcome;
 use vramtest_chart::{Report, Status as PageStatus, TestEntry, Timeline};
 use vramtest_model::report::Status;
 
 /// The page of a run. `timeline` finds the recorded timeline of a test, when there
 /// is one.
 pub fn render(
-    run: Run<'_>,
+    results: Results<'_>,
     title: &str,
     timeline: impl Fn(&Outcome) -> Option<Timeline>,
 ) -> String {
-    let tests = run.outcomes.iter().map(|o| entry(o, timeline(o))).collect();
+    let tests = results
+        .outcomes
+        .iter()
+        .map(|o| entry(o, timeline(o)))
+        .collect();
     vramtest_chart::html_report(&Report {
         title: title.to_owned(),
         tests,
@@ -73,11 +77,11 @@ mod tests {
     #[test]
     fn every_test_is_on_the_page_with_its_status() {
         let outcomes = mixed();
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::ZERO,
         };
-        let page = render(run, "cargo vramtest: mlp", |_| None);
+        let page = render(results, "cargo vramtest: mlp", |_| None);
         for o in &outcomes {
             assert!(page.contains(&o.case.full_name()), "{}", o.case.full_name());
         }
@@ -88,11 +92,11 @@ mod tests {
     #[test]
     fn a_regression_shows_its_message_and_diff() {
         let outcomes = [regression()];
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::ZERO,
         };
-        let page = render(run, "t", |_| None);
+        let page = render(results, "t", |_| None);
         assert!(page.contains("memory regression in mlp_adamw"), "{page}");
         assert!(page.contains("peak_bytes"), "the diff is on the page");
     }

@@ -5,7 +5,8 @@
 //!   (`package::target`), `name` (`package::target::test`), `duration_secs`, `fails`
 //!   (whether it fails the run), then every field of the harness's `TestReport`
 //!   (`target`, `test`, `source`, `line`, `device_class`, `status`, `body`,
-//!   `old_peak_bytes`, `changes`, `message`, `diff`, `snapshot`, `written`, `output`);
+//!   `old_peak_bytes`, `changes`, `message`, `diff`, `snapshot`, `written`, `output`,
+//!   `details`, and when set `sites`, `sites_error`, `ignore_reason`, `notes`);
 //! - `"summary"`: the last line: `tests`, `counts` (by status), `pending`, `failing`,
 //!   `duration_secs` and `exit_code`.
 //!
@@ -13,8 +14,8 @@
 //! [`super::list`]): `package`, `binary_id`, `name`, `test`, `ignored`, `shard` (with
 //! `--partition`) and `snapshots`.
 
-use super::{Run, Summary};
-use crate::run::Outcome;
+use super::{Results, Summary};
+use crate::case::Outcome;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use vramtest_model::report::TestReport;
@@ -67,7 +68,7 @@ pub fn test_line(o: &Outcome) -> String {
     serde_json::to_string(&test_object(o)).expect("reports serialize")
 }
 
-fn summary_object(run: Run<'_>, summary: &Summary) -> SummaryLine {
+fn summary_object(results: Results<'_>, summary: &Summary) -> SummaryLine {
     SummaryLine {
         format_version: FORMAT_VERSION,
         kind: "summary",
@@ -79,24 +80,24 @@ fn summary_object(run: Run<'_>, summary: &Summary) -> SummaryLine {
             .collect(),
         pending: summary.pending,
         failing: summary.failing,
-        duration_secs: run.duration.as_secs_f64(),
+        duration_secs: results.duration.as_secs_f64(),
         exit_code: summary.exit_code,
     }
 }
 
 /// The summary line.
-pub fn summary_line(run: Run<'_>, summary: &Summary) -> String {
-    serde_json::to_string(&summary_object(run, summary)).expect("summaries serialize")
+pub fn summary_line(results: Results<'_>, summary: &Summary) -> String {
+    serde_json::to_string(&summary_object(results, summary)).expect("summaries serialize")
 }
 
 /// Every line of a run.
-pub fn render(run: Run<'_>, summary: &Summary) -> String {
+pub fn render(results: Results<'_>, summary: &Summary) -> String {
     let mut out = String::new();
-    for o in run.outcomes {
+    for o in results.outcomes {
         out += &test_line(o);
         out.push('\n');
     }
-    out += &summary_line(run, summary);
+    out += &summary_line(results, summary);
     out.push('\n');
     out
 }
@@ -111,11 +112,11 @@ mod tests {
     #[test]
     fn one_object_per_line_then_a_summary() {
         let outcomes = mixed();
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::from_secs(2),
         };
-        let text = render(run, &Summary::of(&outcomes));
+        let text = render(results, &Summary::of(&outcomes));
         let lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -152,17 +153,18 @@ mod tests {
     #[test]
     fn the_readme_example_is_what_a_run_prints() {
         let outcomes = [regression()];
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::from_millis(1250),
         };
         let test = serde_json::to_string_pretty(&test_object(&outcomes[0])).unwrap();
         let summary =
-            serde_json::to_string_pretty(&summary_object(run, &Summary::of(&outcomes))).unwrap();
+            serde_json::to_string_pretty(&summary_object(results, &Summary::of(&outcomes)))
+                .unwrap();
         // What `--message-format json` prints, one object a line, pretty-printed.
         for (pretty, line) in [
             (&test, test_line(&outcomes[0])),
-            (&summary, summary_line(run, &Summary::of(&outcomes))),
+            (&summary, summary_line(results, &Summary::of(&outcomes))),
         ] {
             let a: Value = serde_json::from_str(pretty).unwrap();
             let b: Value = serde_json::from_str(&line).unwrap();

@@ -2,15 +2,15 @@
 //! binary (`package::target`), one case per test; a failing test carries its message,
 //! the snapshot diff and the test's output; each case records its peak as a property.
 
-use super::Run;
+use super::Results;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::collections::BTreeMap;
 use vramtest_model::report::Status;
 
 /// The XML text of a run.
-pub fn render(run: Run<'_>) -> String {
+pub fn render(results: Results<'_>) -> String {
     let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
-    for o in run.outcomes {
+    for o in results.outcomes {
         let r = &o.report;
         let mut status = match r.status {
             Status::Ignored => TestCaseStatus::skipped(),
@@ -26,7 +26,7 @@ pub fn render(run: Run<'_>) -> String {
         };
         if r.status == Status::Ignored {
             // JUnit's `<skipped message="…">`: the reason, where there is one.
-            status.set_message(super::ignore_reason(r).unwrap_or("ignored"));
+            status.set_message(r.ignore_reason.as_deref().unwrap_or("ignored"));
         } else if !matches!(status, TestCaseStatus::Success { .. }) {
             status.set_message(r.message.lines().next().unwrap_or(r.status.as_str()));
             status.set_type(r.status.as_str());
@@ -57,7 +57,7 @@ pub fn render(run: Run<'_>) -> String {
     }
     let mut report = Report::new("cargo-vramtest");
     report
-        .set_time(run.duration)
+        .set_time(results.duration)
         .add_test_suites(suites.into_values());
     report.to_string().expect("a JUnit report serializes")
 }
@@ -71,7 +71,7 @@ mod tests {
     #[test]
     fn a_case_per_test_a_suite_per_binary() {
         let outcomes = mixed();
-        let xml = render(Run {
+        let xml = render(Results {
             outcomes: &outcomes,
             duration: Duration::from_secs(3),
         });

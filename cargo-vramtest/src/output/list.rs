@@ -3,8 +3,8 @@
 
 use super::json::FORMAT_VERSION;
 use super::table::grid;
+use crate::case::TestCase;
 use crate::partition::Partition;
-use crate::run::TestCase;
 use anstyle::Style;
 
 /// One listed test.

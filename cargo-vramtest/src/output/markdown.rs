@@ -2,7 +2,7 @@
 //! starts with a hidden marker line, so a bot can find and update its own comment,
 //! then the run's table and one collapsible `<details>` block per failure.
 
-use super::{Row, Run, Summary};
+use super::{Results, Row, Summary};
 use std::fmt::Write as _;
 use vramtest_model::report::Status;
 
@@ -17,15 +17,15 @@ const OUTPUT_LINES: usize = 60;
 pub const MAX_BYTES: usize = 60_000;
 
 /// The markdown text of a run.
-pub fn render(run: Run<'_>, summary: &Summary) -> String {
+pub fn render(results: Results<'_>, summary: &Summary) -> String {
     let mut out = String::new();
     let mark = if summary.exit_code == 0 { "✅" } else { "❌" };
     let _ = writeln!(out, "{MARKER}");
     let _ = writeln!(out, "### cargo-vramtest {mark} {}\n", summary.headline());
-    if !run.outcomes.is_empty() {
+    if !results.outcomes.is_empty() {
         out += "| Test | Peak | Change | Worst category | Status |\n";
         out += "| :--- | ---: | ---: | :--- | :--- |\n";
-        for o in run.outcomes {
+        for o in results.outcomes {
             let r = Row::of(o);
             let _ = writeln!(
                 out,
@@ -39,7 +39,7 @@ pub fn render(run: Run<'_>, summary: &Summary) -> String {
             );
         }
     }
-    let failing: Vec<_> = run.outcomes.iter().filter(|o| o.fails()).collect();
+    let failing: Vec<_> = results.outcomes.iter().filter(|o| o.fails()).collect();
     for (shown, o) in failing.iter().enumerate() {
         let block = failure_block(o);
         if out.len() + block.len() > MAX_BYTES {
@@ -61,7 +61,7 @@ pub fn render(run: Run<'_>, summary: &Summary) -> String {
 
 /// One collapsible block: the message, a chart of old against new per category,
 /// the diff and the end of the test's output.
-fn failure_block(o: &crate::run::Outcome) -> String {
+fn failure_block(o: &crate::case::Outcome) -> String {
     let mut out = String::new();
     let r = &o.report;
     let _ = write!(
@@ -145,21 +145,21 @@ mod tests {
     #[test]
     fn a_pull_request_comment() {
         let outcomes = mixed();
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::from_secs(2),
         };
-        insta::assert_snapshot!(render(run, &Summary::of(&outcomes)));
+        insta::assert_snapshot!(render(results, &Summary::of(&outcomes)));
     }
 
     #[test]
     fn a_failure_charts_old_against_new() {
         let outcomes = [regression()];
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::ZERO,
         };
-        let text = render(run, &Summary::of(&outcomes));
+        let text = render(results, &Summary::of(&outcomes));
         let chart = text.split("```mermaid\n").nth(1).expect("a mermaid block");
         assert!(chart.starts_with("xychart-beta\n"), "{chart}");
         assert!(chart.contains("\"activations\""), "{chart}");
@@ -170,11 +170,11 @@ mod tests {
         let outcomes: Vec<_> = (0..400)
             .map(|i| outcome(&format!("t{i}"), Status::Regressed))
             .collect();
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::ZERO,
         };
-        let text = render(run, &Summary::of(&outcomes));
+        let text = render(results, &Summary::of(&outcomes));
         assert!(text.len() <= MAX_BYTES + 1_000, "{} bytes", text.len());
         assert!(text.contains("more failing tests left out"), "{text}");
         assert!(text.contains("cargo vramtest --html"));
@@ -183,11 +183,11 @@ mod tests {
     #[test]
     fn a_clean_run() {
         let outcomes = [outcome("sgd", vramtest_model::report::Status::Passed)];
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::ZERO,
         };
-        let text = render(run, &Summary::of(&outcomes));
+        let text = render(results, &Summary::of(&outcomes));
         assert!(text.starts_with(&format!(
             "{MARKER}\n### cargo-vramtest ✅ 1 test: 1 passed\n"
         )));

@@ -1,6 +1,8 @@
-//! Reports of a run: the terminal table, JSON lines, JUnit XML, a markdown PR comment,
-//! and GitHub Actions annotations. Each format is a pure function of the outcomes;
-//! this module holds what they share (the rows of the table, the summary).
+//! What the commands print and write. For a run: the terminal table, JSON lines, JUnit
+//! XML, a markdown PR comment, an HTML page and GitHub Actions annotations, each a pure
+//! function of the [`Results`]; this module holds what they share (the rows of the
+//! table, the summary, status labels). For `list` and `show`: their tables, what fits,
+//! and call sites.
 
 pub mod fits;
 pub mod github;
@@ -12,16 +14,16 @@ pub mod markdown;
 pub mod sites;
 pub mod table;
 
-use crate::run::Outcome;
+use crate::case::Outcome;
 use anstyle::{AnsiColor, Style};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use vramtest_model::report::{Change, Status, TestReport};
 use vramtest_model::{HumanBytes, HumanDelta, Movement, Subject};
 
-/// The whole run, for reporting.
+/// What a run gave, for the reports: every test's outcome, and how long it took.
 #[derive(Debug, Clone, Copy)]
-pub struct Run<'a> {
+pub struct Results<'a> {
     pub outcomes: &'a [Outcome],
     pub duration: Duration,
 }
@@ -88,19 +90,12 @@ fn status_word(s: Status) -> &'static str {
 pub fn status_label(r: &TestReport) -> String {
     match r.status {
         Status::New if r.is_pending() => "new (pending)".into(),
-        Status::Ignored => match ignore_reason(r) {
+        Status::Ignored => match &r.ignore_reason {
             Some(reason) => format!("ignored: {reason}"),
             None => "ignored".into(),
         },
         s => status_word(s).into(),
     }
-}
-
-/// Why an ignored test was ignored (the first line of its message), when it says.
-pub fn ignore_reason(r: &TestReport) -> Option<&str> {
-    let reason = r.message.lines().next()?.trim();
-    let reason = reason.strip_prefix("ignored: ").unwrap_or(reason);
-    (!reason.is_empty() && reason != "ignored").then_some(reason)
 }
 
 /// The color of a status.
@@ -202,8 +197,7 @@ pub(crate) mod fixtures {
     //! Outcomes for the output formats' tests.
 
     use super::Subject;
-    use crate::build::Binary;
-    use crate::run::{Outcome, TestCase};
+    use crate::case::{Binary, Outcome, TestCase};
     use std::sync::Arc;
     use std::time::Duration;
     use vramtest_model::report::{Change, Status, TestReport};
@@ -271,8 +265,7 @@ pub(crate) mod fixtures {
                 report.body = None;
                 report.old_peak_bytes = None;
                 report.snapshot = None;
-                report.message =
-                    "no CUDA driver (vramtest was built without its `cuda` feature)".into();
+                report.ignore("no CUDA driver (vramtest was built without its `cuda` feature)");
             }
             Status::Failed => {
                 report.body = None;
@@ -295,7 +288,6 @@ pub(crate) mod fixtures {
                 ignored: false,
             },
             old: report.old_peak_bytes.map(body),
-            notes: Vec::new(),
             report,
             duration: Duration::from_millis(1250),
         }
@@ -327,7 +319,7 @@ pub(crate) mod fixtures {
         new.peak_bytes += grown;
         let cmp = compare(&old, &new, &Policy::default());
         let mut o = outcome("mlp_adamw", Status::Regressed);
-        o.case.binary = Arc::new(crate::build::Binary {
+        o.case.binary = Arc::new(crate::case::Binary {
             package: "candle-mlp".into(),
             ..(*o.case.binary).clone()
         });
@@ -439,19 +431,23 @@ mod tests {
         assert_eq!(Summary::of(&[]).headline(), "0 tests");
     }
 
-    #[test_case::test_case("no CUDA driver", Some("no CUDA driver"); "a reason")]
-    #[test_case::test_case("ignored: too slow for CI\nmore", Some("too slow for CI"); "first line, prefix dropped")]
-    #[test_case::test_case("ignored", None; "no reason")]
-    #[test_case::test_case("", None; "empty")]
-    fn ignored_tests_say_why(message: &str, expected: Option<&str>) {
+    #[test_case::test_case("no CUDA driver", "ignored: no CUDA driver"; "a reason")]
+    #[test_case::test_case("", "ignored"; "no reason")]
+    fn ignored_tests_say_why(reason: &str, expected: &str) {
         let mut o = outcome("slow", Status::Ignored);
-        o.report.message = message.into();
-        assert_eq!(ignore_reason(&o.report), expected);
-        let label = status_label(&o.report);
-        match expected {
-            Some(reason) => assert_eq!(label, format!("ignored: {reason}")),
-            None => assert_eq!(label, "ignored"),
-        }
+        o.report.ignore(reason);
+        assert_eq!(status_label(&o.report), expected);
+    }
+
+    #[test]
+    fn the_reason_comes_from_its_field_not_the_message() {
+        let mut o = outcome("slow", Status::Ignored);
+        o.report.ignore("");
+        o.report.message = "ignored: too slow for CI\nmore".into();
+        assert_eq!(status_label(&o.report), "ignored");
+        o.report.ignore_reason = Some("too slow for CI".into());
+        o.report.message = "something else".into();
+        assert_eq!(status_label(&o.report), "ignored: too slow for CI");
     }
 
     #[test]

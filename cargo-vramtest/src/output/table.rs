@@ -2,7 +2,7 @@
 //! and `show`'s per-category and per-phase tables of one snapshot. Text carries ANSI
 //! styles; `anstream` strips them where color is off.
 
-use super::{Row, Run, Summary, status_style};
+use super::{Results, Row, Summary, status_style};
 use anstyle::{AnsiColor, Style};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -48,10 +48,10 @@ pub fn grid(headers: &[&str], rows: &[Vec<Cell>], right: &[bool]) -> String {
 }
 
 /// The whole human report of a run.
-pub fn render(run: Run<'_>, summary: &Summary) -> String {
+pub fn render(results: Results<'_>, summary: &Summary) -> String {
     let mut out = String::new();
-    if !run.outcomes.is_empty() {
-        let rows: Vec<Vec<Cell>> = run
+    if !results.outcomes.is_empty() {
+        let rows: Vec<Vec<Cell>> = results
             .outcomes
             .iter()
             .map(|o| {
@@ -72,7 +72,7 @@ pub fn render(run: Run<'_>, summary: &Summary) -> String {
             &[false, true, true, false, false],
         );
     }
-    for o in run.outcomes.iter().filter(|o| o.fails()) {
+    for o in results.outcomes.iter().filter(|o| o.fails()) {
         let style = status_style(o.report.status, true);
         let _ = write!(
             out,
@@ -106,7 +106,7 @@ pub fn render(run: Run<'_>, summary: &Summary) -> String {
         out,
         "\n{style}{}{style:#} ({:.2}s)",
         summary.headline(),
-        run.duration.as_secs_f64()
+        results.duration.as_secs_f64()
     );
     if summary.pending > 0 {
         out += "hint: review the pending results with `cargo vramtest review`, or accept them all with `cargo vramtest accept`\n";
@@ -232,11 +232,11 @@ mod tests {
     #[test]
     fn the_run_table() {
         let outcomes = mixed();
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::from_millis(4321),
         };
-        let text = strip_str(&render(run, &Summary::of(&outcomes))).to_string();
+        let text = strip_str(&render(results, &Summary::of(&outcomes))).to_string();
         assert!(
             !text.contains("──── mlp::vram::sgd"),
             "passing tests get no block"
@@ -247,22 +247,22 @@ mod tests {
     #[test]
     fn a_failure_block_colors_its_diff() {
         let outcomes = [regression()];
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::from_millis(1250),
         };
         // The styles themselves are part of the design: pinned as escape codes.
-        insta::assert_snapshot!(render(run, &Summary::of(&outcomes)));
+        insta::assert_snapshot!(render(results, &Summary::of(&outcomes)));
     }
 
     #[test]
     fn a_clean_run_is_one_table_and_a_line() {
         let outcomes = [outcome("sgd", Status::Passed)];
-        let run = Run {
+        let results = Results {
             outcomes: &outcomes,
             duration: Duration::ZERO,
         };
-        let text = strip_str(&render(run, &Summary::of(&outcomes))).to_string();
+        let text = strip_str(&render(results, &Summary::of(&outcomes))).to_string();
         assert_eq!(text.lines().count(), 4, "{text}");
         assert!(!text.contains("hint:"));
     }

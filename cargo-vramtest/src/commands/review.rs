@@ -1,17 +1,54 @@
-//! `review`: each pending result beside its snapshot: what moved (under the package's
-//! configured limits, as the harness judges it), the diff of the two files, then
-//! accept, reject or skip. Without a terminal it only prints, and the caller exits 1
+//! `cargo vramtest review`: each pending result beside its snapshot: what moved (under
+//! the package's configured limits, as the harness judges it), the diff of the two
+//! files, then accept, reject or skip. Without a terminal it only prints, and exits 1
 //! while pending files exist.
 
+use crate::cli::SnapshotArgs;
+use crate::discover;
 use crate::error::{Error, Result};
 use crate::output::table::color_diff;
 use crate::snapshots::{self, SnapshotFile};
 use anstyle::Style;
 use std::fmt::Write as _;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use vramtest_model::report::Config;
 use vramtest_model::snapshot;
 use vramtest_model::{HumanBytes, Movement, Policy, compare};
+
+pub fn execute(args: &SnapshotArgs) -> Result<u8> {
+    let ws = discover::discover(&args.selection, Vec::new())?;
+    let files = snapshots::pending(&ws, &args.filters, args.exact)?;
+    if files.is_empty() {
+        println!("no pending results (.snap.new) to review");
+        return Ok(0);
+    }
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let mut stdin = std::io::stdin().lock();
+    let mut stdout = anstream::stdout();
+    let policy_of = |file: &SnapshotFile| -> Result<Policy> {
+        let package = ws.packages.iter().find(|p| p.name == file.package);
+        let config = package.map(|p| p.settings.to_harness()).unwrap_or_default();
+        policy(&config).map_err(|e| Error::Config {
+            manifest: package.map_or(ws.manifest.clone(), |p| p.dir.join("Cargo.toml")),
+            line: None,
+            message: e.to_string(),
+        })
+    };
+    let tally = review_files(&files, &policy_of, interactive, &mut stdin, &mut stdout)?;
+    if interactive {
+        println!(
+            "{} accepted, {} rejected, {} skipped",
+            tally.accepted, tally.rejected, tally.skipped
+        );
+        Ok(0)
+    } else {
+        println!(
+            "{} pending result(s); accept them with `cargo vramtest accept` or review them on a terminal",
+            files.len()
+        );
+        Ok(1)
+    }
+}
 
 /// What happened to the pending files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,7 +61,7 @@ pub struct Tally {
 /// The limits a package's results are held to: its `vramtest` metadata, as the harness
 /// receives it (`VRAMTEST_CONFIG`) and applies it, over the defaults. A test's own
 /// attribute options are not known without building it, and do not apply here.
-pub fn policy(config: &Config) -> std::result::Result<Policy, vramtest_model::config::ConfigError> {
+fn policy(config: &Config) -> std::result::Result<Policy, vramtest_model::config::ConfigError> {
     // The harness's own path: settings merged key by key, then turned into limits.
     Ok(vramtest_model::config::Settings::from_harness(config)?.policy())
 }
@@ -32,12 +69,7 @@ pub fn policy(config: &Config) -> std::result::Result<Policy, vramtest_model::co
 /// One pending file, described for a reviewer: a header, the figures that moved under
 /// `policy`, and the diff against the committed snapshot (or the whole file when there
 /// is none). An unreadable pending file is an error naming it.
-pub fn describe(
-    file: &SnapshotFile,
-    index: usize,
-    total: usize,
-    policy: &Policy,
-) -> Result<String> {
+fn describe(file: &SnapshotFile, index: usize, total: usize, policy: &Policy) -> Result<String> {
     let bold = Style::new().bold();
     let mut out = format!(
         "{bold}Reviewing [{}/{}] {}{bold:#}\n  pending: {}\n",
@@ -108,7 +140,7 @@ pub fn describe(
 
 /// Reviews `files`, each judged under `policy(file)`. With `interactive`, asks for each
 /// (`a`ccept, `r`eject, `s`kip; end of input skips the rest); otherwise only prints.
-pub fn review(
+fn review_files(
     files: &[SnapshotFile],
     policy: &dyn Fn(&SnapshotFile) -> Result<Policy>,
     interactive: bool,
@@ -163,7 +195,7 @@ mod tests {
     use super::*;
     use anstream::adapter::strip_str;
 
-    const SNAP: &str = include_str!("../tests/data/mlp_adamw@cpu.snap");
+    const SNAP: &str = include_str!("../../tests/data/mlp_adamw@cpu.snap");
 
     fn setup(name: &str, old: Option<&str>, new: &str) -> (PathBuf, SnapshotFile) {
         let dir = std::env::temp_dir().join(format!(
@@ -249,7 +281,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with(&format!("{}: ", file.path.display())), "{e}");
-        let e = review(
+        let e = review_files(
             std::slice::from_ref(&file),
             &default,
             false,
@@ -265,7 +297,7 @@ mod tests {
     fn accepts_rejects_and_skips_on_answers() {
         let (dir, file) = setup("answers", None, SNAP);
         let mut out = Vec::new();
-        let tally = review(
+        let tally = review_files(
             std::slice::from_ref(&file),
             &default,
             true,
@@ -278,7 +310,7 @@ mod tests {
         assert!(!file.path.exists());
 
         std::fs::write(&file.path, SNAP).unwrap();
-        let tally = review(
+        let tally = review_files(
             std::slice::from_ref(&file),
             &default,
             true,
@@ -291,9 +323,9 @@ mod tests {
 
         std::fs::write(&file.path, SNAP).unwrap();
         let files = [file.clone(), file.clone()];
-        let tally = review(&files, &default, true, &mut "".as_bytes(), &mut out).unwrap();
+        let tally = review_files(&files, &default, true, &mut "".as_bytes(), &mut out).unwrap();
         assert_eq!(tally.skipped, 2, "end of input skips the rest");
-        let tally = review(&files, &default, false, &mut "a\n".as_bytes(), &mut out).unwrap();
+        let tally = review_files(&files, &default, false, &mut "a\n".as_bytes(), &mut out).unwrap();
         assert_eq!(tally.skipped, 2, "without a terminal nothing is asked");
         assert!(file.path.exists());
         std::fs::remove_dir_all(dir).unwrap();

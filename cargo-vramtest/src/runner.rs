@@ -3,65 +3,19 @@
 //! at once, in the package's directory like `cargo test`. A test that panics, aborts
 //! or segfaults fails with its output; the others still run.
 
-use crate::build::Binary;
+use crate::case::{Binary, Outcome, TestCase};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use anstream::adapter::strip_str;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use vramtest_model::config::DeviceSetting;
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::{Body, HumanBytes};
-
-/// One test of one binary.
-#[derive(Debug, Clone)]
-pub struct TestCase {
-    pub binary: Arc<Binary>,
-    pub name: String,
-    pub ignored: bool,
-}
-
-impl TestCase {
-    /// `package::target::test`.
-    pub fn full_name(&self) -> String {
-        format!("{}::{}", self.binary.id(), self.name)
-    }
-
-    /// The names filters match.
-    pub fn test_name(&self) -> crate::select::TestName<'_> {
-        crate::select::TestName {
-            package: &self.binary.package,
-            target: &self.binary.target,
-            test: &self.name,
-        }
-    }
-}
-
-/// A test's result.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub case: TestCase,
-    pub report: TestReport,
-    pub duration: Duration,
-    /// The committed snapshot's body the result was judged against, for the reports'
-    /// old-against-new charts.
-    pub old: Option<Body>,
-    /// The harness's notes about the run itself (a test binary that cargo reused from
-    /// another checkout), shown once per run.
-    pub notes: Vec<String>,
-}
-
-impl Outcome {
-    /// Whether this result fails the run: a failing status, or a new result left
-    /// pending for review (as insta does).
-    pub fn fails(&self) -> bool {
-        self.report.fails()
-    }
-}
 
 /// Environment variables for the tests of each package (`VRAMTEST_*`).
 pub type PackageEnv = BTreeMap<String, Vec<(String, String)>>;
@@ -116,11 +70,6 @@ fn list_output(binary: &Binary, env: &PackageEnv, ignored: bool) -> Result<Strin
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Keeps the tests that match a filter (all when there is none); see [`crate::select`].
-pub fn matches(case: &TestCase, filters: &[String], exact: bool) -> bool {
-    case.test_name().matches_any(filters, exact)
 }
 
 /// A command for a test binary, set up as `cargo test` would run it.
@@ -213,12 +162,10 @@ pub fn run(
             });
         }
         drop(tx);
-        let mut said = std::collections::BTreeSet::new();
+        let mut said = BTreeSet::new();
         for (i, outcome) in rx {
-            for note in &outcome.notes {
-                if said.insert(note.clone()) {
-                    anstream::eprintln!("{note}");
-                }
+            for line in unsaid_notes(&mut said, &outcome.report) {
+                anstream::eprintln!("{line}");
             }
             if !outcome.case.ignored {
                 progress.inc();
@@ -230,6 +177,17 @@ pub fn run(
     });
     progress.finish();
     Ok(outcomes.into_iter().flatten().collect())
+}
+
+/// The harness's notes about the run itself (a test binary built in another checkout)
+/// that the run has not shown yet, as `note: …` lines: each is shown once per run.
+fn unsaid_notes(said: &mut BTreeSet<String>, report: &TestReport) -> Vec<String> {
+    report
+        .notes
+        .iter()
+        .filter(|note| said.insert((*note).clone()))
+        .map(|note| format!("note: {note}"))
+        .collect()
 }
 
 /// `    PASS [  1.23s] candle-mlp::vram::mlp_adamw  33.51 MiB`
@@ -263,10 +221,6 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path) -> Outcome {
         })
         .map_err(|e| format!("cannot run {}: {e}", case.binary.path.display()));
     let duration = start.elapsed();
-    let notes = result
-        .as_ref()
-        .map(|out| harness_notes(&String::from_utf8_lossy(&out.stderr)))
-        .unwrap_or_default();
     let report = match result {
         Ok(out) => reconcile(case, &Exit::of(&out), find_report(dir)),
         Err(message) => synthetic(case, Status::Failed, message, None),
@@ -277,18 +231,7 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path) -> Outcome {
         report,
         duration,
         old,
-        notes,
     }
-}
-
-/// The lines of a test's stderr that speak of the run itself rather than of the test:
-/// the harness's `note: test binary built in …, testing …`.
-fn harness_notes(stderr: &str) -> Vec<String> {
-    stderr
-        .lines()
-        .filter(|l| l.starts_with("note: test binary built in "))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// The body of the snapshot a report was judged against, when it can be read.
@@ -382,7 +325,9 @@ pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
     match found {
         // A harness that gives no reason for an ignored test.
         Found::Nothing if case.ignored && exit.success => {
-            synthetic(case, Status::Ignored, "ignored".into(), None)
+            let mut report = TestReport::new(&case.binary.target, &case.name, Status::Ignored);
+            report.ignore("");
+            report
         }
         Found::Nothing => synthetic(
             case,
@@ -465,15 +410,21 @@ impl Drop for ScratchDir {
 mod tests {
     use super::*;
 
+    use test_case::test_case;
+
     #[test]
-    fn the_harness_notes_about_the_run_are_picked_from_stderr() {
-        let stderr = "note: measuring on the CPU (no CUDA driver)\nnote: test binary built in /a/x, testing /b/x\npanicked at src/lib.rs\n";
+    fn the_harness_notes_about_the_run_are_shown_once() {
+        let note = "test binary built in /a/x, testing /b/x";
+        let mut first = report(Status::Passed, None);
+        first.notes = vec![note.into()];
+        let mut said = BTreeSet::new();
         assert_eq!(
-            harness_notes(stderr),
+            unsaid_notes(&mut said, &first),
             ["note: test binary built in /a/x, testing /b/x"]
         );
+        assert!(unsaid_notes(&mut said, &first.clone()).is_empty());
+        assert!(unsaid_notes(&mut said, &report(Status::Passed, None)).is_empty());
     }
-    use test_case::test_case;
 
     #[test]
     fn parses_libtests_terse_list() {
@@ -494,20 +445,6 @@ mod tests {
             name: name.into(),
             ignored: false,
         }
-    }
-
-    #[test_case(&[], false, true; "no filter")]
-    #[test_case(&["adam"], false, true; "substring")]
-    #[test_case(&["sgd", "adam"], false, true; "any filter")]
-    #[test_case(&["adam"], true, false; "exact needs the whole name")]
-    #[test_case(&["mlp_adamw"], true, true; "exact")]
-    #[test_case(&["pkg::vram::mlp_adamw"], true, true; "full name")]
-    #[test_case(&["pkg::vram"], false, true; "binary id")]
-    #[test_case(&["vram::mlp_adamw"], true, true; "target and name, exact")]
-    #[test_case(&["sgd"], false, false; "no match")]
-    fn filters(filters: &[&str], exact: bool, expected: bool) {
-        let filters: Vec<String> = filters.iter().map(|s| s.to_string()).collect();
-        assert_eq!(matches(&case("mlp_adamw"), &filters, exact), expected);
     }
 
     fn report(status: Status, written: Option<&str>) -> TestReport {
@@ -598,16 +535,17 @@ mod tests {
         let mut slow = case("slow");
         slow.ignored = true;
         let mut r = report(Status::Ignored, None);
-        r.message = "too slow for CI".into();
+        r.ignore("too slow for CI");
         let got = reconcile(&slow, &exit(true), Found::Report(Box::new(r)));
         assert_eq!(got.status, Status::Ignored);
+        assert_eq!(got.ignore_reason.as_deref(), Some("too slow for CI"));
         assert_eq!(got.message, "too slow for CI");
         assert!(!got.fails());
         // A harness that writes no report for it: plainly ignored, not a crash.
         let got = reconcile(&slow, &exit(true), Found::Nothing);
         assert_eq!(
-            (got.status, got.message.as_str()),
-            (Status::Ignored, "ignored")
+            (got.status, got.message.as_str(), got.ignore_reason),
+            (Status::Ignored, "ignored", None)
         );
         // A test that is not ignored and leaves no report still fails.
         let got = reconcile(&case("t"), &exit(true), Found::Nothing);

@@ -1,0 +1,223 @@
+//! `cargo vramtest show TEST`: one snapshot's tables and what fits, its timeline as an
+//! SVG (`--svg`), or where its memory was allocated (`--sites`, which re-runs it).
+
+use super::{find_tests, package_env, validate_env, write_file};
+use crate::case::TestCase;
+use crate::cli::{ExecArgs, FilterArgs, ShowArgs};
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use crate::{discover, output, recorded, runner, snapshots};
+use std::io::IsTerminal;
+use vramtest_model::config::DeviceSetting;
+use vramtest_model::report::TestReport;
+
+pub fn execute(args: &ShowArgs) -> Result<u8> {
+    if args.sites {
+        return show_sites(args);
+    }
+    let ws = discover::discover(&args.selection, Vec::new())?;
+    let files = snapshots::scan(&ws)?;
+    let chosen =
+        snapshots::find(&files, &args.test, args.pending).map_err(|message| Error::Selection {
+            message: format!("{message} in {}", ws.root.display()),
+        })?;
+    if args.svg.is_some() && chosen.len() > 1 {
+        return Err(Error::Selection {
+            message: format!(
+                "`{}` names {} snapshots and --svg draws one (hint: name one test, and `@cpu` or `@cuda` by way of --device runs)",
+                args.test,
+                chosen.len()
+            ),
+        });
+    }
+    for (i, file) in chosen.iter().enumerate() {
+        // Listed a moment ago, but a concurrent accept or reject may have removed it.
+        let parsed = vramtest_model::snapshot::read(&file.path)?.ok_or_else(|| Error::Io {
+            path: file.path.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the file is gone (removed since it was listed)",
+            ),
+        })?;
+        if i > 0 {
+            println!();
+        }
+        anstream::print!("{}", output::table::render_snapshot(&file.path, &parsed));
+        let reserve = ws
+            .packages
+            .iter()
+            .find(|p| p.name == file.package)
+            .and_then(|p| p.settings.reserve);
+        let draw = output::fits::Drawing {
+            unicode: unicode_terminal(),
+        };
+        let timeline = recorded::timeline(&ws.target_dir, &file.committed());
+        let totals = timeline.as_ref().map(|t| t.totals());
+        print!(
+            "{}",
+            output::fits::render(&parsed.body, reserve, totals.as_deref(), draw)
+        );
+        if let Some(path) = &args.svg {
+            let name = format!("{}::{}::{}", file.package, file.target, file.test);
+            let timeline = timeline.ok_or_else(|| Error::NoTimeline {
+                test: name.clone(),
+                target_dir: ws.target_dir.clone(),
+            })?;
+            let options = vramtest_chart::SvgOptions {
+                title: Some(format!("{name} ({})", file.class)),
+                ..Default::default()
+            };
+            write_file(path, &vramtest_chart::svg(&timeline, &options))?;
+            println!("\ntimeline written: {}", path.display());
+        }
+    }
+    Ok(0)
+}
+
+/// Whether to draw with Unicode blocks: a terminal that has not asked for plain
+/// output (`NO_COLOR`, `TERM=dumb`).
+fn unicode_terminal() -> bool {
+    std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+}
+
+/// `show TEST --sites`: builds the test, re-runs it on the CPU with call sites on, and
+/// prints them. Nothing is written: the run is in check mode.
+fn show_sites(args: &ShowArgs) -> Result<u8> {
+    validate_env()?;
+    let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
+    let exec = ExecArgs {
+        device: Some(DeviceSetting::Cpu),
+        check: true,
+        ..ExecArgs::default()
+    };
+    let mut env = package_env(&ws, &exec);
+    for vars in env.values_mut() {
+        vars.retain(|(k, _)| k != "VRAMTEST_UPDATE");
+        vars.push(("VRAMTEST_SITES".into(), "always".into()));
+        vars.push(("VRAMTEST_UPDATE".into(), "no".into()));
+    }
+    let filter = FilterArgs {
+        filters: vec![args.test.clone()],
+        ..FilterArgs::default()
+    };
+    let cases: Vec<TestCase> = find_tests(&ws, &args.build, &filter, &env)?
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    let case = the_one_test(&args.test, cases)?;
+    let progress = Progress::new();
+    let outcomes = runner::run(std::slice::from_ref(&case), &env, 1, &progress)?;
+    let report = &outcomes.first().expect("one outcome per test case").report;
+    let Some(sites) = &report.sites else {
+        return Err(Error::NoSites {
+            test: case.full_name(),
+            message: why_no_sites(report),
+        });
+    };
+    print!(
+        "{}",
+        output::sites::render(&case.full_name(), report.body.as_ref(), sites)
+    );
+    Ok(0)
+}
+
+/// The one test `--sites` re-runs among those `test` names: the only one, or the only
+/// one it names whole (a name that is also part of other names).
+fn the_one_test(test: &str, mut cases: Vec<TestCase>) -> Result<TestCase> {
+    if cases.len() > 1 {
+        let exact: Vec<TestCase> = cases
+            .iter()
+            .filter(|c| c.matches(&[test.to_owned()], true))
+            .cloned()
+            .collect();
+        if exact.len() == 1 {
+            cases = exact;
+        }
+    }
+    match <[TestCase; 1]>::try_from(cases) {
+        Ok([case]) => Ok(case),
+        Err(cases) => {
+            let names: Vec<String> = cases.iter().map(TestCase::full_name).collect();
+            Err(Error::Selection {
+                message: format!(
+                    "`{test}` names {} tests and --sites re-runs one (hint: name one of: {})",
+                    cases.len(),
+                    names.join(", ")
+                ),
+            })
+        }
+    }
+}
+
+/// Why a re-run gave no call sites: the harness's reason, else the first line of the
+/// report's message, else how the re-run ended.
+fn why_no_sites(report: &TestReport) -> String {
+    if let Some(error) = &report.sites_error {
+        return format!("call sites: {error}");
+    }
+    match report.message.lines().map(str::trim).next() {
+        Some(line) if !line.is_empty() => line.to_owned(),
+        _ => format!("the re-run ended {:?}", report.status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Binary;
+    use std::sync::Arc;
+    use vramtest_model::report::Status;
+
+    #[test]
+    fn no_sites_says_the_harnesss_reason() {
+        let mut report = TestReport::new("vram", "t", Status::Regressed);
+        report.message = "memory regression in t (cpu)\n  call sites: a note".into();
+        report.sites_error = Some("cut short after 1s (VRAMTEST_SITES_TIMEOUT)".into());
+        assert_eq!(
+            why_no_sites(&report),
+            "call sites: cut short after 1s (VRAMTEST_SITES_TIMEOUT)"
+        );
+    }
+
+    #[test]
+    fn without_a_reason_no_sites_says_how_the_rerun_ended() {
+        // A line that reads like a call-sites error is only message text.
+        let mut report = TestReport::new("vram", "t", Status::Failed);
+        report.message = "  t failed: panicked: boom\ncall sites: not a reason".into();
+        assert_eq!(why_no_sites(&report), "t failed: panicked: boom");
+        report.message = String::new();
+        assert_eq!(why_no_sites(&report), "the re-run ended Failed");
+    }
+
+    fn cases(names: &[&str]) -> Vec<TestCase> {
+        let binary = Arc::new(Binary {
+            package: "p".into(),
+            target: "vram".into(),
+            path: "/x".into(),
+            package_dir: "/".into(),
+            package_version: "0.1.0".into(),
+        });
+        names
+            .iter()
+            .map(|name| TestCase {
+                binary: Arc::clone(&binary),
+                name: (*name).into(),
+                ignored: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sites_rerun_one_test_a_whole_name_wins() {
+        let one = the_one_test("mlp", cases(&["mlp", "mlp_sgd"])).unwrap();
+        assert_eq!(one.name, "mlp");
+        let e = the_one_test("mlp_", cases(&["mlp_adamw", "mlp_sgd"])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`mlp_` names 2 tests and --sites re-runs one (hint: name one of: p::vram::mlp_adamw, p::vram::mlp_sgd)"
+        );
+        assert!(the_one_test("x", Vec::new()).is_err());
+    }
+}
