@@ -1,7 +1,5 @@
-//! How fast the ledger replays a stream, and how much memory it needs per allocation:
-//! the plain ledger (`ledger::profile`, a `HashMap` by id) against the tuned one
-//! (`ledger::tuned::profile`, a bucketed table built for tens of millions of events).
-//! Run with `cargo bench -p vramtest-model --bench replay`.
+//! How fast `ledger::profile` replays a stream, and how much memory it needs per
+//! allocation. Run with `cargo bench -p vramtest-model --bench replay`.
 //!
 //! Synthetic streams: 3 iterations × 4 phases (inputs, forward, backward,
 //! optimizer_step); each phase allocates blocks of 16 B to 4 KiB and frees every other
@@ -22,8 +20,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-use vramtest_model::ledger::tuned;
-use vramtest_model::{Category, Event, Phase, Profile, profile};
+use vramtest_model::{Category, Event, Phase, profile};
 
 /// Counts the bench's own heap: the address space the ledger asks for.
 struct Counting;
@@ -174,11 +171,6 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-/// A ledger under test.
-type Ledger = fn(&[Event]) -> Profile;
-
-const LEDGERS: [(&str, Ledger); 2] = [("plain", profile), ("tuned", tuned::profile)];
-
 /// The fixtures' recorded streams (`benches/data/`).
 const REAL: [(&str, &str); 3] = [
     (
@@ -205,16 +197,12 @@ fn main() {
         Err(_) => vec![3, 3000],
     };
     for (name, text) in REAL {
-        let events = parse(text);
-        assert_eq!(profile(&events), tuned::profile(&events), "{name}");
-        compare_real(name, &events);
+        replay_real(name, &parse(text));
     }
     for iterations in shapes {
         let events = stream(target, iterations);
         println!("synthetic, {iterations} iterations:");
-        let plain = measure("plain", profile, &events);
-        let tuned = measure("tuned", tuned::profile, &events);
-        println!("  plain / tuned time: {:.2}×", plain / tuned);
+        measure(&events);
     }
 }
 
@@ -257,33 +245,27 @@ fn parse(text: &str) -> Vec<Event> {
         .collect()
 }
 
-/// Replays a short stream over and over with each ledger, in alternating rounds; the
-/// best round of each.
-fn compare_real(name: &str, events: &[Event]) {
+/// Replays a short stream over and over, in rounds; the best round.
+fn replay_real(name: &str, events: &[Event]) {
     let repeats = (2_000_000 / events.len().max(1)).max(1);
-    let mut best = [f64::INFINITY; 2];
+    let mut best = f64::INFINITY;
     for _ in 0..15 {
-        for (k, (_, ledger)) in LEDGERS.iter().enumerate() {
-            let t = Instant::now();
-            for _ in 0..repeats {
-                std::hint::black_box(ledger(std::hint::black_box(events)));
-            }
-            best[k] = best[k].min(t.elapsed().as_secs_f64() / repeats as f64);
+        let t = Instant::now();
+        for _ in 0..repeats {
+            std::hint::black_box(profile(std::hint::black_box(events)));
         }
+        best = best.min(t.elapsed().as_secs_f64() / repeats as f64);
     }
-    println!("{name}: {} events", events.len());
-    for (k, (ledger, _)) in LEDGERS.iter().enumerate() {
-        println!(
-            "  {ledger}: {:.1} µs a replay, {:.1} M events/s",
-            best[k] * 1e6,
-            events.len() as f64 / best[k] / 1e6
-        );
-    }
-    println!("  plain / tuned time: {:.2}×", best[0] / best[1]);
+    println!(
+        "{name}: {} events, {:.1} µs a replay, {:.1} M events/s",
+        events.len(),
+        best * 1e6,
+        events.len() as f64 / best / 1e6
+    );
 }
 
-/// Best of 3 replays of a long stream: prints the figures, returns the time.
-fn measure(ledger: &str, replay: Ledger, events: &[Event]) -> f64 {
+/// Best of 3 replays of a long stream.
+fn measure(events: &[Event]) {
     let allocations = events
         .iter()
         .filter(|e| matches!(e, Event::Alloc { .. }))
@@ -298,7 +280,7 @@ fn measure(ledger: &str, replay: Ledger, events: &[Event]) -> f64 {
         let resident_before = reset_resident_peak().then(resident).flatten();
         let t = Instant::now();
         let cpu = cpu_seconds();
-        std::hint::black_box(replay(events));
+        std::hint::black_box(profile(events));
         best = best.min(t.elapsed().as_secs_f64());
         if let (Some(a), Some(b)) = (cpu, cpu_seconds()) {
             best_cpu = best_cpu.min(b - a);
@@ -309,7 +291,7 @@ fn measure(ledger: &str, replay: Ledger, events: &[Event]) -> f64 {
         }
     }
     println!(
-        "  {ledger}: {} events ({} allocations) in {:.3} s: {:.1} M events/s (CPU time: {:.3} s)",
+        "  {} events ({} allocations) in {:.3} s: {:.1} M events/s (CPU time: {:.3} s)",
         events.len(),
         allocations,
         best,
@@ -330,5 +312,4 @@ fn measure(ledger: &str, replay: Ledger, events: &[Event]) -> f64 {
             extra as f64 / allocations as f64,
         ),
     }
-    best
 }

@@ -19,9 +19,6 @@ use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-#[doc(hidden)]
-pub mod tuned;
-
 /// One thing a probe observed, in the order it happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {
@@ -265,8 +262,8 @@ struct Live {
 
 /// Hashes an id with one multiply, its high half folded onto its low one: ids are the
 /// addresses and handles a probe saw, not keys an adversary picks, so SipHash's defence
-/// buys nothing here (with SipHash, a replay of the candle-mlp step took 3.3× the time
-/// of the tuned ledger's; with this hash, 1.6×).
+/// buys nothing here, and SipHash made the replays of the candle-mlp fixture's recorded
+/// steps 1.7 to 2.0 times as long (`benches/replay.rs`).
 #[derive(Default)]
 struct IdHasher(u64);
 

@@ -680,22 +680,3 @@ proptest! {
         same_records(&p, &x)?;
     }
 }
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
-
-    /// The plain ledger and the tuned one give the same profile.
-    #[test]
-    fn the_tuned_ledger_gives_the_same_profile(events in stream()) {
-        prop_assert_eq!(vramtest_model::ledger::tuned::profile(&events), profile(&events));
-    }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(6))]
-
-    #[test]
-    fn the_tuned_ledger_gives_the_same_profile_on_a_long_stream(events in long_stream()) {
-        prop_assert_eq!(vramtest_model::ledger::tuned::profile(&events), profile(&events));
-    }
-}
