@@ -1,25 +1,26 @@
-//! How fast `ledger::profile` replays a long stream, and how much memory it needs per
+//! How fast `ledger::profile` replays a stream, and how much memory it needs per
 //! allocation. Run with `cargo bench -p vramtest-model --bench replay`.
 //!
-//! The stream: 3 iterations × 4 phases (inputs, forward, backward, optimizer_step); each
-//! phase allocates blocks of 16 B to 4 KiB and frees every other one before it ends; the
-//! survivors are freed when the iteration ends, except the optimizer state made in
-//! iteration 0 (up to 2 million allocations alive at once). Ids are the addresses a
-//! simple allocator would hand out (freed addresses are reused, last freed first), as a
-//! real heap's are. `VRAMTEST_BENCH_EVENTS` sets the length (default 20 000 000).
+//! Synthetic streams: 3 iterations × 4 phases (inputs, forward, backward,
+//! optimizer_step); each phase allocates blocks of 16 B to 4 KiB and frees every other
+//! one before it ends; the survivors are freed when the iteration ends, except the
+//! optimizer state made in iteration 0 (up to 2 million allocations alive at once). Ids
+//! are the addresses a simple allocator would hand out (freed addresses are reused, last
+//! freed first), as a real heap's are. `VRAMTEST_BENCH_EVENTS` sets the length (default
+//! 20 000 000). The same number of events is also replayed as 3000 iterations (a long
+//! run of a small step: a few thousand allocations alive at once).
 //!
-//! The same number of events is also replayed as 3000 iterations (a long run of a small
-//! step: a few thousand allocations alive at once), where the live set fits the caches.
+//! Real streams: the fixtures' steps as the heap probe recorded them, in
+//! `benches/data/` (see its README for how to record them again), each replayed many
+//! times.
 //!
 //! Memory is what the replay makes resident besides the stream (Linux: the peak resident
-//! set, reset before each replay). The ledger reserves address space for the most a
-//! stream of its length could need and the system backs only the pages it writes, so the
-//! bytes it asks of the allocator (printed beside) are far more than it uses.
+//! set, reset before each replay).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-use vramtest_model::{Event, Phase, profile};
+use vramtest_model::{Category, Event, Phase, profile};
 
 /// Counts the bench's own heap: the address space the ledger asks for.
 struct Counting;
@@ -170,6 +171,22 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
+/// The fixtures' recorded streams (`benches/data/`).
+const REAL: [(&str, &str); 3] = [
+    (
+        "vec-model linear_adam",
+        include_str!("data/vec-model-linear-adam.events"),
+    ),
+    (
+        "candle-mlp mlp_adamw",
+        include_str!("data/candle-mlp-adamw.events"),
+    ),
+    (
+        "candle-mlp mlp_sgd",
+        include_str!("data/candle-mlp-sgd.events"),
+    ),
+];
+
 fn main() {
     let target = std::env::var("VRAMTEST_BENCH_EVENTS")
         .ok()
@@ -179,12 +196,76 @@ fn main() {
         Ok(n) => vec![n.parse().expect("VRAMTEST_BENCH_ITERATIONS is a number")],
         Err(_) => vec![3, 3000],
     };
+    for (name, text) in REAL {
+        replay_real(name, &parse(text));
+    }
     for iterations in shapes {
-        measure(&stream(target, iterations), iterations);
+        let events = stream(target, iterations);
+        println!("synthetic, {iterations} iterations:");
+        measure(&events);
     }
 }
 
-fn measure(events: &[Event], iterations: u32) {
+/// Reads the text form of `benches/data/`: one event a line, `a ID BYTES`, `f ID`,
+/// `r FROM TO BYTES` (ids in hex), `ps PHASE`, `pe`, `is N`, `ie`, `tp CATEGORY`, `tt`.
+fn parse(text: &str) -> Vec<Event> {
+    let id = |s: Option<&str>| u64::from_str_radix(s.expect("an id"), 16).expect("a hex id");
+    let n = |s: Option<&str>| s.expect("a number").parse::<u64>().expect("a number");
+    text.lines()
+        .map(|line| {
+            let mut w = line.split(' ');
+            match w.next() {
+                Some("a") => Event::Alloc {
+                    id: id(w.next()),
+                    bytes: n(w.next()),
+                },
+                Some("f") => Event::Free { id: id(w.next()) },
+                Some("r") => Event::Realloc {
+                    from: id(w.next()),
+                    to: id(w.next()),
+                    bytes: n(w.next()),
+                },
+                Some("ps") => Event::PhaseStart(
+                    w.next()
+                        .and_then(|p| p.parse::<Phase>().ok())
+                        .expect("a phase"),
+                ),
+                Some("pe") => Event::PhaseEnd,
+                Some("is") => Event::IterationStart(n(w.next()) as u32),
+                Some("ie") => Event::IterationEnd,
+                Some("tp") => Event::TagPush(
+                    w.next()
+                        .and_then(|c| c.parse::<Category>().ok())
+                        .expect("a category"),
+                ),
+                Some("tt") => Event::TagPop,
+                _ => panic!("not an event: {line:?}"),
+            }
+        })
+        .collect()
+}
+
+/// Replays a short stream over and over, in rounds; the best round.
+fn replay_real(name: &str, events: &[Event]) {
+    let repeats = (2_000_000 / events.len().max(1)).max(1);
+    let mut best = f64::INFINITY;
+    for _ in 0..15 {
+        let t = Instant::now();
+        for _ in 0..repeats {
+            std::hint::black_box(profile(std::hint::black_box(events)));
+        }
+        best = best.min(t.elapsed().as_secs_f64() / repeats as f64);
+    }
+    println!(
+        "{name}: {} events, {:.1} µs a replay, {:.1} M events/s",
+        events.len(),
+        best * 1e6,
+        events.len() as f64 / best / 1e6
+    );
+}
+
+/// Best of 3 replays of a long stream.
+fn measure(events: &[Event]) {
     let allocations = events
         .iter()
         .filter(|e| matches!(e, Event::Alloc { .. }))
@@ -210,35 +291,25 @@ fn measure(events: &[Event], iterations: u32) {
         }
     }
     println!(
-        "ledger::profile, {iterations} iterations: {} events ({} allocations) in {:.3} s: {:.1} M events/s on one core",
+        "  {} events ({} allocations) in {:.3} s: {:.1} M events/s (CPU time: {:.3} s)",
         events.len(),
         allocations,
         best,
-        events.len() as f64 / best / 1e6
+        events.len() as f64 / best / 1e6,
+        best_cpu,
     );
-    if best_cpu.is_finite() && best_cpu > 0.0 {
-        println!(
-            "  in CPU time: {:.3} s: {:.1} M events/s",
-            best_cpu,
-            events.len() as f64 / best_cpu / 1e6
-        );
-    }
     let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
-    // The ledger reserves room for the most a stream this long could need, and the
-    // system gives it memory only where it writes: what it costs is what is resident.
     match resident_extra {
         Some(bytes) => println!(
-            "  memory: {:.1} MiB resident at most besides the stream, {:.1} B per allocation (address space reserved: {:.1} MiB; the stream itself: {} B per event)",
+            "    memory: {:.1} MiB resident besides the stream, {:.1} B per allocation (heap asked for: {:.1} MiB)",
             mib(bytes as usize),
             bytes as f64 / allocations as f64,
             mib(extra),
-            std::mem::size_of::<Event>(),
         ),
         None => println!(
-            "  memory: {:.1} MiB of address space at most besides the stream, {:.1} B per allocation (resident memory is not known here; the stream itself: {} B per event)",
+            "    memory: {:.1} MiB of heap besides the stream, {:.1} B per allocation",
             mib(extra),
             extra as f64 / allocations as f64,
-            std::mem::size_of::<Event>(),
         ),
     }
 }

@@ -14,7 +14,7 @@
 //! a call to its [`SiteKey`].
 
 use crate::category::{Category, Phase};
-use crate::ledger::{self, Event};
+use crate::ledger::{Event, Kind, Tape};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
@@ -46,39 +46,44 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     pub fn of(events: &[Event]) -> Fingerprint {
+        let mut calls = Vec::new();
+        let mut stretch: Stretch = 0;
+        for e in events {
+            match *e {
+                Event::Alloc { bytes, .. } | Event::Realloc { bytes, .. } => {
+                    calls.push((stretch, bytes))
+                }
+                Event::Free { .. } => {}
+                _ => stretch += 1,
+            }
+        }
+        Fingerprint::of_calls(&calls, stretch)
+    }
+
+    /// The fingerprint of the calls `(stretch, bytes)`, in stream order, of a stream
+    /// with `markers` markers.
+    fn of_calls(calls: &[(Stretch, u64)], markers: Stretch) -> Fingerprint {
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         let mut feed = |v: u64| {
             for b in v.to_le_bytes() {
                 hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
             }
         };
-        let mut calls = 0;
+        let mut rest = calls;
         let mut sizes: Vec<u64> = Vec::new();
-        let mut stretch: u64 = 0;
-        let mut end_stretch = |sizes: &mut Vec<u64>, stretch: u64| {
+        for stretch in 0..=markers {
+            let n = rest.iter().take_while(|&&(s, _)| s == stretch).count();
+            sizes.clear();
+            sizes.extend(rest[..n].iter().map(|&(_, bytes)| bytes));
             sizes.sort_unstable();
-            feed(stretch);
-            for &s in sizes.iter() {
+            feed(u64::from(stretch));
+            for &s in &sizes {
                 feed(s);
             }
-            sizes.clear();
-        };
-        for e in events {
-            match *e {
-                Event::Alloc { bytes, .. } | Event::Realloc { bytes, .. } => {
-                    calls += 1;
-                    sizes.push(bytes);
-                }
-                Event::Free { .. } => {}
-                _ => {
-                    end_stretch(&mut sizes, stretch);
-                    stretch += 1;
-                }
-            }
+            rest = &rest[n..];
         }
-        end_stretch(&mut sizes, stretch);
         Fingerprint {
-            calls,
+            calls: calls.len() as u64,
             sizes_hash: hash,
         }
     }
@@ -95,37 +100,29 @@ pub struct Plan {
 /// The stretch and size of every call behind a block alive at the step's peak or at a
 /// category's own peak: the only blocks whose sites [`sites`] reports.
 pub fn plan(events: &[Event]) -> Plan {
-    let calls = wanted_calls(events);
-    let mut wanted = Vec::with_capacity(calls.len());
-    let mut stretch: Stretch = 0;
-    let mut call: Call = 0;
-    let mut next = calls.iter().peekable();
-    for e in events {
-        match *e {
-            Event::Alloc { bytes, .. } | Event::Realloc { bytes, .. } => {
-                if next.peek() == Some(&&call) {
-                    next.next();
-                    wanted.push((stretch, bytes));
-                }
-                call += 1;
-            }
-            Event::Free { .. } => {}
-            _ => stretch += 1,
-        }
-    }
+    let tape = Tape::read(events);
+    let calls = calls(&tape);
+    let mut wanted: Vec<(Stretch, u64)> = wanted(&tape)
+        .into_iter()
+        .map(|c| calls[c as usize])
+        .collect();
     wanted.sort_unstable();
     wanted.dedup();
     Plan {
         wanted,
-        fingerprint: Fingerprint::of(events),
+        fingerprint: Fingerprint::of_calls(&calls, tape.markers.len() as Stretch),
     }
 }
 
 /// The calls behind every block alive at the step's peak and at each category's own
 /// peak, sorted.
 pub fn wanted_calls(events: &[Event]) -> Vec<Call> {
-    let moments = Moments::of(events);
-    let mut calls: Vec<Call> = live_at(events, &moments)
+    wanted(&Tape::read(events))
+}
+
+fn wanted(tape: &Tape) -> Vec<Call> {
+    let moments = Moments::of(tape);
+    let mut calls: Vec<Call> = live_at(tape, &moments)
         .into_iter()
         .flatten()
         .map(|b| b.call)
@@ -135,9 +132,27 @@ pub fn wanted_calls(events: &[Event]) -> Vec<Call> {
     calls
 }
 
+/// The stretch and size of every call of the stream, in order.
+fn calls(tape: &Tape) -> Vec<(Stretch, u64)> {
+    let mut out = Vec::new();
+    let mut markers = tape.markers.iter().peekable();
+    let (mut stretch, mut k): (Stretch, usize) = (0, 0);
+    for change in &tape.changes {
+        // The markers before the `k`th allocation, release or resize.
+        while markers.next_if(|&&(before, _)| before <= k).is_some() {
+            stretch += 1;
+        }
+        if change.kind == Kind::Made {
+            out.push((stretch, change.bytes));
+        }
+        k += usize::from(change.observe);
+    }
+    out
+}
+
 /// How many of the calls [`sites`] needs have no trace (`captured` says which do).
 pub fn uncaptured(events: &[Event], mut captured: impl FnMut(Call) -> bool) -> usize {
-    wanted_calls(events)
+    wanted(&Tape::read(events))
         .into_iter()
         .filter(|&c| !captured(c))
         .count()
@@ -310,8 +325,9 @@ pub fn sites(
     traces: u64,
     mut site_of: impl FnMut(Call) -> Option<SiteKey>,
 ) -> Sites {
-    let moments = Moments::of(events);
-    let sets = live_at(events, &moments);
+    let tape = Tape::read(events);
+    let moments = Moments::of(&tape);
+    let sets = live_at(&tape, &moments);
     let mut keys: HashMap<Call, SiteKey> = HashMap::new();
     let mut key_of = |call: Call| {
         keys.entry(call)
@@ -479,15 +495,16 @@ impl Block {
     }
 }
 
-/// A moment of the stream: after the event at `at`.
+/// A moment of the stream: after its `at`th allocation, release or resize.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Moment {
     at: usize,
     phase: Option<Phase>,
 }
 
-/// The step's peak and each category's own peak: the first event after which the
-/// total (or the category's live bytes) reached its highest value.
+/// The step's peak and each category's own peak: the first allocation, release or
+/// resize after which the total (or the category's live bytes) reached its highest
+/// value.
 #[derive(Debug)]
 struct Moments {
     peak: Option<Moment>,
@@ -495,28 +512,27 @@ struct Moments {
 }
 
 impl Moments {
-    fn of(events: &[Event]) -> Moments {
+    fn of(tape: &Tape) -> Moments {
         let mut best_total = 0;
         let mut best = [0u64; 8];
         let mut peak = None;
         let mut category_peaks = [None; 8];
-        ledger::live_by_category(events, |at, live| {
-            let total = live.total();
+        tape.replay(|at, live| {
+            let total = live.iter().sum();
             if total > best_total {
                 best_total = total;
                 peak = Some(at);
             }
-            for (c, bytes) in live.iter() {
-                if bytes > best[c.index()] {
-                    best[c.index()] = bytes;
-                    category_peaks[c.index()] = Some(at);
+            for (c, &bytes) in live.iter().enumerate() {
+                if bytes > best[c] {
+                    best[c] = bytes;
+                    category_peaks[c] = Some(at);
                 }
             }
         });
-        let phases = phases_at(events);
         let moment = |at: usize| Moment {
             at,
-            phase: phases(at),
+            phase: phase_at(tape, at),
         };
         Moments {
             peak: peak.map(moment),
@@ -532,30 +548,25 @@ impl Moments {
     }
 }
 
-/// A function from an event's index to the innermost phase running there.
-fn phases_at(events: &[Event]) -> impl Fn(usize) -> Option<Phase> {
-    // (index of the event that changed it, phase from then on)
-    let mut changes: Vec<(usize, Option<Phase>)> = vec![(0, None)];
+/// The innermost phase running at the `at`th allocation, release or resize.
+fn phase_at(tape: &Tape, at: usize) -> Option<Phase> {
     let mut stack: Vec<Phase> = Vec::new();
-    for (at, e) in events.iter().enumerate() {
-        match *e {
+    for &(_, marker) in tape.markers.iter().take_while(|&&(before, _)| before <= at) {
+        match marker {
             Event::PhaseStart(p) => stack.push(p),
             Event::PhaseEnd => {
                 stack.pop();
             }
-            _ => continue,
+            _ => {}
         }
-        changes.push((at, stack.last().copied()));
     }
-    move |at| {
-        let i = changes.partition_point(|&(from, _)| from <= at);
-        changes[i.saturating_sub(1)].1
-    }
+    stack.last().copied()
 }
 
 /// The blocks alive after each of `moments` (the step's peak, then each category's
-/// own peak; an empty set where there is no such moment).
-fn live_at(events: &[Event], moments: &Moments) -> Vec<Vec<Block>> {
+/// own peak; an empty set where there is no such moment), from the tape: a block is
+/// keyed by its allocation's ordinal, and carries the last call that made or resized it.
+fn live_at(tape: &Tape, moments: &Moments) -> Vec<Vec<Block>> {
     let wanted: Vec<Option<usize>> = moments.all().collect();
     let mut sets = vec![Vec::new(); wanted.len()];
     let mut order: Vec<(usize, usize)> = wanted
@@ -565,52 +576,38 @@ fn live_at(events: &[Event], moments: &Moments) -> Vec<Vec<Block>> {
         .collect();
     order.sort_unstable();
     let mut next = order.iter().peekable();
-    if next.peek().is_none() {
-        return sets;
-    }
-    let categories = ledger::categories(events);
-    // id → (call, category ordinal, bytes)
-    let mut live: HashMap<u64, (Call, usize, u64)> = HashMap::new();
-    let mut call: Call = 0;
-    let mut ordinal = 0usize;
-    for (at, e) in events.iter().enumerate() {
-        match *e {
-            Event::Alloc { id, bytes } => {
-                live.insert(id, (call, ordinal, bytes));
-                call += 1;
-                ordinal += 1;
-            }
-            Event::Free { id } => {
-                live.remove(&id);
-            }
-            Event::Realloc { from, to, bytes } => {
-                let kept = live.remove(&from).map(|(_, o, _)| o);
-                let o = kept.unwrap_or_else(|| {
-                    ordinal += 1;
-                    ordinal - 1
-                });
-                live.insert(to, (call, o, bytes));
-                call += 1;
-            }
-            _ => {}
-        }
-        while let Some(&&(m, i)) = next.peek() {
-            if m != at {
-                break;
-            }
-            next.next();
-            sets[i] = live
-                .values()
-                .map(|&(call, o, bytes)| Block {
-                    call,
-                    bytes,
-                    category: categories[o],
-                })
-                .collect();
-        }
+    // block → (call, bytes)
+    let mut live: HashMap<u32, (Call, u64)> = HashMap::new();
+    let (mut call, mut at): (Call, usize) = (0, 0);
+    for change in &tape.changes {
         if next.peek().is_none() {
             break;
         }
+        match change.kind {
+            Kind::Made => {
+                live.insert(change.block, (call, change.bytes));
+                call += 1;
+            }
+            Kind::Released => {
+                live.remove(&change.block);
+            }
+            // A resize took the old size off; the block lives on, made by its last call.
+            Kind::Resized => {}
+        }
+        if !change.observe {
+            continue;
+        }
+        while let Some(&(_, i)) = next.next_if(|&&(m, _)| m == at) {
+            sets[i] = live
+                .iter()
+                .map(|(&block, &(call, bytes))| Block {
+                    call,
+                    bytes,
+                    category: tape.categories[block as usize],
+                })
+                .collect();
+        }
+        at += 1;
     }
     sets
 }
