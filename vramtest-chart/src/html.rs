@@ -14,7 +14,9 @@ use vramtest_model::{Category, CategoryBytes, HumanBytes, HumanDelta};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// All limits held.
     Passed,
+    /// A limit was broken, or the test did not run to its end.
     Failed,
     /// No snapshot yet; one was (or would be) written.
     New,
@@ -40,13 +42,17 @@ impl Status {
 /// One test of a run, as the report shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestEntry {
+    /// The test's name as the harness lists it.
     pub name: String,
+    /// How it ended.
     pub status: Status,
     /// The snapshot's breakdown at the peak (`None`: no snapshot).
     pub old: Option<CategoryBytes>,
     /// This run's breakdown at the peak (`None`: not measured).
     pub new: Option<CategoryBytes>,
+    /// The snapshot's peak, in bytes.
     pub peak_old: Option<u64>,
+    /// This run's peak, in bytes.
     pub peak_new: Option<u64>,
     /// The failure diff, as the terminal shows it (lines starting `-`/`+` are colored).
     pub diff: Option<String>,
@@ -54,6 +60,7 @@ pub struct TestEntry {
     pub fit: Option<String>,
     /// Pre-rendered hints, where the test has them.
     pub hints: Option<String>,
+    /// Live bytes per category over the step, where the run kept them.
     pub timeline: Option<Timeline>,
 }
 
@@ -62,6 +69,7 @@ pub struct TestEntry {
 pub struct Report {
     /// The page title (for example `cargo vramtest: my-crate`).
     pub title: String,
+    /// One entry per test, in the order of the run.
     pub tests: Vec<TestEntry>,
 }
 

@@ -37,7 +37,9 @@ impl XAxis {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "PointRepr", into = "PointRepr")]
 pub struct Point {
+    /// The position on the x axis (see [`XAxis`]).
     pub x: u64,
+    /// Live bytes per category there.
     pub live: CategoryBytes,
 }
 
@@ -70,25 +72,33 @@ impl Point {
 /// One run of one phase: `[start, end)` on the x axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PhaseSpan {
+    /// The phase that ran.
     pub phase: Phase,
     /// The loop iteration, or `None` for set-up phases run before the loop.
     pub iteration: Option<u32>,
+    /// Where it started on the x axis.
     pub start: u64,
+    /// Where it ended on the x axis (exclusive).
     pub end: u64,
 }
 
 /// One loop iteration: `[start, end)` on the x axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct IterationSpan {
+    /// The iteration's number, from 0 (the warm-up).
     pub number: u32,
+    /// Where it started on the x axis.
     pub start: u64,
+    /// Where it ended on the x axis (exclusive).
     pub end: u64,
 }
 
 /// The highest live total and where it happened, from the full-resolution samples.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Peak {
+    /// Where on the x axis.
     pub x: u64,
+    /// The live total there.
     pub total: u64,
     /// The breakdown at the peak; sums to `total`.
     pub live: CategoryBytes,
@@ -97,10 +107,13 @@ pub struct Peak {
 /// Live bytes per category over a test, downsampled for pictures.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timeline {
+    /// What the x axis counts.
     pub x_axis: XAxis,
     /// In ascending `x`; at most the `max_points` it was built with.
     pub points: Vec<Point>,
+    /// The phase runs, by start.
     pub phases: Vec<PhaseSpan>,
+    /// The loop iterations, in order.
     pub iterations: Vec<IterationSpan>,
     /// Found before downsampling: exact, and always one of `points`.
     pub peak: Peak,
