@@ -40,7 +40,9 @@ impl fmt::Display for HumanDelta {
     "invalid byte size `{input}`: {reason} (hint: write a number with an optional unit, like `64KiB`, `1.5MiB`, `22GiB` or `4096`)"
 )]
 pub struct ParseBytesError {
+    /// The text that was given.
     pub input: String,
+    /// What is wrong with it.
     pub reason: &'static str,
 }
 

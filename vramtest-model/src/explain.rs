@@ -14,6 +14,7 @@ pub const FORMULA_SLACK: f64 = 0.05;
 /// One category as a multiple of the parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ratio {
+    /// The category compared with the parameters.
     pub category: Category,
     /// `category bytes / parameter bytes`.
     pub multiple: f64,
@@ -105,9 +106,13 @@ pub fn ratios(category_peaks: &CategoryBytes) -> Vec<Ratio> {
 /// What a hint is computed from: one test's measured figures.
 #[derive(Debug, Clone, Copy)]
 pub struct Measured<'a> {
+    /// The step's peak.
     pub peak_bytes: u64,
+    /// The phase the peak happened in.
     pub peak_phase: Option<Phase>,
+    /// Bytes per category at the peak.
     pub at_peak: &'a CategoryBytes,
+    /// Each category's own peak.
     pub category_peaks: &'a CategoryBytes,
     /// The batch sweep's model and the batch the figures above were measured at.
     pub scaling: Option<(&'a Scaling, u64)>,
@@ -116,7 +121,9 @@ pub struct Measured<'a> {
 /// A suggestion with the bytes it would save at the peak.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hint {
+    /// Bytes at the peak the suggestion would save.
     pub saving_bytes: u64,
+    /// The suggestion, in words.
     pub text: String,
 }
 

@@ -23,15 +23,30 @@ use std::hash::{BuildHasherDefault, Hasher};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {
     /// `bytes` were allocated under the identity `id` (an address, a handle).
-    Alloc { id: u64, bytes: u64 },
+    Alloc {
+        /// The allocation's identity.
+        id: u64,
+        /// Its size.
+        bytes: u64,
+    },
     /// The allocation `id` was released. Frees of ids never seen belong to the baseline.
-    Free { id: u64 },
+    Free {
+        /// The identity the allocation was made under.
+        id: u64,
+    },
     /// The allocation `from` was resized to `bytes` and now lives under `to` (`to ==
     /// from` when it was resized in place). The block keeps the phase, iteration and tag
     /// it was first allocated under; when it moves, the old and the new copy both count
     /// at that moment, then the old one is released. A resize of an id never seen (the
     /// baseline's) is a new allocation of `bytes`.
-    Realloc { from: u64, to: u64, bytes: u64 },
+    Realloc {
+        /// The identity before the resize.
+        from: u64,
+        /// The identity after it.
+        to: u64,
+        /// The new size.
+        bytes: u64,
+    },
     /// A phase method started.
     PhaseStart(Phase),
     /// The innermost running phase ended.

@@ -88,7 +88,9 @@ impl fmt::Display for Limit {
     "invalid limit `{input}`: {reason} (hint: write `+2% | 1MiB`, `+5%`, `256KiB`, `0` or `allow`)"
 )]
 pub struct ParseLimitError {
+    /// The text that was given.
     pub input: String,
+    /// What is wrong with it.
     pub reason: String,
 }
 

@@ -14,13 +14,21 @@ pub const LAZY_HINT_MIN_BYTES: u64 = 256 * 1024;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CategoryBytes {
+    /// Tensors that hold the model's weights.
     pub parameters: u64,
+    /// Gradients kept for the optimizer.
     pub gradients: u64,
+    /// The optimizer's own state (momentum, variance, master copies).
     pub optimizer_state: u64,
+    /// What the forward pass keeps for the backward pass.
     pub activations: u64,
+    /// The batch (and its labels).
     pub inputs: u64,
+    /// Freed within the phase that allocated it.
     pub temporaries: u64,
+    /// Library scratch and caches that outlive their iteration.
     pub workspace: u64,
+    /// Device memory the probe did not see (context, library handles).
     pub untracked: u64,
 }
 
@@ -90,12 +98,16 @@ impl fmt::Display for Fidelity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseRecord {
+    /// The phase.
     pub phase: Phase,
     /// The loop iteration, or `None` for set-up phases run before `t.iterations()`.
     #[serde(deserialize_with = "Option::deserialize")]
     pub iteration: Option<u32>,
+    /// Live bytes when it started.
     pub start_bytes: u64,
+    /// The highest live bytes while it ran.
     pub peak_bytes: u64,
+    /// Live bytes when it ended.
     pub end_bytes: u64,
 }
 
@@ -103,6 +115,7 @@ pub struct PhaseRecord {
 /// allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LeakSite {
+    /// The category the leaked blocks belong to.
     pub category: Category,
     /// `None`: allocated outside any phase.
     pub phase: Option<Phase>,
@@ -113,6 +126,7 @@ pub struct LeakSite {
 /// The result of one measured test. Deterministic for a deterministic program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
+    /// How the figures were measured.
     pub fidelity: Fidelity,
     /// Iterations the loop ran (`t.iterations()`).
     pub iterations: u32,

@@ -39,12 +39,14 @@ pub type Stretch = u32;
 /// order: the order inside a stretch may differ from run to run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
+    /// Allocator calls of the run.
     pub calls: u64,
     /// FNV-1a over (stretch, sorted sizes) of each stretch.
     pub sizes_hash: u64,
 }
 
 impl Fingerprint {
+    /// The fingerprint of a recorded stream.
     pub fn of(events: &[Event]) -> Fingerprint {
         let mut calls = Vec::new();
         let mut stretch: Stretch = 0;
@@ -94,6 +96,7 @@ impl Fingerprint {
 pub struct Plan {
     /// `(stretch, bytes)`, sorted, without duplicates.
     pub wanted: Vec<(Stretch, u64)>,
+    /// The first run's fingerprint: a capture run must match it.
     pub fingerprint: Fingerprint,
 }
 
@@ -172,9 +175,11 @@ pub struct SiteKey {
 /// Bytes alive at one moment that were allocated at one site.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Site {
+    /// Bytes alive.
     pub bytes: u64,
     /// How many blocks.
     pub count: u64,
+    /// Where they were allocated.
     #[serde(flatten)]
     pub key: SiteKey,
 }
@@ -231,6 +236,7 @@ impl fmt::Display for Site {
 /// A category's sites: at the step's peak, and at its own peak when that is higher.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CategorySites {
+    /// The category.
     pub category: Category,
     /// The category's bytes alive at the step's peak.
     pub bytes: u64,
@@ -243,9 +249,11 @@ pub struct CategorySites {
 /// A category's own peak and the sites of its bytes at that moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OwnPeak {
+    /// The category's bytes at its own peak.
     pub bytes: u64,
     /// The phase running at that moment.
     pub phase: Option<Phase>,
+    /// Where they were allocated, most bytes first.
     pub sites: Vec<Site>,
 }
 
@@ -262,6 +270,7 @@ pub enum Capture {
 /// The call sites of one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sites {
+    /// How the traces were captured.
     pub capture: Capture,
     /// How many stack traces were captured.
     pub traces: u64,
@@ -385,6 +394,7 @@ fn group(blocks: &[&Block], key_of: &mut impl FnMut(Call) -> SiteKey) -> Vec<Sit
 /// snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SiteChange {
+    /// The site as it is now.
     pub site: Site,
     /// The site's bytes in the snapshot; `None`: not among the snapshot's sites (or the
     /// snapshot kept none).
