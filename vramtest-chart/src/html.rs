@@ -3,7 +3,7 @@
 //! downloaded CI artifact as from the target directory.
 
 use crate::color::category_color;
-use crate::escape;
+use crate::markup::escape;
 use crate::svg::{SvgOptions, svg};
 use crate::timeline::Timeline;
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //! shaded and labelled, iterations marked, the peak marked with its figure.
 
 use crate::color::{GRID, INK, PEAK, category_color};
-use crate::escape;
+use crate::markup::escape;
 use crate::scale::{ByteAxis, byte_axis, count_ticks};
 use crate::timeline::{Peak, Point, Timeline};
 use std::fmt::Write;
