@@ -8,11 +8,11 @@
 
 use crate::CudaError;
 use crate::driver::{Driver, PoolAttribute};
+use crate::error::guard;
 use crate::libs::{Unavailable, probe_driver};
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// Whether CUDA tests can run here.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -81,24 +81,6 @@ pub fn detect() -> Availability {
             call: "cuInit (through cudarc's bindings)",
             code: -1,
         }),
-    }
-}
-
-/// Runs driver calls, turning a panic in cudarc's loader into an error.
-pub(crate) fn guard<T>(
-    call: &'static str,
-    f: impl FnOnce() -> Result<T, CudaError>,
-) -> Result<T, CudaError> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(result) => result,
-        Err(payload) => {
-            let message = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "panic".to_owned());
-            Err(CudaError::Panicked { call, message })
-        }
     }
 }
 

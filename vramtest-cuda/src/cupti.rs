@@ -19,7 +19,7 @@
 //! value these bindings do not know is never materialized as a Rust enum.
 
 use crate::CudaError;
-use crate::cuda::guard;
+use crate::error::guard;
 use crate::records::{AllocationRecords, MemoryKind, MemoryRecord, Operation};
 use cudarc::cupti::result::{self as cupti, CuptiError, activity};
 use cudarc::cupti::sys;

@@ -2,28 +2,9 @@
 //! on a CPU with [`FakePool`](crate::FakePool).
 
 use crate::CudaError;
+pub use crate::attribute::PoolAttribute;
 use crate::records::AllocationRecords;
 use crate::watermarks::Sample;
-
-/// A memory-pool attribute (`CU_MEMPOOL_ATTR_*`). All are 64-bit byte counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PoolAttribute {
-    /// Bytes of the pool in use by the application.
-    UsedCurrent,
-    /// High-water mark of `UsedCurrent` since the last reset.
-    UsedHigh,
-    /// Bytes the pool has reserved from the device.
-    ReservedCurrent,
-    /// High-water mark of `ReservedCurrent` since the last reset.
-    ReservedHigh,
-}
-
-impl PoolAttribute {
-    /// Whether this is a high-water mark (the only attributes that can be reset).
-    pub fn is_high_water_mark(self) -> bool {
-        matches!(self, PoolAttribute::UsedHigh | PoolAttribute::ReservedHigh)
-    }
-}
 
 /// What the probe asks of a CUDA device. Every call concerns one device (and, for pool
 /// calls, that device's current memory pool, the one `cuMemAllocAsync` allocates from).

@@ -41,10 +41,12 @@
 //! another crate selects. With dynamic loading (our own choice) it compiles without a
 //! CUDA toolkit and runs, reporting [`Availability::Unavailable`], without a driver.
 
+mod attribute;
 mod cuda;
 #[cfg(feature = "cupti")]
 mod cupti;
 mod driver;
+mod error;
 mod fake;
 pub mod libs;
 mod oom;
@@ -54,38 +56,13 @@ pub mod watermarks;
 
 pub use cuda::{Availability, CudarcDriver, detect, parse_nvidia_version};
 pub use driver::{Driver, PoolAttribute};
+pub use error::CudaError;
 pub use fake::{FakePool, GRANULE};
 pub use libs::{Lookup, Unavailable, find_library, probe_driver};
 pub use oom::{OutOfMemory, is_out_of_memory};
 pub use records::{AllocationRecords, MemoryRecord};
 pub use session::{DeviceInfo, PoolSession, Report};
 pub use watermarks::{PoolFigures, Sample, Source};
-
-/// Why a CUDA measurement could not be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CudaError {
-    /// No driver, the toolkit's stub, no device, or a driver too old for the bindings.
-    #[error("{0}")]
-    Unavailable(#[from] Unavailable),
-    /// The ordinal is past the last device.
-    #[error("no CUDA device {ordinal} (the driver reports {devices})")]
-    NoSuchDevice { ordinal: usize, devices: usize },
-    /// A driver call failed.
-    #[error("{call} failed: {code}")]
-    Driver { call: &'static str, code: String },
-    /// cudarc panicked inside a driver call (a missing symbol in an old driver).
-    #[error("{call} panicked: {message}")]
-    Panicked { call: &'static str, message: String },
-    /// A pool call on a device without memory pools.
-    #[error("the device has no memory pools")]
-    NoMemoryPools,
-    /// Only high-water marks can be reset.
-    #[error("{0:?} is not a high-water mark")]
-    NotAHighWaterMark(PoolAttribute),
-    /// A call of the per-allocation record source (CUPTI) failed while it was running.
-    #[error("{call} failed: {code}")]
-    Records { call: &'static str, code: String },
-}
 
 #[cfg(test)]
 mod tests;
