@@ -207,8 +207,9 @@ pub struct ExecArgs {
     #[arg(long)]
     pub strict: bool,
 
-    /// Tests to run at once. Default: the available cores on the CPU, 1 on a GPU
-    /// (tests that share a GPU would see each other's memory).
+    /// Tests to run at once. Default: the available cores on the CPU; on GPUs one per
+    /// visible device, each test pinned to its own with CUDA_VISIBLE_DEVICES (tests
+    /// that share a GPU would see each other's memory), and never more than that.
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
 }

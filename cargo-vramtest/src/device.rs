@@ -9,13 +9,18 @@ use vramtest_model::config::DeviceSetting;
 
 /// Checks the device the run measures on ([`DeviceSetting::Cuda`]: a usable driver and at
 /// least one device, or an error; [`DeviceSetting::Auto`]: a note when it will be the CPU).
-pub fn preflight(device: DeviceSetting) -> Result<()> {
-    check(device, vramtest_cuda::detect())
+/// Returns the number of CUDA devices the tests measure on, 0 for the CPU.
+pub fn preflight(device: DeviceSetting) -> Result<usize> {
+    match device {
+        DeviceSetting::Cpu => Ok(0),
+        _ => check(device, vramtest_cuda::detect()),
+    }
 }
 
-fn check(device: DeviceSetting, found: Availability) -> Result<()> {
+fn check(device: DeviceSetting, found: Availability) -> Result<usize> {
     match (device, found) {
-        (_, Availability::Ready { .. }) | (DeviceSetting::Cpu, _) => Ok(()),
+        (DeviceSetting::Cpu, _) => Ok(0),
+        (_, Availability::Ready { devices }) => Ok(devices),
         (DeviceSetting::Cuda, Availability::Unavailable(why)) => Err(Error::Environment {
             message: format!(
                 "the run asks for CUDA (--device cuda, VRAMTEST_DEVICE=cuda or device = \"cuda\" in the metadata), but {why}"
@@ -23,7 +28,7 @@ fn check(device: DeviceSetting, found: Availability) -> Result<()> {
         }),
         (DeviceSetting::Auto, Availability::Unavailable(why)) => {
             anstream::eprintln!("note: measuring on the CPU ({why})");
-            Ok(())
+            Ok(0)
         }
     }
 }
@@ -69,10 +74,17 @@ mod tests {
     #[test]
     fn cpu_and_auto_never_fail_and_a_ready_device_passes() {
         for device in [DeviceSetting::Cpu, DeviceSetting::Auto] {
-            assert!(check(device, Availability::Unavailable(Unavailable::NoDevice)).is_ok());
+            let found = Availability::Unavailable(Unavailable::NoDevice);
+            assert_eq!(check(device, found).unwrap(), 0);
         }
-        for device in [DeviceSetting::Cpu, DeviceSetting::Auto, DeviceSetting::Cuda] {
-            assert!(check(device, Availability::Ready { devices: 1 }).is_ok());
+        for device in [DeviceSetting::Auto, DeviceSetting::Cuda] {
+            assert_eq!(
+                check(device, Availability::Ready { devices: 3 }).unwrap(),
+                3
+            );
         }
+        // A CPU run measures on the CPU whatever GPUs there are.
+        let found = Availability::Ready { devices: 3 };
+        assert_eq!(check(DeviceSetting::Cpu, found).unwrap(), 0);
     }
 }

@@ -8,6 +8,7 @@ use crate::discover::{self, Workspace};
 use crate::error::{Error, Result};
 use crate::output::{self, Results, Summary};
 use crate::progress::Progress;
+use crate::runner::Devices;
 use crate::{device, recorded, runner};
 use std::path::Path;
 use std::time::Instant;
@@ -20,7 +21,7 @@ const REPORT_NOT_WRITTEN: u8 = 2;
 pub fn execute(args: &RunArgs) -> Result<u8> {
     validate_env()?;
     let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
-    device::preflight(run_device(&ws, &args.exec))?;
+    let gpus = device::preflight(run_device(&ws, &args.exec))?;
     let env = package_env(&ws, &args.exec);
     let cases: Vec<TestCase> = find_tests(&ws, &args.build, &args.filter, &env)?
         .into_iter()
@@ -29,14 +30,14 @@ pub fn execute(args: &RunArgs) -> Result<u8> {
     if cases.is_empty() {
         anstream::eprintln!("warning: no test to run");
     }
-    let jobs = args
-        .exec
-        .jobs
-        .map(usize::from)
-        .unwrap_or_else(|| runner::default_jobs(run_device(&ws, &args.exec)));
+    let devices = match gpus {
+        0 => Devices::Cpu,
+        n => Devices::gpus(n, std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
+    };
+    let slots = devices.slots(args.exec.jobs.map(usize::from));
     let progress = Progress::new();
     let start = Instant::now();
-    let outcomes = runner::run(&cases, &env, jobs, &progress)?;
+    let outcomes = runner::run(&cases, &env, &slots, &progress)?;
     let results = Results {
         outcomes: &outcomes,
         duration: start.elapsed(),

@@ -108,7 +108,8 @@ fn show_sites(args: &ShowArgs) -> Result<u8> {
         .collect();
     let case = the_one_test(&args.test, cases)?;
     let progress = Progress::new();
-    let outcomes = runner::run(std::slice::from_ref(&case), &env, 1, &progress)?;
+    // On the CPU: one slot, pinned to no GPU.
+    let outcomes = runner::run(std::slice::from_ref(&case), &env, &[None], &progress)?;
     let report = &outcomes.first().expect("one outcome per test case").report;
     let Some(sites) = &report.sites else {
         return Err(Error::NoSites {
