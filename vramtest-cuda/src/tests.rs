@@ -346,6 +346,53 @@ fn reserved_is_at_least_used_and_fragmentation_is_reported() {
     assert_eq!(r.profile.category_peaks.untracked, 0);
 }
 
+/// The pool's recorded `RESERVED_MEM_HIGH` reaches the snapshot body of a device
+/// result (beside the allocated peak), and never a CPU body.
+#[test]
+fn the_reserved_peak_reaches_the_snapshot_body() {
+    use vramtest_model::{Body, DeviceClass};
+    for tracked in [false, true] {
+        let fake = FakePool::new(TOTAL, CONTEXT);
+        let mut h = Harness::new(fake.clone(), tracked);
+        h.phase(Phase::Params, |h| h.alloc(3 * MIB)); // reserves 4 MiB
+        h.mark(Event::IterationStart(0));
+        let acts = h.phase(Phase::Forward, |h| {
+            let acts = h.alloc(MIB); // 4 MiB used, 4 reserved
+            let t = h.alloc(5 * MIB); // 9 MiB used: reserves 10
+            h.free(t);
+            acts
+        });
+        h.free(acts);
+        h.mark(Event::IterationEnd);
+        let r = h.finish();
+        assert_eq!(
+            r.pool.reserved_peak_bytes,
+            Some(10 * MIB),
+            "tracked {tracked}"
+        );
+        let body = Body::from_profile(&r.profile, DeviceClass::Cuda);
+        assert_eq!(body.reserved_bytes, Some(10 * MIB), "tracked {tracked}");
+        assert_eq!(body.peak_bytes, 9 * MIB, "tracked {tracked}");
+        assert_eq!(body.fragmentation_bytes(), Some(MIB), "tracked {tracked}");
+        assert!(
+            body.to_text()
+                .contains("\"peak_bytes\": 9437184,\n  \"reserved_bytes\": 10485760,\n"),
+            "{}",
+            body.to_text()
+        );
+        assert_eq!(
+            Body::from_profile(&r.profile, DeviceClass::Cpu).reserved_bytes,
+            None
+        );
+    }
+    // Without memory pools there is no reserved figure: the body has no key.
+    let mut h = Harness::new(FakePool::without_pools(TOTAL, CONTEXT), false);
+    h.phase(Phase::Params, |h| h.alloc(3 * MIB));
+    let body = Body::from_profile(&h.finish().profile, DeviceClass::Cuda);
+    assert_eq!(body.reserved_bytes, None);
+    assert!(!body.to_text().contains("reserved_bytes"));
+}
+
 #[test]
 fn untracked_is_device_used_minus_pool_used() {
     let fake = FakePool::new(TOTAL, CONTEXT);
