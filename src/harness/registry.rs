@@ -20,7 +20,7 @@ pub struct Options {
     pub iterations: Option<u32>,
     /// `Some(reason)` (possibly empty) when the test is ignored.
     pub ignore: Option<&'static str>,
-    /// `(key, limit)` pairs: `tolerance`, `peak`, `leak` or a category.
+    /// `(key, limit)` pairs: `tolerance`, `peak`, `reserved`, `leak` or a category.
     pub limits: &'static [(&'static str, &'static str)],
     pub budget: Option<u64>,
     /// Device classes the test supports (`cpu`, `cuda`); empty means all.

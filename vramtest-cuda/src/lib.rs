@@ -59,7 +59,7 @@ pub use driver::{Driver, PoolAttribute};
 pub use error::CudaError;
 pub use fake::{FakePool, GRANULE};
 pub use libs::{Lookup, Unavailable, find_library, probe_driver};
-pub use oom::{OutOfMemory, is_out_of_memory};
+pub use oom::{LiveBlocks, OutOfMemory, is_out_of_memory, live_blocks};
 pub use records::{AllocationRecords, MemoryRecord};
 pub use session::{DeviceInfo, PoolSession, Report};
 pub use watermarks::{PoolFigures, Sample, Source};

@@ -1,12 +1,15 @@
 //! Out of memory on the device inside a step: what the failing test reports instead of
 //! a bare error (or a panic) — the per-category breakdown the session measured up to
-//! the failure, and the size of the request that failed when the code that allocated
-//! said it.
+//! the failure, the size of the request that failed when the code that allocated said
+//! it, and, where every allocation was seen (`exact` fidelity), a table of the blocks
+//! alive at the failure by category with their top call sites where they are known.
 
 use crate::driver::Driver;
 use crate::session::PoolSession;
+use std::collections::HashMap;
 use std::fmt;
-use vramtest_model::{Category, Event, Phase, Profile};
+use vramtest_model::sites::{IN_FAILURE, Site};
+use vramtest_model::{Category, Event, Fidelity, Phase, Profile, ledger};
 
 /// Whether an error or panic message is the driver's out-of-memory error
 /// (`CUDA_ERROR_OUT_OF_MEMORY`, cudarc's and candle's wording of it, or the runtime's
@@ -35,6 +38,43 @@ pub struct OutOfMemory {
     pub unmeasured: Option<String>,
     /// Device memory in bytes.
     pub total_bytes: u64,
+    /// The blocks alive at the failure, by category in report order (categories without
+    /// blocks left out); `None` when the run did not see every allocation (`phase`
+    /// fidelity) or could not be measured.
+    pub live: Option<Vec<LiveBlocks>>,
+    /// The top call sites of each category, where known (a run on the CPU captures
+    /// them; a device run does not): [`OutOfMemory::with_sites`].
+    pub sites: Option<Vec<(Category, Vec<Site>)>>,
+    /// The test's name, for the command that finds the call sites.
+    pub test: Option<String>,
+}
+
+/// The blocks of one category alive at an out-of-memory failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveBlocks {
+    pub category: Category,
+    /// How many blocks.
+    pub count: u64,
+    /// Their bytes together.
+    pub bytes: u64,
+    /// The largest one's bytes.
+    pub largest: u64,
+}
+
+impl OutOfMemory {
+    /// The same failure with the top call sites of each category (as a snapshot's
+    /// `info` keeps them, or [`Sites::for_snapshot`](vramtest_model::sites::Sites::for_snapshot)
+    /// gives them): the table lists those of the categories it holds.
+    pub fn with_sites(mut self, sites: Vec<(Category, Vec<Site>)>) -> OutOfMemory {
+        self.sites = Some(sites);
+        self
+    }
+
+    /// The same failure, naming the test in the command that finds its call sites.
+    pub fn for_test(mut self, test: &str) -> OutOfMemory {
+        self.test = Some(test.to_owned());
+        self
+    }
 }
 
 impl<D: Driver> PoolSession<D> {
@@ -50,9 +90,13 @@ impl<D: Driver> PoolSession<D> {
             Some(_) => self.boundary(&Event::PhaseEnd),
             None => Ok(()),
         };
-        let (profile, unmeasured) = match closed.and_then(|()| self.finish()) {
-            Ok(report) => (Some(report.profile), None),
-            Err(e) => (None, Some(e.to_string())),
+        let (profile, live, unmeasured) = match closed.and_then(|()| self.finish_with_events()) {
+            Ok((report, events)) => {
+                let live =
+                    (report.profile.fidelity == Fidelity::Exact).then(|| live_blocks(&events));
+                (Some(report.profile), live, None)
+            }
+            Err(e) => (None, None, Some(e.to_string())),
         };
         OutOfMemory {
             requested,
@@ -61,8 +105,84 @@ impl<D: Driver> PoolSession<D> {
             profile,
             unmeasured,
             total_bytes,
+            live,
+            sites: None,
+            test: None,
         }
     }
+}
+
+/// The blocks alive at the end of `events` (a stream cut short by a failure), by
+/// category, in report order. Each block has the category the ledger charges it to,
+/// with the phases still open closed and the iteration still running ended right after
+/// the failure, its own blocks released first: a block of the forward pass that was
+/// running is an activation, as it would have been, not workspace that outlived it.
+pub fn live_blocks(events: &[Event]) -> Vec<LiveBlocks> {
+    // id → (the block's position among the stream's allocations, its bytes).
+    let mut live: HashMap<u64, (usize, u64)> = HashMap::new();
+    let mut made = 0usize;
+    let mut open_phases = 0usize;
+    // The position of the running iteration's first allocation.
+    let mut iteration_from: Option<usize> = None;
+    for event in events {
+        match *event {
+            Event::Alloc { id, bytes } => {
+                live.insert(id, (made, bytes));
+                made += 1;
+            }
+            Event::Free { id } => {
+                live.remove(&id);
+            }
+            Event::Realloc { from, to, bytes } => {
+                let at = live.remove(&from).map_or_else(
+                    || {
+                        made += 1;
+                        made - 1
+                    },
+                    |(at, _)| at,
+                );
+                live.insert(to, (at, bytes));
+            }
+            Event::PhaseStart(_) => open_phases += 1,
+            Event::PhaseEnd => open_phases = open_phases.saturating_sub(1),
+            Event::IterationStart(_) => iteration_from = Some(made),
+            Event::IterationEnd => iteration_from = None,
+            Event::TagPush(_) | Event::TagPop => {}
+        }
+    }
+    let mut ended = events.to_vec();
+    ended.extend(std::iter::repeat_n(Event::PhaseEnd, open_phases));
+    if let Some(from) = iteration_from {
+        let mut running: Vec<(usize, u64)> = live
+            .iter()
+            .filter(|(_, (at, _))| *at >= from)
+            .map(|(&id, &(at, _))| (at, id))
+            .collect();
+        running.sort_unstable();
+        ended.extend(running.into_iter().rev().map(|(_, id)| Event::Free { id }));
+        ended.push(Event::IterationEnd);
+    }
+    let categories = ledger::categories(&ended);
+    let mut by_category: Vec<LiveBlocks> = Category::ALL
+        .into_iter()
+        .map(|category| LiveBlocks {
+            category,
+            count: 0,
+            bytes: 0,
+            largest: 0,
+        })
+        .collect();
+    for &(at, bytes) in live.values() {
+        // The ledger counts allocations as this walk does; a block it did not count
+        // (never expected) is shown as untracked rather than failing the report.
+        let category = categories.get(at).copied().unwrap_or(Category::Untracked);
+        let row = &mut by_category[category.index()];
+        row.count += 1;
+        row.bytes += bytes;
+        row.largest = row.largest.max(bytes);
+    }
+    by_category.retain(|row| row.count > 0);
+    by_category
 }
 
 /// The phase and iteration still open at the end of `events`.
@@ -131,7 +251,18 @@ impl fmt::Display for OutOfMemory {
                 write!(
                     f,
                     "  (untracked is device-wide: other processes on the GPU count too)"
-                )
+                )?;
+                match &self.live {
+                    Some(live) => {
+                        writeln!(f)?;
+                        self.fmt_live(f, live)
+                    }
+                    None => write!(
+                        f,
+                        "\nno table of the blocks alive at the failure: fidelity {} sees the pool's watermarks, not each allocation (report allocations through `t.cuda_tracker()`, or build with the `cupti` feature)",
+                        p.fidelity
+                    ),
+                }
             }
             None => write!(
                 f,
@@ -139,5 +270,70 @@ impl fmt::Display for OutOfMemory {
                 self.unmeasured.as_deref().unwrap_or("unknown")
             ),
         }
+    }
+}
+
+impl OutOfMemory {
+    /// The table of the blocks alive at the failure, then their call sites.
+    fn fmt_live(&self, f: &mut fmt::Formatter<'_>, live: &[LiveBlocks]) -> fmt::Result {
+        writeln!(
+            f,
+            "blocks alive at the failure, by category (the running iteration's as if it ended there):"
+        )?;
+        writeln!(
+            f,
+            "  {:<16} {:>7} {:>17} {:>17}",
+            "category", "blocks", "bytes", "largest block"
+        )?;
+        let row = |f: &mut fmt::Formatter<'_>, name: &str, count, bytes, largest| {
+            writeln!(
+                f,
+                "  {name:<16} {count:>7} {:>15} B {:>15} B",
+                grouped(bytes),
+                grouped(largest)
+            )
+        };
+        for r in live {
+            row(f, r.category.as_str(), r.count, r.bytes, r.largest)?;
+        }
+        row(
+            f,
+            "all",
+            live.iter().map(|r| r.count).sum(),
+            live.iter().map(|r| r.bytes).sum(),
+            live.iter().map(|r| r.largest).max().unwrap_or(0),
+        )?;
+        self.fmt_sites(f, live)
+    }
+
+    /// The top call sites of the table's categories, or how to find them.
+    fn fmt_sites(&self, f: &mut fmt::Formatter<'_>, live: &[LiveBlocks]) -> fmt::Result {
+        let Some(sites) = &self.sites else {
+            return write!(
+                f,
+                "top call sites: not captured on a device; `cargo vramtest show {} --sites` re-runs the test on the CPU, where the categories hold the same tensors, and names them",
+                self.test.as_deref().unwrap_or("<test>")
+            );
+        };
+        let known: Vec<(Category, &[Site])> = live
+            .iter()
+            .filter_map(|r| {
+                sites
+                    .iter()
+                    .find(|(c, s)| *c == r.category && !s.is_empty())
+                    .map(|(c, s)| (*c, s.as_slice()))
+            })
+            .collect();
+        if known.is_empty() {
+            return write!(f, "top call sites: none known for these categories");
+        }
+        write!(f, "top call sites:")?;
+        for (category, sites) in known {
+            write!(f, "\n  {category}:")?;
+            for site in sites.iter().take(IN_FAILURE) {
+                write!(f, "\n    {site}")?;
+            }
+        }
+        Ok(())
     }
 }

@@ -268,7 +268,13 @@ impl<D: Driver> PoolSession<D> {
 
     /// Takes a last sample and computes the profile ([`watermarks::profile`]; with
     /// per-allocation records, [`watermarks::exact_profile`] of the merged stream).
-    pub fn finish(mut self) -> Result<Report, CudaError> {
+    pub fn finish(self) -> Result<Report, CudaError> {
+        self.finish_with_events().map(|(report, _)| report)
+    }
+
+    /// [`finish`](PoolSession::finish), also returning the event stream the profile
+    /// was built from (with per-allocation records: the merged stream).
+    pub(crate) fn finish_with_events(mut self) -> Result<(Report, Vec<Event>), CudaError> {
         let t = Instant::now();
         let last = sample(&self.driver, self.source == Source::Pool, self.events.len())?;
         if let Some(r) = &mut self.records {
@@ -276,8 +282,11 @@ impl<D: Driver> PoolSession<D> {
         }
         self.boundary_time += t.elapsed();
         self.samples.push(last);
-        let profile = match &self.records {
-            None => watermarks::profile(&self.events, &self.baseline, &self.samples, self.source),
+        let (profile, events) = match &self.records {
+            None => (
+                watermarks::profile(&self.events, &self.baseline, &self.samples, self.source),
+                std::mem::take(&mut self.events),
+            ),
             Some(r) => {
                 let merged = records::merge(&self.events, &r.times, &r.batches, r.source.device());
                 let samples: Vec<Sample> = self
@@ -288,11 +297,17 @@ impl<D: Driver> PoolSession<D> {
                         ..*s
                     })
                     .collect();
-                watermarks::exact_profile(&merged.events, &self.baseline, &samples, self.source)
+                let profile = watermarks::exact_profile(
+                    &merged.events,
+                    &self.baseline,
+                    &samples,
+                    self.source,
+                );
+                (profile, merged.events)
             }
         };
         let pool = watermarks::pool_figures(&self.baseline, &self.samples, self.source);
-        Ok(Report {
+        let report = Report {
             profile,
             source: self.source,
             allocation_records: self.records.as_ref().map(|r| r.source.name()),
@@ -302,6 +317,7 @@ impl<D: Driver> PoolSession<D> {
             boundaries: self.samples.len() as u32,
             boundary_time: self.boundary_time,
             elapsed: self.started.elapsed(),
-        })
+        };
+        Ok((report, events))
     }
 }

@@ -281,6 +281,205 @@ fn out_of_memory_inside_a_step_reports_the_breakdown_and_the_request() {
     }
 }
 
+/// A step that runs out of memory in the forward pass of its second iteration, with
+/// blocks of five categories alive: parameters (8 + 4 MiB), optimizer state (2 × 8 MiB),
+/// a 1 MiB workspace kept from the first iteration's forward pass, and the running
+/// iteration's 2 MiB of inputs and 6 MiB of activations. A 24 MiB request then fails.
+fn out_of_memory_in_the_second_forward(fake: &FakePool, tracked: bool) -> OutOfMemory {
+    let mut h = Harness::new(fake.clone(), tracked);
+    h.phase(Phase::Params, |h| {
+        h.alloc(8 * MIB);
+        h.alloc(4 * MIB);
+    });
+    h.phase(Phase::OptimizerInit, |h| {
+        h.alloc(8 * MIB);
+        h.alloc(8 * MIB);
+    });
+    h.mark(Event::IterationStart(0));
+    let x = h.phase(Phase::Inputs, |h| h.alloc(2 * MIB));
+    let acts = h.phase(Phase::Forward, |h| {
+        let acts = h.alloc(4 * MIB);
+        let tmp = h.alloc(MIB);
+        h.free(tmp);
+        h.alloc(MIB); // a workspace the library keeps
+        acts
+    });
+    let grads = h.phase(Phase::Backward, |h| h.alloc(4 * MIB));
+    h.free(grads);
+    h.free(acts);
+    h.free(x);
+    h.mark(Event::IterationEnd);
+    h.mark(Event::IterationStart(1));
+    h.phase(Phase::Inputs, |h| h.alloc(2 * MIB));
+    h.mark(Event::PhaseStart(Phase::Forward));
+    h.alloc(6 * MIB);
+    let request = 24 * MIB;
+    assert!(fake.try_alloc(request).is_err(), "37 of 56 MiB used");
+    h.session.out_of_memory(Some(request))
+}
+
+const OOM_TOTAL: u64 = 64 * MIB;
+const OOM_CONTEXT: u64 = 8 * MIB;
+
+/// The table of an out-of-memory failure: the blocks alive by category (count, bytes,
+/// largest), the running iteration's blocks in the category they would have had, and
+/// how to find their call sites.
+#[test]
+fn out_of_memory_lists_the_live_blocks_by_category() {
+    let fake = FakePool::new(OOM_TOTAL, OOM_CONTEXT);
+    let oom = out_of_memory_in_the_second_forward(&fake, true).for_test("mlp::adamw");
+    let row = |category, count, bytes, largest| LiveBlocks {
+        category,
+        count,
+        bytes,
+        largest,
+    };
+    assert_eq!(
+        oom.live.as_deref(),
+        Some(
+            &[
+                row(Category::Parameters, 2, 12 * MIB, 8 * MIB),
+                row(Category::OptimizerState, 2, 16 * MIB, 8 * MIB),
+                row(Category::Activations, 1, 6 * MIB, 6 * MIB),
+                row(Category::Inputs, 1, 2 * MIB, 2 * MIB),
+                row(Category::Workspace, 1, MIB, MIB),
+            ][..]
+        )
+    );
+    let text = oom.to_string();
+    let table = text
+        .split_once("(untracked is device-wide: other processes on the GPU count too)\n")
+        .map(|(_, t)| t)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        table,
+        "blocks alive at the failure, by category (the running iteration's as if it ended there):
+  category          blocks             bytes     largest block
+  parameters             2      12,582,912 B       8,388,608 B
+  optimizer_state        2      16,777,216 B       8,388,608 B
+  activations            1       6,291,456 B       6,291,456 B
+  inputs                 1       2,097,152 B       2,097,152 B
+  workspace              1       1,048,576 B       1,048,576 B
+  all                    7      38,797,312 B       8,388,608 B
+top call sites: not captured on a device; `cargo vramtest show mlp::adamw --sites` re-runs the test on the CPU, where the categories hold the same tensors, and names them"
+    );
+}
+
+/// Call sites, where the caller knows them, are listed under the table for the
+/// categories it holds (at most three each).
+#[test]
+fn out_of_memory_lists_the_known_call_sites_of_the_live_categories() {
+    use vramtest_model::sites::{Site, SiteKey};
+    let site = |mib: u64, count, line: u32| Site {
+        bytes: mib * MIB,
+        count,
+        key: SiteKey {
+            operation: Some("model::Mlp::forward".into()),
+            location: Some(format!("src/model.rs:{line}")),
+        },
+    };
+    let fake = FakePool::new(OOM_TOTAL, OOM_CONTEXT);
+    let oom = out_of_memory_in_the_second_forward(&fake, true).with_sites(vec![
+        (
+            Category::Activations,
+            vec![
+                site(4, 1, 40),
+                site(1, 2, 41),
+                site(1, 1, 42),
+                site(1, 1, 43),
+            ],
+        ),
+        (Category::Gradients, vec![site(4, 1, 50)]),
+        (Category::Parameters, vec![site(12, 2, 12)]),
+    ]);
+    let text = oom.to_string();
+    let sites = text
+        .split_once("\ntop call sites:")
+        .map(|(_, t)| t)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        sites,
+        "
+  parameters:
+    12.00 MiB in 2 blocks at src/model.rs:12 (model::Mlp::forward)
+  activations:
+    4.00 MiB in 1 block at src/model.rs:40 (model::Mlp::forward)
+    1.00 MiB in 2 blocks at src/model.rs:41 (model::Mlp::forward)
+    1.00 MiB in 1 block at src/model.rs:42 (model::Mlp::forward)"
+    );
+    // Sites of none of the table's categories.
+    let oom = out_of_memory_in_the_second_forward(&FakePool::new(OOM_TOTAL, OOM_CONTEXT), true)
+        .with_sites(vec![(Category::Gradients, vec![site(4, 1, 50)])]);
+    assert!(
+        oom.to_string()
+            .ends_with("\ntop call sites: none known for these categories"),
+        "{oom}"
+    );
+}
+
+/// With per-allocation records (CUPTI) the table comes from the merged records; from
+/// the pool's watermarks alone there is none, and the report says how to get one.
+#[test]
+fn out_of_memory_tables_need_every_allocation() {
+    let fake = FakePool::new(OOM_TOTAL, OOM_CONTEXT).with_records();
+    let recorded = out_of_memory_in_the_second_forward(&fake, false);
+    assert_eq!(
+        recorded.profile.as_ref().map(|p| p.fidelity),
+        Some(Fidelity::Exact)
+    );
+    let tracked = out_of_memory_in_the_second_forward(&FakePool::new(OOM_TOTAL, OOM_CONTEXT), true);
+    assert_eq!(recorded.live, tracked.live);
+
+    let watermarks =
+        out_of_memory_in_the_second_forward(&FakePool::new(OOM_TOTAL, OOM_CONTEXT), false);
+    assert_eq!(watermarks.live, None);
+    assert!(
+        watermarks.to_string().ends_with(
+            "\nno table of the blocks alive at the failure: fidelity phase sees the pool's watermarks, not each allocation (report allocations through `t.cuda_tracker()`, or build with the `cupti` feature)"
+        ),
+        "{watermarks}"
+    );
+}
+
+/// The table's classification on its own: blocks of a phase still open are its
+/// survivors, a tagged block keeps its tag, a resized block counts once, at its new
+/// size, and what the running iteration freed is gone.
+#[test]
+fn live_blocks_of_a_stream_cut_short() {
+    let events = [
+        Event::PhaseStart(Phase::Params),
+        Event::Alloc { id: 1, bytes: 100 },
+        Event::Realloc {
+            from: 1,
+            to: 2,
+            bytes: 300,
+        },
+        Event::PhaseEnd,
+        Event::IterationStart(0),
+        Event::PhaseStart(Phase::Backward),
+        Event::Alloc { id: 3, bytes: 40 },
+        Event::TagPush(Category::Workspace),
+        Event::Alloc { id: 4, bytes: 7 },
+        Event::Alloc { id: 5, bytes: 9 },
+        Event::Free { id: 5 },
+    ];
+    let row = |category, count, bytes, largest| LiveBlocks {
+        category,
+        count,
+        bytes,
+        largest,
+    };
+    assert_eq!(
+        live_blocks(&events),
+        [
+            row(Category::Parameters, 1, 300, 300),
+            row(Category::Gradients, 1, 40, 40),
+            row(Category::Workspace, 1, 7, 7),
+        ]
+    );
+    assert!(live_blocks(&[]).is_empty());
+}
+
 #[test]
 fn out_of_memory_messages_are_recognized() {
     let cases = [
@@ -344,6 +543,53 @@ fn reserved_is_at_least_used_and_fragmentation_is_reported() {
     // at a boundary it is mostly the just-ended phase's freed temporaries, which the
     // breakdown already counts.
     assert_eq!(r.profile.category_peaks.untracked, 0);
+}
+
+/// The pool's recorded `RESERVED_MEM_HIGH` reaches the snapshot body of a device
+/// result (beside the allocated peak), and never a CPU body.
+#[test]
+fn the_reserved_peak_reaches_the_snapshot_body() {
+    use vramtest_model::{Body, DeviceClass};
+    for tracked in [false, true] {
+        let fake = FakePool::new(TOTAL, CONTEXT);
+        let mut h = Harness::new(fake.clone(), tracked);
+        h.phase(Phase::Params, |h| h.alloc(3 * MIB)); // reserves 4 MiB
+        h.mark(Event::IterationStart(0));
+        let acts = h.phase(Phase::Forward, |h| {
+            let acts = h.alloc(MIB); // 4 MiB used, 4 reserved
+            let t = h.alloc(5 * MIB); // 9 MiB used: reserves 10
+            h.free(t);
+            acts
+        });
+        h.free(acts);
+        h.mark(Event::IterationEnd);
+        let r = h.finish();
+        assert_eq!(
+            r.pool.reserved_peak_bytes,
+            Some(10 * MIB),
+            "tracked {tracked}"
+        );
+        let body = Body::from_profile(&r.profile, DeviceClass::Cuda);
+        assert_eq!(body.reserved_bytes, Some(10 * MIB), "tracked {tracked}");
+        assert_eq!(body.peak_bytes, 9 * MIB, "tracked {tracked}");
+        assert_eq!(body.fragmentation_bytes(), Some(MIB), "tracked {tracked}");
+        assert!(
+            body.to_text()
+                .contains("\"peak_bytes\": 9437184,\n  \"reserved_bytes\": 10485760,\n"),
+            "{}",
+            body.to_text()
+        );
+        assert_eq!(
+            Body::from_profile(&r.profile, DeviceClass::Cpu).reserved_bytes,
+            None
+        );
+    }
+    // Without memory pools there is no reserved figure: the body has no key.
+    let mut h = Harness::new(FakePool::without_pools(TOTAL, CONTEXT), false);
+    h.phase(Phase::Params, |h| h.alloc(3 * MIB));
+    let body = Body::from_profile(&h.finish().profile, DeviceClass::Cuda);
+    assert_eq!(body.reserved_bytes, None);
+    assert!(!body.to_text().contains("reserved_bytes"));
 }
 
 #[test]

@@ -20,7 +20,8 @@ use syn::{
 /// - `iterations = 5`: iterations of `t.iterations()` (default 3);
 /// - `ignore` or `ignore = "reason"`: skipped unless run with `--ignored`;
 /// - `tolerance = "+2% | 1MiB"`: the allowed growth of every category and the peak;
-/// - `peak = ".."`, `leak = ".."`, or a category (`activations = "+5%"`): one limit;
+/// - `peak = ".."`, `reserved = ".."` (a CUDA pool's reserved peak), `leak = ".."`, or a
+///   category (`activations = "+5%"`): one limit;
 /// - `budget = "22GiB"`: the peak must stay under this, whatever the snapshot says;
 /// - `devices = "cpu"` or `"cpu, cuda"`: where the test can run (default: both);
 /// - `batch = [64, 128, 256]`: a batch sweep (two or more sizes): the test runs once per
@@ -109,6 +110,7 @@ impl Options {
             (Meta::NameValue(nv), k)
                 if k == "tolerance"
                     || k == "peak"
+                    || k == "reserved"
                     || k == "leak"
                     || k.parse::<vramtest_model::Category>().is_ok() =>
             {
@@ -121,7 +123,7 @@ impl Options {
                 return Err(syn::Error::new_spanned(
                     meta,
                     format!(
-                        "unknown or malformed option `{key}` (expected iterations = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128])"
+                        "unknown or malformed option `{key}` (expected iterations = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128])"
                     ),
                 ));
             }

@@ -65,7 +65,7 @@ impl std::str::FromStr for DeviceSetting {
 const KEYS: &str = "iterations, device, budget, reserve, tolerance, limits";
 
 /// The keys of `limits`.
-const LIMIT_KEYS: &str = "tolerance, peak, leak, parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked";
+const LIMIT_KEYS: &str = "tolerance, peak, reserved, leak, parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked";
 
 /// One `vramtest` metadata table, validated.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -78,7 +78,7 @@ pub struct Settings {
     pub reserve: Option<u64>,
     /// Every category's and the peak's limit, unless `limits` names them.
     pub tolerance: Option<Limit>,
-    /// Limits by key: `peak`, `leak` or a category.
+    /// Limits by key: `peak`, `reserved`, `leak` or a category.
     pub limits: BTreeMap<String, Limit>,
 }
 
@@ -134,7 +134,7 @@ impl Settings {
                         let l = limit(&dotted, v)?;
                         match k.as_str() {
                             "tolerance" => s.tolerance = Some(l),
-                            "peak" | "leak" => {
+                            "peak" | "reserved" | "leak" => {
                                 s.limits.insert(k.clone(), l);
                             }
                             other if other.parse::<Category>().is_ok() => {
@@ -189,10 +189,9 @@ impl Settings {
     pub fn from_harness(config: &Config) -> Result<Settings, ConfigError> {
         let mut limits = config.limits.clone();
         let tolerance = limits.remove("tolerance");
-        if let Some(key) = limits
-            .keys()
-            .find(|k| !matches!(k.as_str(), "peak" | "leak") && k.parse::<Category>().is_err())
-        {
+        if let Some(key) = limits.keys().find(|k| {
+            !matches!(k.as_str(), "peak" | "reserved" | "leak") && k.parse::<Category>().is_err()
+        }) {
             return Err(bad(
                 format!("limits.{key}"),
                 format!("unknown limit (expected one of: {LIMIT_KEYS})"),
@@ -211,7 +210,7 @@ impl Settings {
     /// The limits these settings hold a result to. Each subject takes its limit
     /// from `limits` if named there, else from `tolerance`, else its default; the
     /// tolerance covers the peak and every category but `untracked` (which keeps its
-    /// wider default unless named), and not the leak.
+    /// wider default unless named), and neither the reserved bytes nor the leak.
     pub fn policy(&self) -> Policy {
         let mut policy = Policy::default();
         let named = |key: &str| self.limits.get(key).copied();
@@ -226,6 +225,7 @@ impl Settings {
                     tolerance(default)
                 });
         }
+        policy.reserved = named("reserved").unwrap_or(policy.reserved);
         policy.leak = named("leak").unwrap_or(policy.leak);
         policy.budget = self.budget;
         policy
@@ -451,6 +451,16 @@ mod tests {
         "workspace, package and attribute merge category by category"
     )]
     #[test_case(
+        &[json!({"tolerance": "+1%"})],
+        &[("peak", "+1%"), ("reserved", "+5% | 8MiB")];
+        "a tolerance leaves reserved at its default"
+    )]
+    #[test_case(
+        &[json!({"limits": {"reserved": "+20% | 64MiB"}}), json!({"tolerance": "+2%"})],
+        &[("reserved", "+20% | 64MiB"), ("untracked", "+10% | 16MiB"), ("peak", "+2%")];
+        "reserved follows only its own name"
+    )]
+    #[test_case(
         &[json!({"limits": {"activations": "+1%"}}), json!({"limits": {"activations": "+3%"}})],
         &[("activations", "+3%")];
         "a name at a more specific level wins"
@@ -467,6 +477,7 @@ mod tests {
                 let got = match *key {
                     "peak" => p.peak,
                     "leak" => p.leak,
+                    "reserved" => p.reserved,
                     c => p.categories[c.parse::<Category>().unwrap().index()],
                 };
                 assert_eq!(got, limit(text), "{key}");

@@ -40,6 +40,15 @@ impl Limit {
         bytes: 16 * 1024 * 1024,
     };
 
+    /// The default for a CUDA pool's reserved bytes (`reserved`): `+5% | 8MiB`. Wider
+    /// than a category's, as the pool reserves in granules (2 MiB) and how much it
+    /// keeps depends on the order of frees and synchronizes, not only on the program's
+    /// tensors; narrower than `untracked`'s, which holds other processes too.
+    pub const RESERVED: Limit = Limit {
+        percent: 5.0,
+        bytes: 8 * 1024 * 1024,
+    };
+
     /// The default leak ceiling: a loop may keep at most `max(0.1% of the peak, 64 KiB)`
     /// per iteration, whatever the snapshot holds.
     pub const LEAK: Limit = Limit {

@@ -15,6 +15,9 @@ pub struct Policy {
     pub peak: Limit,
     /// Allowed growth of each category's own peak, indexed by [`Category::index`].
     pub categories: [Limit; 8],
+    /// Allowed growth of a CUDA pool's reserved peak (`reserved_bytes`, device results
+    /// only): [`Limit::RESERVED`] by default; `tolerance` leaves it alone.
+    pub reserved: Limit,
     /// The leak ceiling: a loop may keep at most `leak.slack(peak)` bytes per iteration,
     /// whatever the snapshot holds ([`Limit::LEAK`] by default; [`Limit::ALLOW`] opts out).
     pub leak: Limit,
@@ -31,6 +34,7 @@ impl Default for Policy {
         Policy {
             peak: Limit::DEFAULT,
             categories,
+            reserved: Limit::RESERVED,
             leak: Limit::LEAK,
             budget: None,
             strict: false,
@@ -41,13 +45,13 @@ impl Default for Policy {
 /// An unknown key in a limits table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown limit `{0}` (expected `tolerance`, `peak`, `leak` or a category: parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked)"
+    "unknown limit `{0}` (expected `tolerance`, `peak`, `reserved`, `leak` or a category: parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked)"
 )]
 pub struct UnknownLimitKey(pub String);
 
 impl Policy {
     /// Sets one limit by its configuration key: `tolerance` (every category and the
-    /// peak), `peak`, `leak`, or a category name.
+    /// peak), `peak`, `reserved`, `leak`, or a category name.
     pub fn set(&mut self, key: &str, limit: Limit) -> Result<(), UnknownLimitKey> {
         match key {
             "tolerance" => {
@@ -55,6 +59,7 @@ impl Policy {
                 self.categories = [limit; 8];
             }
             "peak" => self.peak = limit,
+            "reserved" => self.reserved = limit,
             "leak" => self.leak = limit,
             other => {
                 let c: Category = other
@@ -85,12 +90,14 @@ impl Policy {
         match subject {
             Subject::Peak => self.peak,
             Subject::Category(c) => self.categories[c.index()],
+            Subject::Reserved => self.reserved,
             Subject::Leak => self.leak,
         }
     }
 }
 
-/// A figure that is compared. Serialized as `peak`, `leak` or the category's name.
+/// A figure that is compared. Serialized as `peak`, `reserved`, `leak` or the
+/// category's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum Subject {
@@ -98,16 +105,19 @@ pub enum Subject {
     Peak,
     /// A category's own peak.
     Category(Category),
+    /// A CUDA pool's reserved peak (`reserved_bytes`), where both results have one.
+    Reserved,
     /// Live bytes retained per iteration.
     Leak,
 }
 
 impl Subject {
-    /// The stable name: `peak`, `leak` or a category (`activations`).
+    /// The stable name: `peak`, `reserved`, `leak` or a category (`activations`).
     pub fn as_str(self) -> &'static str {
         match self {
             Subject::Peak => "peak",
             Subject::Category(c) => c.as_str(),
+            Subject::Reserved => "reserved",
             Subject::Leak => "leak",
         }
     }
@@ -124,6 +134,7 @@ impl TryFrom<String> for Subject {
     fn try_from(s: String) -> Result<Subject, String> {
         match s.as_str() {
             "peak" => Ok(Subject::Peak),
+            "reserved" => Ok(Subject::Reserved),
             "leak" => Ok(Subject::Leak),
             other => other
                 .parse::<Category>()
@@ -138,6 +149,7 @@ impl fmt::Display for Subject {
         match self {
             Subject::Peak => f.write_str("peak"),
             Subject::Category(c) => write!(f, "{c}"),
+            Subject::Reserved => f.write_str("reserved"),
             Subject::Leak => f.write_str("leak per iteration"),
         }
     }
@@ -169,6 +181,9 @@ pub struct Finding {
     pub strict: bool,
     /// For the leak: the ceiling it was held to (its limit applied to the new peak).
     pub ceiling: Option<u64>,
+    /// For the reserved bytes: the fragmentation (reserved but not allocated at the
+    /// peak, [`Body::fragmentation_bytes`]) before and after.
+    pub fragmentation: Option<(u64, u64)>,
 }
 
 impl Finding {
@@ -227,6 +242,14 @@ impl fmt::Display for Finding {
                 None => write!(f, "; {verb} most in phase {phase} (set-up)")?,
             }
         }
+        if let Some((old, new)) = self.fragmentation {
+            write!(
+                f,
+                "; fragmentation (reserved, not allocated at the peak) {} → {}",
+                HumanBytes(old),
+                HumanBytes(new)
+            )?;
+        }
         Ok(())
     }
 }
@@ -258,6 +281,9 @@ pub struct Comparison {
     /// fidelity, over another number of iterations, in another format): one line that
     /// says what changed. The verdict is then `Regressed` with no findings.
     pub incomparable: Option<String>,
+    /// Figures only one of the two bodies has, so not compared (a device snapshot
+    /// written before `reserved_bytes` existed): one line each, failing nothing.
+    pub notes: Vec<String>,
 }
 
 impl Comparison {
@@ -336,6 +362,7 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
             over_budget,
             over_leak_ceiling,
             incomparable: Some(why),
+            notes: Vec::new(),
         };
     }
     let mut findings: Vec<Finding> = subjects(old, new)
@@ -355,10 +382,29 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
         over_budget,
         over_leak_ceiling,
         incomparable: None,
+        notes: uncompared(old, new),
     }
 }
 
-/// `(subject, old, new)` per figure: categories (what grew), the peak (its cost), the leak.
+/// Why a figure one body has and the other lacks was not compared: today the
+/// reserved bytes of a device result against a snapshot written without them, or
+/// the reverse (a device without memory pools).
+fn uncompared(old: &Body, new: &Body) -> Vec<String> {
+    match (old.reserved_bytes, new.reserved_bytes) {
+        (None, Some(n)) => vec![format!(
+            "note: reserved: the snapshot has no reserved bytes (written before they were recorded), this run {}: not compared; record them by accepting this result (VRAMTEST_UPDATE=always)",
+            HumanBytes(n)
+        )],
+        (Some(o), None) => vec![format!(
+            "note: reserved: the snapshot has {} reserved, this run none (a device without memory pools): not compared",
+            HumanBytes(o)
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// `(subject, old, new)` per figure: categories (what grew), the peak (its cost), the
+/// pool's reserved peak where both bodies have one, the leak.
 fn subjects(old: &Body, new: &Body) -> Vec<(Subject, u64, u64)> {
     let mut subjects: Vec<(Subject, u64, u64)> = Category::ALL
         .iter()
@@ -371,6 +417,9 @@ fn subjects(old: &Body, new: &Body) -> Vec<(Subject, u64, u64)> {
         })
         .collect();
     subjects.push((Subject::Peak, old.peak_bytes, new.peak_bytes));
+    if let (Some(o), Some(n)) = (old.reserved_bytes, new.reserved_bytes) {
+        subjects.push((Subject::Reserved, o, n));
+    }
     subjects.push((
         Subject::Leak,
         old.leak_bytes_per_iteration,
@@ -405,13 +454,18 @@ fn finding(
         new: n,
         limit,
         movement: movement(leak, o, n, limit, new, policy),
-        phase: if leak {
+        // Phase records hold allocated bytes: they say nothing of the reserved ones.
+        phase: if leak || subject == Subject::Reserved {
             None
         } else {
             phase_of_change(old, new, n > o)
         },
         strict: policy.strict,
         ceiling: leak.then(|| policy.leak.slack(new.peak_bytes)),
+        fragmentation: match subject {
+            Subject::Reserved => old.fragmentation_bytes().zip(new.fragmentation_bytes()),
+            _ => None,
+        },
     })
 }
 
@@ -449,7 +503,7 @@ fn verdict(
     } else if findings.iter().any(|f| f.movement == Movement::Improved) {
         Verdict::Improved
     } else if old != new {
-        if policy.strict {
+        if policy.strict && differs_where_compared(old, new) {
             Verdict::Regressed
         } else {
             Verdict::WithinLimits
@@ -457,6 +511,19 @@ fn verdict(
     } else {
         Verdict::Unchanged
     }
+}
+
+/// Whether the bodies differ in more than a figure only one of them has (the
+/// reserved bytes: see [`Comparison::notes`]).
+fn differs_where_compared(old: &Body, new: &Body) -> bool {
+    if old.reserved_bytes.is_some() == new.reserved_bytes.is_some() {
+        return old != new;
+    }
+    let new = Body {
+        reserved_bytes: old.reserved_bytes,
+        ..new.clone()
+    };
+    *old != new
 }
 
 /// The phase run (matched by phase and iteration) whose peak moved the most in the

@@ -197,7 +197,7 @@ pub struct Config {
     /// Default iterations for tests that do not set them.
     #[serde(default)]
     pub iterations: Option<u32>,
-    /// Limits by key (`tolerance`, `peak`, `leak`, a category).
+    /// Limits by key (`tolerance`, `peak`, `reserved`, `leak`, a category).
     #[serde(default)]
     pub limits: BTreeMap<String, Limit>,
     /// Hard peak budget in bytes.

@@ -61,6 +61,14 @@ pub struct Body {
     pub fidelity: Fidelity,
     pub iterations: u32,
     pub peak_bytes: u64,
+    /// On a CUDA device with a memory pool: the pool's highest *reserved* bytes above
+    /// its start (`RESERVED_MEM_HIGH`), beside the allocated `peak_bytes`; what it
+    /// holds beyond the allocated bytes at the peak is fragmentation and the pool's
+    /// rounding to its granule ([`Body::fragmentation_bytes`]). Judged by the limit
+    /// `reserved`. Absent for CPU results (and devices without pools), so their
+    /// snapshots read and write byte for byte as before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_bytes: Option<u64>,
     // `null` is a value; a missing key is an error (serde would default it to None).
     #[serde(deserialize_with = "Option::deserialize")]
     pub peak_phase: Option<Phase>,
@@ -87,6 +95,10 @@ impl Body {
             fidelity: profile.fidelity,
             iterations: profile.iterations,
             peak_bytes: profile.peak_bytes,
+            reserved_bytes: match device_class {
+                DeviceClass::Cuda => profile.reserved_peak_bytes,
+                DeviceClass::Cpu => None,
+            },
             peak_phase: profile.peak_phase,
             peak_iteration: profile.peak_iteration,
             at_peak: profile.at_peak,
@@ -95,6 +107,14 @@ impl Body {
             leak_bytes_per_iteration: profile.leak_bytes_per_iteration,
             scaling: None,
         }
+    }
+
+    /// Reserved but not allocated at the peak: `reserved_bytes` less the bytes the
+    /// pool had allocated then (the peak without `untracked`, which is memory outside
+    /// the pool). `None` without `reserved_bytes`.
+    pub fn fragmentation_bytes(&self) -> Option<u64> {
+        let allocated = self.peak_bytes.saturating_sub(self.at_peak.untracked);
+        self.reserved_bytes.map(|r| r.saturating_sub(allocated))
     }
 
     /// The body as it appears in the file: pretty JSON, one trailing newline.

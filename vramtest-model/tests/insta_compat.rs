@@ -75,6 +75,8 @@ fn body(class: DeviceClass) -> Body {
         },
         iterations: 3,
         peak_bytes: at_peak.total(),
+        // The pool's reserved peak, 34 MiB: on a device only.
+        reserved_bytes: (class == DeviceClass::Cuda).then_some(35_651_584),
         peak_phase: Some(Phase::OptimizerStep),
         peak_iteration: Some(0),
         at_peak,
@@ -253,6 +255,12 @@ fn insta_reads_what_the_harness_writes(class: DeviceClass, test: &str, pending: 
         body: body_of(class, sweep),
     };
     assert_eq!(snap.body.to_text().contains("\"scaling\""), sweep);
+    assert_eq!(
+        snap.body
+            .to_text()
+            .contains("\"reserved_bytes\": 35651584,"),
+        class == DeviceClass::Cuda
+    );
     let path = write_like_the_harness(&dir, &snap, pending);
 
     let read = insta::Snapshot::from_file(&path)

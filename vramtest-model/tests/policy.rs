@@ -40,6 +40,7 @@ fn base() -> Body {
         fidelity: Fidelity::Exact,
         iterations: 3,
         peak_bytes: 10 * MIB,
+        reserved_bytes: None,
         peak_phase: Some(Phase::Backward),
         peak_iteration: Some(2),
         at_peak: peaks,
@@ -691,4 +692,154 @@ fn set_all_applies_tolerance_before_the_specific_limits_in_any_order() {
     }
     let mut p = Policy::default();
     assert!(p.set_all([("activation", five)]).is_err());
+}
+
+// ---------------------------------------------------------------------------------------
+// A CUDA pool's reserved bytes: their own limit, `+5% | 8MiB` by default (a change fails
+// when it exceeds max(5% of old, 8 MiB)); a snapshot without them is not compared on
+// them.
+
+/// `base()` measured on a device whose pool reserved `reserved` bytes at its peak.
+fn on_device(reserved: Option<u64>) -> Body {
+    Body {
+        device_class: DeviceClass::Cuda,
+        fidelity: Fidelity::Phase,
+        reserved_bytes: reserved,
+        ..base()
+    }
+}
+
+/// `(snapshot reserved, new reserved, limits set, strict, movement of the reserved
+/// figure, verdict, notes)`; `None` as movement: no reserved finding.
+type ReservedRow = (
+    Option<u64>,
+    Option<u64>,
+    &'static [(&'static str, &'static str)],
+    bool,
+    Option<Movement>,
+    Verdict,
+    usize,
+);
+
+#[test]
+fn the_reserved_limit() {
+    use Movement as M;
+    use Verdict as V;
+    const NONE: &[(&str, &str)] = &[];
+    #[rustfmt::skip]
+    let table: &[ReservedRow] = &[
+        (Some(10 * MIB), Some(10 * MIB), NONE, false, None, V::Unchanged, 0),
+        // 8 MiB of slack below 160 MiB, then 5%.
+        (Some(10 * MIB), Some(18 * MIB), NONE, false, Some(M::Within), V::WithinLimits, 0),
+        (Some(10 * MIB), Some(18 * MIB + 1), NONE, false, Some(M::Regressed), V::Regressed, 0),
+        (Some(200 * MIB), Some(210 * MIB), NONE, false, Some(M::Within), V::WithinLimits, 0),
+        (Some(200 * MIB), Some(210 * MIB + 1), NONE, false, Some(M::Regressed), V::Regressed, 0),
+        (Some(20 * MIB), Some(12 * MIB - 1), NONE, false, Some(M::Improved), V::Improved, 0),
+        // Its own key, which `tolerance` leaves alone.
+        (Some(10 * MIB), Some(10 * MIB + 1), &[("reserved", "0")], false, Some(M::Regressed), V::Regressed, 0),
+        (Some(10 * MIB), Some(1 << 30), &[("reserved", "allow")], false, Some(M::Within), V::WithinLimits, 0),
+        (Some(10 * MIB), Some(20 * MIB), &[("tolerance", "+100%")], false, Some(M::Regressed), V::Regressed, 0),
+        (Some(10 * MIB), Some(10 * MIB + 1), NONE, true, Some(M::Regressed), V::Regressed, 0),
+        // Only one body has the figure: not compared, said in a note, never a failure.
+        (None, Some(10 * MIB), NONE, false, None, V::WithinLimits, 1),
+        (None, Some(10 * MIB), NONE, true, None, V::WithinLimits, 1),
+        (Some(10 * MIB), None, NONE, false, None, V::WithinLimits, 1),
+        (None, None, NONE, false, None, V::Unchanged, 0),
+    ];
+    for (i, &(old, new, limits, strict, movement, verdict, notes)) in table.iter().enumerate() {
+        let mut policy = Policy {
+            strict,
+            ..Policy::default()
+        };
+        policy
+            .set_all(limits.iter().map(|&(k, v)| (k, limit(v))))
+            .unwrap();
+        let c = compare(&on_device(old), &on_device(new), &policy);
+        let f = finding_for(&c, Subject::Reserved);
+        assert_eq!(f.map(|f| f.movement), movement, "row {i}");
+        assert_eq!(c.verdict, verdict, "row {i}");
+        assert_eq!(c.notes.len(), notes, "row {i}: {:?}", c.notes);
+        // The reserved bytes never move another figure.
+        assert!(
+            c.findings.iter().all(|f| f.subject == Subject::Reserved),
+            "row {i}: {:?}",
+            c.findings
+        );
+    }
+}
+
+#[test]
+fn a_reserved_regression_names_the_figure_and_the_fragmentation() {
+    // Peak 10 MiB allocated (nothing untracked): 2 MiB reserved beyond it before, 12 after.
+    let c = compare(
+        &on_device(Some(12 * MIB)),
+        &on_device(Some(22 * MIB)),
+        &Policy::default(),
+    );
+    assert_eq!(c.verdict, Verdict::Regressed);
+    let f = finding_for(&c, Subject::Reserved).unwrap();
+    assert_eq!(f.limit, Limit::RESERVED);
+    assert_eq!(f.fragmentation, Some((2 * MIB, 12 * MIB)));
+    assert_eq!(
+        f.to_string(),
+        "reserved: 12.00 MiB → 22.00 MiB (+10.00 MiB, +83.3%), over the limit +5% | 8.00 MiB; \
+         fragmentation (reserved, not allocated at the peak) 2.00 MiB → 12.00 MiB"
+    );
+    let diff = body_diff(
+        &on_device(Some(12 * MIB)),
+        &on_device(Some(22 * MIB)),
+        "a",
+        "b",
+    );
+    assert_eq!(
+        changed_lines(&diff),
+        [
+            "-  \"reserved_bytes\": 12582912,",
+            "+  \"reserved_bytes\": 23068672,"
+        ],
+        "{diff}"
+    );
+}
+
+#[test]
+fn a_snapshot_without_reserved_bytes_says_why_they_were_not_compared() {
+    let c = compare(
+        &on_device(None),
+        &on_device(Some(14 * MIB)),
+        &Policy::default(),
+    );
+    assert_eq!(
+        c.notes,
+        [
+            "note: reserved: the snapshot has no reserved bytes (written before they were recorded), this run 14.00 MiB: not compared; record them by accepting this result (VRAMTEST_UPDATE=always)"
+        ]
+    );
+    // CPU bodies have none: nothing to say.
+    assert!(
+        compare(&base(), &base(), &Policy::default())
+            .notes
+            .is_empty()
+    );
+}
+
+#[test]
+fn reserved_is_a_subject_and_a_key() {
+    assert_eq!(Subject::Reserved.as_str(), "reserved");
+    assert_eq!(
+        Subject::try_from("reserved".to_owned()),
+        Ok(Subject::Reserved)
+    );
+    let mut p = Policy::default();
+    assert_eq!(p.limit(Subject::Reserved), Limit::RESERVED);
+    p.set("reserved", limit("+1%")).unwrap();
+    assert_eq!(p.reserved, limit("+1%"));
+    assert_eq!(p.peak, Policy::default().peak);
+    assert_eq!(p.categories, Policy::default().categories);
+    // Wider than a category's by default.
+    for old in [0, MIB, 100 * MIB, 10 * 1024 * MIB] {
+        assert!(
+            Limit::RESERVED.slack(old) > Limit::DEFAULT.slack(old),
+            "{old}"
+        );
+    }
 }

@@ -94,6 +94,7 @@ fn valid_body() -> Body {
         fidelity: Fidelity::Exact,
         iterations: 3,
         peak_bytes: 5114,
+        reserved_bytes: None,
         peak_phase: Some(Phase::Backward),
         peak_iteration: Some(2),
         at_peak,
@@ -191,6 +192,41 @@ fn a_cuda_snapshot_with_every_optional_field_round_trips() {
         text.contains("expression: \"models::conv::resnet \\\"tiny\\\"\"\n"),
         "{text}"
     );
+}
+
+/// A CUDA body keeps the pool's reserved peak beside the allocated one, right after
+/// `peak_bytes`; a CPU body has no such key (its text is what it was before the key
+/// existed), and a CUDA body written before it reads as `None`.
+#[test]
+fn a_cuda_body_keeps_reserved_bytes_after_the_peak() {
+    let mut body = valid_body();
+    body.device_class = DeviceClass::Cuda;
+    body.fidelity = Fidelity::Phase;
+    body.reserved_bytes = Some(6144);
+    let text = body.to_text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[5], "  \"peak_bytes\": 5114,", "{text}");
+    assert_eq!(lines[6], "  \"reserved_bytes\": 6144,", "{text}");
+    let snap = Snapshot {
+        body: body.clone(),
+        ..valid_snapshot()
+    };
+    assert_eq!(snapshot::parse(&snap.to_text()).unwrap().body, body);
+    // Reserved beyond what was allocated at the peak (no untracked here).
+    assert_eq!(body.fragmentation_bytes(), Some(6144 - 5114));
+
+    // The same body without the key: as a snapshot written before it existed.
+    body.reserved_bytes = None;
+    let old = body.to_text();
+    assert!(!old.contains("reserved_bytes"), "{old}");
+    let old_snap = Snapshot {
+        body: body.clone(),
+        ..valid_snapshot()
+    };
+    assert_eq!(snapshot::parse(&old_snap.to_text()).unwrap().body, body);
+    assert_eq!(body.fragmentation_bytes(), None);
+    // A CPU body never writes it.
+    assert!(!valid_text().contains("reserved_bytes"));
 }
 
 #[test]

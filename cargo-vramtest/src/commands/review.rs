@@ -122,6 +122,9 @@ fn describe(file: &SnapshotFile, index: usize, total: usize, policy: &Policy) ->
                 };
                 let _ = writeln!(out, "  {mark:>6}  {f}");
             }
+            for note in &cmp.notes {
+                let _ = writeln!(out, "  {note}");
+            }
         }
     }
     out.push('\n');
@@ -270,6 +273,24 @@ mod tests {
         assert!(text.contains("-    \"activations\": 412412,"));
         assert!(text.contains("+    \"activations\": 4124120,"));
         insta::assert_snapshot!(text.replace(&dir.display().to_string(), "<dir>"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_figure_the_snapshot_lacks_is_noted_not_judged() {
+        let peak = "  \"peak_bytes\": 33513695,\n";
+        assert!(SNAP.contains(peak));
+        let with_reserved =
+            SNAP.replacen(peak, &format!("{peak}  \"reserved_bytes\": 41943040,\n"), 1);
+        let (dir, file) = setup("reserved", Some(SNAP), &with_reserved);
+        let text = strip_str(&describe(&file, 0, 1, &Policy::default()).unwrap()).to_string();
+        assert!(text.contains("  no figure changed\n"), "{text}");
+        assert!(
+            text.contains(
+                "  note: reserved: the snapshot has no reserved bytes (written before they were recorded), this run 40.00 MiB: not compared"
+            ),
+            "{text}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -215,6 +215,7 @@ pub(crate) mod fixtures {
             fidelity: Fidelity::Exact,
             iterations: 3,
             peak_bytes: peak,
+            reserved_bytes: None,
             peak_phase: None,
             peak_iteration: None,
             at_peak,

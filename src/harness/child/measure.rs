@@ -68,10 +68,15 @@ pub(super) fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> Ch
             reason: unavailable().unwrap_or_default(),
         },
         // Out of memory on the device inside the step (an error or a panic): the
-        // breakdown up to the failure and the failed request, not the bare error.
+        // breakdown up to the failure, the failed request and the blocks alive then,
+        // not the bare error. No call sites on a device: the report says how to find
+        // them on the CPU.
         Err(message) if failed_request().is_some() || vramtest_cuda::is_out_of_memory(&message) => {
             let detail = match session {
-                Some(s) => s.out_of_memory(failed_request()).to_string(),
+                Some(s) => s
+                    .out_of_memory(failed_request())
+                    .for_test(&invocation.test)
+                    .to_string(),
                 None => "the CUDA probe was not running: no breakdown".to_owned(),
             };
             ChildResult::Failed {

@@ -162,6 +162,7 @@ pub(crate) mod tests {
             fidelity: Fidelity::Exact,
             iterations: 3,
             peak_bytes: peaks.total(),
+            reserved_bytes: None,
             peak_phase: None,
             peak_iteration: None,
             at_peak: peaks,

@@ -101,7 +101,8 @@ fn headline(facts: &Facts) -> Option<String> {
     }
 }
 
-/// A budget broken, figures that cannot be compared, a leak without a snapshot.
+/// A budget broken, figures that cannot be compared (all, or one the snapshot lacks),
+/// a leak without a snapshot.
 fn limit_lines(facts: &Facts) -> Vec<String> {
     let decision = facts.decision;
     let mut lines = Vec::new();
@@ -118,6 +119,9 @@ fn limit_lines(facts: &Facts) -> Vec<String> {
         .and_then(|c| c.incomparable.clone())
     {
         lines.push(why);
+    }
+    if let Some(c) = &decision.comparison {
+        lines.extend(c.notes.iter().cloned());
     }
     if decision.comparison.is_none()
         && let Some(line) = vramtest_model::policy::leak_message(facts.body, facts.policy)
@@ -484,12 +488,25 @@ mod tests {
         written: Option<(String, bool)>,
         sites: Option<&Result<Sites, String>>,
     ) -> Message {
+        message_on(DeviceClass::Cpu, old, new, update, check, written, sites)
+    }
+
+    /// [`message_for`] on a device of `class`.
+    fn message_on(
+        class: DeviceClass,
+        old: Option<&snapshot::Parsed>,
+        new: &Profile,
+        update: Update,
+        check: bool,
+        written: Option<(String, bool)>,
+        sites: Option<&Result<Sites, String>>,
+    ) -> Message {
         let policy = Policy::default();
-        let body = Body::from_profile(new, DeviceClass::Cpu);
+        let body = Body::from_profile(new, class);
         let decision = decide(old.map(|o| &o.body), &body, &policy, update, check);
         compose(&Facts {
             name: "mlp::adamw",
-            class: DeviceClass::Cpu,
+            class,
             decision: &decision,
             policy: &policy,
             body: &body,
@@ -497,7 +514,7 @@ mod tests {
             fit: None,
             old,
             sites,
-            snapshot: "tests/snapshots/vram__mlp__adamw@cpu.snap".into(),
+            snapshot: format!("tests/snapshots/vram__mlp__adamw@{class}.snap"),
             written,
             kept: None,
         })
@@ -608,5 +625,67 @@ mod tests {
             None,
         );
         insta::assert_snapshot!(shown(&message));
+    }
+
+    /// `step` measured on a device whose pool reserved `reserved` bytes at its peak.
+    fn on_device(params: u64, activations: u64, reserved: u64) -> Profile {
+        Profile {
+            fidelity: vramtest_model::Fidelity::Phase,
+            reserved_peak_bytes: Some(reserved),
+            ..step(params, activations, 0)
+        }
+    }
+
+    #[test]
+    fn a_reserved_regression_on_a_device_names_it_and_its_fragmentation() {
+        // 5 MiB allocated at the peak both times; the pool reserved 6, then 16 MiB.
+        let old = committed(&Body::from_profile(
+            &on_device(1 << 20, 4 << 20, 6 << 20),
+            DeviceClass::Cuda,
+        ));
+        assert_eq!(old.body.reserved_bytes, Some(6 << 20));
+        let new = on_device(1 << 20, 4 << 20, 16 << 20);
+        let message = message_on(
+            DeviceClass::Cuda,
+            Some(&old),
+            &new,
+            Update::No,
+            false,
+            None,
+            None,
+        );
+        assert!(
+            message
+                .changes
+                .iter()
+                .any(|c| c.subject == Subject::Reserved && c.movement == Movement::Regressed),
+            "{:?}",
+            message.changes
+        );
+        insta::assert_snapshot!(shown(&message));
+    }
+
+    #[test]
+    fn a_device_snapshot_without_reserved_bytes_passes_with_a_note() {
+        let mut before =
+            Body::from_profile(&on_device(1 << 20, 4 << 20, 6 << 20), DeviceClass::Cuda);
+        before.reserved_bytes = None;
+        let old = committed(&before);
+        let new = on_device(1 << 20, 4 << 20, 6 << 20);
+        let message = message_on(
+            DeviceClass::Cuda,
+            Some(&old),
+            &new,
+            Update::New,
+            false,
+            None,
+            None,
+        );
+        assert_eq!(
+            message.text,
+            "note: reserved: the snapshot has no reserved bytes (written before they were recorded), this run 6.00 MiB: not compared; record them by accepting this result (VRAMTEST_UPDATE=always)"
+        );
+        assert_eq!(message.diff, None);
+        assert!(message.changes.is_empty());
     }
 }
