@@ -18,6 +18,7 @@ pub mod fit;
 pub mod ledger;
 pub mod limit;
 pub mod policy;
+pub mod pool;
 pub mod profile;
 pub mod report;
 pub mod sites;
