@@ -412,13 +412,18 @@ pub struct PredictedPoint {
 /// A sweep's predicted peaks as lines in the batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PredictedLines {
-    /// Least squares through the allocated peaks.
+    /// The allocated peaks: per sample, the larger of their least-squares slope and the
+    /// measured peak's (the snapshot's `scaling.peak`); the fixed part the smallest
+    /// that keeps the line at or above every measured point.
     pub allocated: Linear,
     /// The reserved peaks: per sample, the larger of their least-squares slope and
-    /// the allocated one (reserved memory never grows slower than what it holds); the
-    /// fixed part the smallest that keeps the line at or above every measured point.
-    /// Granule rounding makes reserved a step function of the batch, so a plain fit
-    /// could undershoot a measured point; this line never does.
+    /// the allocated line's (reserved memory never grows slower than what it holds);
+    /// the fixed part the smallest that keeps the line at or above every measured
+    /// point. Granule rounding makes
+    /// reserved a step function of the batch, and over a short sweep a cache that
+    /// shrinks as activations grow (gemm's packing buffers) can flatten a tiny model's
+    /// peak, so a plain fit could undershoot a point or call the step flat; this line
+    /// does neither.
     pub reserved: Linear,
 }
 
@@ -429,8 +434,9 @@ impl Prediction {
         self.points.iter().any(|p| Some(p.batch) != first)
     }
 
-    /// The lines of a sweep (`None` without one).
-    pub fn lines(&self) -> Option<PredictedLines> {
+    /// The lines of a sweep (`None` without one); `peak_per_sample` is the sweep's
+    /// fitted peak per sample, when known (see [`PredictedLines::reserved`]).
+    pub fn lines(&self, peak_per_sample: Option<i64>) -> Option<PredictedLines> {
         let batches: Vec<u64> = self.points.iter().map(|p| p.batch).collect();
         let allocated: Vec<u64> = self
             .points
@@ -438,38 +444,36 @@ impl Prediction {
             .map(|p| p.peaks.allocated_bytes)
             .collect();
         let reserved: Vec<u64> = self.points.iter().map(|p| p.peaks.reserved_bytes).collect();
-        let allocated = fit_series(&batches, &allocated).ok()?.line;
-        let slope = fit_series(&batches, &reserved)
-            .ok()?
-            .line
-            .bytes_per_sample
-            .max(allocated.bytes_per_sample);
-        let fixed = self
-            .points
-            .iter()
-            .map(|p| i128::from(p.peaks.reserved_bytes) - i128::from(slope) * i128::from(p.batch))
-            .max()?;
-        let reserved = Linear {
-            fixed_bytes: fixed.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
-            bytes_per_sample: slope,
+        let slope = |values: &[u64], floor: i64| {
+            fit_series(&batches, values)
+                .ok()
+                .map(|f| f.line.bytes_per_sample.max(floor))
         };
+        let allocated_slope = slope(&allocated, peak_per_sample.unwrap_or(i64::MIN))?;
+        let reserved_slope = slope(&reserved, allocated_slope)?;
         Some(PredictedLines {
-            allocated,
-            reserved,
+            allocated: envelope(&batches, &allocated, allocated_slope)?,
+            reserved: envelope(&batches, &reserved, reserved_slope)?,
         })
     }
 
     /// What each of [`MEMORY_SIZES`] holds, `allowance` bytes kept for the context and
     /// libraries. Without a sweep: the run as measured, and whether it fits. With one:
-    /// the largest batch whose predicted *reserved* peak fits, and the peaks there.
-    pub fn per_size(&self, allowance: u64) -> Vec<SizeVerdict> {
+    /// the largest batch whose predicted *reserved* peak fits, and the peaks there
+    /// (`peak_per_sample` as in [`Prediction::lines`]).
+    pub fn per_size(&self, allowance: u64, peak_per_sample: Option<i64>) -> Vec<SizeVerdict> {
         MEMORY_SIZES
             .iter()
-            .map(|&memory| self.at_size(memory, allowance))
+            .map(|&memory| self.at_size(memory, allowance, peak_per_sample))
             .collect()
     }
 
-    fn at_size(&self, memory: MemorySize, allowance: u64) -> SizeVerdict {
+    fn at_size(
+        &self,
+        memory: MemorySize,
+        allowance: u64,
+        peak_per_sample: Option<i64>,
+    ) -> SizeVerdict {
         let verdict = |batch, allocated: u64, reserved: u64| {
             let device_bytes = reserved.saturating_add(allowance);
             SizeVerdict {
@@ -481,7 +485,7 @@ impl Prediction {
                 fits: device_bytes <= memory.bytes,
             }
         };
-        let Some(lines) = self.lines().filter(|_| self.is_sweep()) else {
+        let Some(lines) = self.lines(peak_per_sample).filter(|_| self.is_sweep()) else {
             let peaks = self.points.first().map(|p| p.peaks).unwrap_or_default();
             return verdict(None, peaks.allocated_bytes, peaks.reserved_bytes);
         };
@@ -501,6 +505,19 @@ impl Prediction {
             bytes(&lines.reserved),
         )
     }
+}
+
+/// The lowest line of slope `per_sample` at or above every `(batch, value)` point.
+fn envelope(batches: &[u64], values: &[u64], per_sample: i64) -> Option<Linear> {
+    let fixed = batches
+        .iter()
+        .zip(values)
+        .map(|(&b, &v)| i128::from(v) - i128::from(per_sample) * i128::from(b))
+        .max()?;
+    Some(Linear {
+        fixed_bytes: fixed.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
+        bytes_per_sample: per_sample,
+    })
 }
 
 /// One memory size's prediction.
@@ -687,13 +704,22 @@ mod tests {
                 point(128, 4 * MIB, 4 * MIB),
             ],
         };
-        let lines = p.lines().unwrap();
+        let lines = p.lines(None).unwrap();
         assert_eq!(lines.allocated.bytes_per_sample, 32 * KIB as i64);
         assert_eq!(lines.reserved.bytes_per_sample, 32 * KIB as i64);
         for q in &p.points {
             assert!(lines.reserved.at(q.batch) >= i128::from(q.peaks.reserved_bytes));
         }
         assert_eq!(lines.reserved.at(32), i128::from(4 * MIB));
+        // A steeper measured peak wins; a flatter one does not.
+        let steeper = p.lines(Some(40 * KIB as i64)).unwrap().reserved;
+        assert_eq!(steeper.bytes_per_sample, 40 * KIB as i64);
+        assert!(
+            p.points
+                .iter()
+                .all(|q| steeper.at(q.batch) >= i128::from(q.peaks.reserved_bytes))
+        );
+        assert_eq!(p.lines(Some(1)).unwrap().reserved, lines.reserved);
     }
 
     #[test]
@@ -703,7 +729,7 @@ mod tests {
             points: vec![point(1, 1000, 3000), point(2, 2000, 4000)],
         };
         // reserved = 2000 + 1000 × batch; 16 GiB − 1 GiB allowance.
-        let rows = p.per_size(1 << 30);
+        let rows = p.per_size(1 << 30, None);
         let room = (16u64 << 30) - (1 << 30);
         assert_eq!(rows[0].batch, Some(Fits::UpTo((room - 2000) / 1000)));
         assert!(
@@ -719,7 +745,7 @@ mod tests {
             pool: CudaPool::default(),
             points: vec![point(1, 10 << 30, 20 << 30)],
         };
-        let rows = p.per_size(1 << 30);
+        let rows = p.per_size(1 << 30, Some(5));
         assert!(!p.is_sweep());
         assert_eq!(rows[0].device_bytes, 21 << 30);
         assert!(!rows[0].fits, "16 GiB");

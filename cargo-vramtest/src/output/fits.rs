@@ -165,7 +165,8 @@ fn within_budget(scaling: &fit::Scaling) -> String {
 
 /// The "what fits" section of a CPU run with a prediction: per memory size, the
 /// predicted allocated and reserved peaks on a CUDA GPU and what the device holds with
-/// `allowance` added; with a sweep, at the largest batch whose *reserved* peak fits.
+/// `allowance` added; with a sweep, at the largest batch whose *reserved* peak fits
+/// (the reserved line never grows slower than the snapshot's peak).
 pub fn predicted_fits(body: &Body, prediction: &Prediction, allowance: Allowance) -> String {
     let mut out = String::from("\nwhat fits\n");
     let scaling = body.scaling.as_ref();
@@ -180,7 +181,10 @@ pub fn predicted_fits(body: &Body, prediction: &Prediction, allowance: Allowance
         HumanBytes(pool.alignment),
         HumanBytes(pool.granularity)
     );
-    let lines = prediction.lines().filter(|_| prediction.is_sweep());
+    let peak_per_sample = scaling.map(|s| s.peak.bytes_per_sample);
+    let lines = prediction
+        .lines(peak_per_sample)
+        .filter(|_| prediction.is_sweep());
     match (&lines, prediction.points.first()) {
         (Some(lines), _) => {
             let _ = writeln!(out, "    allocated ≈ {}", lines.allocated);
@@ -197,7 +201,7 @@ pub fn predicted_fits(body: &Body, prediction: &Prediction, allowance: Allowance
         (None, None) => {}
     }
     let _ = writeln!(out, "  {}", describe_allowance(allowance));
-    let rows = prediction.per_size(allowance.bytes());
+    let rows = prediction.per_size(allowance.bytes(), peak_per_sample);
     let mut header = vec!["MEMORY", "GPU"];
     if lines.is_some() {
         header.push("LARGEST BATCH");
