@@ -1,6 +1,7 @@
-//! What a run leaves beside its results for later pictures: the timeline of each
-//! measured test, under cargo's target directory (never in a snapshot: it is
-//! volatile). The harness writes it; `show --svg` and `--html` read it.
+//! What a run leaves beside its results for later pictures and predictions: the
+//! timeline of each measured test and, for a CPU run, its GPU prediction, under
+//! cargo's target directory (never in a snapshot: they are volatile). The harness
+//! writes them; `show`, `show --svg` and `--html` read them.
 
 use std::path::Path;
 use vramtest_chart::Timeline;
@@ -9,6 +10,14 @@ use vramtest_chart::Timeline;
 /// a run left one that can be read.
 pub fn timeline(target_dir: &Path, snap: &Path) -> Option<Timeline> {
     let path = vramtest_model::snapshot::timeline_path(target_dir, snap);
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The GPU prediction recorded for the CPU result that belongs to `snap`, when a run
+/// left one that can be read.
+pub fn prediction(target_dir: &Path, snap: &Path) -> Option<vramtest_model::pool::Prediction> {
+    let path = vramtest_model::snapshot::prediction_path(target_dir, snap);
     let text = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&text).ok()
 }

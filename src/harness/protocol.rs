@@ -14,7 +14,7 @@ use vramtest_model::snapshot::Info;
 pub(crate) enum ChildResult {
     Measured {
         profile: Box<Profile>,
-        info: Info,
+        info: Box<Info>,
         /// Live bytes per category over the step (`None` where the probe saw no
         /// allocation events).
         #[serde(default)]
@@ -22,6 +22,9 @@ pub(crate) enum ChildResult {
         /// What a call-sites run found (see [`SitesMode`]).
         #[serde(default)]
         sites: Option<SitesOutcome>,
+        /// The event stream replayed through the CUDA pool model (CPU runs only).
+        #[serde(default)]
+        pool: Option<vramtest_model::pool::PoolPeaks>,
     },
     Failed {
         message: String,

@@ -8,6 +8,8 @@
 //! iterations = 3
 //! device = "cpu"            # cpu | cuda | auto
 //! budget = "22GiB"          # hard ceiling on the peak
+//! cuda_context = "512MiB"   # device memory a GPU run adds besides the pool's
+//! cublas_workspace = "32MiB"
 //! tolerance = "+2% | 1MiB"  # the peak and every category
 //! limits = { activations = "+5%", leak = "0" }
 //! ```
@@ -62,7 +64,8 @@ impl std::str::FromStr for DeviceSetting {
 }
 
 /// The keys a `vramtest` table may hold.
-const KEYS: &str = "iterations, device, budget, reserve, tolerance, limits";
+const KEYS: &str =
+    "iterations, device, budget, reserve, cuda_context, cublas_workspace, tolerance, limits";
 
 /// The keys of `limits`.
 const LIMIT_KEYS: &str = "tolerance, peak, reserved, leak, parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked";
@@ -75,7 +78,14 @@ pub struct Settings {
     pub budget: Option<u64>,
     /// What a GPU needs besides the measured tensors (CUDA context, libraries), taken
     /// off each memory size before `cargo vramtest show` says what batch fits.
+    /// It replaces `cuda_context` and `cublas_workspace` when set.
     pub reserve: Option<u64>,
+    /// The CUDA context's device memory in a GPU prediction (see
+    /// [`crate::pool::DEFAULT_CUDA_CONTEXT`]).
+    pub cuda_context: Option<u64>,
+    /// The cuBLAS workspace in a GPU prediction (see
+    /// [`crate::pool::DEFAULT_CUBLAS_WORKSPACE`]).
+    pub cublas_workspace: Option<u64>,
     /// Every category's and the peak's limit, unless `limits` names them.
     pub tolerance: Option<Limit>,
     /// Limits by key: `peak`, `reserved`, `leak` or a category.
@@ -118,6 +128,10 @@ impl Settings {
                 "device" => s.device = Some(device(value)?),
                 "budget" => s.budget = Some(byte_size("budget", value)?),
                 "reserve" => s.reserve = Some(byte_size("reserve", value)?),
+                "cuda_context" => s.cuda_context = Some(byte_size("cuda_context", value)?),
+                "cublas_workspace" => {
+                    s.cublas_workspace = Some(byte_size("cublas_workspace", value)?)
+                }
                 "tolerance" => s.tolerance = Some(limit("tolerance", value)?),
                 "limits" => {
                     let Value::Object(limits) = value else {
@@ -164,10 +178,22 @@ impl Settings {
         self.device = over.device.or(self.device);
         self.budget = over.budget.or(self.budget);
         self.reserve = over.reserve.or(self.reserve);
+        self.cuda_context = over.cuda_context.or(self.cuda_context);
+        self.cublas_workspace = over.cublas_workspace.or(self.cublas_workspace);
         self.tolerance = over.tolerance.or(self.tolerance);
         self.limits
             .extend(over.limits.iter().map(|(k, v)| (k.clone(), *v)));
         self
+    }
+
+    /// What a GPU needs besides the pool's memory in a prediction: `reserve` when set,
+    /// else the CUDA context and the cuBLAS workspace.
+    pub fn allowance(&self) -> crate::pool::Allowance {
+        crate::pool::Allowance::from_settings(
+            self.reserve,
+            self.cuda_context,
+            self.cublas_workspace,
+        )
     }
 
     /// What the harness reads from `VRAMTEST_CONFIG`: the named limits, and the
@@ -202,6 +228,8 @@ impl Settings {
             device: None,
             budget: config.budget,
             reserve: None,
+            cuda_context: None,
+            cublas_workspace: None,
             tolerance,
             limits,
         })
@@ -348,6 +376,8 @@ mod tests {
             "device": "cuda",
             "budget": "22GiB",
             "reserve": "1.5GiB",
+            "cuda_context": "300MiB",
+            "cublas_workspace": "4MiB",
             "tolerance": "+2% | 1MiB",
             "limits": { "activations": "+5%", "leak": "0", "peak": 0 }
         }))
@@ -356,6 +386,8 @@ mod tests {
         assert_eq!(s.device, Some(DeviceSetting::Cuda));
         assert_eq!(s.budget, Some(22 << 30));
         assert_eq!(s.reserve, Some(3 << 29));
+        assert_eq!(s.cuda_context, Some(300 << 20));
+        assert_eq!(s.cublas_workspace, Some(4 << 20));
         assert_eq!(s.tolerance, Some(limit("+2% | 1MiB")));
         assert_eq!(s.limits["activations"], limit("+5%"));
         assert_eq!(s.limits["leak"], Limit::EXACT);
@@ -369,6 +401,8 @@ mod tests {
     #[test_case(json!({"budget": -1}), "budget", "byte count"; "negative budget")]
     #[test_case(json!({"budget": true}), "budget", "a boolean"; "budget as a boolean")]
     #[test_case(json!({"reserve": "much"}), "reserve", "hint:"; "reserve not a size")]
+    #[test_case(json!({"cuda_context": "big"}), "cuda_context", "hint:"; "context not a size")]
+    #[test_case(json!({"cublas_workspace": -4}), "cublas_workspace", "byte count"; "negative workspace")]
     #[test_case(json!({"tolerance": "-3%"}), "tolerance", "invalid limit"; "negative tolerance")]
     #[test_case(json!({"tolerance": 5}), "tolerance", "a number"; "tolerance as a number")]
     #[test_case(json!({"limits": "+5%"}), "limits", "expected a table"; "limits not a table")]
@@ -400,6 +434,24 @@ mod tests {
         assert_eq!(merged.budget, Some(100));
         assert_eq!(merged.limits["activations"], limit("+9%"));
         assert_eq!(merged.limits["gradients"], limit("+1%"));
+    }
+
+    #[test]
+    fn a_reserve_anywhere_replaces_the_context_and_workspace_terms() {
+        use crate::pool::{Allowance, DEFAULT_CUBLAS_WORKSPACE, DeviceTerms};
+        let ws = Settings::parse(&json!({ "reserve": "2GiB" })).unwrap();
+        let pkg = Settings::parse(&json!({ "cuda_context": "300MiB" })).unwrap();
+        assert_eq!(
+            ws.clone().overridden_by(&pkg).allowance(),
+            Allowance::Reserve(2 << 30)
+        );
+        assert_eq!(
+            pkg.allowance(),
+            Allowance::Terms(DeviceTerms {
+                cuda_context: 300 << 20,
+                cublas_workspace: DEFAULT_CUBLAS_WORKSPACE,
+            })
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! - [`ledger`] turns a probe's event stream into a [`Profile`] (the classification
 //!   rule lives in [`ledger::classify`]);
 //! - [`snapshot`] is the file format shared by the test harness and `cargo vramtest`;
-//! - [`policy`] decides whether a new result regressed against a snapshot.
+//! - [`policy`] decides whether a new result regressed against a snapshot;
+//! - [`pool`] replays a stream through a model of CUDA's stream-ordered pool: what a
+//!   CPU run would allocate and reserve on a GPU.
 //!
 //! Nothing here touches a device; only [`snapshot::read`] and
 //! [`snapshot::write_atomic`] touch the file system, and only [`env`] reads the
@@ -18,6 +20,7 @@ pub mod fit;
 pub mod ledger;
 pub mod limit;
 pub mod policy;
+pub mod pool;
 pub mod profile;
 pub mod report;
 pub mod sites;

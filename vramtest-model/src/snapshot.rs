@@ -283,6 +283,9 @@ mod timeline_tests {
             DeviceClass::Cpu,
         );
         assert_ne!(timeline_path(target, &other), before, "another package");
+        let prediction = prediction_path(target, &snap);
+        assert!(prediction.starts_with("/t/vramtest/predictions"));
+        assert_eq!(prediction.file_name(), before.file_name());
     }
 }
 
@@ -415,6 +418,18 @@ pub fn path_for(crate_dir: &Path, target: &str, test: &str, class: DeviceClass) 
 /// `cargo vramtest show --svg` and `--html` read it. The hash of the canonical
 /// snapshot path keeps two packages' same-named tests apart.
 pub fn timeline_path(target_dir: &Path, snap: &Path) -> PathBuf {
+    kept_path(target_dir, snap, "timelines")
+}
+
+/// Where a run keeps the GPU prediction of the result that belongs to `snap`
+/// ([`crate::pool::Prediction`]): beside its timeline, under
+/// `<target-dir>/vramtest/predictions/`, named the same way. Volatile like the timeline.
+pub fn prediction_path(target_dir: &Path, snap: &Path) -> PathBuf {
+    kept_path(target_dir, snap, "predictions")
+}
+
+/// `<target-dir>/vramtest/<folder>/<name>-<hash>.json` for the result of `snap`.
+fn kept_path(target_dir: &Path, snap: &Path, folder: &str) -> PathBuf {
     // The nearest existing ancestor, canonical, then the rest as given: the snapshot
     // directory may not exist yet on a first run.
     let canonical = snap
@@ -436,7 +451,7 @@ pub fn timeline_path(target_dir: &Path, snap: &Path) -> PathBuf {
         .unwrap_or_default();
     target_dir
         .join("vramtest")
-        .join("timelines")
+        .join(folder)
         .join(format!("{stem}-{hash:016x}.json"))
 }
 

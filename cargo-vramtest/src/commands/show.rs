@@ -43,19 +43,26 @@ pub fn execute(args: &ShowArgs) -> Result<u8> {
             println!();
         }
         anstream::print!("{}", output::table::render_snapshot(&file.path, &parsed));
-        let reserve = ws
+        let settings = ws
             .packages
             .iter()
             .find(|p| p.name == file.package)
-            .and_then(|p| p.settings.reserve);
+            .map(|p| p.settings.clone())
+            .unwrap_or_default();
         let draw = output::fits::Drawing {
             unicode: unicode_terminal(),
         };
         let timeline = recorded::timeline(&ws.target_dir, &file.committed());
         let totals = timeline.as_ref().map(|t| t.totals());
+        let prediction = recorded::prediction(&ws.target_dir, &file.committed());
+        let gpu = output::fits::Gpu {
+            reserve: settings.reserve,
+            allowance: settings.allowance(),
+            prediction: prediction.as_ref(),
+        };
         print!(
             "{}",
-            output::fits::render(&parsed.body, reserve, totals.as_deref(), draw)
+            output::fits::render(&parsed.body, &gpu, totals.as_deref(), draw)
         );
         if let Some(path) = &args.svg {
             let name = format!("{}::{}::{}", file.package, file.target, file.test);

@@ -1,11 +1,25 @@
 //! What `show` adds below a snapshot's tables: the breakdown as bars, the figures
-//! against the formulas practitioners use, what batch fits on common GPU memory sizes
-//! (from a batch sweep's fit), and hints whose savings come from the measurement.
+//! against the formulas practitioners use, what fits on common GPU memory sizes (the
+//! run's allocations replayed through the CUDA pool model, and a batch sweep's fit),
+//! and hints whose savings come from the measurement.
 
 use std::fmt::Write as _;
 use vramtest_model::explain::{self, Measured};
 use vramtest_model::fit::{self, Fits, MEMORY_SIZES};
+use vramtest_model::pool::{Allowance, Prediction};
 use vramtest_model::{Body, Category, DeviceClass, HumanBytes};
+
+/// What `show` knows about running the step on a GPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Gpu<'a> {
+    /// The package's `reserve`, if it names one (without a prediction: the allowance,
+    /// [`fit::DEFAULT_RESERVE`] unless set).
+    pub reserve: Option<u64>,
+    /// What a prediction adds to the pool's memory.
+    pub allowance: Allowance,
+    /// The last CPU run's replay through the CUDA pool model, if a run left one.
+    pub prediction: Option<&'a Prediction>,
+}
 
 /// How `show` draws: Unicode blocks on a terminal, ASCII elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,10 +27,9 @@ pub struct Drawing {
     pub unicode: bool,
 }
 
-/// The sections under a snapshot's tables. `reserve` is the package's `reserve` (or
-/// the default); `totals` the recorded live total over the step, when a run left a
-/// timeline.
-pub fn render(body: &Body, reserve: Option<u64>, totals: Option<&[u64]>, draw: Drawing) -> String {
+/// The sections under a snapshot's tables. `totals` is the recorded live total over
+/// the step, when a run left a timeline.
+pub fn render(body: &Body, gpu: &Gpu, totals: Option<&[u64]>, draw: Drawing) -> String {
     let mut out = String::new();
     out += "\nat the peak\n";
     for line in vramtest_chart::bars(&body.at_peak, 32, draw.unicode).lines() {
@@ -37,7 +50,13 @@ pub fn render(body: &Body, reserve: Option<u64>, totals: Option<&[u64]>, draw: D
             let _ = writeln!(out, "  {r}");
         }
     }
-    out += &fits(body, reserve);
+    out += &match gpu
+        .prediction
+        .filter(|_| body.device_class == DeviceClass::Cpu)
+    {
+        Some(prediction) => predicted_fits(body, prediction, gpu.allowance),
+        None => fits(body, gpu.reserve),
+    };
     let hints = hints(body);
     if !hints.is_empty() {
         out += "\nhints\n";
@@ -66,30 +85,18 @@ pub fn hints(body: &Body) -> Vec<String> {
     .collect()
 }
 
-/// The "what fits" section: the fit and the largest batch per memory size.
+const NO_SWEEP: &str = "  no batch sweep: `#[vramtest(batch = [64, 128, 256])]` with `t.batch()` fits every category as fixed + per-sample bytes and says what batch fits\n";
+
+/// The "what fits" section without a prediction: the fit and the largest batch per
+/// memory size, from the measured peak after `reserve`.
 pub fn fits(body: &Body, reserve: Option<u64>) -> String {
     let mut out = String::from("\nwhat fits\n");
     let Some(scaling) = &body.scaling else {
-        out += "  no batch sweep: `#[vramtest(batch = [64, 128, 256])]` with `t.batch()` fits every category as fixed + per-sample bytes and says what batch fits\n";
+        out += NO_SWEEP;
         return out;
     };
     let reserve = reserve.unwrap_or(fit::DEFAULT_RESERVE);
-    let sizes: Vec<String> = scaling.batch.iter().map(u64::to_string).collect();
-    let _ = writeln!(
-        out,
-        "  batch sweep {}: peak ≈ {}",
-        sizes.join(", "),
-        scaling.peak
-    );
-    for c in Category::ALL {
-        if let Some(line) = scaling
-            .category_peaks
-            .get(&c)
-            .filter(|l| l.bytes_per_sample != 0)
-        {
-            let _ = writeln!(out, "    {c} ≈ {line}");
-        }
-    }
+    out += &sweep_model(scaling);
     if body.device_class == DeviceClass::Cpu {
         let _ = writeln!(
             out,
@@ -119,14 +126,154 @@ pub fn fits(body: &Body, reserve: Option<u64>) -> String {
     for (mem, gpu, batch) in rows {
         let _ = writeln!(out, "  {mem:<w0$}  {gpu:<w1$}  {batch}");
     }
-    if let Some(b) = scaling.within_budget {
-        let _ = writeln!(
-            out,
-            "  within the budget of {}: {} (a change that lowers it fails)",
+    out += &within_budget(scaling);
+    out
+}
+
+/// A sweep's fit: the peak's line and every category's that grows with the batch.
+fn sweep_model(scaling: &fit::Scaling) -> String {
+    let mut out = String::new();
+    let sizes: Vec<String> = scaling.batch.iter().map(u64::to_string).collect();
+    let _ = writeln!(
+        out,
+        "  batch sweep {}: peak ≈ {}",
+        sizes.join(", "),
+        scaling.peak
+    );
+    for c in Category::ALL {
+        if let Some(line) = scaling
+            .category_peaks
+            .get(&c)
+            .filter(|l| l.bytes_per_sample != 0)
+        {
+            let _ = writeln!(out, "    {c} ≈ {line}");
+        }
+    }
+    out
+}
+
+fn within_budget(scaling: &fit::Scaling) -> String {
+    scaling.within_budget.map_or(String::new(), |b| {
+        format!(
+            "  within the budget of {}: {} (a change that lowers it fails)\n",
             HumanBytes(b.budget_bytes),
             b.largest_batch
                 .map_or("any batch".to_owned(), |n| n.to_string())
-        );
+        )
+    })
+}
+
+/// The "what fits" section of a CPU run with a prediction: per memory size, the
+/// predicted allocated and reserved peaks on a CUDA GPU and what the device holds with
+/// `allowance` added; with a sweep, at the largest batch whose *reserved* peak fits
+/// (the reserved line never grows slower than the snapshot's peak).
+pub fn predicted_fits(body: &Body, prediction: &Prediction, allowance: Allowance) -> String {
+    let mut out = String::from("\nwhat fits\n");
+    let scaling = body.scaling.as_ref();
+    match scaling {
+        Some(scaling) => out += &sweep_model(scaling),
+        None => out += NO_SWEEP,
+    }
+    let pool = prediction.pool;
+    let _ = writeln!(
+        out,
+        "  on a CUDA GPU, predicted by replaying this run's allocations through CUDA's stream-ordered pool ({} alignment, {} granules, released at phase boundaries):",
+        HumanBytes(pool.alignment),
+        HumanBytes(pool.granularity)
+    );
+    let peak_per_sample = scaling.map(|s| s.peak.bytes_per_sample);
+    let lines = prediction
+        .lines(peak_per_sample)
+        .filter(|_| prediction.is_sweep());
+    match (&lines, prediction.points.first()) {
+        (Some(lines), _) => {
+            let _ = writeln!(out, "    allocated ≈ {}", lines.allocated);
+            let _ = writeln!(out, "    reserved  ≈ {}", lines.reserved);
+        }
+        (None, Some(point)) => {
+            let _ = writeln!(
+                out,
+                "    allocated {}, reserved {} at the peak",
+                HumanBytes(point.peaks.allocated_bytes),
+                HumanBytes(point.peaks.reserved_bytes)
+            );
+        }
+        (None, None) => {}
+    }
+    let _ = writeln!(out, "  {}", describe_allowance(allowance));
+    let rows = prediction.per_size(allowance.bytes(), peak_per_sample);
+    let mut header = vec!["MEMORY", "GPU"];
+    if lines.is_some() {
+        header.push("LARGEST BATCH");
+    }
+    header.extend(["ALLOCATED", "RESERVED", "ON THE DEVICE"]);
+    if lines.is_none() {
+        header.push("FITS");
+    }
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                HumanBytes(r.memory.bytes).to_string(),
+                r.memory.example.into(),
+            ];
+            if let Some(batch) = r.batch {
+                row.push(describe(batch));
+            }
+            row.extend([
+                HumanBytes(r.allocated_bytes).to_string(),
+                HumanBytes(r.reserved_bytes).to_string(),
+                HumanBytes(r.device_bytes).to_string(),
+            ]);
+            if r.batch.is_none() {
+                row.push(if r.fits { "yes" } else { "no" }.into());
+            }
+            row
+        })
+        .collect();
+    out += &columns(&header, &table);
+    if let Some(scaling) = scaling {
+        out += &within_budget(scaling);
+    }
+    out
+}
+
+/// What a prediction adds to the pool's memory, and where it is configured.
+fn describe_allowance(allowance: Allowance) -> String {
+    match allowance {
+        Allowance::Terms(t) => format!(
+            "each size adds {} for the CUDA context (an estimate, `cuda_context` in the metadata) and {} for the cuBLAS workspace (`cublas_workspace`)",
+            HumanBytes(t.cuda_context),
+            HumanBytes(t.cublas_workspace)
+        ),
+        Allowance::Reserve(bytes) => format!(
+            "each size adds {} for the CUDA context and libraries (`reserve` in the metadata, in place of `cuda_context` and `cublas_workspace`)",
+            HumanBytes(bytes)
+        ),
+    }
+}
+
+/// A left-aligned table, two spaces between columns, indented by two.
+fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| {
+        let mut text = String::from(" ");
+        for (cell, width) in cells.iter().zip(&widths) {
+            let _ = write!(text, " {cell:<width$} ");
+        }
+        text.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out += &line(row.iter().map(String::as_str).collect());
     }
     out
 }
@@ -144,6 +291,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
     use vramtest_model::fit::{Linear, Scaling};
+    use vramtest_model::pool::{CudaPool, PoolPeaks, PredictedPoint};
 
     /// The committed candle-mlp AdamW snapshot, with a sweep's model added.
     fn body(scaling: bool) -> Body {
@@ -173,11 +321,76 @@ mod tests {
         body
     }
 
+    fn no_prediction() -> Gpu<'static> {
+        Gpu {
+            reserve: None,
+            allowance: Allowance::from_settings(None, None, None),
+            prediction: None,
+        }
+    }
+
+    fn point(batch: u64, allocated: u64, reserved: u64) -> PredictedPoint {
+        PredictedPoint {
+            batch,
+            peaks: PoolPeaks {
+                allocated_bytes: allocated,
+                reserved_bytes: reserved,
+            },
+        }
+    }
+
+    #[test]
+    fn show_predicts_a_sweep_on_a_gpu_by_the_reserved_peak() {
+        let prediction = Prediction {
+            pool: CudaPool::default(),
+            points: vec![
+                point(32, (10 << 20) + 32 * 12_544, 14 << 20),
+                point(64, (10 << 20) + 64 * 12_544, 14 << 20),
+                point(128, (10 << 20) + 128 * 12_544, 14 << 20),
+            ],
+        };
+        let text = predicted_fits(
+            &body(true),
+            &prediction,
+            Allowance::from_settings(None, None, None),
+        );
+        insta::assert_snapshot!(text);
+        // reserved = 14 MiB − 32 × 12,544 B + 12,544 B × batch, by the allocated slope.
+        let room = (24u64 << 30) - (544 << 20) - ((14 << 20) - 32 * 12_544);
+        let row = text.lines().find(|l| l.contains("RTX 4090")).unwrap();
+        assert!(row.contains(&format!(" {} ", room / 12_544)), "{row}");
+    }
+
+    #[test]
+    fn show_predicts_a_run_without_a_sweep_per_memory_size() {
+        let prediction = Prediction {
+            pool: CudaPool::default(),
+            points: vec![point(1, 22 << 30, (22 << 30) + (6 << 20))],
+        };
+        let text = render(
+            &body(false),
+            &Gpu {
+                reserve: Some(2 << 30),
+                allowance: Allowance::from_settings(Some(2 << 30), None, None),
+                prediction: Some(&prediction),
+            },
+            None,
+            Drawing { unicode: false },
+        );
+        insta::assert_snapshot!(text);
+        let row = |gpu: &str| text.lines().find(|l| l.contains(gpu)).unwrap().to_owned();
+        assert!(
+            row("RTX 4090").ends_with("no"),
+            "22 GiB + 6 MiB over 24 GiB"
+        );
+        assert!(row("A100 40GB").ends_with("yes"));
+    }
+
     #[test]
     fn show_explains_a_sweep() {
         let text = render(
             &body(true),
-            None,
+            &no_prediction(),
             Some(&[1, 5, 3, 9, 2]),
             Drawing { unicode: false },
         );
@@ -195,7 +408,12 @@ mod tests {
 
     #[test]
     fn without_a_sweep_show_says_how_to_get_one() {
-        let text = render(&body(false), None, None, Drawing { unicode: true });
+        let text = render(
+            &body(false),
+            &no_prediction(),
+            None,
+            Drawing { unicode: true },
+        );
         assert!(text.contains("no batch sweep"), "{text}");
         assert!(text.contains("against the formulas"), "{text}");
     }

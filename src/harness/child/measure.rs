@@ -7,6 +7,7 @@ use crate::harness::registry::TestDef;
 use crate::probe::heap;
 use crate::step::{Device, Step};
 use std::path::Path;
+use vramtest_model::pool;
 use vramtest_model::snapshot::Info;
 
 /// The `tool` of a snapshot's info.
@@ -36,17 +37,19 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
         timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
     profile.baseline_bytes = baseline;
     let sites = sites::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
+    let pool = pool::replay(&events, &pool::CudaPool::default());
     ChildResult::Measured {
         timeline: Some(Box::new(timeline)),
         sites,
-        info: Info {
+        pool: Some(pool),
+        info: Box::new(Info {
             device: "cpu".into(),
             fidelity: profile.fidelity.to_string(),
             tool: tool(),
             driver: None,
             cuda: None,
             sites: Vec::new(),
-        },
+        }),
         profile: Box::new(profile),
     }
 }
@@ -122,14 +125,15 @@ fn finish_cuda(session: crate::probe::cuda::Session) -> ChildResult {
     ChildResult::Measured {
         timeline: None,
         sites: None,
-        info: Info {
+        pool: None,
+        info: Box::new(Info {
             device: report.device.name.clone(),
             fidelity: report.profile.fidelity.to_string(),
             tool: tool(),
             driver: report.device.driver_version.clone(),
             cuda: report.device.cuda_version.clone(),
             sites: Vec::new(),
-        },
+        }),
         profile: Box::new(report.profile),
     }
 }

@@ -5,6 +5,7 @@
 use super::decide::{Decision, Write};
 use std::path::{Path, PathBuf};
 use vramtest_chart::Timeline;
+use vramtest_model::pool::Prediction;
 use vramtest_model::report::TestReport;
 use vramtest_model::{Body, Snapshot, snapshot};
 
@@ -121,19 +122,30 @@ fn target_dir() -> Option<PathBuf> {
 /// Writes `timeline` where `cargo vramtest` looks for the result of `snap`. A timeline
 /// that cannot be written is a warning: the verdict does not depend on it.
 pub(super) fn keep_timeline(timeline: &Timeline, snap: &Path) {
+    let text = serde_json::to_string(timeline).expect("timelines serialize");
+    keep(snapshot::timeline_path, &text, "timeline", snap);
+}
+
+/// Writes a CPU run's GPU prediction beside its timeline; a warning when it cannot.
+pub(super) fn keep_prediction(prediction: &Prediction, snap: &Path) {
+    let text = serde_json::to_string(prediction).expect("predictions serialize");
+    keep(snapshot::prediction_path, &text, "prediction", snap);
+}
+
+/// Writes `text` at `path_of(target dir, snap)`, under the target directory the test
+/// binary was built in (nothing outside one).
+fn keep(path_of: fn(&Path, &Path) -> PathBuf, text: &str, what: &str, snap: &Path) {
     let Some(target) = target_dir() else {
         return;
     };
-    let path = vramtest_model::snapshot::timeline_path(&target, snap);
+    let path = path_of(&target, snap);
     let written = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| {
-            let text = serde_json::to_string(timeline).expect("timelines serialize");
-            vramtest_model::snapshot::write_atomic(&path, &text)
-                .map_err(|e| std::io::Error::other(e.to_string()))
+            snapshot::write_atomic(&path, text).map_err(|e| std::io::Error::other(e.to_string()))
         });
     if let Err(e) = written {
-        eprintln!("warning: cannot keep the timeline {}: {e}", path.display());
+        eprintln!("warning: cannot keep the {what} {}: {e}", path.display());
     }
 }

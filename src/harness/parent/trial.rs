@@ -15,6 +15,7 @@ use vramtest_chart::Timeline;
 use vramtest_model::config::Settings;
 use vramtest_model::env::{SitesWhen, Update};
 use vramtest_model::fit::{SweepFit, SweepPoint, fit_sweep};
+use vramtest_model::pool::{CudaPool, PoolPeaks, PredictedPoint, Prediction};
 use vramtest_model::report::{Details, Status, TestReport};
 use vramtest_model::snapshot::{self, Info};
 use vramtest_model::{Body, DeviceClass, Limit, Policy, Profile, Snapshot};
@@ -46,12 +47,14 @@ pub(super) struct Trials {
     pub(super) notes: Vec<String>,
 }
 
-/// One measurement: a batch size's profile, what the device reported, its timeline.
+/// One measurement: a batch size's profile, what the device reported, its timeline,
+/// the pool model's peaks.
 struct Measurement {
     batch: usize,
     profile: Box<Profile>,
     info: Info,
     timeline: Option<Box<Timeline>>,
+    pool: Option<PoolPeaks>,
 }
 
 /// How a test's measurement ended, when it did not measure.
@@ -137,6 +140,7 @@ impl Trials {
                 Failed::from(report.message.clone())
             })?)
         };
+        let prediction = prediction(&measured);
         let first = measured.swap_remove(0);
         report.details = Some(Details {
             baseline_bytes: first.profile.baseline_bytes,
@@ -147,6 +151,9 @@ impl Trials {
         let verdict = self.judge(name, def, &first, fit.as_ref(), report);
         if let (Some(timeline), Some(snap)) = (&first.timeline, &report.snapshot) {
             files::keep_timeline(timeline, snap);
+        }
+        if let (Some(prediction), Some(snap)) = (&prediction, &report.snapshot) {
+            files::keep_prediction(prediction, snap);
         }
         verdict
             .map(|()| Completion::Completed)
@@ -183,13 +190,15 @@ impl Trials {
                     profile,
                     info,
                     timeline,
+                    pool,
                     ..
                 }) => {
                     measured.push(Measurement {
                         batch,
                         profile,
-                        info,
+                        info: *info,
                         timeline,
+                        pool,
                     });
                     continue;
                 }
@@ -349,6 +358,24 @@ fn fit(measured: &[Measurement]) -> Result<SweepFit, String> {
         })
         .collect();
     fit_sweep(&points).map_err(|e| e.to_string())
+}
+
+/// The GPU prediction of a CPU run: every batch size's pool peaks (none when a
+/// measurement has none, as on a CUDA device).
+fn prediction(measured: &[Measurement]) -> Option<Prediction> {
+    let points = measured
+        .iter()
+        .map(|m| {
+            m.pool.map(|peaks| PredictedPoint {
+                batch: m.batch as u64,
+                peaks,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Prediction {
+        pool: CudaPool::default(),
+        points,
+    })
 }
 
 /// Puts the message in the report: `Err` with the failure's text (and diff) when the

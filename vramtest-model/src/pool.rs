@@ -1,0 +1,769 @@
+//! From a CPU run to a GPU verdict: a measured event stream replayed through a model of
+//! CUDA's stream-ordered memory pool (the pool cudarc, and so candle, allocates from),
+//! giving the *allocated* and *reserved* peaks a CUDA device would show, and what a
+//! GPU of each common memory size holds once the CUDA context and the cuBLAS workspace
+//! are added.
+//!
+//! The facts modelled, each from NVIDIA's documentation, with the values that are not
+//! documented marked as assumptions and kept as parameters:
+//!
+//! - **Alignment.** "Any address of a variable residing in global memory or returned by
+//!   one of the memory allocation routines from the driver or runtime API is always
+//!   aligned to at least 256 bytes" (CUDA C++ Programming Guide, "Device Memory
+//!   Accesses"): every allocation is rounded up to [`CudaPool::alignment`], 256 B by
+//!   default.
+//! - **Reuse.** "Memory freed on a stream can be reused by subsequent allocations on the
+//!   same stream" at once (guide, "Stream Ordered Memory Allocator", "Memory Reuse
+//!   Policies"): a free makes its range available to the next allocation. Where in the
+//!   pool a block goes is not documented; the model places it best-fit (the smallest
+//!   free range that holds it, the lowest address among equals) in one address space
+//!   that grows at its top when nothing fits.
+//! - **Reserved memory.** The pool backs its address space with memory from the device
+//!   in chunks: "the OS allocations may happen at different granularity from the user
+//!   allocations", and "the allocator cannot release OS allocations that back
+//!   outstanding asynchronous allocations" (Driver API, `cuMemPoolTrimTo`). The model
+//!   maps the address space in granules of [`CudaPool::granularity`] (2 MiB by default:
+//!   an assumption, the size the pool uses is not documented) and counts as reserved
+//!   every granule a block touches.
+//! - **Release threshold 0.** "When more than the release threshold bytes of memory are
+//!   held by the memory pool, the allocator will try to release memory back to the OS
+//!   on the next call to stream, event or context synchronize" and the threshold
+//!   defaults to 0 (`cuMemPoolSetAttribute`, `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`): a
+//!   granule no live block touches stays reserved until the next synchronization. The
+//!   model synchronizes at every phase and iteration boundary (where the CUDA probe
+//!   synchronizes the stream); a framework's own synchronizations (a copy to the host)
+//!   are not in a CPU stream, so between boundaries the model keeps granules at least
+//!   as long as a device would.
+//!
+//! So at every moment `reserved ≥ allocated` (live blocks do not overlap and lie in
+//! mapped granules), and reserved never shrinks when the granularity grows to a
+//! multiple of itself (placement does not depend on it, and each coarse granule holds
+//! the finer ones a block touches).
+//!
+//! A CPU stream also holds host-side bookkeeping (shapes, reference counts) that a GPU
+//! run keeps on the host; the model treats every allocation as device memory, so small
+//! ones cost up to [`CudaPool::alignment`] each: an overestimate, bounded by the
+//! alignment times the blocks alive at the peak.
+//!
+//! burn's CUDA backend allocates through cubecl's own pools (sliced and exclusive pages
+//! in cubecl 0.10, pages sized to the largest allocation served in 0.11), whose sizes
+//! and policies change between releases: they are not modelled.
+//!
+//! Device memory the pool does not hold is added as two terms, [`DeviceTerms`]: the
+//! CUDA context and the cuBLAS workspace.
+
+use crate::Event;
+use crate::fit::{Fits, Linear, MEMORY_SIZES, MemorySize, fit_series};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+const MIB: u64 = 1 << 20;
+
+/// The address alignment of every CUDA allocation (guide, "Device Memory Accesses").
+pub const DEFAULT_ALIGNMENT: u64 = 256;
+
+/// The granule the pool is assumed to reserve device memory in: 2 MiB (an assumption;
+/// the same one the fake device of the CUDA probe's tests makes).
+pub const DEFAULT_GRANULARITY: u64 = 2 * MIB;
+
+/// The CUDA context's device memory, when the configuration names none: an estimate,
+/// not a documented figure. The context's size depends on the GPU, the driver and the
+/// kernels loaded (lazy loading, the default on Linux since CUDA 12.2, loads a kernel
+/// at its first use); set `cuda_context` to what `nvidia-smi` shows for an idle
+/// process of your program on your GPU.
+pub const DEFAULT_CUDA_CONTEXT: u64 = 512 * MIB;
+
+/// The cuBLAS workspace, when the configuration names none: 32 MiB, the size cuBLAS
+/// recommends for Hopper GPUs (H100, H200), above the 4 MiB it recommends for the
+/// others (cuBLAS library documentation, `cublasSetWorkspace`).
+pub const DEFAULT_CUBLAS_WORKSPACE: u64 = 32 * MIB;
+
+/// The model of CUDA's stream-ordered pool (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CudaPool {
+    /// Every allocation is rounded up to a multiple of this (at least 1).
+    pub alignment: u64,
+    /// The pool reserves device memory in granules of this size (at least 1).
+    pub granularity: u64,
+}
+
+impl Default for CudaPool {
+    fn default() -> Self {
+        CudaPool {
+            alignment: DEFAULT_ALIGNMENT,
+            granularity: DEFAULT_GRANULARITY,
+        }
+    }
+}
+
+/// The peaks of one replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolPeaks {
+    /// The most bytes allocated at once, each allocation aligned (what the pool's
+    /// `USED_MEM_HIGH` reads).
+    pub allocated_bytes: u64,
+    /// The most bytes the pool held from the device at once (`RESERVED_MEM_HIGH`).
+    pub reserved_bytes: u64,
+}
+
+/// Replays `events` through `pool`.
+pub fn replay(events: &[Event], pool: &CudaPool) -> PoolPeaks {
+    let mut replay = Replay::new(*pool);
+    for event in events {
+        replay.apply(event);
+    }
+    replay.peaks()
+}
+
+/// A replay in progress: [`Replay::apply`] one event at a time.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    pool: CudaPool,
+    /// Live blocks by the stream's id.
+    blocks: HashMap<u64, Block>,
+    /// Live blocks of at least one byte, by address: their length.
+    placed: BTreeMap<u64, u64>,
+    space: Space,
+    mapped: Granules,
+    allocated: u64,
+    peaks: PoolPeaks,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    address: u64,
+    bytes: u64,
+}
+
+impl Replay {
+    pub fn new(pool: CudaPool) -> Replay {
+        let pool = CudaPool {
+            alignment: pool.alignment.max(1),
+            granularity: pool.granularity.max(1),
+        };
+        Replay {
+            pool,
+            blocks: HashMap::new(),
+            placed: BTreeMap::new(),
+            space: Space::default(),
+            mapped: Granules::default(),
+            allocated: 0,
+            peaks: PoolPeaks::default(),
+        }
+    }
+
+    /// Applies one event, with the ledger's meaning (see [`Event`]): an allocation
+    /// under a live id releases the old one first; a resize that moves a block holds
+    /// both copies for a moment; frees and resizes of ids never seen (the baseline's)
+    /// release nothing; phase and iteration boundaries synchronize.
+    pub fn apply(&mut self, event: &Event) {
+        match *event {
+            Event::Alloc { id, bytes } => {
+                self.free(id);
+                self.alloc(id, bytes);
+            }
+            Event::Free { id } => self.free(id),
+            Event::Realloc { from, to, bytes } => {
+                if to != from {
+                    self.free(to);
+                }
+                if to == from || !self.blocks.contains_key(&from) {
+                    self.free(from);
+                    self.alloc(to, bytes);
+                } else {
+                    self.alloc(to, bytes);
+                    self.free(from);
+                }
+            }
+            Event::PhaseStart(_)
+            | Event::PhaseEnd
+            | Event::IterationStart(_)
+            | Event::IterationEnd => self.synchronize(),
+            Event::TagPush(_) | Event::TagPop => {}
+        }
+    }
+
+    /// Bytes allocated now: the live blocks' sizes, each aligned.
+    pub fn allocated(&self) -> u64 {
+        self.allocated
+    }
+
+    /// Bytes the pool holds from the device now.
+    pub fn reserved(&self) -> u64 {
+        self.mapped.count.saturating_mul(self.pool.granularity)
+    }
+
+    pub fn peaks(&self) -> PoolPeaks {
+        self.peaks
+    }
+
+    fn alloc(&mut self, id: u64, bytes: u64) {
+        let alignment = self.pool.alignment;
+        let bytes = bytes.div_ceil(alignment).saturating_mul(alignment);
+        let address = if bytes == 0 {
+            0
+        } else {
+            let address = self.space.take(bytes);
+            self.placed.insert(address, bytes);
+            let (lo, hi) = self.granules(address, bytes);
+            self.mapped.cover(lo, hi);
+            address
+        };
+        self.blocks.insert(id, Block { address, bytes });
+        self.allocated += bytes;
+        self.peaks.allocated_bytes = self.peaks.allocated_bytes.max(self.allocated);
+        self.peaks.reserved_bytes = self.peaks.reserved_bytes.max(self.reserved());
+    }
+
+    fn free(&mut self, id: u64) {
+        let Some(block) = self.blocks.remove(&id) else {
+            return;
+        };
+        self.allocated -= block.bytes;
+        if block.bytes > 0 {
+            self.placed.remove(&block.address);
+            self.space.give(block.address, block.bytes);
+        }
+    }
+
+    /// Releases every granule no live block touches (release threshold 0).
+    fn synchronize(&mut self) {
+        let mut mapped = Granules::default();
+        for (&address, &bytes) in &self.placed {
+            let (lo, hi) = self.granules(address, bytes);
+            mapped.append(lo, hi);
+        }
+        self.mapped = mapped;
+    }
+
+    /// The granules `[lo, hi)` that `bytes` at `address` touch.
+    fn granules(&self, address: u64, bytes: u64) -> (u64, u64) {
+        let g = self.pool.granularity;
+        (address / g, (address + bytes).div_ceil(g))
+    }
+}
+
+/// The pool's address space: free ranges below `top`, by address and by size.
+#[derive(Debug, Clone, Default)]
+struct Space {
+    by_address: BTreeMap<u64, u64>,
+    by_size: BTreeSet<(u64, u64)>,
+    top: u64,
+}
+
+impl Space {
+    /// Places `bytes` (> 0): best fit, else at the top.
+    fn take(&mut self, bytes: u64) -> u64 {
+        if let Some(&(len, address)) = self.by_size.range((bytes, 0)..).next() {
+            self.remove(address, len);
+            if len > bytes {
+                self.insert(address + bytes, len - bytes);
+            }
+            return address;
+        }
+        let address = self.top;
+        self.top += bytes;
+        address
+    }
+
+    /// Frees `bytes` at `address`, merged with its free neighbours; a range that ends
+    /// at the top lowers it (so no free range ever ends at the top).
+    fn give(&mut self, address: u64, bytes: u64) {
+        let (mut start, mut end) = (address, address + bytes);
+        if let Some((&a, &len)) = self.by_address.range(..address).next_back()
+            && a + len == start
+        {
+            self.remove(a, len);
+            start = a;
+        }
+        if let Some(&len) = self.by_address.get(&end) {
+            self.remove(end, len);
+            end += len;
+        }
+        if end == self.top {
+            self.top = start;
+        } else {
+            self.insert(start, end - start);
+        }
+    }
+
+    fn insert(&mut self, address: u64, len: u64) {
+        self.by_address.insert(address, len);
+        self.by_size.insert((len, address));
+    }
+
+    fn remove(&mut self, address: u64, len: u64) {
+        self.by_address.remove(&address);
+        self.by_size.remove(&(len, address));
+    }
+}
+
+/// A set of granule numbers as disjoint, non-adjacent runs `start → end`.
+#[derive(Debug, Clone, Default)]
+struct Granules {
+    runs: BTreeMap<u64, u64>,
+    count: u64,
+}
+
+impl Granules {
+    /// Adds `[lo, hi)`.
+    fn cover(&mut self, mut lo: u64, mut hi: u64) {
+        if let Some((&s, &e)) = self.runs.range(..=lo).next_back()
+            && e >= lo
+        {
+            if e >= hi {
+                return;
+            }
+            self.runs.remove(&s);
+            self.count -= e - s;
+            lo = s;
+        }
+        while let Some((&s, &e)) = self.runs.range(lo..=hi).next() {
+            self.runs.remove(&s);
+            self.count -= e - s;
+            hi = hi.max(e);
+        }
+        self.runs.insert(lo, hi);
+        self.count += hi - lo;
+    }
+
+    /// Adds `[lo, hi)` where `lo` is at least every start added before.
+    fn append(&mut self, lo: u64, hi: u64) {
+        if let Some(mut last) = self.runs.last_entry()
+            && *last.get() >= lo
+        {
+            let end = *last.get();
+            if hi > end {
+                *last.get_mut() = hi;
+                self.count += hi - end;
+            }
+            return;
+        }
+        self.runs.insert(lo, hi);
+        self.count += hi - lo;
+    }
+}
+
+/// Device memory besides the pool's, in a prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allowance {
+    /// The CUDA context and the cuBLAS workspace, each as configured or by default.
+    Terms(DeviceTerms),
+    /// A `reserve` from the configuration: the whole allowance, as it always was.
+    Reserve(u64),
+}
+
+/// The CUDA context and the cuBLAS workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceTerms {
+    /// `cuda_context`, else [`DEFAULT_CUDA_CONTEXT`].
+    pub cuda_context: u64,
+    /// `cublas_workspace`, else [`DEFAULT_CUBLAS_WORKSPACE`].
+    pub cublas_workspace: u64,
+}
+
+impl Allowance {
+    /// The allowance a package's settings ask for: `reserve` when set (it replaces the
+    /// two terms), else the terms with their defaults.
+    pub fn from_settings(
+        reserve: Option<u64>,
+        cuda_context: Option<u64>,
+        cublas_workspace: Option<u64>,
+    ) -> Allowance {
+        match reserve {
+            Some(bytes) => Allowance::Reserve(bytes),
+            None => Allowance::Terms(DeviceTerms {
+                cuda_context: cuda_context.unwrap_or(DEFAULT_CUDA_CONTEXT),
+                cublas_workspace: cublas_workspace.unwrap_or(DEFAULT_CUBLAS_WORKSPACE),
+            }),
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        match *self {
+            Allowance::Terms(t) => t.cuda_context.saturating_add(t.cublas_workspace),
+            Allowance::Reserve(bytes) => bytes,
+        }
+    }
+}
+
+/// A run's prediction, as a run keeps it beside its timeline (volatile, never in a
+/// snapshot: it needs every allocation's size and lifetime, which a snapshot does not
+/// hold).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prediction {
+    /// The model's parameters.
+    pub pool: CudaPool,
+    /// One point per batch size run (a test without a sweep: one, batch 1).
+    pub points: Vec<PredictedPoint>,
+}
+
+/// One batch size's replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PredictedPoint {
+    pub batch: u64,
+    #[serde(flatten)]
+    pub peaks: PoolPeaks,
+}
+
+/// A sweep's predicted peaks as lines in the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PredictedLines {
+    /// The allocated peaks: per sample, the larger of their least-squares slope and the
+    /// measured peak's (the snapshot's `scaling.peak`); the fixed part the smallest
+    /// that keeps the line at or above every measured point.
+    pub allocated: Linear,
+    /// The reserved peaks: per sample, the larger of their least-squares slope and
+    /// the allocated line's (reserved memory never grows slower than what it holds);
+    /// the fixed part the smallest that keeps the line at or above every measured
+    /// point. Granule rounding makes
+    /// reserved a step function of the batch, and over a short sweep a cache that
+    /// shrinks as activations grow (gemm's packing buffers) can flatten a tiny model's
+    /// peak, so a plain fit could undershoot a point or call the step flat; this line
+    /// does neither.
+    pub reserved: Linear,
+}
+
+impl Prediction {
+    /// Whether the points are a sweep (two batch sizes or more).
+    pub fn is_sweep(&self) -> bool {
+        let first = self.points.first().map(|p| p.batch);
+        self.points.iter().any(|p| Some(p.batch) != first)
+    }
+
+    /// The lines of a sweep (`None` without one); `peak_per_sample` is the sweep's
+    /// fitted peak per sample, when known (see [`PredictedLines::reserved`]).
+    pub fn lines(&self, peak_per_sample: Option<i64>) -> Option<PredictedLines> {
+        let batches: Vec<u64> = self.points.iter().map(|p| p.batch).collect();
+        let allocated: Vec<u64> = self
+            .points
+            .iter()
+            .map(|p| p.peaks.allocated_bytes)
+            .collect();
+        let reserved: Vec<u64> = self.points.iter().map(|p| p.peaks.reserved_bytes).collect();
+        let slope = |values: &[u64], floor: i64| {
+            fit_series(&batches, values)
+                .ok()
+                .map(|f| f.line.bytes_per_sample.max(floor))
+        };
+        let allocated_slope = slope(&allocated, peak_per_sample.unwrap_or(i64::MIN))?;
+        let reserved_slope = slope(&reserved, allocated_slope)?;
+        Some(PredictedLines {
+            allocated: envelope(&batches, &allocated, allocated_slope)?,
+            reserved: envelope(&batches, &reserved, reserved_slope)?,
+        })
+    }
+
+    /// What each of [`MEMORY_SIZES`] holds, `allowance` bytes kept for the context and
+    /// libraries. Without a sweep: the run as measured, and whether it fits. With one:
+    /// the largest batch whose predicted *reserved* peak fits, and the peaks there
+    /// (`peak_per_sample` as in [`Prediction::lines`]).
+    pub fn per_size(&self, allowance: u64, peak_per_sample: Option<i64>) -> Vec<SizeVerdict> {
+        MEMORY_SIZES
+            .iter()
+            .map(|&memory| self.at_size(memory, allowance, peak_per_sample))
+            .collect()
+    }
+
+    fn at_size(
+        &self,
+        memory: MemorySize,
+        allowance: u64,
+        peak_per_sample: Option<i64>,
+    ) -> SizeVerdict {
+        let verdict = |batch, allocated: u64, reserved: u64| {
+            let device_bytes = reserved.saturating_add(allowance);
+            SizeVerdict {
+                memory,
+                batch,
+                allocated_bytes: allocated,
+                reserved_bytes: reserved,
+                device_bytes,
+                fits: device_bytes <= memory.bytes,
+            }
+        };
+        let Some(lines) = self.lines(peak_per_sample).filter(|_| self.is_sweep()) else {
+            let peaks = self.points.first().map(|p| p.peaks).unwrap_or_default();
+            return verdict(None, peaks.allocated_bytes, peaks.reserved_bytes);
+        };
+        let fits = lines
+            .reserved
+            .largest_batch(memory.bytes.saturating_sub(allowance));
+        let at = match fits {
+            Fits::UpTo(0) => 1,
+            Fits::UpTo(n) => n,
+            // Nothing grows with the batch: the largest batch measured says it all.
+            Fits::Any => self.points.iter().map(|p| p.batch).max().unwrap_or(1),
+        };
+        let bytes = |line: &Linear| u64::try_from(line.at(at).max(0)).unwrap_or(u64::MAX);
+        verdict(
+            Some(fits),
+            bytes(&lines.allocated).min(bytes(&lines.reserved)),
+            bytes(&lines.reserved),
+        )
+    }
+}
+
+/// The lowest line of slope `per_sample` at or above every `(batch, value)` point.
+fn envelope(batches: &[u64], values: &[u64], per_sample: i64) -> Option<Linear> {
+    let fixed = batches
+        .iter()
+        .zip(values)
+        .map(|(&b, &v)| i128::from(v) - i128::from(per_sample) * i128::from(b))
+        .max()?;
+    Some(Linear {
+        fixed_bytes: fixed.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
+        bytes_per_sample: per_sample,
+    })
+}
+
+/// One memory size's prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeVerdict {
+    pub memory: MemorySize,
+    /// With a sweep: the largest batch whose reserved peak fits.
+    pub batch: Option<Fits>,
+    /// The allocated and reserved peaks (with a sweep: at that batch, or at batch 1
+    /// when none fits).
+    pub allocated_bytes: u64,
+    pub reserved_bytes: u64,
+    /// Reserved plus the allowance: what the device would have in use.
+    pub device_bytes: u64,
+    pub fits: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Phase;
+
+    const KIB: u64 = 1 << 10;
+
+    fn pool(alignment: u64, granularity: u64) -> CudaPool {
+        CudaPool {
+            alignment,
+            granularity,
+        }
+    }
+
+    #[test]
+    fn allocations_round_up_to_the_alignment() {
+        let events = [
+            Event::Alloc { id: 1, bytes: 1 },
+            Event::Alloc { id: 2, bytes: 257 },
+            Event::Alloc { id: 3, bytes: 0 },
+        ];
+        let peaks = replay(&events, &CudaPool::default());
+        assert_eq!(peaks.allocated_bytes, 256 + 512);
+        assert_eq!(peaks.reserved_bytes, 2 * MIB);
+    }
+
+    #[test]
+    fn a_free_is_reused_by_the_next_allocation_of_the_stream() {
+        // alloc A, free A, alloc B: max(A, B), in one granule run.
+        let events = [
+            Event::Alloc {
+                id: 1,
+                bytes: 3 * MIB,
+            },
+            Event::Free { id: 1 },
+            Event::Alloc { id: 2, bytes: MIB },
+        ];
+        let peaks = replay(&events, &CudaPool::default());
+        assert_eq!(peaks.allocated_bytes, 3 * MIB);
+        assert_eq!(peaks.reserved_bytes, 4 * MIB);
+    }
+
+    #[test]
+    fn freed_granules_stay_reserved_until_a_boundary() {
+        // A hole between two live blocks, too small for the third: it goes on top.
+        let hole_then_big = |sync: bool| {
+            let mut events = vec![
+                Event::Alloc {
+                    id: 1,
+                    bytes: 2 * MIB,
+                },
+                Event::Alloc {
+                    id: 2,
+                    bytes: 2 * MIB,
+                },
+                Event::Alloc {
+                    id: 3,
+                    bytes: 2 * MIB,
+                },
+                Event::Free { id: 2 },
+            ];
+            if sync {
+                events.push(Event::PhaseStart(Phase::Forward));
+            }
+            events.push(Event::Alloc {
+                id: 4,
+                bytes: 4 * MIB,
+            });
+            replay(&events, &CudaPool::default())
+        };
+        // 2 + (2 freed, still mapped) + 2 + 4.
+        assert_eq!(hole_then_big(false).reserved_bytes, 10 * MIB);
+        // The synchronize gave the hole's granule back.
+        assert_eq!(hole_then_big(true).reserved_bytes, 8 * MIB);
+        assert_eq!(hole_then_big(true).allocated_bytes, 8 * MIB);
+    }
+
+    #[test]
+    fn small_blocks_share_a_granule_and_a_straddling_block_maps_two() {
+        let mut events: Vec<Event> = (0..8)
+            .map(|id| Event::Alloc {
+                id,
+                bytes: 256 * KIB,
+            })
+            .collect();
+        assert_eq!(
+            replay(&events, &CudaPool::default()).reserved_bytes,
+            2 * MIB
+        );
+        events[7] = Event::Alloc {
+            id: 7,
+            bytes: 512 * KIB,
+        };
+        let peaks = replay(&events, &CudaPool::default());
+        assert_eq!(peaks.allocated_bytes, 2 * MIB + 256 * KIB);
+        assert_eq!(peaks.reserved_bytes, 4 * MIB);
+    }
+
+    #[test]
+    fn a_moving_resize_holds_both_copies() {
+        let events = [
+            Event::Alloc { id: 1, bytes: 1000 },
+            Event::Realloc {
+                from: 1,
+                to: 2,
+                bytes: 3000,
+            },
+            Event::Realloc {
+                from: 2,
+                to: 2,
+                bytes: 100,
+            },
+        ];
+        let peaks = replay(&events, &pool(1, 1));
+        assert_eq!(peaks.allocated_bytes, 4000);
+        assert_eq!(peaks.reserved_bytes, 4000);
+    }
+
+    #[test]
+    fn granules_merge_and_count_once() {
+        let mut g = Granules::default();
+        g.cover(0, 2);
+        g.cover(5, 7);
+        g.cover(1, 6);
+        assert_eq!((g.count, g.runs.len()), (7, 1));
+        g.cover(2, 3);
+        g.cover(7, 9);
+        assert_eq!((g.count, g.runs.len()), (9, 1));
+        g.cover(20, 21);
+        assert_eq!((g.count, g.runs.len()), (10, 2));
+    }
+
+    #[test]
+    fn the_allowance_is_the_reserve_or_the_two_terms() {
+        assert_eq!(
+            Allowance::from_settings(Some(5), Some(1), Some(2)).bytes(),
+            5
+        );
+        assert_eq!(
+            Allowance::from_settings(None, None, None).bytes(),
+            DEFAULT_CUDA_CONTEXT + DEFAULT_CUBLAS_WORKSPACE
+        );
+        assert_eq!(
+            Allowance::from_settings(None, Some(100), None).bytes(),
+            100 + DEFAULT_CUBLAS_WORKSPACE
+        );
+    }
+
+    fn point(batch: u64, allocated: u64, reserved: u64) -> PredictedPoint {
+        PredictedPoint {
+            batch,
+            peaks: PoolPeaks {
+                allocated_bytes: allocated,
+                reserved_bytes: reserved,
+            },
+        }
+    }
+
+    #[test]
+    fn the_reserved_line_is_above_every_point_and_never_flatter_than_allocated() {
+        // Reserved is flat over the sweep (one granule run), allocated grows.
+        let p = Prediction {
+            pool: CudaPool::default(),
+            points: vec![
+                point(32, MIB, 4 * MIB),
+                point(64, 2 * MIB, 4 * MIB),
+                point(128, 4 * MIB, 4 * MIB),
+            ],
+        };
+        let lines = p.lines(None).unwrap();
+        assert_eq!(lines.allocated.bytes_per_sample, 32 * KIB as i64);
+        assert_eq!(lines.reserved.bytes_per_sample, 32 * KIB as i64);
+        for q in &p.points {
+            assert!(lines.reserved.at(q.batch) >= i128::from(q.peaks.reserved_bytes));
+        }
+        assert_eq!(lines.reserved.at(32), i128::from(4 * MIB));
+        // A steeper measured peak wins; a flatter one does not.
+        let steeper = p.lines(Some(40 * KIB as i64)).unwrap().reserved;
+        assert_eq!(steeper.bytes_per_sample, 40 * KIB as i64);
+        assert!(
+            p.points
+                .iter()
+                .all(|q| steeper.at(q.batch) >= i128::from(q.peaks.reserved_bytes))
+        );
+        assert_eq!(p.lines(Some(1)).unwrap().reserved, lines.reserved);
+    }
+
+    #[test]
+    fn per_size_says_the_largest_batch_by_the_reserved_line() {
+        let p = Prediction {
+            pool: CudaPool::default(),
+            points: vec![point(1, 1000, 3000), point(2, 2000, 4000)],
+        };
+        // reserved = 2000 + 1000 × batch; 16 GiB − 1 GiB allowance.
+        let rows = p.per_size(1 << 30, None);
+        let room = (16u64 << 30) - (1 << 30);
+        assert_eq!(rows[0].batch, Some(Fits::UpTo((room - 2000) / 1000)));
+        assert!(
+            rows.iter()
+                .all(|r| r.fits && r.device_bytes <= r.memory.bytes)
+        );
+        assert!(rows.iter().all(|r| r.reserved_bytes >= r.allocated_bytes));
+    }
+
+    #[test]
+    fn without_a_sweep_per_size_says_whether_the_run_fits() {
+        let p = Prediction {
+            pool: CudaPool::default(),
+            points: vec![point(1, 10 << 30, 20 << 30)],
+        };
+        let rows = p.per_size(1 << 30, Some(5));
+        assert!(!p.is_sweep());
+        assert_eq!(rows[0].device_bytes, 21 << 30);
+        assert!(!rows[0].fits, "16 GiB");
+        assert!(rows[1].fits, "24 GiB");
+        assert!(rows.iter().all(|r| r.batch.is_none()));
+    }
+
+    #[test]
+    fn a_prediction_reads_back_what_it_wrote() {
+        let p = Prediction {
+            pool: CudaPool::default(),
+            points: vec![point(32, 1, 2)],
+        };
+        let text = serde_json::to_string(&p).unwrap();
+        assert_eq!(
+            text,
+            r#"{"pool":{"alignment":256,"granularity":2097152},"points":[{"batch":32,"allocated_bytes":1,"reserved_bytes":2}]}"#
+        );
+        assert_eq!(serde_json::from_str::<Prediction>(&text).unwrap(), p);
+    }
+}
