@@ -187,6 +187,11 @@ pub struct Details {
     /// Where a leak was allocated, largest first (empty when there is none).
     #[serde(default)]
     pub leak_sites: Vec<LeakSite>,
+    /// A CPU run's allocations replayed through the CUDA pool model
+    /// ([`crate::pool::CudaPool::default`]): what the step is predicted to allocate and
+    /// reserve on a GPU, to set beside a CUDA run's measured figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_pool: Option<crate::pool::PoolPeaks>,
 }
 
 /// Settings `cargo vramtest` passes to the harness (from `[*.metadata.vramtest]` and

@@ -365,6 +365,7 @@ pub(crate) mod fixtures {
             allocations: 48_213,
             reserved_peak_bytes: None,
             leak_sites: Vec::new(),
+            predicted_pool: None,
         });
         r.snapshot = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap".into());
         r.written = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap.new".into());

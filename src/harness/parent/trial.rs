@@ -147,6 +147,7 @@ impl Trials {
             allocations: first.profile.allocations,
             reserved_peak_bytes: first.profile.reserved_peak_bytes,
             leak_sites: first.profile.leak_sites.clone(),
+            predicted_pool: first.pool,
         });
         let verdict = self.judge(name, def, &first, fit.as_ref(), report);
         if let (Some(timeline), Some(snap)) = (&first.timeline, &report.snapshot) {
