@@ -18,7 +18,10 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Availability {
     /// The driver initialized and sees this many devices (at least one).
-    Ready { devices: usize },
+    Ready {
+        /// How many devices the driver reports.
+        devices: usize,
+    },
     /// Why not: no libcuda, the toolkit's stub, no device, a driver too old.
     Unavailable(Unavailable),
 }

@@ -13,13 +13,28 @@ pub enum CudaError {
     Unavailable(#[from] Unavailable),
     /// The ordinal is past the last device.
     #[error("no CUDA device {ordinal} (the driver reports {devices})")]
-    NoSuchDevice { ordinal: usize, devices: usize },
+    NoSuchDevice {
+        /// The device ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        devices: usize,
+    },
     /// A driver call failed.
     #[error("{call} failed: {code}")]
-    Driver { call: &'static str, code: String },
+    Driver {
+        /// The driver API function called (`cuMemPoolGetAttribute`).
+        call: &'static str,
+        /// The `CUresult` it returned, by name (`CUDA_ERROR_OUT_OF_MEMORY`).
+        code: String,
+    },
     /// cudarc panicked inside a driver call (a missing symbol in an old driver).
     #[error("{call} panicked: {message}")]
-    Panicked { call: &'static str, message: String },
+    Panicked {
+        /// The driver or CUPTI function called.
+        call: &'static str,
+        /// The panic's message.
+        message: String,
+    },
     /// A pool call on a device without memory pools.
     #[error("the device has no memory pools")]
     NoMemoryPools,
@@ -28,7 +43,12 @@ pub enum CudaError {
     NotAHighWaterMark(PoolAttribute),
     /// A call of the per-allocation record source (CUPTI) failed while it was running.
     #[error("{call} failed: {code}")]
-    Records { call: &'static str, code: String },
+    Records {
+        /// The CUPTI function called (`cuptiActivityFlushAll`).
+        call: &'static str,
+        /// The `CUptiResult` it returned, by name.
+        code: String,
+    },
 }
 
 /// Runs driver calls, turning a panic in cudarc's loader into an error.

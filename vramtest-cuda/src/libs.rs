@@ -73,12 +73,23 @@ pub fn cudarc_opens(name: &str, major: u32) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     /// Found under `name`, which cudarc's loader opens too.
-    Found { name: String },
+    Found {
+        /// The library name that opened (`libcublas.so.12`).
+        name: String,
+    },
     /// Found only under `name`, a CUDA major version the bindings' loader does not
     /// look for (CUDA 12 bindings and only `libcublas.so.13`).
-    OtherVersion { name: String, bindings: (u32, u32) },
+    OtherVersion {
+        /// The library name that opened (`libcublas.so.13`).
+        name: String,
+        /// The CUDA version (major, minor) the bindings were generated for.
+        bindings: (u32, u32),
+    },
     /// Found under none of `tried`.
-    Missing { tried: Vec<String> },
+    Missing {
+        /// Every library name tried, in order.
+        tried: Vec<String>,
+    },
 }
 
 impl Lookup {
@@ -136,12 +147,18 @@ pub enum Unavailable {
         "no CUDA driver: libcuda could not be loaded (tried {}; is the NVIDIA driver installed and its library on the loader path?)",
         .tried.join(", ")
     )]
-    NoLibrary { tried: Vec<String> },
+    NoLibrary {
+        /// Every library name tried, in order.
+        tried: Vec<String>,
+    },
     /// The library found is the CUDA toolkit's stub (`cuInit` says so), not a driver.
     #[error(
         "no CUDA driver: {library} is the CUDA toolkit's stub library, not a driver (hint: remove the toolkit's lib64/stubs folder from LD_LIBRARY_PATH, or install the NVIDIA driver)"
     )]
-    StubLibrary { library: String },
+    StubLibrary {
+        /// The library name that opened.
+        library: String,
+    },
     /// A driver, but no device it can use.
     #[error("no CUDA device: the driver reports none (check CUDA_VISIBLE_DEVICES and nvidia-smi)")]
     NoDevice,
@@ -151,12 +168,19 @@ pub enum Unavailable {
         .driver.0, .driver.1, .bindings.0, .bindings.1
     )]
     DriverTooOld {
+        /// The CUDA version (major, minor) the driver supports.
         driver: (u32, u32),
+        /// The CUDA version (major, minor) the bindings were generated for.
         bindings: (u32, u32),
     },
     /// A driver call failed (the kernel module and libcuda disagree, a broken install).
     #[error("no CUDA driver: {call} failed with CUresult {code} (check nvidia-smi)")]
-    DriverFailed { call: &'static str, code: i32 },
+    DriverFailed {
+        /// The driver API function called (`cuInit`).
+        call: &'static str,
+        /// The `CUresult` it returned.
+        code: i32,
+    },
 }
 
 /// What the driver says when asked directly.

@@ -52,6 +52,7 @@ pub struct OutOfMemory {
 /// The blocks of one category alive at an out-of-memory failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveBlocks {
+    /// The category the blocks are charged to.
     pub category: Category,
     /// How many blocks.
     pub count: u64,

@@ -56,7 +56,9 @@ pub enum MemoryKind {
 /// One memory activity record (a `CUpti_ActivityMemory2..4` reduced to its common fields).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MemoryRecord {
+    /// Whether memory was allocated or released.
     pub operation: Operation,
+    /// The kind of memory (device memory or another).
     pub kind: MemoryKind,
     /// The device address (the allocation's identity).
     pub address: u64,
@@ -96,6 +98,7 @@ pub trait AllocationRecords: Send + fmt::Debug {
 /// The merged stream, and where each marker went.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Merged {
+    /// The markers and the records' allocations and releases, in order.
     pub events: Vec<Event>,
     /// `positions[i]`: the index in `events` of marker `i`; one more entry,
     /// `events.len()`, for "after everything" (the session's last sample).

@@ -39,6 +39,7 @@ pub struct Report {
     pub fallback: Option<String>,
     /// The pool's own peaks and fragmentation.
     pub pool: PoolFigures,
+    /// The device measured.
     pub device: DeviceInfo,
     /// Boundaries sampled (each one a device synchronize plus counter reads).
     pub boundaries: u32,

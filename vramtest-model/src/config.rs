@@ -23,12 +23,16 @@ use toml::de::{DeTable, DeValue};
 /// The `device` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceSetting {
+    /// Measure on the CPU, every heap allocation.
     Cpu,
+    /// Measure on a CUDA device.
     Cuda,
+    /// A CUDA device where one is usable, else the CPU.
     Auto,
 }
 
 impl DeviceSetting {
+    /// The setting's name in a manifest and on the command line (`cpu`).
     pub fn as_str(self) -> &'static str {
         match self {
             DeviceSetting::Cpu => "cpu",
@@ -73,8 +77,11 @@ const LIMIT_KEYS: &str = "tolerance, peak, reserved, leak, parameters, gradients
 /// One `vramtest` metadata table, validated.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
+    /// Iterations of the training loop for tests that do not set them.
     pub iterations: Option<u32>,
+    /// The device to measure on.
     pub device: Option<DeviceSetting>,
+    /// Hard ceiling on the peak, in bytes.
     pub budget: Option<u64>,
     /// What a GPU needs besides the measured tensors (CUDA context, libraries), taken
     /// off each memory size before `cargo vramtest show` says what batch fits.
@@ -98,6 +105,7 @@ pub struct Settings {
 pub struct ConfigError {
     /// The offending key, dotted (`limits.activations`), or empty for the table itself.
     pub key: String,
+    /// What is wrong with it.
     pub message: String,
 }
 

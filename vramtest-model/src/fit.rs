@@ -105,10 +105,18 @@ impl fmt::Display for Fits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FitError {
+    /// Fewer than two distinct batch sizes (the sweep's batch sizes).
     #[error("a batch sweep needs at least two different batch sizes, got {0:?}")]
     TooFewBatches(Vec<u64>),
+    /// Not one measurement per batch size.
     #[error("{batches} batch sizes but {measurements} measurements")]
-    Mismatch { batches: usize, measurements: usize },
+    Mismatch {
+        /// How many batch sizes.
+        batches: usize,
+        /// How many measurements.
+        measurements: usize,
+    },
+    /// A batch size of 0 (the sweep's batch sizes).
     #[error("batch size 0 in the sweep {0:?}: batch sizes start at 1")]
     ZeroBatch(Vec<u64>),
 }
@@ -116,6 +124,7 @@ pub enum FitError {
 /// One figure's line and how well it fits.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SeriesFit {
+    /// The fitted bytes as a function of the batch size.
     pub line: Linear,
     /// The largest |measured − modelled| over the sweep, as a fraction of the largest
     /// measured value (0 with two batch sizes, where the line goes through both).
@@ -218,6 +227,7 @@ pub struct Scaling {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WithinBudget {
+    /// The hard budget, in bytes.
     pub budget_bytes: u64,
     /// `null`: the peak does not grow with the batch, any batch fits.
     pub largest_batch: Option<u64>,
@@ -237,14 +247,18 @@ impl Scaling {
 /// One measured point of a sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepPoint {
+    /// The batch size.
     pub batch: u64,
+    /// The peak total at that batch size, in bytes.
     pub peak_bytes: u64,
+    /// Each category's own peak at that batch size, in bytes.
     pub category_peaks: CategoryBytes,
 }
 
 /// A sweep fitted: the snapshot's [`Scaling`] and the figures that are not linear.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepFit {
+    /// The fitted lines, as the snapshot stores them.
     pub scaling: Scaling,
     /// The peak's fit quality.
     pub peak: SeriesFit,
@@ -293,7 +307,9 @@ pub fn fit_sweep(points: &[SweepPoint]) -> Result<SweepFit, FitError> {
 /// A memory size to plan for, with a GPU that has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemorySize {
+    /// The memory size, in bytes.
     pub bytes: u64,
+    /// GPUs with that much memory ("H100, A100 80GB").
     pub example: &'static str,
 }
 
@@ -338,11 +354,15 @@ pub fn largest_batch(peak: &Linear, memory: u64, reserve: u64) -> Fits {
 pub struct PerSampleChange {
     /// The peak (`None`) or a category.
     pub category: Option<Category>,
+    /// The accepted sweep's bytes per sample.
     pub old: i64,
+    /// The new sweep's bytes per sample.
     pub new: i64,
+    /// The limit the growth is held to.
     pub limit: Limit,
     /// The sweep's largest batch, where the cost is judged.
     pub judged_at: u64,
+    /// Whether the growth fails: over the limit, or a lower largest batch within a budget.
     pub regressed: bool,
     /// For the peak: the largest batch within `budget` before and after.
     pub largest_batch: Option<(u64, Fits, Fits)>,

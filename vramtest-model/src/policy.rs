@@ -170,10 +170,15 @@ pub enum Movement {
 /// One figure that changed between the snapshot and the new result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
+    /// The figure: the peak, a category, the reserved bytes or the leak.
     pub subject: Subject,
+    /// The snapshot's bytes.
     pub old: u64,
+    /// The new result's bytes.
     pub new: u64,
+    /// The limit the change is held to.
     pub limit: Limit,
+    /// Whether it regressed, improved or stayed within its limit.
     pub movement: Movement,
     /// The phase (and iteration) whose peak grew or shrank the most.
     pub phase: Option<(Phase, Option<u32>)>,
@@ -270,6 +275,7 @@ pub enum Verdict {
 /// The result of holding a new body to an old one under a policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
+    /// The overall outcome.
     pub verdict: Verdict,
     /// Every figure that moved, regressions first.
     pub findings: Vec<Finding>,

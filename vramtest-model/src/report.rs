@@ -43,6 +43,7 @@ impl Status {
             Status::Regressed | Status::Missing | Status::Failed | Status::SnapshotError
         )
     }
+    /// The status's name in a report file (`snapshot_error`).
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Passed => "passed",
@@ -62,8 +63,11 @@ impl Status {
 pub struct Change {
     /// `peak`, a category name, or `leak`.
     pub subject: Subject,
+    /// The snapshot's bytes.
     pub old: u64,
+    /// The new result's bytes.
     pub new: u64,
+    /// The limit it was held to, in the configuration's syntax (`+2% | 1048576`, `allow`).
     pub limit: String,
     /// `regressed`, `improved` or `within`.
     pub movement: Movement,
@@ -74,6 +78,7 @@ pub struct Change {
 /// The result of one test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestReport {
+    /// The report format's version ([`REPORT_SCHEMA`]).
     pub schema: u32,
     /// The test target (`vram`).
     pub target: String,
@@ -83,7 +88,9 @@ pub struct TestReport {
     pub source: String,
     /// The line of the `#[vramtest]` function.
     pub line: u32,
+    /// The kind of device the test ran on (absent when it did not run).
     pub device_class: Option<DeviceClass>,
+    /// How the test ended.
     pub status: Status,
     /// The new result's body (absent when the test did not measure).
     pub body: Option<Body>,

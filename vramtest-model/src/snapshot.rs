@@ -33,11 +33,14 @@ pub const SCHEMA: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceClass {
+    /// The CPU: the process's heap allocations.
     Cpu,
+    /// A CUDA device.
     Cuda,
 }
 
 impl DeviceClass {
+    /// The class's name in snapshot file names and headers (`cpu`).
     pub fn as_str(self) -> &'static str {
         match self {
             DeviceClass::Cpu => "cpu",
@@ -56,10 +59,15 @@ impl fmt::Display for DeviceClass {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Body {
+    /// The body's format version ([`SCHEMA`]).
     pub schema: u32,
+    /// The kind of device measured.
     pub device_class: DeviceClass,
+    /// How the figures were measured (every allocation, or phase watermarks).
     pub fidelity: Fidelity,
+    /// Iterations the training loop ran.
     pub iterations: u32,
+    /// The highest live total over the whole test, in bytes (baseline excluded).
     pub peak_bytes: u64,
     /// On a CUDA device with a memory pool: the pool's highest *reserved* bytes above
     /// its start (`RESERVED_MEM_HIGH`), beside the allocated `peak_bytes`; what it
@@ -70,14 +78,19 @@ pub struct Body {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserved_bytes: Option<u64>,
     // `null` is a value; a missing key is an error (serde would default it to None).
+    /// The phase running at the peak (`null`: outside any phase).
     #[serde(deserialize_with = "Option::deserialize")]
     pub peak_phase: Option<Phase>,
+    /// The iteration running at the peak (`null`: before the loop).
     #[serde(deserialize_with = "Option::deserialize")]
     pub peak_iteration: Option<u32>,
+    /// The bytes of each category at the moment of the peak; they sum to `peak_bytes`.
     pub at_peak: CategoryBytes,
+    /// Each category's own highest live bytes.
     pub category_peaks: CategoryBytes,
     /// The set-up phases and the phases of the last iteration.
     pub phases: Vec<PhaseRecord>,
+    /// Growth of live bytes per iteration after the warm-up (0 without a leak).
     pub leak_bytes_per_iteration: u64,
     /// A batch sweep's memory model (`#[vramtest(batch = [..])]`); the keys above then
     /// describe the sweep's first batch size. Absent without a sweep, so snapshots
@@ -131,6 +144,7 @@ impl Body {
 pub struct Info {
     /// `cpu`, or the GPU's name.
     pub device: String,
+    /// How the figures were measured (`exact` or `phase`).
     pub fidelity: String,
     /// `vramtest <version>`.
     pub tool: String,
@@ -195,7 +209,9 @@ pub struct Snapshot {
     pub source: String,
     /// The test's name (insta's `expression`).
     pub test: String,
+    /// The header's volatile metadata (never compared).
     pub info: Info,
+    /// The body a reviewer judges.
     pub body: Body,
 }
 
@@ -316,24 +332,47 @@ mod tests {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParseError {
+    /// The file does not start with a `---` line and a `source:` key.
     #[error("line 1: not a snapshot file: it must start with `---` and a `source:` line")]
     NoHeader,
+    /// The file is not UTF-8 text.
     #[error("line {line}: not UTF-8 text (hint: a snapshot file is UTF-8; re-create it)")]
-    NotUtf8 { line: usize },
+    NotUtf8 {
+        /// The line of the first byte that is not UTF-8 (from 1).
+        line: usize,
+    },
+    /// The header has no closing `---` line.
     #[error("line {line}: the header is never closed by a `---` line")]
-    UnclosedHeader { line: usize },
+    UnclosedHeader {
+        /// The file's last line (from 1).
+        line: usize,
+    },
+    /// The body is not valid JSON or not a valid body.
     #[error("line {line}: invalid snapshot body: {message}")]
-    Body { line: usize, message: String },
+    Body {
+        /// The line of the error (from 1).
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The body's `schema` is not the one this version reads.
     #[error(
         "line {line}: snapshot schema {found} is not supported by this version (schema {SCHEMA}) (hint: upgrade vramtest, or re-create the snapshot)"
     )]
-    Schema { line: usize, found: u64 },
+    Schema {
+        /// The line of the `schema` key (from 1).
+        line: usize,
+        /// The schema the file has.
+        found: u64,
+    },
 }
 
 /// What parsing keeps: the body (compared) and the header's raw lines (shown).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
+    /// The header's lines between the `---` lines, as written.
     pub header: String,
+    /// The body, parsed.
     pub body: Body,
 }
 
@@ -466,15 +505,21 @@ pub fn pending_path(snap: &Path) -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FileError {
+    /// Reading or writing the file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The snapshot file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The file's text is not a valid snapshot.
     #[error("{path}:{}", format_parse(.source))]
     Parse {
+        /// The snapshot file.
         path: PathBuf,
+        /// What is wrong with it.
         #[source]
         source: ParseError,
     },
