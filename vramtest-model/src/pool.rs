@@ -138,6 +138,7 @@ struct Block {
 }
 
 impl Replay {
+    /// A replay of an empty stream through `pool`.
     pub fn new(pool: CudaPool) -> Replay {
         let pool = CudaPool {
             alignment: pool.alignment.max(1),
@@ -195,6 +196,7 @@ impl Replay {
         self.mapped.count.saturating_mul(self.pool.granularity)
     }
 
+    /// The highest allocated and reserved bytes so far.
     pub fn peaks(&self) -> PoolPeaks {
         self.peaks
     }
@@ -381,6 +383,7 @@ impl Allowance {
         }
     }
 
+    /// The bytes set aside on the device besides the tensors.
     pub fn bytes(&self) -> u64 {
         match *self {
             Allowance::Terms(t) => t.cuda_context.saturating_add(t.cublas_workspace),
@@ -404,7 +407,9 @@ pub struct Prediction {
 /// One batch size's replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PredictedPoint {
+    /// The batch size.
     pub batch: u64,
+    /// Its peaks.
     #[serde(flatten)]
     pub peaks: PoolPeaks,
 }
@@ -523,15 +528,18 @@ fn envelope(batches: &[u64], values: &[u64], per_sample: i64) -> Option<Linear> 
 /// One memory size's prediction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SizeVerdict {
+    /// The memory size and a GPU that has it.
     pub memory: MemorySize,
     /// With a sweep: the largest batch whose reserved peak fits.
     pub batch: Option<Fits>,
     /// The allocated and reserved peaks (with a sweep: at that batch, or at batch 1
     /// when none fits).
     pub allocated_bytes: u64,
+    /// The reserved peak, at the same batch.
     pub reserved_bytes: u64,
     /// Reserved plus the allowance: what the device would have in use.
     pub device_bytes: u64,
+    /// Whether the reserved peak plus the allowance fits in the memory.
     pub fits: bool,
 }
 
