@@ -8,7 +8,7 @@
 # DIR gets: bin.tar.gz (stripped release test binaries: vramtest-cuda's unit tests with and
 # without CUPTI, the pool-semantics probe, cudarc-mlp's library and vram tests,
 # candle-mlp's vram test with candle's `cuda` feature), src/ (the fixtures' manifests
-# and committed snapshots), run.sh, table.py, bundle.env. Everything is built with
+# and committed snapshots), run.sh, table.py, calibration.py, bundle.env. Everything is built with
 # CUDA 13.0 bindings and kernels for compute capability 9.0 (H100/H200).
 #
 # Environment: BUNDLE_BUILD_ROOT (default /tmp/vramtest-gpu-bundle/repo): the path the
@@ -104,7 +104,7 @@ for crate in cudarc-mlp candle-mlp; do
     cp fixtures/"$crate"/tests/snapshots/*.snap "$DIR/src/fixtures/$crate/tests/snapshots/" 2>/dev/null || true
 done
 mkdir -p "$DIR/src/vramtest-cuda"
-cp "$HERE/run.sh" "$HERE/table.py" "$DIR/"
+cp "$HERE/run.sh" "$HERE/table.py" "$HERE/calibration.py" "$DIR/"
 chmod +x "$DIR/run.sh"
 {
     echo "# Written by scripts/gpu-check.sh bundle."

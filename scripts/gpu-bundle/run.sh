@@ -7,8 +7,10 @@
 # Finds the NVIDIA driver (libcuda.so.1) and the CUDA 13 libraries (LD_LIBRARY_PATH,
 # /usr/local/cuda*, or the nvidia/cu13/lib folder of a Python environment with NVIDIA's
 # wheels: PYTHON=/path/to/python picks the environment, default python3), runs every GPU
-# test with VRAMTEST_DEVICE=cuda and VRAMTEST_UPDATE=new, prints one table per test and
-# collects the `@cuda` .snap.new files under DIR/out/ (same paths as in the repository).
+# test with VRAMTEST_DEVICE=cuda and VRAMTEST_UPDATE=new, prints one table per test, the
+# calibration of the pool model (candle-mlp's tests on the CPU predict what their CUDA
+# runs allocate and reserve: calibration.py) and collects the `@cuda` .snap.new files
+# under DIR/out/ (same paths as in the repository; the reports under DIR/out/reports/).
 #
 # Environment: STEP_TIMEOUT (seconds per step, default 300), PYTHON.
 # Exit status: 0 when every step ran and every GPU test left a CUDA snapshot; 1 when a
@@ -132,13 +134,22 @@ step cudarc-mlp-lib "$BUILD_ROOT/fixtures/cudarc-mlp" "$B/cudarc-mlp-lib" --test
 # A vram test exits non-zero while its CUDA snapshot is new (pending): the table below
 # judges these steps by the snapshots they leave.
 step cudarc-mlp-vram "$BUILD_ROOT/fixtures/cudarc-mlp" "$B/cudarc-mlp-vram" --nocapture
-step candle-mlp-vram "$BUILD_ROOT/fixtures/candle-mlp" "$B/candle-mlp-vram" --nocapture
+REPORTS=$OUT/reports
+mkdir -p "$REPORTS/cuda" "$REPORTS/cpu"
+step candle-mlp-vram "$BUILD_ROOT/fixtures/candle-mlp" env VRAMTEST_REPORT_DIR="$REPORTS/cuda" "$B/candle-mlp-vram" --nocapture
+# The same tests on the CPU: their allocations replayed through the pool model predict
+# what the GPU run above allocated and reserved (the calibration table below). This
+# machine's CPU caches may differ from those the CPU snapshots were taken on, so the
+# step is judged by the reports it leaves, not its exit status.
+step candle-mlp-vram-cpu "$BUILD_ROOT/fixtures/candle-mlp" env VRAMTEST_DEVICE=cpu VRAMTEST_UPDATE=no VRAMTEST_REPORT_DIR="$REPORTS/cpu" "$B/candle-mlp-vram" --nocapture
 
 echo
 echo "pool semantics (raw cudarc on one stream):"
 grep -E '^(device|used_high|reserved|cupti)' "$LOGS/pool-semantics.log" | sed 's/^/  /'
 
 "$PYTHON" "$DIR/table.py" "$BUILD_ROOT" "$LOGS" || failed=1
+echo
+"$PYTHON" "$DIR/calibration.py" "$REPORTS/cpu" "$REPORTS/cuda" || failed=1
 
 # 4. The @cuda snapshots to commit, at their repository paths.
 (cd "$BUILD_ROOT" && find fixtures -name '*@cuda.snap.new' -print) | while read -r f; do
