@@ -75,7 +75,7 @@ pub struct Context {
     pub outlives: bool,
 }
 
-/// The classification rule (DESIGN §3), in one place:
+/// The classification rule (README, "How memory is classified"), in one place:
 ///
 /// 1. an explicit tag wins;
 /// 2. freed before the phase that made it ended → `temporaries`;

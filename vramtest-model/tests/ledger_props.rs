@@ -1,6 +1,6 @@
 //! Properties of `ledger::profile` on random well-formed event streams, checked against
 //! an independent walk of the stream written here (live totals, phase and iteration
-//! boundaries, and the DESIGN §3 rule applied from scratch).
+//! boundaries, and the classification rule applied from scratch).
 
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -219,7 +219,7 @@ struct Alloc {
     iteration_end: Option<usize>,
 }
 
-/// The rule of DESIGN §3, applied from the text of the design (README, "How memory is
+/// The classification rule, applied from its text (README, "How memory is
 /// classified").
 fn rule(a: &Alloc) -> Category {
     if let Some(t) = a.tag {

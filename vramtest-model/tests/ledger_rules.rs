@@ -1,5 +1,5 @@
-//! The classification rule of DESIGN §3, one case at a time, on hand-written event
-//! streams. Every expected figure below is worked out by hand in the comments next to it.
+//! The classification rule (README, "How memory is classified"), one case at a time,
+//! on hand-written event streams. Every expected figure below is worked out by hand in the comments next to it.
 
 use test_case::test_case;
 use vramtest_model::ledger::categories;

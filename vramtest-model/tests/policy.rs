@@ -1,4 +1,4 @@
-//! The regression policy of DESIGN §6: slacks, verdicts, messages, strict mode, budgets
+//! The regression policy (README, "Limits, budgets and options"): slacks, verdicts, messages, strict mode, budgets
 //! and configuration keys. Byte figures are written out; slacks are worked by hand from
 //! the default limit `+1% | 64KiB` (a change fails when it exceeds max(1% of old, 65536)).
 

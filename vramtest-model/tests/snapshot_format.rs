@@ -1,4 +1,4 @@
-//! The snapshot file format (DESIGN §5): insta's header, a strict pretty-JSON body,
+//! The snapshot file format (README, "Snapshots"): insta's header, a strict pretty-JSON body,
 //! error messages with line numbers, file naming and atomic writes.
 
 use std::path::{Path, PathBuf};
