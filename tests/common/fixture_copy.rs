@@ -1,7 +1,8 @@
 //! Copying a fixture crate for an end-to-end test, shared by the test crates of
 //! `vramtest` and `cargo-vramtest` (included by both with `#[path]`): the copy leaves
-//! out `target` and the committed snapshots, points the `vramtest` dependency at this
-//! repository, and gives the package a version of its own.
+//! out `target` and the committed snapshots, points its path dependencies (`vramtest`,
+//! `vramtest-model`) at this repository's crates, and gives the package a version of
+//! its own.
 //!
 //! The version matters in a shared target directory: cargo names a root package's
 //! artifacts by name and version, not by path, so copies of one fixture with one
@@ -10,9 +11,9 @@
 
 use std::path::Path;
 
-/// Copies the crate at `src` to `dst` (created), rewritten for `repo` and `version`.
-/// Every file gets a fresh modification time, so cargo rebuilds the copy.
-pub fn copy_crate(src: &Path, dst: &Path, repo: &Path, version: &str) {
+/// Copies the crate at `src` to `dst` (created), rewritten to build from there with
+/// `version`. Every file gets a fresh modification time, so cargo rebuilds the copy.
+pub fn copy_crate(src: &Path, dst: &Path, version: &str) {
     copy_dir(
         src,
         dst,
@@ -20,11 +21,14 @@ pub fn copy_crate(src: &Path, dst: &Path, repo: &Path, version: &str) {
     );
     let manifest = dst.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
-    std::fs::write(&manifest, rewrite_manifest(&text, repo, version)).unwrap();
+    std::fs::write(&manifest, rewrite_manifest(&text, src, version)).unwrap();
 }
 
-/// Points `vramtest = { path = … }` at `repo` and sets the package version.
-pub fn rewrite_manifest(text: &str, repo: &Path, version: &str) -> String {
+/// Points every relative `path = "…"` dependency at where it lies from `src` (so
+/// `vramtest = { path = "../.." }` names this repository and `vramtest-model` its
+/// crate; every other key of the dependency, its features included, stays as it is)
+/// and sets the package version.
+pub fn rewrite_manifest(text: &str, src: &Path, version: &str) -> String {
     let mut in_package = false;
     let mut version_done = false;
     text.lines()
@@ -37,11 +41,24 @@ pub fn rewrite_manifest(text: &str, repo: &Path, version: &str) -> String {
                 version_done = true;
                 return format!("version = \"{version}\"");
             }
-            if trimmed.starts_with("vramtest") && trimmed.contains("path") {
-                let repo = repo.display().to_string().replace('\\', "/");
-                return format!("vramtest = {{ path = \"{repo}\" }}");
+            if trimmed.starts_with('#') {
+                return line.to_owned();
             }
-            line.to_owned()
+            let Some(at) = line.find("path = \"") else {
+                return line.to_owned();
+            };
+            let start = at + "path = \"".len();
+            let end = start + line[start..].find('"').expect("a quoted path");
+            let path = Path::new(&line[start..end]);
+            if path.is_absolute() {
+                return line.to_owned();
+            }
+            let resolved = src
+                .join(path)
+                .canonicalize()
+                .unwrap_or_else(|e| panic!("{}: {e}", src.join(path).display()));
+            let resolved = resolved.display().to_string().replace('\\', "/");
+            format!("{}{resolved}{}", &line[..start], &line[end..])
         })
         .collect::<Vec<_>>()
         .join("\n")

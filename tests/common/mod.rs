@@ -191,7 +191,6 @@ pub fn copy_fixture_as(name: &str, scenario: &str) -> Copy {
     fixture_copy::copy_crate(
         &repo_root().join("fixtures").join(name),
         &dir,
-        &repo_root(),
         &format!("0.1.0-e2e-{scenario}"),
     );
     Copy {

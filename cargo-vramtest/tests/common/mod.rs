@@ -130,7 +130,7 @@ impl Fixture {
             .tempdir_in(parent)
             .unwrap();
         let dir = base.path().join(crate_name);
-        fixture_copy::copy_crate(src, &dir, &repo(), version);
+        fixture_copy::copy_crate(src, &dir, version);
         Fixture {
             dir,
             base: Some(base),
