@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Run, build_test_target, repo_root, run, scratch_dir};
+use common::{Run, baseline_here, build_test_target, repo_root, run};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use vramtest_model::explain::ratios;
@@ -129,29 +129,10 @@ fn the_largest_batch_within_the_budget_follows_the_fit() {
     assert!(s.peak.at(by_hand + 1) > i128::from(budget));
 }
 
-/// A copy of the fixture's manifest whose snapshot of `test` was measured on this
-/// machine: gemm's packing buffers (workspace) are sized from the CPU's caches, so a
-/// change is judged against a baseline from the same CPU. The test binary judges the
-/// copy when `CARGO_MANIFEST_DIR` names it (the package is the same).
-fn baseline_here(test: &str) -> tempfile::TempDir {
-    let copy = scratch_dir("sweep-baseline");
-    let (dir, _) = sweep_binary();
-    std::fs::copy(dir.join("Cargo.toml"), copy.path().join("Cargo.toml")).unwrap();
-    let manifest_dir = copy.path().to_str().unwrap();
-    let (r, report) = run_sweep(
-        test,
-        &[
-            ("CARGO_MANIFEST_DIR", manifest_dir),
-            ("VRAMTEST_UPDATE", "always"),
-        ],
-    );
-    assert_eq!(report.status, Status::New, "{}", r.text());
-    copy
-}
-
 #[test]
 fn a_wider_hidden_layer_per_sample_fails_naming_activations_per_sample() {
-    let baseline = baseline_here("mlp_adamw_sweep");
+    let (dir, exe) = sweep_binary();
+    let baseline = baseline_here(&dir, &exe, "mlp_adamw_sweep", &[]);
     let manifest_dir = baseline.path().to_str().unwrap();
     let (r, report) = run_sweep(
         "mlp_adamw_sweep",

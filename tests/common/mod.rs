@@ -146,6 +146,29 @@ pub fn run(crate_dir: &Path, exe: &Path, args: &[&str], envs: &[(&str, &str)]) -
     Run { output, reports }
 }
 
+/// A copy of the manifest of the crate at `crate_dir` whose snapshot of `test` was just
+/// measured on this machine by `exe`. The test binary judges the copy when
+/// `CARGO_MANIFEST_DIR` names it (the package is the same): a change is then judged
+/// against a baseline from the same CPU, where the committed snapshot may come from
+/// another (gemm's packing buffers, in `workspace`, are sized from the CPU's caches).
+pub fn baseline_here(
+    crate_dir: &Path,
+    exe: &Path,
+    test: &str,
+    envs: &[(&str, &str)],
+) -> tempfile::TempDir {
+    let copy = scratch_dir("baseline");
+    std::fs::copy(crate_dir.join("Cargo.toml"), copy.path().join("Cargo.toml")).unwrap();
+    let mut with = vec![
+        ("CARGO_MANIFEST_DIR", copy.path().to_str().unwrap()),
+        ("VRAMTEST_UPDATE", "always"),
+    ];
+    with.extend_from_slice(envs);
+    let r = run(crate_dir, exe, &[test, "--exact"], &with);
+    assert_eq!(r.report(test).status, Status::New, "{}", r.text());
+    copy
+}
+
 /// Runs one test of a committed fixture and returns its report.
 pub fn run_one(fixture: &str, test: &str, envs: &[(&str, &str)]) -> (Run, TestReport) {
     let (dir, exe) = fixture_binary(fixture);
