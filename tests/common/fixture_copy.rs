@@ -1,7 +1,8 @@
 //! Copying a fixture crate for an end-to-end test, shared by the test crates of
 //! `vramtest` and `cargo-vramtest` (included by both with `#[path]`): the copy leaves
 //! out `target` and the committed snapshots, points the `vramtest` dependency at this
-//! repository, and gives the package a version of its own.
+//! repository (with the features the original asks for), and gives the package a
+//! version of its own.
 //!
 //! The version matters in a shared target directory: cargo names a root package's
 //! artifacts by name and version, not by path, so copies of one fixture with one
@@ -23,7 +24,8 @@ pub fn copy_crate(src: &Path, dst: &Path, repo: &Path, version: &str) {
     std::fs::write(&manifest, rewrite_manifest(&text, repo, version)).unwrap();
 }
 
-/// Points `vramtest = { path = … }` at `repo` and sets the package version.
+/// Points `vramtest = { path = … }` at `repo` (its other keys as they are) and sets the
+/// package version.
 pub fn rewrite_manifest(text: &str, repo: &Path, version: &str) -> String {
     let mut in_package = false;
     let mut version_done = false;
@@ -37,9 +39,15 @@ pub fn rewrite_manifest(text: &str, repo: &Path, version: &str) -> String {
                 version_done = true;
                 return format!("version = \"{version}\"");
             }
-            if trimmed.starts_with("vramtest") && trimmed.contains("path") {
+            // Only the path changes: the dependency keeps its features, so a copy builds
+            // the very `vramtest` its original does and shares it in the target directory.
+            if trimmed.starts_with("vramtest")
+                && let Some(at) = line.find("path = \"")
+            {
+                let start = at + "path = \"".len();
+                let end = start + line[start..].find('"').expect("a quoted path");
                 let repo = repo.display().to_string().replace('\\', "/");
-                return format!("vramtest = {{ path = \"{repo}\" }}");
+                return format!("{}{repo}{}", &line[..start], &line[end..]);
             }
             line.to_owned()
         })
