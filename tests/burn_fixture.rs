@@ -1,5 +1,9 @@
 //! The burn fixture (burn 0.22, Flex CPU backend with autodiff; it needs Rust 1.95),
 //! measured on the CPU heap and checked against the model's arithmetic.
+//!
+//! Building burn takes longer than the rest of the suite's fixtures together, so every
+//! test that builds it is ignored by `cargo test --workspace` and run on its own:
+//! `cargo test -p vramtest --test burn_fixture -- --ignored` (a step of `.ci/run`).
 
 mod common;
 
@@ -24,6 +28,7 @@ fn the_parameter_formula() {
 }
 
 #[test]
+#[ignore = "slow, builds burn: cargo test -p vramtest --test burn_fixture -- --ignored"]
 fn adam_parameters_moments_and_gradients_match_the_weights() {
     let (run, r) = run_one("burn-mlp", "mlp_adam", &[]);
     let body = r.body.unwrap_or_else(|| panic!("{}", run.text()));
@@ -55,6 +60,7 @@ fn adam_parameters_moments_and_gradients_match_the_weights() {
 }
 
 #[test]
+#[ignore = "slow, builds burn: cargo test -p vramtest --test burn_fixture -- --ignored"]
 fn sgd_keeps_no_optimizer_state() {
     let (_, r) = run_one("burn-mlp", "mlp_sgd", &[]);
     let body = r.body.expect("measured");
@@ -79,6 +85,7 @@ fn sgd_keeps_no_optimizer_state() {
 }
 
 #[test]
+#[ignore = "slow, builds burn: cargo test -p vramtest --test burn_fixture -- --ignored"]
 fn activations_double_when_the_batch_doubles() {
     let (_, small) = run_one("burn-mlp", "mlp_sgd", &[]);
     let (_, large) = run_one("burn-mlp", "mlp_sgd", &[("BURN_MLP_BATCH", "128")]);
@@ -98,6 +105,7 @@ fn activations_double_when_the_batch_doubles() {
 }
 
 #[test]
+#[ignore = "slow, builds burn: cargo test -p vramtest --test burn_fixture -- --ignored"]
 fn lazily_created_parameters_get_a_hint() {
     // Without touching the parameters in t.params, burn creates them in the first
     // forward pass: they live on in workspace, and vramtest says why and what to do.
@@ -124,6 +132,7 @@ fn lazily_created_parameters_get_a_hint() {
 }
 
 #[test]
+#[ignore = "slow, builds burn: cargo test -p vramtest --test burn_fixture -- --ignored"]
 fn the_committed_burn_snapshots_pass() {
     for test in ["mlp_adam", "mlp_sgd", "mlp_adam_lazy_parameters"] {
         let (run, r) = run_one("burn-mlp", test, &[("CI", "true")]);
@@ -147,6 +156,7 @@ fn line_of(needle: &str) -> usize {
 }
 
 #[test]
+#[ignore = "slow, builds burn: cargo test -p vramtest --test burn_fixture -- --ignored"]
 fn call_sites_find_where_burn_creates_the_parameters() {
     let (run, sites) = sites_of("mlp_adam", &[("VRAMTEST_SITES", "always")]);
     // burn creates a parameter on first use: in `touch_parameters`, `param.val()`.
@@ -164,6 +174,7 @@ fn call_sites_find_where_burn_creates_the_parameters() {
 }
 
 #[test]
+#[ignore = "slow, builds burn: cargo test -p vramtest --test burn_fixture -- --ignored"]
 fn a_burn_regression_names_where_activations_grew() {
     // Twice the batch of the committed snapshot: activations grow.
     let (run, r) = run_one("burn-mlp", "mlp_adam", &[("BURN_MLP_BATCH", "128")]);

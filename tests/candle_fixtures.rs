@@ -19,6 +19,7 @@ fn mlp_parameter_bytes() -> u64 {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn mlp_parameters_are_the_weights_and_biases() {
     let (_, r) = run_one("candle-mlp", "mlp_adamw", &[]);
     let body = r.body.expect("measured");
@@ -31,6 +32,7 @@ fn mlp_parameters_are_the_weights_and_biases() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn adamw_keeps_two_moments_per_parameter() {
     let (_, r) = run_one("candle-mlp", "mlp_adamw", &[]);
     let body = r.body.expect("measured");
@@ -43,6 +45,7 @@ fn adamw_keeps_two_moments_per_parameter() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn sgd_keeps_no_optimizer_state() {
     let (_, r) = run_one("candle-mlp", "mlp_sgd", &[]);
     let body = r.body.expect("measured");
@@ -68,6 +71,7 @@ fn mlp_input_gradient_bytes(batch: u64) -> u64 {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn gradients_are_one_per_parameter_plus_what_candle_keeps_for_the_batch() {
     // gemm's packing buffer, grown in the first backward and kept for the life of the
     // process, is workspace: it is not in these figures.
@@ -98,6 +102,7 @@ fn gradients_are_one_per_parameter_plus_what_candle_keeps_for_the_batch() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn strict_mode_fails_a_changed_batch() {
     // Judged against this machine's own measurement: strict mode fails on any
     // difference, and gemm's workspace differs between CPUs.
@@ -122,6 +127,7 @@ fn strict_mode_fails_a_changed_batch() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn inputs_are_the_batch() {
     let (_, r) = run_one("candle-mlp", "mlp_adamw", &[]);
     let body = r.body.expect("measured");
@@ -136,6 +142,7 @@ fn inputs_are_the_batch() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn activations_double_when_the_batch_doubles() {
     let (_, small) = run_one("candle-mlp", "mlp_adamw", &[]);
     let (_, large) = run_one("candle-mlp", "mlp_adamw", &[("CANDLE_MLP_BATCH", "128")]);
@@ -170,6 +177,7 @@ fn the_conv_formula_gives_the_articles_corrected_figure() {
 const CONV_WEIGHT_BYTES: u64 = 64 * 3 * 7 * 7 * F32;
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn conv_gradients_are_the_weights_plus_what_candle_keeps_for_the_images() {
     let batch = 4;
     let images = batch * 3 * 64 * 64 * F32;
@@ -211,6 +219,7 @@ fn conv_gradients_are_the_weights_plus_what_candle_keeps_for_the_images() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn conv_stem_activation_is_its_output_feature_map() {
     for batch in [4u64, 8] {
         let (_, r) = run_one(
@@ -235,6 +244,7 @@ fn conv_stem_activation_is_its_output_feature_map() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn the_committed_snapshots_pass() {
     for (fixture, test) in [
         ("candle-mlp", "mlp_adamw"),
@@ -253,6 +263,7 @@ fn the_committed_snapshots_pass() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn bloated_activations_fail_and_name_the_category() {
     for (fixture, test, var) in [
         ("candle-mlp", "mlp_adamw", "CANDLE_MLP_BLOAT"),
@@ -283,6 +294,7 @@ fn bloated_activations_fail_and_name_the_category() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn bloated_optimizer_state_fails_and_names_the_category() {
     for (fixture, test, var) in [
         ("candle-mlp", "mlp_adamw", "CANDLE_MLP_BLOAT"),
@@ -301,6 +313,7 @@ fn bloated_optimizer_state_fails_and_names_the_category() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn two_runs_give_identical_bodies() {
     let (_, a) = run_one("candle-mlp", "mlp_adamw", &[]);
     let (_, b) = run_one("candle-mlp", "mlp_adamw", &[]);

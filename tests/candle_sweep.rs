@@ -51,6 +51,7 @@ fn within(what: &str, measured: i64, expected: u64, percent: f64) {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_sweep -- --ignored"]
 fn per_sample_costs_are_the_bytes_of_one_sample() {
     let (body, s) = measured("mlp_adamw_sweep");
     assert_eq!(s.batch, vec![32, 64, 128]);
@@ -90,6 +91,7 @@ fn per_sample_costs_are_the_bytes_of_one_sample() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_sweep -- --ignored"]
 fn optimizer_state_reads_as_its_formula() {
     for (test, multiple, meaning) in [
         ("mlp_adamw_sweep", 2.0, "Adam-like"),
@@ -108,6 +110,7 @@ fn optimizer_state_reads_as_its_formula() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_sweep -- --ignored"]
 fn the_largest_batch_within_the_budget_follows_the_fit() {
     let (_, s) = measured("mlp_sgd_sweep");
     let budget: u64 = 64 << 20; // the test's `budget = "64MiB"`
@@ -130,6 +133,7 @@ fn the_largest_batch_within_the_budget_follows_the_fit() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_sweep -- --ignored"]
 fn a_wider_hidden_layer_per_sample_fails_naming_activations_per_sample() {
     let (dir, exe) = sweep_binary();
     let baseline = baseline_here(&dir, &exe, "mlp_adamw_sweep", &[]);

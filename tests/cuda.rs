@@ -62,6 +62,7 @@ fn asking_for_cuda_without_a_driver_is_exit_code_2_before_any_test() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test cuda -- --ignored"]
 fn auto_falls_back_to_the_cpu_and_cpu_only_tests_skip_cuda() {
     let (dir, exe) = fixture_binary("candle-mlp");
     if driver_present() {

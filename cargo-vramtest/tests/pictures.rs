@@ -11,6 +11,7 @@ use common::{Fixture, assert_code};
 use std::path::{Path, PathBuf};
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p cargo-vramtest --test pictures -- --ignored"]
 fn a_failing_run_draws_timelines_an_html_report_and_a_mermaid_chart() {
     let f = Fixture::candle_mlp("pictures");
     assert_code(&f.run(&[], &[("VRAMTEST_UPDATE", "always")]), 0);
@@ -123,6 +124,7 @@ fn list(dir: &Path) -> Vec<PathBuf> {
 /// `cargo run -p cargo-vramtest -- vramtest show mlp_adamw --manifest-path
 /// fixtures/candle-mlp/Cargo.toml --svg fixtures/candle-mlp/timeline.svg`.
 #[test]
+#[ignore = "slow, builds candle: cargo test -p cargo-vramtest --test pictures -- --ignored"]
 fn the_readme_picture_is_up_to_date() {
     let committed = common::repo().join("fixtures/candle-mlp/timeline.svg");
     let committed = std::fs::read_to_string(&committed).expect("the README's picture");

@@ -8,6 +8,7 @@ use common::{Fixture, assert_code};
 use serde_json::Value;
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p cargo-vramtest --test reports -- --ignored"]
 fn json_junit_markdown_and_github() {
     let f = Fixture::candle_mlp("reports");
     let ran = f.run(&[], &[("VRAMTEST_UPDATE", "always")]);

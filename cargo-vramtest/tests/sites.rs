@@ -22,6 +22,7 @@ fn section<'a>(ran: &'a Ran, category: &str) -> Vec<&'a str> {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p cargo-vramtest --test sites -- --ignored"]
 fn show_sites_finds_the_line_that_bloats_activations() {
     let f = Fixture::candle_mlp("sites-show");
     let ran = f.run(
@@ -65,6 +66,7 @@ fn show_sites_finds_the_line_that_bloats_activations() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p cargo-vramtest --test sites -- --ignored"]
 fn a_regression_names_the_new_site_against_the_snapshots_sites() {
     let f = Fixture::candle_mlp("sites-regression");
     // Accept a snapshot that keeps its sites.
@@ -133,6 +135,7 @@ fn a_regression_names_the_new_site_against_the_snapshots_sites() {
 }
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p cargo-vramtest --test sites -- --ignored"]
 fn show_sites_of_an_unknown_test_is_an_error_naming_it() {
     let f = Fixture::candle_mlp("sites-unknown");
     let ran = f.run(&["show", "no_such_test", "--sites"], &[]);

@@ -7,6 +7,7 @@ mod common;
 use common::{Fixture, assert_code};
 
 #[test]
+#[ignore = "slow, builds candle: cargo test -p cargo-vramtest --test snapshot_story -- --ignored"]
 fn pending_then_accepted_then_regressed_then_improved() {
     let f = Fixture::candle_mlp("story");
 

@@ -4,7 +4,7 @@
 //! Every copy builds into one shared target directory with the fixture's committed
 //! `Cargo.lock`, so candle is compiled once for all of them: the directory the
 //! repository's own end-to-end tests use (`<repo>/target/fixtures`, or
-//! `$VRAMTEST_FIXTURE_TARGET_DIR`), so one `cargo test --workspace` builds candle once.
+//! `$VRAMTEST_FIXTURE_TARGET_DIR`), so a run of every end-to-end test builds candle once.
 //!
 //! cargo names a workspace member's artifacts without its absolute path, so copies of
 //! one fixture would overwrite each other's test binary there; each copy therefore
