@@ -35,4 +35,5 @@ for root in sys.argv[1:]:
           i=j+1 if started else i+1
         else: i+=1
 for r in sorted(res,reverse=True): print(*r)
+print(f'{len(res)} function(s) over 100 lines in', ' '.join(sys.argv[1:]))
 sys.exit(1 if res else 0)
