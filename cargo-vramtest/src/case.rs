@@ -77,11 +77,12 @@ impl Outcome {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use test_case::test_case;
 
-    fn case(name: &str) -> TestCase {
+    /// A test case of a `vram` target named `name`.
+    pub(crate) fn case(name: &str) -> TestCase {
         TestCase {
             binary: Arc::new(Binary {
                 package: "pkg".into(),

@@ -547,19 +547,7 @@ mod tests {
         assert!(parse_terse("").is_empty());
     }
 
-    fn case(name: &str) -> TestCase {
-        TestCase {
-            binary: Arc::new(Binary {
-                package: "pkg".into(),
-                target: "vram".into(),
-                path: "/x".into(),
-                package_dir: "/".into(),
-                package_version: "0.1.0".into(),
-            }),
-            name: name.into(),
-            ignored: false,
-        }
-    }
+    use crate::case::tests::case;
 
     fn report(status: Status, written: Option<&str>) -> TestReport {
         let mut r = synthetic(&case("t"), status, String::new(), None);

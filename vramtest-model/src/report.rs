@@ -3,7 +3,7 @@
 //! configuration `cargo vramtest` hands to the harness (`VRAMTEST_CONFIG`).
 
 use crate::limit::Limit;
-use crate::policy::{Movement, Subject};
+use crate::policy::{Finding, Movement, Subject};
 use crate::profile::LeakSite;
 use crate::snapshot::{Body, DeviceClass};
 use serde::{Deserialize, Serialize};
@@ -73,6 +73,20 @@ pub struct Change {
     pub movement: Movement,
     /// The human sentence (the failure message line).
     pub message: String,
+}
+
+impl From<&Finding> for Change {
+    /// The finding in numbers, with its sentence.
+    fn from(f: &Finding) -> Change {
+        Change {
+            subject: f.subject,
+            old: f.old,
+            new: f.new,
+            limit: String::from(f.limit),
+            movement: f.movement,
+            message: f.to_string(),
+        }
+    }
 }
 
 /// The result of one test.

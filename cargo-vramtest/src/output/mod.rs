@@ -334,18 +334,7 @@ pub(crate) mod fixtures {
             message += &format!("\n  {f}");
         }
         r.message = message;
-        r.changes = cmp
-            .findings
-            .iter()
-            .map(|f| Change {
-                subject: f.subject,
-                old: f.old,
-                new: f.new,
-                limit: String::from(f.limit),
-                movement: f.movement,
-                message: f.to_string(),
-            })
-            .collect();
+        r.changes = cmp.findings.iter().map(Change::from).collect();
         r.old_peak_bytes = Some(old.peak_bytes);
         r.diff = Some(
             similar::TextDiff::from_lines(&old.to_text(), &new.to_text())

@@ -136,17 +136,7 @@ fn changes(decision: &Decision) -> Vec<Change> {
     let Some(cmp) = &decision.comparison else {
         return Vec::new();
     };
-    cmp.findings
-        .iter()
-        .map(|f| Change {
-            subject: f.subject,
-            old: f.old,
-            new: f.new,
-            limit: String::from(f.limit),
-            movement: f.movement,
-            message: f.to_string(),
-        })
-        .collect()
+    cmp.findings.iter().map(Change::from).collect()
 }
 
 /// What changed in a batch sweep.
