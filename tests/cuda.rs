@@ -1,7 +1,7 @@
-#![cfg(feature = "cuda")]
 //! The CUDA path on whatever machine runs the tests: without a driver (CI) asking for
 //! CUDA is an error, `auto` measures on the CPU and CUDA-only tests are ignored with the
 //! reason; with a driver, CUDA tests are measured.
+#![cfg(feature = "cuda")]
 
 mod common;
 
