@@ -42,6 +42,8 @@ mkdir -p "$BUILD_ROOT"
     (cd "$ROOT" && xargs -0 tar -cf - --no-recursion 2>/dev/null) |
     tar -xf - -C "$BUILD_ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/gpu-bundle}
+# The build logs go there before cargo has made it.
+mkdir -p "$CARGO_TARGET_DIR"
 export CARGO_TERM_COLOR=never
 cd "$BUILD_ROOT"
 
