@@ -124,15 +124,89 @@ pub fn wanted_calls(events: &[Event]) -> Vec<Call> {
 }
 
 fn wanted(tape: &Tape) -> Vec<Call> {
-    let moments = Moments::of(tape);
-    let mut calls: Vec<Call> = live_at(tape, &moments)
-        .into_iter()
-        .flatten()
-        .map(|b| b.call)
-        .collect();
-    calls.sort_unstable();
-    calls.dedup();
-    calls
+    Peaks::read(tape).wanted()
+}
+
+/// The blocks alive at the step's peak and at each category's own peak, from one
+/// replay of a stream: what [`uncaptured`] and [`sites`] both look at, so a run that
+/// needs both reads its stream once.
+pub struct Peaks {
+    moments: Moments,
+    /// The step's peak first, then each category's own peak in [`Category::ALL`] order.
+    sets: Vec<Vec<Block>>,
+}
+
+impl Peaks {
+    /// The peaks of `events`.
+    pub fn of(events: &[Event]) -> Peaks {
+        Peaks::read(&Tape::read(events))
+    }
+
+    fn read(tape: &Tape) -> Peaks {
+        let moments = Moments::of(tape);
+        let sets = live_at(tape, &moments);
+        Peaks { moments, sets }
+    }
+
+    /// The calls behind every block alive at one of the peaks, sorted.
+    fn wanted(&self) -> Vec<Call> {
+        let mut calls: Vec<Call> = self.sets.iter().flatten().map(|b| b.call).collect();
+        calls.sort_unstable();
+        calls.dedup();
+        calls
+    }
+
+    /// How many of the calls [`Peaks::sites`] needs have no trace (`captured` says
+    /// which do).
+    pub fn uncaptured(&self, mut captured: impl FnMut(Call) -> bool) -> usize {
+        self.wanted().into_iter().filter(|&c| !captured(c)).count()
+    }
+
+    /// [`sites`] of the stream these peaks were read from.
+    pub fn sites(
+        &self,
+        capture: Capture,
+        traces: u64,
+        mut site_of: impl FnMut(Call) -> Option<SiteKey>,
+    ) -> Sites {
+        let (moments, sets) = (&self.moments, &self.sets);
+        let mut keys: HashMap<Call, SiteKey> = HashMap::new();
+        let mut key_of = |call: Call| {
+            keys.entry(call)
+                .or_insert_with(|| site_of(call).unwrap_or_default())
+                .clone()
+        };
+        let mut categories = Vec::new();
+        for category in Category::ALL {
+            let at_peak: Vec<&Block> = sets[0].iter().filter(|b| b.category == category).collect();
+            let bytes: u64 = at_peak.iter().map(|b| b.bytes).sum();
+            let sites = group(&at_peak, &mut key_of);
+            let own = &sets[1 + category.index()];
+            let own_bytes: u64 = own.iter().map(|b| b.category_bytes(category)).sum();
+            let own_peak = (own_bytes > bytes).then(|| {
+                let blocks: Vec<&Block> = own.iter().filter(|b| b.category == category).collect();
+                OwnPeak {
+                    bytes: own_bytes,
+                    phase: moments.category_peaks[category.index()].and_then(|m| m.phase),
+                    sites: group(&blocks, &mut key_of),
+                }
+            });
+            if bytes > 0 || own_peak.is_some() {
+                categories.push(CategorySites {
+                    category,
+                    bytes,
+                    sites,
+                    own_peak,
+                });
+            }
+        }
+        Sites {
+            capture,
+            traces,
+            categories,
+            notes: Vec::new(),
+        }
+    }
 }
 
 /// The stretch and size of every call of the stream, in order.
@@ -154,11 +228,8 @@ fn calls(tape: &Tape) -> Vec<(Stretch, u64)> {
 }
 
 /// How many of the calls [`sites`] needs have no trace (`captured` says which do).
-pub fn uncaptured(events: &[Event], mut captured: impl FnMut(Call) -> bool) -> usize {
-    wanted(&Tape::read(events))
-        .into_iter()
-        .filter(|&c| !captured(c))
-        .count()
+pub fn uncaptured(events: &[Event], captured: impl FnMut(Call) -> bool) -> usize {
+    Peaks::of(events).uncaptured(captured)
 }
 
 /// Where a block was made, as the harness reads it from a stack trace.
@@ -332,47 +403,9 @@ pub fn sites(
     events: &[Event],
     capture: Capture,
     traces: u64,
-    mut site_of: impl FnMut(Call) -> Option<SiteKey>,
+    site_of: impl FnMut(Call) -> Option<SiteKey>,
 ) -> Sites {
-    let tape = Tape::read(events);
-    let moments = Moments::of(&tape);
-    let sets = live_at(&tape, &moments);
-    let mut keys: HashMap<Call, SiteKey> = HashMap::new();
-    let mut key_of = |call: Call| {
-        keys.entry(call)
-            .or_insert_with(|| site_of(call).unwrap_or_default())
-            .clone()
-    };
-    let mut categories = Vec::new();
-    for category in Category::ALL {
-        let at_peak: Vec<&Block> = sets[0].iter().filter(|b| b.category == category).collect();
-        let bytes: u64 = at_peak.iter().map(|b| b.bytes).sum();
-        let sites = group(&at_peak, &mut key_of);
-        let own = &sets[1 + category.index()];
-        let own_bytes: u64 = own.iter().map(|b| b.category_bytes(category)).sum();
-        let own_peak = (own_bytes > bytes).then(|| {
-            let blocks: Vec<&Block> = own.iter().filter(|b| b.category == category).collect();
-            OwnPeak {
-                bytes: own_bytes,
-                phase: moments.category_peaks[category.index()].and_then(|m| m.phase),
-                sites: group(&blocks, &mut key_of),
-            }
-        });
-        if bytes > 0 || own_peak.is_some() {
-            categories.push(CategorySites {
-                category,
-                bytes,
-                sites,
-                own_peak,
-            });
-        }
-    }
-    Sites {
-        capture,
-        traces,
-        categories,
-        notes: Vec::new(),
-    }
+    Peaks::of(events).sites(capture, traces, site_of)
 }
 
 fn group(blocks: &[&Block], key_of: &mut impl FnMut(Call) -> SiteKey) -> Vec<Site> {

@@ -42,6 +42,8 @@ pub(super) fn outcome(
         SitesMode::Plan => return Some(SitesOutcome::Plan(sites::plan(events))),
         SitesMode::Capture(_) | SitesMode::Everything => heap::traces(),
     };
+    // One replay of the stream serves the check against the plan and the sites.
+    let peaks = sites::Peaks::of(events);
     let capture = match mode {
         SitesMode::Capture(_) => {
             let planned = plan
@@ -50,7 +52,7 @@ pub(super) fn outcome(
             let measured = sites::Fingerprint::of(events);
             let captured: std::collections::HashSet<Call> =
                 traces.iter().map(|(c, _)| *c).collect();
-            let missing = sites::uncaptured(events, |c| captured.contains(&c));
+            let missing = peaks.uncaptured(|c| captured.contains(&c));
             if measured != planned || missing > 0 {
                 return Some(SitesOutcome::Mismatch {
                     planned,
@@ -63,7 +65,7 @@ pub(super) fn outcome(
         _ => Capture::Everything,
     };
     let keys = symbolize(&traces, package_dir);
-    let mut found = sites::sites(events, capture, traces.len() as u64, |call| {
+    let mut found = peaks.sites(capture, traces.len() as u64, |call| {
         keys.get(&call).cloned()
     });
     if !keys.is_empty() && keys.values().all(|k| k.location.is_none()) {
