@@ -76,6 +76,9 @@ pub(crate) struct Invocation {
     pub(crate) result: PathBuf,
     /// The batch size of this run (`t.batch()`).
     pub(crate) batch: usize,
+    /// The CPU threads every thread pool of the child gets (see
+    /// [`crate::harness::child::threads`]).
+    pub(crate) threads: u32,
     pub(crate) sites: SitesMode,
 }
 
@@ -89,6 +92,7 @@ impl Invocation {
             self.iterations.to_string().into(),
             self.result.clone().into(),
             self.batch.to_string().into(),
+            self.threads.to_string().into(),
         ];
         match &self.sites {
             SitesMode::Off => {}
@@ -139,12 +143,22 @@ impl Invocation {
                         text(6, "batch size").unwrap_or_default()
                     )
                 })?;
-            let sites = match args.get(7).and_then(|a| a.to_str()) {
+            let threads = text(7, "thread count")?
+                .parse()
+                .ok()
+                .filter(|&n: &u32| n >= 1)
+                .ok_or_else(|| {
+                    format!(
+                        "{FLAG}: bad thread count `{}`",
+                        text(7, "thread count").unwrap_or_default()
+                    )
+                })?;
+            let sites = match args.get(8).and_then(|a| a.to_str()) {
                 None => SitesMode::Off,
                 Some("sites-plan") => SitesMode::Plan,
                 Some("sites-all") => SitesMode::Everything,
                 Some("sites-capture") => SitesMode::Capture(
-                    args.get(8)
+                    args.get(9)
                         .map(PathBuf::from)
                         .ok_or_else(|| format!("{FLAG}: the plan file is missing"))?,
                 ),
@@ -156,6 +170,7 @@ impl Invocation {
                 iterations,
                 result,
                 batch,
+                threads,
                 sites,
             })
         })())
@@ -179,6 +194,7 @@ mod tests {
             iterations: 4,
             result: "/private/dir/tagged__explicit_tag.json".into(),
             batch: 128,
+            threads: 2,
             sites: SitesMode::Off,
         };
         for sites in [
@@ -210,8 +226,10 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3"], "result file"; "no result file")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r"], "batch size"; "no batch size")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "0"], "bad batch size"; "batch size zero")]
-    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
-    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "sites-capture"], "plan file"; "no plan file")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1"], "thread count"; "no thread count")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "0"], "bad thread count"; "zero threads")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "sites-capture"], "plan file"; "no plan file")]
     fn a_malformed_child_command_line_is_an_error(argv: &[&str], needle: &str) {
         let e = Invocation::from_args(&args(argv)).unwrap().unwrap_err();
         assert!(e.contains(needle), "{e}");

@@ -27,9 +27,17 @@ pub struct Options {
     pub devices: &'static [&'static str],
     /// A batch sweep: the test runs once per size (empty: once, `t.batch()` is 1).
     pub batch: &'static [usize],
+    /// The CPU threads of the measured process (`None`: [`CANONICAL_THREADS`]).
+    pub threads: Option<u32>,
 }
 
 inventory::collect!(TestDef);
+
+/// The CPU threads every measured process runs with, whatever the environment says,
+/// unless the test's attribute sets `threads = N`: per-thread buffers and the way work
+/// is split follow the thread count, so a fixed count keeps the figures the same on
+/// every machine.
+pub const CANONICAL_THREADS: u32 = 2;
 
 /// The default iterations of `t.iterations()`.
 pub const DEFAULT_ITERATIONS: u32 = 3;

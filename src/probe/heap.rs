@@ -29,7 +29,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { self.inner.alloc(layout) };
         if !p.is_null() {
-            on_alloc(p, layout.size());
+            on_alloc(p, layout.size(), is_cpu_only(&layout));
         }
         p
     }
@@ -37,7 +37,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { self.inner.alloc_zeroed(layout) };
         if !p.is_null() {
-            on_alloc(p, layout.size());
+            on_alloc(p, layout.size(), is_cpu_only(&layout));
         }
         p
     }
@@ -180,13 +180,33 @@ impl Trace {
     }
 }
 
+/// The alignment from which a heap block is CPU-only memory: what a CPU needs to run
+/// the step and a GPU never holds. gemm (candle's and burn's CPU matmul) allocates its
+/// per-thread L2 packing slab and its per-call packing buffers aligned to a cache-line
+/// pair (`CACHELINE_ALIGN`, 128 B on x86_64 and aarch64), and so does crossbeam's
+/// `CachePadded` (rayon's thread-pool queues); tensors are aligned to their element
+/// type (4 B for f32), so a tensor the exact size of a slab is still a tensor. The
+/// ledger keeps these blocks apart (`Event::CpuOnlyAlloc`): never in a category, the
+/// gated peak or the CUDA prediction.
+pub const CPU_ONLY_ALIGN: usize = 128;
+
+/// Whether a block of `layout` is CPU-only memory (see [`CPU_ONLY_ALIGN`]).
 #[inline]
-fn on_alloc(p: *mut u8, size: usize) {
+pub fn is_cpu_only(layout: &Layout) -> bool {
+    layout.align() >= CPU_ONLY_ALIGN
+}
+
+#[inline]
+fn on_alloc(p: *mut u8, size: usize, cpu_only: bool) {
     INSTALLED.store(true, Ordering::Relaxed);
     LIVE.fetch_add(size as u64, Ordering::Relaxed);
     if RECORDING.load(Ordering::Relaxed) {
         let mut r = lock();
-        r.events.push(RawEvent::alloc(p as u64, size as u64));
+        r.events.push(if cpu_only {
+            RawEvent::cpu_only(p as u64, size as u64)
+        } else {
+            RawEvent::alloc(p as u64, size as u64)
+        });
         r.on_call(size as u64);
     }
 }
@@ -305,7 +325,7 @@ fn decode(raw: &[RawEvent]) -> Vec<Event> {
                 events.push(Event::Realloc {
                     from: e.a,
                     to: next.a,
-                    bytes: next.b,
+                    bytes: next.b & !CPU_ONLY_BIT,
                 });
             }
             continue;
@@ -316,8 +336,9 @@ fn decode(raw: &[RawEvent]) -> Vec<Event> {
 }
 
 /// One event in 16 bytes. `a` is an address, or 0 for markers (no allocation lives at
-/// address 0); `b` is a size, `FREE`, `REALLOC_FROM` or a marker code. A resize takes
-/// two: `realloc_from(old)` then `alloc(new, size)`, pushed under one lock.
+/// address 0); `b` is a size (with `CPU_ONLY_BIT` set for CPU-only memory), `FREE`,
+/// `REALLOC_FROM` or a marker code. A resize takes two: `realloc_from(old)` then
+/// `alloc(new, size)`, pushed under one lock.
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct RawEvent {
@@ -327,10 +348,19 @@ struct RawEvent {
 
 const FREE: u64 = u64::MAX;
 const REALLOC_FROM: u64 = u64::MAX - 1;
+/// Set in `b` for an allocation of CPU-only memory. Sizes stay below 2^63 (a `Layout`
+/// is at most `isize::MAX` bytes), and `FREE` and `REALLOC_FROM` are matched first.
+const CPU_ONLY_BIT: u64 = 1 << 63;
 
 impl RawEvent {
     fn alloc(addr: u64, size: u64) -> Self {
         RawEvent { a: addr, b: size }
+    }
+    fn cpu_only(addr: u64, size: u64) -> Self {
+        RawEvent {
+            a: addr,
+            b: size | CPU_ONLY_BIT,
+        }
     }
     fn free(addr: u64) -> Self {
         RawEvent { a: addr, b: FREE }
@@ -349,7 +379,10 @@ impl RawEvent {
             Event::IterationEnd => (4, 0),
             Event::TagPush(c) => (5, c.index() as u64),
             Event::TagPop => (6, 0),
-            Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. } => {
+            Event::Alloc { .. }
+            | Event::CpuOnlyAlloc { .. }
+            | Event::Free { .. }
+            | Event::Realloc { .. } => {
                 unreachable!("not a marker")
             }
         };
@@ -362,6 +395,11 @@ impl RawEvent {
         if self.a != 0 {
             return if self.b == FREE {
                 Event::Free { id: self.a }
+            } else if self.b & CPU_ONLY_BIT != 0 {
+                Event::CpuOnlyAlloc {
+                    id: self.a,
+                    bytes: self.b & !CPU_ONLY_BIT,
+                }
             } else {
                 Event::Alloc {
                     id: self.a,
@@ -469,6 +507,10 @@ mod tests {
                 bytes: 64,
             },
             Event::Free { id: 0x1000 },
+            Event::CpuOnlyAlloc {
+                id: 0x2000,
+                bytes: 1 << 20,
+            },
             Event::PhaseStart(Phase::OptimizerStep),
             Event::PhaseEnd,
             Event::IterationStart(7),
@@ -479,6 +521,7 @@ mod tests {
         for e in events {
             let raw = match e {
                 Event::Alloc { id, bytes } => RawEvent::alloc(id, bytes),
+                Event::CpuOnlyAlloc { id, bytes } => RawEvent::cpu_only(id, bytes),
                 Event::Free { id } => RawEvent::free(id),
                 m => RawEvent::marker(m),
             };

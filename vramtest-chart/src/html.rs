@@ -54,6 +54,13 @@ pub struct TestEntry {
     pub peak_old: Option<u64>,
     /// This run's peak, in bytes.
     pub peak_new: Option<u64>,
+    /// The snapshot's CPU-only memory (measured apart from the categories and the
+    /// peak), in bytes, where it has the figure.
+    #[serde(default)]
+    pub cpu_only_old: Option<u64>,
+    /// This run's CPU-only memory, in bytes (CPU runs).
+    #[serde(default)]
+    pub cpu_only_new: Option<u64>,
     /// The failure diff, as the terminal shows it (lines starting `-`/`+` are colored).
     pub diff: Option<String>,
     /// Pre-rendered text of the scaling fit, where the test has one.
@@ -170,6 +177,7 @@ fn section(s: &mut String, index: usize, t: &TestEntry) {
         None => s.push_str("<p class=\"none\">No timeline recorded for this test.</p>\n"),
     }
     categories(s, t.old.as_ref(), t.new.as_ref());
+    cpu_only(s, t.cpu_only_old, t.cpu_only_new);
     for (heading, class, text) in [
         ("Diff", "diff", &t.diff),
         ("Fit", "fit", &t.fit),
@@ -198,6 +206,21 @@ fn section(s: &mut String, index: usize, t: &TestEntry) {
         s.push_str("</pre>\n");
     }
     s.push_str("</section>\n");
+}
+
+/// CPU-only memory, which is in no category and not in the peak: one line, where
+/// either side has it.
+fn cpu_only(s: &mut String, old: Option<u64>, new: Option<u64>) {
+    if old.is_none() && new.is_none() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "<p class=\"cpu-only\">CPU-only memory (gemm's packing buffers and the like, measured apart: not in the categories, the peak or the CUDA prediction): snapshot {}, this run {}, change {}</p>",
+        bytes_or_dash(old),
+        bytes_or_dash(new),
+        change(old, new),
+    );
 }
 
 /// Old against new per category, with a pair of bars on one scale.

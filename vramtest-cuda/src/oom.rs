@@ -134,6 +134,8 @@ pub fn live_blocks(events: &[Event]) -> Vec<LiveBlocks> {
             Event::Free { id } => {
                 live.remove(&id);
             }
+            // Host memory only (the heap probe's): never on the device.
+            Event::CpuOnlyAlloc { .. } => {}
             Event::Realloc { from, to, bytes } => {
                 let at = live.remove(&from).map_or_else(
                     || {

@@ -210,8 +210,9 @@ impl<D: Driver> PoolSession<D> {
             Event::Alloc { id, bytes } => self.track_alloc(id, bytes),
             Event::Free { id } => self.track_free(id),
             Event::TagPush(_) | Event::TagPop => self.push_marker(*event),
-            // Only the heap probe resizes blocks; device allocations never are.
-            Event::Realloc { .. } => {}
+            // Only the heap probe resizes blocks and sees CPU-only memory; device
+            // allocations are never resized.
+            Event::Realloc { .. } | Event::CpuOnlyAlloc { .. } => {}
         }
         Ok(())
     }

@@ -26,7 +26,10 @@ use syn::{
 /// - `devices = "cpu"` or `"cpu, cuda"`: where the test can run (default: both);
 /// - `batch = [64, 128, 256]`: a batch sweep (two or more sizes): the test runs once per
 ///   size, `t.batch()` says which, and every category is fitted as fixed plus
-///   per-sample bytes.
+///   per-sample bytes;
+/// - `threads = 4`: the CPU threads of the measured process (default 2, whatever the
+///   environment says), and `cpu_only = ".."`: a limit on CPU-only memory (not
+///   compared without one).
 #[proc_macro_attribute]
 pub fn vramtest(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item.into()) {
@@ -49,6 +52,7 @@ fn expand(
 /// The options of one attribute, as the tokens of the harness's `Options` fields.
 struct Options {
     iterations: proc_macro2::TokenStream,
+    threads: proc_macro2::TokenStream,
     ignore: proc_macro2::TokenStream,
     budget: proc_macro2::TokenStream,
     limits: Vec<proc_macro2::TokenStream>,
@@ -62,6 +66,7 @@ impl Options {
         let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
         let mut options = Options {
             iterations: quote!(::core::option::Option::None),
+            threads: quote!(::core::option::Option::None),
             ignore: quote!(::core::option::Option::None),
             budget: quote!(::core::option::Option::None),
             limits: Vec::new(),
@@ -96,8 +101,12 @@ impl Options {
                 self.ignore = quote!(::core::option::Option::Some(#reason));
             }
             (Meta::NameValue(nv), "iterations") => {
-                let n = iterations(&nv.value)?;
+                let n = positive(&nv.value, "iterations")?;
                 self.iterations = quote!(::core::option::Option::Some(#n));
+            }
+            (Meta::NameValue(nv), "threads") => {
+                let n = positive(&nv.value, "threads")?;
+                self.threads = quote!(::core::option::Option::Some(#n));
             }
             (Meta::NameValue(nv), "budget") => {
                 let text = string(&nv.value)?;
@@ -112,6 +121,7 @@ impl Options {
                     || k == "peak"
                     || k == "reserved"
                     || k == "leak"
+                    || k == "cpu_only"
                     || k.parse::<vramtest_model::Category>().is_ok() =>
             {
                 let text = string(&nv.value)?;
@@ -123,7 +133,7 @@ impl Options {
                 return Err(syn::Error::new_spanned(
                     meta,
                     format!(
-                        "unknown or malformed option `{key}` (expected iterations = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128])"
+                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128])"
                     ),
                 ));
             }
@@ -132,8 +142,8 @@ impl Options {
     }
 }
 
-/// `iterations = 5`: an integer, at least 1.
-fn iterations(value: &Expr) -> syn::Result<u32> {
+/// `iterations = 5`, `threads = 4`: an integer, at least 1.
+fn positive(value: &Expr, key: &str) -> syn::Result<u32> {
     let n = match value {
         Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
@@ -141,14 +151,14 @@ fn iterations(value: &Expr) -> syn::Result<u32> {
         other => {
             return Err(syn::Error::new_spanned(
                 other,
-                "`iterations` takes an integer, like `iterations = 5`",
+                format!("`{key}` takes an integer, like `{key} = 5`"),
             ));
         }
     };
     if n == 0 {
         return Err(syn::Error::new_spanned(
             value,
-            "`iterations` must be at least 1",
+            format!("`{key}` must be at least 1"),
         ));
     }
     Ok(n)
@@ -173,6 +183,7 @@ fn devices(value: &Expr) -> syn::Result<Vec<String>> {
 fn registration(func: &ItemFn, options: &Options) -> proc_macro2::TokenStream {
     let Options {
         iterations,
+        threads,
         ignore,
         budget,
         limits,
@@ -198,6 +209,7 @@ fn registration(func: &ItemFn, options: &Options) -> proc_macro2::TokenStream {
                     budget: #budget,
                     devices: &[#(#devices),*],
                     batch: &[#(#batch),*],
+                    threads: #threads,
                 },
             }
         }

@@ -72,7 +72,7 @@ const KEYS: &str =
     "iterations, device, budget, reserve, cuda_context, cublas_workspace, tolerance, limits";
 
 /// The keys of `limits`.
-const LIMIT_KEYS: &str = "tolerance, peak, reserved, leak, parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked";
+const LIMIT_KEYS: &str = "tolerance, peak, reserved, leak, cpu_only, parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked";
 
 /// One `vramtest` metadata table, validated.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -156,7 +156,7 @@ impl Settings {
                         let l = limit(&dotted, v)?;
                         match k.as_str() {
                             "tolerance" => s.tolerance = Some(l),
-                            "peak" | "reserved" | "leak" => {
+                            "peak" | "reserved" | "leak" | "cpu_only" => {
                                 s.limits.insert(k.clone(), l);
                             }
                             other if other.parse::<Category>().is_ok() => {
@@ -224,7 +224,8 @@ impl Settings {
         let mut limits = config.limits.clone();
         let tolerance = limits.remove("tolerance");
         if let Some(key) = limits.keys().find(|k| {
-            !matches!(k.as_str(), "peak" | "reserved" | "leak") && k.parse::<Category>().is_err()
+            !matches!(k.as_str(), "peak" | "reserved" | "leak" | "cpu_only")
+                && k.parse::<Category>().is_err()
         }) {
             return Err(bad(
                 format!("limits.{key}"),
@@ -263,6 +264,7 @@ impl Settings {
         }
         policy.reserved = named("reserved").unwrap_or(policy.reserved);
         policy.leak = named("leak").unwrap_or(policy.leak);
+        policy.cpu_only = named("cpu_only");
         policy.budget = self.budget;
         policy
     }

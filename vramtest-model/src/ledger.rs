@@ -29,6 +29,17 @@ pub enum Event {
         /// Its size.
         bytes: u64,
     },
+    /// `bytes` of CPU-only memory were allocated under `id`: memory that exists only
+    /// because the step runs on a CPU (gemm's packing buffers, a thread pool's
+    /// cache-padded queues), which a GPU would never hold. Measured apart
+    /// ([`Profile::cpu_only_peak_bytes`]): never charged to a category, never part of the
+    /// peak or the phase figures, whatever the tag; a resize keeps it CPU-only.
+    CpuOnlyAlloc {
+        /// The allocation's identity.
+        id: u64,
+        /// Its size.
+        bytes: u64,
+    },
     /// The allocation `id` was released. Frees of ids never seen belong to the baseline.
     Free {
         /// The identity the allocation was made under.
@@ -321,6 +332,10 @@ struct Walk {
     /// resized after the warm-up, by category and site; reset when another starts.
     sites: [[u64; SITES]; 8],
     first_forward_kept_bytes: u64,
+    /// CPU-only blocks alive (id → bytes), their live total and its peak.
+    cpu_only: HashMap<u64, u64, BuildHasherDefault<IdHasher>>,
+    cpu_only_total: u64,
+    cpu_only_peak: u64,
 }
 
 impl Walk {
@@ -347,15 +362,34 @@ impl Walk {
             peak_iteration: None,
             sites: [[0; SITES]; 8],
             first_forward_kept_bytes: 0,
+            cpu_only: HashMap::default(),
+            cpu_only_total: 0,
+            cpu_only_peak: 0,
         };
         for &event in events {
             match event {
-                Event::Alloc { id, bytes } => w.alloc(id, bytes),
+                Event::Alloc { id, bytes } => {
+                    w.cpu_only_release(id);
+                    w.alloc(id, bytes)
+                }
+                Event::CpuOnlyAlloc { id, bytes } => w.cpu_only_alloc(id, bytes),
                 Event::Free { id } => match w.live.remove(&id) {
                     Some(old) => w.release(old, true),
-                    None => w.push(NO_BLOCK, Kind::Released, 0, true),
+                    None => {
+                        w.cpu_only_release(id);
+                        w.push(NO_BLOCK, Kind::Released, 0, true)
+                    }
                 },
-                Event::Realloc { from, to, bytes } => w.resize(from, to, bytes),
+                Event::Realloc { from, to, bytes } if w.cpu_only.contains_key(&from) => {
+                    w.cpu_only_release(from);
+                    w.cpu_only_alloc(to, bytes)
+                }
+                Event::Realloc { from, to, bytes } => {
+                    if to != from {
+                        w.cpu_only_release(to);
+                    }
+                    w.resize(from, to, bytes)
+                }
                 marker => w.mark(marker),
             }
         }
@@ -401,6 +435,29 @@ impl Walk {
         self.push(block, Kind::Made, bytes, true);
         self.total += bytes;
         self.moment();
+    }
+
+    /// A CPU-only block (see [`Event::CpuOnlyAlloc`]): counted apart, observed as an
+    /// event that changes no category. Another allocation live under `id` had its free
+    /// missed.
+    fn cpu_only_alloc(&mut self, id: u64, bytes: u64) {
+        if let Some(old) = self.live.remove(&id) {
+            self.release(old, false);
+        }
+        self.cpu_only_release(id);
+        self.cpu_only.insert(id, bytes);
+        self.cpu_only_total += bytes;
+        self.cpu_only_peak = self.cpu_only_peak.max(self.cpu_only_total);
+        // An allocator call like any other (call sites number them all), of no block.
+        self.push(NO_BLOCK, Kind::Made, bytes, true);
+    }
+
+    /// The CPU-only block `id`, if there is one, is released (its event is observed
+    /// by the caller).
+    fn cpu_only_release(&mut self, id: u64) {
+        if let Some(bytes) = self.cpu_only.remove(&id) {
+            self.cpu_only_total -= bytes;
+        }
     }
 
     /// A resize (see [`Event::Realloc`]).
@@ -547,7 +604,10 @@ impl Walk {
             Event::TagPop => {
                 self.tags.pop();
             }
-            Event::Alloc { .. } | Event::Free { .. } | Event::Realloc { .. } => {}
+            Event::Alloc { .. }
+            | Event::CpuOnlyAlloc { .. }
+            | Event::Free { .. }
+            | Event::Realloc { .. } => {}
         }
     }
 
@@ -622,6 +682,7 @@ impl Walk {
             reserved_peak_bytes: None,
             first_forward_kept_bytes: self.first_forward_kept_bytes,
             not_seen_bytes: None,
+            cpu_only_peak_bytes: self.cpu_only_peak,
         }
     }
 }

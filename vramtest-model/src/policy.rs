@@ -23,6 +23,10 @@ pub struct Policy {
     pub leak: Limit,
     /// A hard ceiling on the peak, whatever the snapshot says.
     pub budget: Option<u64>,
+    /// Allowed growth of the CPU-only memory (`cpu_only`: gemm's packing buffers and
+    /// the like). `None` (the default): not compared, it depends on the CPU that ran
+    /// the step; `tolerance` leaves it alone.
+    pub cpu_only: Option<Limit>,
     /// Any difference in any figure fails, shrinking included.
     pub strict: bool,
 }
@@ -37,6 +41,7 @@ impl Default for Policy {
             reserved: Limit::RESERVED,
             leak: Limit::LEAK,
             budget: None,
+            cpu_only: None,
             strict: false,
         }
     }
@@ -45,13 +50,13 @@ impl Default for Policy {
 /// An unknown key in a limits table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown limit `{0}` (expected `tolerance`, `peak`, `reserved`, `leak` or a category: parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked)"
+    "unknown limit `{0}` (expected `tolerance`, `peak`, `reserved`, `leak`, `cpu_only` or a category: parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked)"
 )]
 pub struct UnknownLimitKey(pub String);
 
 impl Policy {
     /// Sets one limit by its configuration key: `tolerance` (every category and the
-    /// peak), `peak`, `reserved`, `leak`, or a category name.
+    /// peak), `peak`, `reserved`, `leak`, `cpu_only`, or a category name.
     pub fn set(&mut self, key: &str, limit: Limit) -> Result<(), UnknownLimitKey> {
         match key {
             "tolerance" => {
@@ -61,6 +66,7 @@ impl Policy {
             "peak" => self.peak = limit,
             "reserved" => self.reserved = limit,
             "leak" => self.leak = limit,
+            "cpu_only" => self.cpu_only = Some(limit),
             other => {
                 let c: Category = other
                     .parse()
@@ -92,6 +98,7 @@ impl Policy {
             Subject::Category(c) => self.categories[c.index()],
             Subject::Reserved => self.reserved,
             Subject::Leak => self.leak,
+            Subject::CpuOnly => self.cpu_only.unwrap_or(Limit::EXACT),
         }
     }
 }
@@ -109,16 +116,20 @@ pub enum Subject {
     Reserved,
     /// Live bytes retained per iteration.
     Leak,
+    /// CPU-only memory (`cpu_only`), compared only under a `cpu_only` limit.
+    CpuOnly,
 }
 
 impl Subject {
-    /// The stable name: `peak`, `reserved`, `leak` or a category (`activations`).
+    /// The stable name: `peak`, `reserved`, `leak`, `cpu_only` or a category
+    /// (`activations`).
     pub fn as_str(self) -> &'static str {
         match self {
             Subject::Peak => "peak",
             Subject::Category(c) => c.as_str(),
             Subject::Reserved => "reserved",
             Subject::Leak => "leak",
+            Subject::CpuOnly => "cpu_only",
         }
     }
 }
@@ -136,6 +147,7 @@ impl TryFrom<String> for Subject {
             "peak" => Ok(Subject::Peak),
             "reserved" => Ok(Subject::Reserved),
             "leak" => Ok(Subject::Leak),
+            "cpu_only" => Ok(Subject::CpuOnly),
             other => other
                 .parse::<Category>()
                 .map(Subject::Category)
@@ -151,6 +163,7 @@ impl fmt::Display for Subject {
             Subject::Category(c) => write!(f, "{c}"),
             Subject::Reserved => f.write_str("reserved"),
             Subject::Leak => f.write_str("leak per iteration"),
+            Subject::CpuOnly => f.write_str("cpu_only"),
         }
     }
 }
@@ -290,6 +303,11 @@ pub struct Comparison {
     /// Figures only one of the two bodies has, so not compared (a device snapshot
     /// written before `reserved_bytes` existed): one line each, failing nothing.
     pub notes: Vec<String>,
+    /// The snapshot was recorded before CPU-only memory was kept apart
+    /// ([`Body::predates_cpu_only`]): its `workspace` and peak are not compared (a
+    /// note in `notes` shows them), every other figure is; strict mode fails. Accepting
+    /// the result migrates the snapshot.
+    pub predates_cpu_only: bool,
 }
 
 impl Comparison {
@@ -369,9 +387,11 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
             over_leak_ceiling,
             incomparable: Some(why),
             notes: Vec::new(),
+            predates_cpu_only: false,
         };
     }
-    let mut findings: Vec<Finding> = subjects(old, new)
+    let predates_cpu_only = old.predates_cpu_only() && new.cpu_only.is_some();
+    let mut findings: Vec<Finding> = subjects(old, new, policy, predates_cpu_only)
         .into_iter()
         .filter_map(|(subject, o, n)| {
             finding(subject, o, n, old, new, policy, over_leak_ceiling.is_some())
@@ -382,13 +402,29 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
         Movement::Improved => 1,
         Movement::Within => 2,
     });
+    let mut notes = uncompared(old, new);
+    if predates_cpu_only {
+        notes.push(format!(
+            "note: workspace {} → {}, peak {} → {}: recorded before CPU-only memory was kept apart (this run: {} of CPU-only memory, measured apart): not compared; re-accept to migrate the snapshot",
+            HumanBytes(old.category_peaks.workspace),
+            HumanBytes(new.category_peaks.workspace),
+            HumanBytes(old.peak_bytes),
+            HumanBytes(new.peak_bytes),
+            HumanBytes(new.cpu_only.unwrap_or(0)),
+        ));
+    }
+    let mut verdict = verdict(old, new, policy, over_budget.is_some(), &findings);
+    if predates_cpu_only && policy.strict {
+        verdict = Verdict::Regressed;
+    }
     Comparison {
-        verdict: verdict(old, new, policy, over_budget.is_some(), &findings),
+        verdict,
         findings,
         over_budget,
         over_leak_ceiling,
         incomparable: None,
-        notes: uncompared(old, new),
+        notes,
+        predates_cpu_only,
     }
 }
 
@@ -410,10 +446,18 @@ fn uncompared(old: &Body, new: &Body) -> Vec<String> {
 }
 
 /// `(subject, old, new)` per figure: categories (what grew), the peak (its cost), the
-/// pool's reserved peak where both bodies have one, the leak.
-fn subjects(old: &Body, new: &Body) -> Vec<(Subject, u64, u64)> {
+/// pool's reserved peak where both bodies have one, the CPU-only memory under a
+/// `cpu_only` limit, the leak. A snapshot that predates CPU-only memory being kept
+/// apart has no comparable `workspace` and peak.
+fn subjects(
+    old: &Body,
+    new: &Body,
+    policy: &Policy,
+    predates_cpu_only: bool,
+) -> Vec<(Subject, u64, u64)> {
     let mut subjects: Vec<(Subject, u64, u64)> = Category::ALL
         .iter()
+        .filter(|&&c| !(predates_cpu_only && c == Category::Workspace))
         .map(|&c| {
             (
                 Subject::Category(c),
@@ -422,9 +466,14 @@ fn subjects(old: &Body, new: &Body) -> Vec<(Subject, u64, u64)> {
             )
         })
         .collect();
-    subjects.push((Subject::Peak, old.peak_bytes, new.peak_bytes));
+    if !predates_cpu_only {
+        subjects.push((Subject::Peak, old.peak_bytes, new.peak_bytes));
+    }
     if let (Some(o), Some(n)) = (old.reserved_bytes, new.reserved_bytes) {
         subjects.push((Subject::Reserved, o, n));
+    }
+    if let (Some(_), Some(o), Some(n)) = (policy.cpu_only, old.cpu_only, new.cpu_only) {
+        subjects.push((Subject::CpuOnly, o, n));
     }
     subjects.push((
         Subject::Leak,
@@ -509,7 +558,7 @@ fn verdict(
     } else if findings.iter().any(|f| f.movement == Movement::Improved) {
         Verdict::Improved
     } else if old != new {
-        if policy.strict && differs_where_compared(old, new) {
+        if policy.strict && differs_where_compared(old, new, policy) {
             Verdict::Regressed
         } else {
             Verdict::WithinLimits
@@ -520,15 +569,16 @@ fn verdict(
 }
 
 /// Whether the bodies differ in more than a figure only one of them has (the
-/// reserved bytes: see [`Comparison::notes`]).
-fn differs_where_compared(old: &Body, new: &Body) -> bool {
-    if old.reserved_bytes.is_some() == new.reserved_bytes.is_some() {
-        return old != new;
+/// reserved bytes: see [`Comparison::notes`]) or the CPU-only memory, which depends on
+/// the CPU and is compared only under a `cpu_only` limit.
+fn differs_where_compared(old: &Body, new: &Body, policy: &Policy) -> bool {
+    let mut new = new.clone();
+    if old.reserved_bytes.is_some() != new.reserved_bytes.is_some() {
+        new.reserved_bytes = old.reserved_bytes;
     }
-    let new = Body {
-        reserved_bytes: old.reserved_bytes,
-        ..new.clone()
-    };
+    if policy.cpu_only.is_none() {
+        new.cpu_only = old.cpu_only;
+    }
     *old != new
 }
 

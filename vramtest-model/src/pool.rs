@@ -129,6 +129,8 @@ pub struct Replay {
     mapped: Granules,
     allocated: u64,
     peaks: PoolPeaks,
+    /// Live CPU-only blocks by the stream's id: skipped, a GPU never holds them.
+    cpu_only: BTreeSet<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -152,21 +154,36 @@ impl Replay {
             mapped: Granules::default(),
             allocated: 0,
             peaks: PoolPeaks::default(),
+            cpu_only: BTreeSet::new(),
         }
     }
 
     /// Applies one event, with the ledger's meaning (see [`Event`]): an allocation
     /// under a live id releases the old one first; a resize that moves a block holds
     /// both copies for a moment; frees and resizes of ids never seen (the baseline's)
-    /// release nothing; phase and iteration boundaries synchronize.
+    /// release nothing; phase and iteration boundaries synchronize. CPU-only memory
+    /// ([`Event::CpuOnlyAlloc`], kept so by a resize) is skipped: a GPU never holds it.
     pub fn apply(&mut self, event: &Event) {
         match *event {
             Event::Alloc { id, bytes } => {
                 self.free(id);
+                self.cpu_only.remove(&id);
                 self.alloc(id, bytes);
             }
-            Event::Free { id } => self.free(id),
+            Event::CpuOnlyAlloc { id, .. } => {
+                self.free(id);
+                self.cpu_only.insert(id);
+            }
+            Event::Free { id } => {
+                self.free(id);
+                self.cpu_only.remove(&id);
+            }
+            Event::Realloc { from, to, .. } if self.cpu_only.remove(&from) => {
+                self.free(to);
+                self.cpu_only.insert(to);
+            }
             Event::Realloc { from, to, bytes } => {
+                self.cpu_only.remove(&to);
                 if to != from {
                     self.free(to);
                 }

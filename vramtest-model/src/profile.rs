@@ -164,6 +164,11 @@ pub struct Profile {
     /// allocations beside tracked ones), which made the run `phase` instead of `exact`.
     #[serde(default)]
     pub not_seen_bytes: Option<u64>,
+    /// The highest live bytes of CPU-only memory over the test (gemm's packing
+    /// buffers and the like, see [`crate::Event::CpuOnlyAlloc`]): measured apart, in no
+    /// category, not in `peak_bytes`. 0 on a GPU.
+    #[serde(default)]
+    pub cpu_only_peak_bytes: u64,
 }
 
 impl Profile {

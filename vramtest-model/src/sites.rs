@@ -14,7 +14,7 @@
 //! a call to its [`SiteKey`].
 
 use crate::category::{Category, Phase};
-use crate::ledger::{Event, Kind, Tape};
+use crate::ledger::{Event, Kind, NO_BLOCK, Tape};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
@@ -27,7 +27,8 @@ pub const OTHER_SITES: &str = "(other sites)";
 pub const IN_FAILURE: usize = 3;
 
 /// Identifies one allocator call of a stream: its position among the stream's
-/// allocations and resizes (`Event::Alloc` and `Event::Realloc`), from 0.
+/// allocations and resizes (`Event::Alloc`, `Event::CpuOnlyAlloc` and `Event::Realloc`),
+/// from 0.
 pub type Call = u32;
 
 /// A stretch of the stream between two markers (phase, iteration and tag boundaries),
@@ -52,9 +53,9 @@ impl Fingerprint {
         let mut stretch: Stretch = 0;
         for e in events {
             match *e {
-                Event::Alloc { bytes, .. } | Event::Realloc { bytes, .. } => {
-                    calls.push((stretch, bytes))
-                }
+                Event::Alloc { bytes, .. }
+                | Event::CpuOnlyAlloc { bytes, .. }
+                | Event::Realloc { bytes, .. } => calls.push((stretch, bytes)),
                 Event::Free { .. } => {}
                 _ => stretch += 1,
             }
@@ -628,7 +629,10 @@ fn live_at(tape: &Tape, moments: &Moments) -> Vec<Vec<Block>> {
         }
         match change.kind {
             Kind::Made => {
-                live.insert(change.block, (call, change.bytes));
+                // A CPU-only block is a call of no block: counted, never a site.
+                if change.block != NO_BLOCK {
+                    live.insert(change.block, (call, change.bytes));
+                }
                 call += 1;
             }
             Kind::Released => {

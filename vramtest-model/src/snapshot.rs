@@ -92,6 +92,14 @@ pub struct Body {
     pub phases: Vec<PhaseRecord>,
     /// Growth of live bytes per iteration after the warm-up (0 without a leak).
     pub leak_bytes_per_iteration: u64,
+    /// On the CPU: the highest live bytes of CPU-only memory (gemm's packing buffers
+    /// and the like: memory a GPU would never hold), measured apart from the categories
+    /// and the peak above. It depends on the CPU (its caches, its instruction set), so it
+    /// is compared only when a `cpu_only` limit is set. Absent for device results; a CPU
+    /// snapshot without it was recorded before CPU-only memory was kept apart (its
+    /// `workspace` and peak still hold it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_only: Option<u64>,
     /// A batch sweep's memory model (`#[vramtest(batch = [..])]`); the keys above then
     /// describe the sweep's first batch size. Absent without a sweep, so snapshots
     /// written before sweeps existed read unchanged.
@@ -118,8 +126,18 @@ impl Body {
             category_peaks: profile.category_peaks,
             phases: profile.steady_state_phases(),
             leak_bytes_per_iteration: profile.leak_bytes_per_iteration,
+            cpu_only: match device_class {
+                DeviceClass::Cpu => Some(profile.cpu_only_peak_bytes),
+                DeviceClass::Cuda => None,
+            },
             scaling: None,
         }
+    }
+
+    /// Whether this is a CPU snapshot recorded before CPU-only memory was kept apart:
+    /// its `workspace`, temporaries and peak still hold gemm's packing buffers.
+    pub fn predates_cpu_only(&self) -> bool {
+        self.device_class == DeviceClass::Cpu && self.cpu_only.is_none()
     }
 
     /// Reserved but not allocated at the peak: `reserved_bytes` less the bytes the
@@ -157,6 +175,71 @@ pub struct Info {
     /// own sites with. Volatile, like the rest of `info`: never compared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sites: Vec<(Category, Vec<Site>)>,
+    /// For CPU results: the machine that measured them (CPU, instruction set, caches,
+    /// threads), which CPU-only memory depends on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<CpuFingerprint>,
+}
+
+/// Where a CPU result was measured. CPU-only memory (gemm's packing buffers) follows
+/// the CPU's caches and instruction set; the gated figures do not.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CpuFingerprint {
+    /// The CPU's model name.
+    pub cpu: String,
+    /// The widest SIMD instruction set: `avx512`, `avx2`, `sse2`, `neon`.
+    pub isa: String,
+    /// The cache sizes: `L1d 48 KiB, L2 2048 KiB, L3 107520 KiB`.
+    pub caches: String,
+    /// The CPU threads the measured process ran with.
+    pub threads: u32,
+}
+
+impl CpuFingerprint {
+    /// The fingerprint in a snapshot header's `info` (`cpu`, `isa`, `caches`,
+    /// `threads`), as [`Snapshot::to_text`] writes it; `None` when it has none.
+    pub fn in_header(header: &str) -> Option<CpuFingerprint> {
+        let mut info = header
+            .lines()
+            .skip_while(|l| l.trim_end() != "info:")
+            .skip(1)
+            .take_while(|l| l.starts_with("  "));
+        let mut f = CpuFingerprint::default();
+        let mut seen = 0;
+        for line in info.by_ref() {
+            let Some((key, value)) = line.strip_prefix("  ").and_then(|l| l.split_once(':')) else {
+                continue;
+            };
+            if key.starts_with(' ') {
+                continue;
+            }
+            let value = yaml_unquote(value).unwrap_or_default();
+            match key {
+                "cpu" => f.cpu = value,
+                "isa" => f.isa = value,
+                "caches" => f.caches = value,
+                "threads" => f.threads = value.parse().ok()?,
+                _ => continue,
+            }
+            seen += 1;
+        }
+        (seen == 4).then_some(f)
+    }
+}
+
+impl fmt::Display for CpuFingerprint {
+    /// `AMD EPYC 7B13 (avx2; L1d 32 KiB, L2 512 KiB, L3 32768 KiB), 2 threads`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}; {}), {} thread{}",
+            self.cpu,
+            self.isa,
+            self.caches,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" }
+        )
+    }
 }
 
 impl Info {
@@ -238,6 +321,12 @@ impl Snapshot {
         if let Some(c) = &self.info.cuda {
             s += &format!("  cuda: {}\n", yaml_str(c));
         }
+        if let Some(m) = &self.info.machine {
+            s += &format!("  cpu: {}\n", yaml_str(&m.cpu));
+            s += &format!("  isa: {}\n", yaml_str(&m.isa));
+            s += &format!("  caches: {}\n", yaml_str(&m.caches));
+            s += &format!("  threads: {}\n", m.threads);
+        }
         if !self.info.sites.is_empty() {
             s += "  sites:\n";
             for (category, sites) in &self.info.sites {
@@ -258,8 +347,9 @@ impl Snapshot {
 /// is valid YAML.
 fn yaml_str(s: &str) -> String {
     let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '@' | '-' | ' '))
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '@' | '-' | ' ' | '(' | ')')
+        })
         && !s.starts_with([' ', '-', '.', '@'])
         && !s.ends_with(' ')
         && !matches!(

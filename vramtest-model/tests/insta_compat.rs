@@ -98,6 +98,7 @@ fn body(class: DeviceClass) -> Body {
             },
         ],
         leak_bytes_per_iteration: 0,
+        cpu_only: None,
         scaling: None,
     }
 }
@@ -111,6 +112,12 @@ fn info(class: DeviceClass) -> Info {
             driver: None,
             cuda: None,
             sites: sites(),
+            machine: Some(vramtest_model::snapshot::CpuFingerprint {
+                cpu: "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz".into(),
+                isa: "avx512".into(),
+                caches: "L1d 48 KiB, L2 2048 KiB, L3 107520 KiB".into(),
+                threads: 2,
+            }),
         },
         DeviceClass::Cuda => Info {
             device: "NVIDIA H100 80GB HBM3".into(),
@@ -119,6 +126,7 @@ fn info(class: DeviceClass) -> Info {
             driver: Some("550.54.15".into()),
             cuda: Some("12.4".into()),
             sites: Vec::new(),
+            machine: None,
         },
     }
 }
@@ -193,7 +201,13 @@ fn info_of(content: Option<&Content>) -> Vec<(String, String)> {
     for (k, v) in entries {
         let key = k.as_str().expect("string keys").to_owned();
         if key != "sites" {
-            out.push((key, v.as_str().expect("string values").to_owned()));
+            let value = match v.resolve_inner() {
+                Content::String(s) => s.clone(),
+                Content::U64(n) => n.to_string(),
+                Content::I64(n) => n.to_string(),
+                other => panic!("{key}: not a string or an integer: {other:?}"),
+            };
+            out.push((key, value));
             continue;
         }
         let Content::Map(categories) = v.resolve_inner() else {
@@ -227,6 +241,12 @@ fn expected_info(info: &Info) -> Vec<(String, String)> {
     }
     if let Some(c) = &info.cuda {
         out.push(("cuda".into(), c.clone()));
+    }
+    if let Some(m) = &info.machine {
+        out.push(("cpu".into(), m.cpu.clone()));
+        out.push(("isa".into(), m.isa.clone()));
+        out.push(("caches".into(), m.caches.clone()));
+        out.push(("threads".into(), m.threads.to_string()));
     }
     for (category, sites) in &info.sites {
         let lines: Vec<String> = sites.iter().map(Site::to_line).collect();
@@ -328,6 +348,10 @@ fn we_read_what_insta_writes(class: DeviceClass, sweep: bool) {
         .expect("the file exists");
     assert_eq!(parsed.body, snap.body);
     assert_eq!(Info::sites_in_header(&parsed.header), snap.info.sites);
+    assert_eq!(
+        vramtest_model::snapshot::CpuFingerprint::in_header(&parsed.header),
+        snap.info.machine
+    );
     // insta writes the header as we do: accepting does not churn the file.
     assert_eq!(std::fs::read_to_string(&committed).unwrap(), snap.to_text());
 

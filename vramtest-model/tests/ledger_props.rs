@@ -297,6 +297,8 @@ fn expected(events: &[Event]) -> Expected {
                     allocs[k].freed = Some(i);
                 }
             }
+            // CPU-only memory is in no category: the reference ignores it.
+            Event::CpuOnlyAlloc { .. } => {}
             Event::Realloc { from, to, bytes } => {
                 let moving = by_id.remove(&from);
                 if to != from
@@ -404,6 +406,7 @@ fn expected(events: &[Event]) -> Expected {
                 live[cats[k]] += bytes;
                 moment(&live, &mut out, cats[k]);
             }
+            Event::CpuOnlyAlloc { .. } => {}
             Event::Realloc { .. } => {
                 let (k, old, new, moved) = resized[&i];
                 let c = cats[k];

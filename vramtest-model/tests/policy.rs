@@ -54,6 +54,7 @@ fn base() -> Body {
             phase(Phase::OptimizerStep, Some(2), 6 * MIB, 7 * MIB, 3 * MIB),
         ],
         leak_bytes_per_iteration: 0,
+        cpu_only: Some(0),
         scaling: None,
     }
 }

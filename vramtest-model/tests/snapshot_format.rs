@@ -119,6 +119,7 @@ fn valid_body() -> Body {
             },
         ],
         leak_bytes_per_iteration: 0,
+        cpu_only: None,
         scaling: None,
     }
 }
@@ -134,6 +135,7 @@ fn valid_snapshot() -> Snapshot {
             driver: None,
             cuda: None,
             sites: Vec::new(),
+            machine: None,
         },
         body: valid_body(),
     }
@@ -175,6 +177,7 @@ fn a_cuda_snapshot_with_every_optional_field_round_trips() {
         driver: Some("570.86.15".into()),
         cuda: Some("12.8".into()),
         sites: Vec::new(),
+        machine: None,
     };
     snap.body.device_class = DeviceClass::Cuda;
     snap.body.fidelity = Fidelity::Phase;

@@ -43,6 +43,8 @@ fn entry(o: &Outcome, timeline: Option<Timeline>) -> TestEntry {
         new: r.body.as_ref().map(|b| b.category_peaks),
         peak_old: r.old_peak_bytes,
         peak_new: r.body.as_ref().map(|b| b.peak_bytes),
+        cpu_only_old: o.old.as_ref().and_then(|b| b.cpu_only),
+        cpu_only_new: r.body.as_ref().and_then(|b| b.cpu_only),
         diff: failing
             .then(|| {
                 let mut text = r.message.trim_end().to_owned();

@@ -117,6 +117,8 @@ pub struct Row {
     /// `package::target::test`.
     pub test: String,
     pub peak: String,
+    /// CPU-only memory (measured apart), `—` without it.
+    pub cpu_only: String,
     pub change: String,
     pub worst: String,
     pub status: String,
@@ -132,6 +134,11 @@ impl Row {
                 .body
                 .as_ref()
                 .map_or("—".into(), |b| HumanBytes(b.peak_bytes).to_string()),
+            cpu_only: r
+                .body
+                .as_ref()
+                .and_then(|b| b.cpu_only)
+                .map_or("—".into(), |n| HumanBytes(n).to_string()),
             change: peak_change(r),
             worst: worst_category(&r.changes).unwrap_or_else(|| "—".into()),
             status: status_label(r),
@@ -222,6 +229,7 @@ pub(crate) mod fixtures {
             category_peaks: at_peak,
             phases: vec![],
             leak_bytes_per_iteration: 0,
+            cpu_only: Some(0),
             scaling: None,
         }
     }

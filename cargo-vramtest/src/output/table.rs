@@ -60,6 +60,7 @@ pub fn render(results: Results<'_>, summary: &Summary) -> String {
                 vec![
                     (r.test, plain),
                     (r.peak, plain),
+                    (r.cpu_only, plain),
                     (r.change, plain),
                     (r.worst, plain),
                     (r.status, status_style(o.report.status, r.failing)),
@@ -67,9 +68,16 @@ pub fn render(results: Results<'_>, summary: &Summary) -> String {
             })
             .collect();
         out += &grid(
-            &["TEST", "PEAK", "CHANGE", "WORST CATEGORY", "STATUS"],
+            &[
+                "TEST",
+                "PEAK",
+                "CPU-ONLY",
+                "CHANGE",
+                "WORST CATEGORY",
+                "STATUS",
+            ],
             &rows,
-            &[false, true, true, false, false],
+            &[false, true, true, true, false, false],
         );
     }
     for o in results.outcomes.iter().filter(|o| o.fails()) {
@@ -137,6 +145,21 @@ pub fn color_diff(diff: &str) -> String {
     out
 }
 
+/// The line under `show`'s category table about CPU-only memory, which is in none of
+/// its rows: its own peak, or why a snapshot has none.
+fn cpu_only_line(b: &vramtest_model::Body) -> String {
+    match (b.cpu_only, b.device_class) {
+        (Some(bytes), _) => format!(
+            "cpu_only: {} at its own peak, measured apart (CPU-only memory such as gemm's packing buffers: not in the categories, the peak or the CUDA prediction)\n",
+            HumanBytes(bytes)
+        ),
+        (None, vramtest_model::DeviceClass::Cpu) => {
+            "cpu_only: not recorded (the snapshot predates CPU-only memory being kept apart: its workspace and peak include it; re-accept)\n".to_string()
+        }
+        (None, _) => String::new(),
+    }
+}
+
 /// `show`: one snapshot's header, peak, per-category and per-phase tables.
 pub fn render_snapshot(path: &Path, snap: &Parsed) -> String {
     let b = &snap.body;
@@ -190,6 +213,7 @@ pub fn render_snapshot(path: &Path, snap: &Parsed) -> String {
         &rows,
         &[false, true, true, true],
     );
+    out += &cpu_only_line(b);
     if !b.phases.is_empty() {
         out.push('\n');
         let rows: Vec<Vec<Cell>> = b

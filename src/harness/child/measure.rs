@@ -49,6 +49,7 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
             driver: None,
             cuda: None,
             sites: Vec::new(),
+            machine: Some(super::machine::fingerprint(invocation.threads)),
         }),
         profile: Box::new(profile),
     }
@@ -133,6 +134,7 @@ fn finish_cuda(session: crate::probe::cuda::Session) -> ChildResult {
             driver: report.device.driver_version.clone(),
             cuda: report.device.cuda_version.clone(),
             sites: Vec::new(),
+            machine: None,
         }),
         profile: Box::new(report.profile),
     }

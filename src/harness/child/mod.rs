@@ -1,8 +1,10 @@
 //! The child's side: run one test under the probe and write what it measured (or
 //! how it failed) to the result file the parent named.
 
+mod machine;
 mod measure;
 mod sites;
+pub(crate) mod threads;
 mod timeline;
 
 use super::protocol::{ChildResult, Invocation};
@@ -52,6 +54,9 @@ fn run(invocation: &Invocation, package_dir: &Path) -> ChildResult {
             message: format!("no test named `{test}` in this binary"),
         };
     };
+    if let Err(message) = threads::pin(invocation.threads) {
+        return ChildResult::Failed { message };
+    }
     match invocation.device {
         Device::Cpu => measure::heap(def, invocation, package_dir),
         Device::Cuda(n) => measure::cuda(def, n, invocation),

@@ -5,7 +5,7 @@ use vramtest_model::env::Update;
 use vramtest_model::fit::{self, PerSampleChange, Scaling};
 use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;
-use vramtest_model::{Body, Policy, Subject, Verdict, compare};
+use vramtest_model::{Body, Category, Policy, Subject, Verdict, compare};
 
 /// Which file a result goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,8 +112,12 @@ pub fn decide(
         };
     };
     let mut comparison = compare(old, new, policy);
-    let (per_sample, sweep_changed) =
+    let (mut per_sample, sweep_changed) =
         compare_sweeps(old.scaling.as_ref(), new.scaling.as_ref(), policy);
+    if comparison.predates_cpu_only {
+        // The snapshot's sweep fitted CPU-only memory into its peak and workspace.
+        per_sample.retain(|c| c.category.is_some_and(|c| c != Category::Workspace));
+    }
     if sweep_changed.is_some() || per_sample.iter().any(|c| c.regressed) {
         comparison.verdict = Verdict::Regressed;
     }
@@ -123,6 +127,11 @@ pub fn decide(
         // `always` records every difference; budgets still fail.
         (_, Update::Always) if !comparison.fails_whatever_the_snapshot() => {
             (Status::Passed, Some(Write::Snapshot))
+        }
+        // A snapshot recorded before CPU-only memory was kept apart passes on the
+        // figures it can be compared on; the migrated result is left for review.
+        (Verdict::WithinLimits, Update::New) if comparison.predates_cpu_only => {
+            (Status::Passed, Some(Write::Pending))
         }
         (Verdict::WithinLimits, _) => (Status::Passed, None),
         (Verdict::Improved, Update::New) => (Status::Improved, Some(Write::Pending)),
@@ -169,6 +178,7 @@ pub(crate) mod tests {
             category_peaks: peaks,
             phases: vec![],
             leak_bytes_per_iteration: 0,
+            cpu_only: Some(0),
             scaling: None,
         }
     }

@@ -3,7 +3,7 @@
 //! runs, and its whole process group killed when it outlives `VRAMTEST_TIMEOUT`.
 
 use crate::harness::protocol::{ChildResult, Invocation, SitesMode};
-use crate::harness::registry::TestDef;
+use crate::harness::registry::{CANONICAL_THREADS, TestDef};
 use crate::step::Device;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -125,16 +125,17 @@ impl Spawner {
             iterations: def.options.iterations.unwrap_or(self.iterations),
             result: self.results.file_for(&format!("{name}@{batch}")),
             batch,
+            threads: def.options.threads.unwrap_or(CANONICAL_THREADS),
             sites: sites.clone(),
         };
         let result_path = &invocation.result;
         let _ = std::fs::remove_file(result_path);
         let mut cmd = Command::new(exe);
         cmd.args(invocation.to_args()).stdin(Stdio::null());
-        if std::env::var_os("RAYON_NUM_THREADS").is_none() {
-            // Per-thread buffers (gemm packing) scale with the thread count: pin it so
-            // figures do not depend on the machine's cores.
-            cmd.env("RAYON_NUM_THREADS", "2");
+        // Per-thread buffers and the split of work follow the thread count: every pool
+        // gets the invocation's, whatever the user's environment says.
+        for var in crate::harness::child::threads::POOL_VARIABLES {
+            cmd.env(var, invocation.threads.to_string());
         }
         let (output, timed_out) = run_process(cmd, !self.nocapture, timeout)?;
         if timed_out {

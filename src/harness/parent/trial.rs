@@ -263,6 +263,12 @@ impl Trials {
             report.message.clone()
         })?;
         report.old_peak_bytes = old.as_ref().map(|o| o.body.peak_bytes);
+        if let Some(note) = old
+            .as_ref()
+            .and_then(|o| machine_note(&o.header, measured.info.machine.as_ref()))
+        {
+            report.notes.push(note);
+        }
         let mut decision = decide::decide(
             old.as_ref().map(|o| &o.body),
             &body,
@@ -381,6 +387,27 @@ fn prediction(measured: &[Measurement]) -> Option<Prediction> {
 
 /// Puts the message in the report: `Err` with the failure's text (and diff) when the
 /// report fails the run; else prints a passing test's message, if it has one.
+/// A note when the snapshot was recorded on another machine (CPU, instruction set,
+/// caches or threads) than this run: CPU-only memory differs between them, the gated
+/// figures do not. Never a failure; shown once per run (by the plain harness too).
+fn machine_note(old_header: &str, new: Option<&snapshot::CpuFingerprint>) -> Option<String> {
+    let old = snapshot::CpuFingerprint::in_header(old_header)?;
+    let new = new?;
+    if old == *new {
+        return None;
+    }
+    let note = format!(
+        "snapshots recorded on {old}; this run on {new}: CPU-only memory (gemm's packing buffers) differs between machines and is not compared, every gated figure is"
+    );
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&note) {
+        eprintln!("note: {note}");
+        said.push(note.clone());
+    }
+    Some(note)
+}
+
 fn finish(name: &str, report: &mut TestReport, message: message::Message) -> Result<(), String> {
     report.message = message.text;
     report.changes = message.changes;

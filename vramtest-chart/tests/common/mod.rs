@@ -163,6 +163,8 @@ pub fn example_report() -> Report {
                 new: Some(at_peak),
                 peak_old: Some(at_peak.total()),
                 peak_new: Some(at_peak.total()),
+                cpu_only_old: None,
+                cpu_only_new: None,
                 diff: None,
                 fit: None,
                 hints: None,
@@ -175,6 +177,8 @@ pub fn example_report() -> Report {
                 new: Some(grown),
                 peak_old: Some(at_peak.total()),
                 peak_new: Some(grown.total()),
+                cpu_only_old: None,
+                cpu_only_new: None,
                 diff: Some(
                     " peak: 33.50 MiB\n-activations: 8.00 MiB\n+activations: 12.00 MiB\n+<script>alert('diff')</script> & more\n"
                         .to_owned(),
@@ -190,6 +194,8 @@ pub fn example_report() -> Report {
                 new: None,
                 peak_old: Some(LAYERS * PARAM),
                 peak_new: None,
+                cpu_only_old: None,
+                cpu_only_new: None,
                 diff: None,
                 fit: None,
                 hints: None,
