@@ -12,7 +12,7 @@
 //! cargo vramtest accept [FILTERS]...            .snap.new → .snap
 //! cargo vramtest reject [FILTERS]...            delete .snap.new
 //! cargo vramtest show TEST                      one snapshot's tables
-//! cargo vramtest merge SHARD.jsonl...           the shards' JSON reports as one run's
+//! cargo vramtest merge SHARD.jsonl...           the shards' JSON reports as one run's reports
 //! ```
 //!
 //! This file parses the command line ([`cli`]) and hands it to the subcommand's module
