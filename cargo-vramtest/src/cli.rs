@@ -19,6 +19,17 @@ Exit codes:
        names the file, and the line where there is one
   101  the build failed; cargo's own messages are shown as cargo printed them";
 
+/// The exit codes of `merge`, shown after its `--help`.
+pub const MERGE_EXIT_CODES: &str = "\
+Exit codes:
+  0    every test of every shard passed
+  1    a shard had a failing test (a regression, a failing or crashing test, a missing
+       snapshot, a result left pending)
+  2    a shard had an error (a snapshot-format error), a shard's report is missing,
+       empty, truncated or unreadable, the shards disagree (the same test in two,
+       another cargo-vramtest version, report or snapshot schema, or partition), or a
+       report could not be written; the message names the file";
+
 /// Run `#[vramtest]` peak-memory tests across a workspace, and review their snapshots.
 ///
 /// `cargo vramtest` builds the workspace's test targets that use vramtest, runs every
@@ -65,6 +76,11 @@ pub enum Command {
     Reject(SnapshotArgs),
     /// Show one test's snapshot: its peak, per-category and per-phase tables.
     Show(ShowArgs),
+    /// Merge the JSON reports of a run's shards (`--message-format json`, one file per
+    /// shard) into what one run writes: the table (or JSON lines), --junit, --markdown,
+    /// --html and the exit code.
+    #[command(after_help = MERGE_EXIT_CODES)]
+    Merge(MergeArgs),
 }
 
 /// Which packages of the workspace to look at.
@@ -304,6 +320,17 @@ pub struct ShowArgs {
     pub build: BuildArgs,
 }
 
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The shards' reports: each shard's `cargo vramtest --message-format json` output,
+    /// one file per shard. A shard of the partition that no file holds is named in
+    /// every report written, and the merge exits 2.
+    #[arg(value_name = "FILES", required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorArg {
     Auto,
@@ -478,6 +505,35 @@ mod tests {
             help.contains("[possible values: cpu, cuda, auto]"),
             "{help}"
         );
+    }
+
+    #[test]
+    fn merge_takes_files_and_the_report_flags() {
+        let cli = parse(&[
+            "cargo-vramtest",
+            "vramtest",
+            "merge",
+            "a.jsonl",
+            "b.jsonl",
+            "--junit",
+            "j.xml",
+            "--markdown",
+            "m.md",
+            "--html",
+            "r.html",
+            "--message-format",
+            "json",
+        ]);
+        let Command::Merge(merge) = cli.into_command() else {
+            panic!("merge")
+        };
+        assert_eq!(merge.files, [PathBuf::from("a.jsonl"), "b.jsonl".into()]);
+        assert_eq!(merge.report.junit, Some("j.xml".into()));
+        assert_eq!(merge.report.markdown, Some("m.md".into()));
+        assert_eq!(merge.report.html, Some("r.html".into()));
+        assert_eq!(merge.report.message_format, MessageFormat::Json);
+        let none = Cli::try_parse_from(["cargo-vramtest", "merge"]).unwrap_err();
+        assert_eq!(none.exit_code(), 2, "a merge needs files");
     }
 
     #[test]

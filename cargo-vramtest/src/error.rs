@@ -100,6 +100,11 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// `merge`: the shards' reports contradict each other (the same test in two,
+    /// another version, schema or partition); the message names the files.
+    #[error("cannot merge the shards: {message}")]
+    Shards { message: String },
+
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

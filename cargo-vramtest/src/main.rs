@@ -12,6 +12,7 @@
 //! cargo vramtest accept [FILTERS]...            .snap.new → .snap
 //! cargo vramtest reject [FILTERS]...            delete .snap.new
 //! cargo vramtest show TEST                      one snapshot's tables
+//! cargo vramtest merge SHARD.jsonl...           the shards' JSON reports as one run's reports
 //! ```
 //!
 //! This file parses the command line ([`cli`]) and hands it to the subcommand's module
@@ -32,10 +33,11 @@ mod partition;
 mod progress;
 mod recorded;
 mod runner;
+mod shards;
 mod snapshots;
 
 use cli::{Cli, ColorArg, Command};
-use commands::{accept, list, review, run, show};
+use commands::{accept, list, merge, review, run, show};
 use error::Result;
 use std::process::ExitCode;
 
@@ -77,5 +79,6 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Accept(args) => accept::accept(&args),
         Command::Reject(args) => accept::reject(&args),
         Command::Show(args) => show::execute(&args),
+        Command::Merge(args) => merge::execute(&args),
     }
 }

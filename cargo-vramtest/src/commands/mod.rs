@@ -4,6 +4,7 @@
 
 pub mod accept;
 pub mod list;
+pub mod merge;
 pub mod review;
 pub mod run;
 pub mod show;
@@ -119,14 +120,30 @@ fn find_tests(
         .collect())
 }
 
-/// Writes `text` to a report file, creating its directory.
+/// Writes `text` to a report file, creating its directory; atomically (a temporary
+/// file renamed over the target), so a reader never sees half a report.
 fn write_file(path: &Path, text: &str) -> Result<()> {
+    use vramtest_model::snapshot::{FileError, write_atomic};
+    write_atomic(path, text).map_err(|e| match e {
+        FileError::Io { source, .. } => Error::Report {
+            path: path.to_owned(),
+            source,
+        },
+        other => Error::Snapshot(other),
+    })
+}
+
+/// Appends `text` and a newline to a report file (the job summary).
+fn append_file(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
     let report = |source| Error::Report {
         path: path.to_owned(),
         source,
     };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(report)?;
-    }
-    std::fs::write(path, text).map_err(report)
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(report)?;
+    writeln!(f, "{text}").map_err(report)
 }

@@ -1,7 +1,7 @@
 //! `cargo vramtest [run]`: builds and runs the tests, prints the table (or JSON lines)
 //! and writes the reports asked for.
 
-use super::{find_tests, package_env, run_device, validate_env, write_file};
+use super::{append_file, find_tests, package_env, run_device, validate_env, write_file};
 use crate::case::TestCase;
 use crate::cli::{MessageFormat, RunArgs};
 use crate::discover::{self, Workspace};
@@ -45,7 +45,10 @@ pub fn execute(args: &RunArgs) -> Result<u8> {
     let summary = Summary::of(&outcomes);
     match args.report.message_format {
         MessageFormat::Human => anstream::print!("{}", output::table::render(results, &summary)),
-        MessageFormat::Json => print!("{}", output::json::render(results, &summary)),
+        MessageFormat::Json => {
+            let info = output::json::RunInfo::run(args.filter.partition.map(|p| p.to_string()));
+            print!("{}", output::json::render(results, &summary, &info));
+        }
     }
     // A report that cannot be written does not hide the verdict: the table and the
     // annotations still print, then the failures to write, and the run exits 2.
@@ -108,18 +111,4 @@ fn write_reports(
         }
     }
     unwritten
-}
-
-fn append_file(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write as _;
-    let report = |source| Error::Report {
-        path: path.to_owned(),
-        source,
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(report)?;
-    writeln!(f, "{text}").map_err(report)
 }

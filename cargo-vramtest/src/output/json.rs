@@ -3,12 +3,18 @@
 //! Every object has `"format_version": 1` and a `"type"`:
 //! - `"test"`: one per test, in list order: `package`, `binary_id`
 //!   (`package::target`), `name` (`package::target::test`), `duration_secs`, `fails`
-//!   (whether it fails the run), then every field of the harness's `TestReport`
+//!   (whether it fails the run), `old_body` (the committed snapshot's body the test was
+//!   judged against, or `null`), then every field of the harness's `TestReport`
 //!   (`target`, `test`, `source`, `line`, `device_class`, `status`, `body`,
 //!   `old_peak_bytes`, `changes`, `message`, `diff`, `snapshot`, `written`, `output`,
 //!   `details`, and when set `sites`, `sites_error`, `ignore_reason`, `notes`);
 //! - `"summary"`: the last line: `tests`, `counts` (by status), `pending`, `failing`,
-//!   `duration_secs` and `exit_code`.
+//!   `duration_secs`, `exit_code`, `cargo_vramtest_version` (the cargo-vramtest that
+//!   ran the tests), and when set `partition` (the shard, `hash:2/4`) and `problems`
+//!   (what `merge` could not merge: a missing or truncated shard).
+//!
+//! `cargo vramtest merge` reads these lines back ([`crate::shards`]): everything a
+//! report needs is in them.
 //!
 //! `list --message-format json` prints `"type": "list"` objects instead (see
 //! [`super::list`]): `package`, `binary_id`, `name`, `test`, `ignored`, `shard` (with
@@ -18,6 +24,7 @@ use super::{Results, Summary};
 use crate::case::Outcome;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use vramtest_model::Body;
 use vramtest_model::report::TestReport;
 
 /// The version of this format; bumped on incompatible changes.
@@ -33,12 +40,13 @@ struct TestLine<'a> {
     name: String,
     duration_secs: f64,
     fails: bool,
+    old_body: Option<&'a Body>,
     #[serde(flatten)]
     report: &'a TestReport,
 }
 
 #[derive(Serialize)]
-struct SummaryLine {
+struct SummaryLine<'a> {
     format_version: u32,
     #[serde(rename = "type")]
     kind: &'static str,
@@ -48,6 +56,33 @@ struct SummaryLine {
     failing: usize,
     duration_secs: f64,
     exit_code: u8,
+    cargo_vramtest_version: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partition: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    problems: &'a [String],
+}
+
+/// What the summary line says about the run besides its counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInfo {
+    /// The cargo-vramtest that ran the tests.
+    pub version: String,
+    /// The shard the run was (`--partition hash:2/4`), when it was one.
+    pub partition: Option<String>,
+    /// What went wrong beyond the tests: a shard `merge` could not read.
+    pub problems: Vec<String>,
+}
+
+impl RunInfo {
+    /// A run of this cargo-vramtest, of the shard `partition` when it is one.
+    pub fn run(partition: Option<String>) -> RunInfo {
+        RunInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            partition,
+            problems: Vec::new(),
+        }
+    }
 }
 
 fn test_object(o: &Outcome) -> TestLine<'_> {
@@ -59,6 +94,7 @@ fn test_object(o: &Outcome) -> TestLine<'_> {
         name: o.case.full_name(),
         duration_secs: o.duration.as_secs_f64(),
         fails: o.fails(),
+        old_body: o.old.as_ref(),
         report: &o.report,
     }
 }
@@ -68,7 +104,11 @@ pub fn test_line(o: &Outcome) -> String {
     serde_json::to_string(&test_object(o)).expect("reports serialize")
 }
 
-fn summary_object(results: Results<'_>, summary: &Summary) -> SummaryLine {
+fn summary_object<'a>(
+    results: Results<'_>,
+    summary: &Summary,
+    info: &'a RunInfo,
+) -> SummaryLine<'a> {
     SummaryLine {
         format_version: FORMAT_VERSION,
         kind: "summary",
@@ -82,22 +122,25 @@ fn summary_object(results: Results<'_>, summary: &Summary) -> SummaryLine {
         failing: summary.failing,
         duration_secs: results.duration.as_secs_f64(),
         exit_code: summary.exit_code,
+        cargo_vramtest_version: &info.version,
+        partition: info.partition.as_deref(),
+        problems: &info.problems,
     }
 }
 
 /// The summary line.
-pub fn summary_line(results: Results<'_>, summary: &Summary) -> String {
-    serde_json::to_string(&summary_object(results, summary)).expect("summaries serialize")
+pub fn summary_line(results: Results<'_>, summary: &Summary, info: &RunInfo) -> String {
+    serde_json::to_string(&summary_object(results, summary, info)).expect("summaries serialize")
 }
 
 /// Every line of a run.
-pub fn render(results: Results<'_>, summary: &Summary) -> String {
+pub fn render(results: Results<'_>, summary: &Summary, info: &RunInfo) -> String {
     let mut out = String::new();
     for o in results.outcomes {
         out += &test_line(o);
         out.push('\n');
     }
-    out += &summary_line(results, summary);
+    out += &summary_line(results, summary, info);
     out.push('\n');
     out
 }
@@ -116,7 +159,8 @@ mod tests {
             outcomes: &outcomes,
             duration: Duration::from_secs(2),
         };
-        let text = render(results, &Summary::of(&outcomes));
+        let info = RunInfo::run(Some("hash:2/4".into()));
+        let text = render(results, &Summary::of(&outcomes), &info);
         let lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -139,6 +183,16 @@ mod tests {
         assert_eq!(summary["exit_code"], 1);
         assert_eq!(summary["counts"]["regressed"], 1);
         assert_eq!(summary["pending"], 1);
+        assert_eq!(summary["cargo_vramtest_version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(summary["partition"], "hash:2/4");
+        assert!(
+            summary.get("problems").is_none(),
+            "only when there are some"
+        );
+        // The old body travels too, for the charts of a merged report.
+        let old: Body = serde_json::from_value(first["old_body"].clone()).unwrap();
+        assert_eq!(Some(old), outcomes[0].old);
+        assert_eq!(lines[3]["old_body"], Value::Null, "a new test has none");
     }
 
     /// The ```json blocks of a markdown text.
@@ -157,14 +211,23 @@ mod tests {
             outcomes: &outcomes,
             duration: Duration::from_millis(1250),
         };
+        // A fixed version: the example must not change with each release.
+        let info = RunInfo {
+            version: "0.1.0".into(),
+            partition: None,
+            problems: Vec::new(),
+        };
         let test = serde_json::to_string_pretty(&test_object(&outcomes[0])).unwrap();
         let summary =
-            serde_json::to_string_pretty(&summary_object(results, &Summary::of(&outcomes)))
+            serde_json::to_string_pretty(&summary_object(results, &Summary::of(&outcomes), &info))
                 .unwrap();
         // What `--message-format json` prints, one object a line, pretty-printed.
         for (pretty, line) in [
             (&test, test_line(&outcomes[0])),
-            (&summary, summary_line(results, &Summary::of(&outcomes))),
+            (
+                &summary,
+                summary_line(results, &Summary::of(&outcomes), &info),
+            ),
         ] {
             let a: Value = serde_json::from_str(pretty).unwrap();
             let b: Value = serde_json::from_str(&line).unwrap();

@@ -9,6 +9,13 @@ use vramtest_model::report::Status;
 
 /// The XML text of a run.
 pub fn render(results: Results<'_>) -> String {
+    render_with_problems(results, &[])
+}
+
+/// The XML text of a merged run (`cargo vramtest merge`): its tests, then, when a shard
+/// could not be merged, a suite `cargo-vramtest merge` with one error case per problem,
+/// so a dashboard cannot show the merged run as complete.
+pub fn render_with_problems(results: Results<'_>, problems: &[String]) -> String {
     let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
     for o in results.outcomes {
         let r = &o.report;
@@ -59,6 +66,15 @@ pub fn render(results: Results<'_>) -> String {
     report
         .set_time(results.duration)
         .add_test_suites(suites.into_values());
+    if !problems.is_empty() {
+        let mut suite = TestSuite::new("cargo-vramtest merge");
+        for (i, problem) in problems.iter().enumerate() {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status.set_message(problem.as_str()).set_type("merge");
+            suite.add_test_case(TestCase::new(format!("problem {}", i + 1), status));
+        }
+        report.add_test_suite(suite);
+    }
     report.to_string().expect("a JUnit report serializes")
 }
 
@@ -99,5 +115,27 @@ mod tests {
             slow.status
         );
         insta::assert_snapshot!(xml);
+    }
+
+    #[test]
+    fn a_merge_problem_is_an_error_case() {
+        let outcomes = [outcome("sgd", Status::Passed)];
+        let results = Results {
+            outcomes: &outcomes,
+            duration: Duration::from_secs(3),
+        };
+        let problem = "shard hash:2/2: no report".to_owned();
+        let xml = render_with_problems(results, std::slice::from_ref(&problem));
+        let report = Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!((report.tests, report.errors), (2, 1));
+        let suite = &report.test_suites[1];
+        assert_eq!(suite.name.as_str(), "cargo-vramtest merge");
+        assert!(
+            matches!(&suite.test_cases[0].status, TestCaseStatus::NonSuccess { message: Some(m), .. }
+                if m.as_str() == problem),
+            "{:?}",
+            suite.test_cases[0].status
+        );
+        assert_eq!(render(results), render_with_problems(results, &[]));
     }
 }

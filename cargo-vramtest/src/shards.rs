@@ -1,0 +1,583 @@
+//! The JSON reports of several shards of one run (`--message-format json`, one file per
+//! shard), read back and checked against each other for `cargo vramtest merge`.
+//!
+//! A file that cannot be read as a whole report (missing, empty, truncated, not JSON)
+//! and a shard of the partition that no file holds are *problems*: the merge goes on
+//! with the others and says so in every report it writes. Shards that contradict each
+//! other (the same test twice, another cargo-vramtest version, another report or
+//! snapshot schema, another partition) are an error: there is nothing sound to merge.
+//!
+//! The report types are the harness's own (`vramtest_model::report::TestReport`,
+//! `vramtest_model::Body`), deserialized as the run serialized them, so a field added
+//! to them travels through a merge unchanged.
+
+use crate::case::{Binary, Outcome, TestCase};
+use crate::output::json::FORMAT_VERSION;
+use crate::partition::Partition;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use vramtest_model::Body;
+use vramtest_model::report::{Status, TestReport};
+
+/// One shard's report, read back.
+#[derive(Debug, Clone)]
+pub struct Shard {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Its tests, in the file's order.
+    pub outcomes: Vec<Outcome>,
+    /// The cargo-vramtest that ran them (`None`: a report without the field).
+    pub version: Option<String>,
+    /// The shard it was (`--partition`), when it was one.
+    pub partition: Option<Partition>,
+    /// Its summary's exit code.
+    pub exit_code: u8,
+    /// How long it ran.
+    pub duration: Duration,
+    /// Problems an earlier merge recorded in it.
+    pub problems: Vec<String>,
+}
+
+/// The first fields of every line.
+#[derive(Deserialize)]
+struct Head {
+    format_version: Option<u32>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+/// A `"type": "test"` line: the fields the run adds around the harness's report.
+#[derive(Deserialize)]
+struct TestLine {
+    package: String,
+    name: String,
+    duration_secs: f64,
+    #[serde(default)]
+    old_body: Option<Body>,
+    #[serde(flatten)]
+    report: TestReport,
+}
+
+/// The `"type": "summary"` line.
+#[derive(Deserialize)]
+struct SummaryLine {
+    tests: usize,
+    duration_secs: f64,
+    exit_code: u8,
+    #[serde(default)]
+    cargo_vramtest_version: Option<String>,
+    #[serde(default)]
+    partition: Option<String>,
+    #[serde(default)]
+    problems: Vec<String>,
+}
+
+/// Reads one shard's report from its text. The error says what is wrong with the
+/// file (without its name, which the caller adds), with the line where there is one.
+pub fn parse(path: &Path, text: &str) -> Result<Shard, String> {
+    if text.trim().is_empty() {
+        return Err(
+            "empty: the shard wrote no report (it stopped before its tests ran: \
+             see its job's log)"
+                .into(),
+        );
+    }
+    let (outcomes, summary) = read_lines(text)?;
+    let Some(summary) = summary else {
+        return Err(format!(
+            "truncated: no summary line after its {} test {} (the run stopped before it \
+             finished)",
+            outcomes.len(),
+            if outcomes.len() == 1 { "line" } else { "lines" }
+        ));
+    };
+    if summary.tests != outcomes.len() {
+        return Err(format!(
+            "its summary counts {} tests but it holds {}: lines are missing",
+            summary.tests,
+            outcomes.len()
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for o in &outcomes {
+        let name = o.case.full_name();
+        if !seen.insert(name.clone()) {
+            return Err(format!("{name} is in it twice"));
+        }
+    }
+    let partition = summary
+        .partition
+        .as_deref()
+        .map(|p| {
+            p.parse::<Partition>()
+                .map_err(|e| format!("its summary's {e}"))
+        })
+        .transpose()?;
+    Ok(Shard {
+        path: path.to_owned(),
+        outcomes,
+        version: summary.cargo_vramtest_version,
+        partition,
+        exit_code: summary.exit_code,
+        duration: duration(summary.duration_secs),
+        problems: summary.problems,
+    })
+}
+
+/// The test lines and the summary line of a report, each checked on its own.
+fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String> {
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut outcomes = Vec::new();
+    let mut binaries: HashMap<(String, String), Arc<Binary>> = HashMap::new();
+    let mut summary = None;
+    for (i, line) in lines.iter().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if summary.is_some() {
+            return Err(format!(
+                "line {n} follows the summary line: not one run's report"
+            ));
+        }
+        let value: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(_) if n == lines.len() && !complete => {
+                return Err(format!(
+                    "truncated: line {n} is cut short and there is no summary line \
+                     (the run stopped while writing its report)"
+                ));
+            }
+            Err(e) => return Err(format!("line {n} is not a JSON object: {e}")),
+        };
+        let head = Head::deserialize(&value)
+            .map_err(|e| format!("line {n} is not a cargo-vramtest report line: {e}"))?;
+        if head.format_version != Some(FORMAT_VERSION) {
+            return Err(format!(
+                "line {n} has format_version {}, this cargo-vramtest reads {FORMAT_VERSION} \
+                 (hint: merge with the cargo-vramtest that wrote it)",
+                head.format_version
+                    .map_or("(none)".to_owned(), |v| v.to_string())
+            ));
+        }
+        match head.kind.as_deref() {
+            Some("test") => {
+                let line = TestLine::deserialize(value)
+                    .map_err(|e| format!("line {n} is not a test's report: {e}"))?;
+                outcomes.push(outcome(line, &mut binaries).map_err(|e| format!("line {n}: {e}"))?);
+            }
+            Some("summary") => {
+                let s = SummaryLine::deserialize(value)
+                    .map_err(|e| format!("line {n} is not a run's summary: {e}"))?;
+                summary = Some(s);
+            }
+            other => {
+                return Err(format!(
+                    "line {n} is a `{}` line, not a run's report (hint: merge the output of \
+                     `cargo vramtest --message-format json`)",
+                    other.unwrap_or("(no type)")
+                ));
+            }
+        }
+    }
+    Ok((outcomes, summary))
+}
+
+fn duration(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).unwrap_or_default()
+}
+
+/// A test line as the outcome the reports are written from. Only what a report shows
+/// is known: the binary's path and the package's directory are not in the line.
+fn outcome(
+    line: TestLine,
+    binaries: &mut HashMap<(String, String), Arc<Binary>>,
+) -> Result<Outcome, String> {
+    let report = line.report;
+    let binary = binaries
+        .entry((line.package.clone(), report.target.clone()))
+        .or_insert_with(|| {
+            Arc::new(Binary {
+                package: line.package,
+                target: report.target.clone(),
+                path: PathBuf::new(),
+                package_dir: PathBuf::new(),
+                package_version: String::new(),
+            })
+        })
+        .clone();
+    let case = TestCase {
+        binary,
+        name: report.test.clone(),
+        ignored: report.status == Status::Ignored,
+    };
+    if case.full_name() != line.name {
+        return Err(format!(
+            "its name `{}` is not its package, target and test (`{}`)",
+            line.name,
+            case.full_name()
+        ));
+    }
+    Ok(Outcome {
+        case,
+        duration: duration(line.duration_secs),
+        old: line.old_body,
+        report,
+    })
+}
+
+/// Checks that the shards are parts of one run: one cargo-vramtest version, one report
+/// and snapshot schema, one partition kind and count with each shard once, and each
+/// test in one shard. The error names the files that disagree.
+pub fn check(shards: &[Shard]) -> Result<(), String> {
+    let versions = shards.iter().map(|s| {
+        let v = s.version.clone();
+        (
+            s,
+            v.unwrap_or_else(|| "an unknown version (no `cargo_vramtest_version`)".into()),
+        )
+    });
+    if let Some([a, b, va, vb]) = disagree(versions) {
+        return Err(format!(
+            "{a} was written by cargo-vramtest {va}, {b} by {vb}: the shards of one run \
+             come from one cargo-vramtest (hint: install one version for every shard)"
+        ));
+    }
+    let report_schemas = shards
+        .iter()
+        .map(|s| (s, schemas(s, |o| Some(o.report.schema))));
+    if let Some([a, b, va, vb]) = disagree(report_schemas) {
+        return Err(format!(
+            "{a} holds test reports of schema {va}, {b} of schema {vb}: the shards of one \
+             run share one report schema"
+        ));
+    }
+    let snapshot_schemas = shards.iter().map(|s| {
+        let k = schemas(s, |o| o.report.body.as_ref().map(|b| b.schema));
+        (s, k)
+    });
+    if let Some([a, b, va, vb]) = disagree(snapshot_schemas) {
+        return Err(format!(
+            "{a} holds snapshots of schema {va}, {b} of schema {vb}: the shards of one \
+             run share one snapshot schema"
+        ));
+    }
+    check_partitions(shards)?;
+    let mut owner: HashMap<String, &Path> = HashMap::new();
+    let mut twice = Vec::new();
+    for s in shards {
+        for o in &s.outcomes {
+            let name = o.case.full_name();
+            if let Some(first) = owner.insert(name.clone(), &s.path) {
+                twice.push(format!(
+                    "{name} is in {} and in {}",
+                    first.display(),
+                    s.path.display()
+                ));
+            }
+        }
+    }
+    if !twice.is_empty() {
+        let mut message = twice.iter().take(5).cloned().collect::<Vec<_>>().join("; ");
+        if twice.len() > 5 {
+            let _ = write!(message, "; and {} more", twice.len() - 5);
+        }
+        message += ": a test belongs in one shard (hint: give every shard of the run the \
+                    same `--partition` kind and count, and merge each shard's report once)";
+        return Err(message);
+    }
+    Ok(())
+}
+
+/// The schemas among a shard's tests (`1`, `1 and 2`); empty when none has one.
+fn schemas(s: &Shard, pick: fn(&Outcome) -> Option<u32>) -> String {
+    let set: BTreeSet<u32> = s.outcomes.iter().filter_map(pick).collect();
+    let names: Vec<String> = set.iter().map(u32::to_string).collect();
+    names.join(" and ")
+}
+
+/// The first two shards whose keys differ, as `[file a, file b, key a, key b]`.
+/// Empty keys (a shard without tests has no schema) are left out.
+fn disagree<'a>(keys: impl Iterator<Item = (&'a Shard, String)>) -> Option<[String; 4]> {
+    let mut keys = keys.filter(|(_, k)| !k.is_empty());
+    let (first, k) = keys.next()?;
+    let (other, o) = keys.find(|(_, o)| *o != k)?;
+    Some([
+        first.path.display().to_string(),
+        other.path.display().to_string(),
+        k,
+        o,
+    ])
+}
+
+/// One partition kind and count among the partitioned shards, each shard once.
+fn check_partitions(shards: &[Shard]) -> Result<(), String> {
+    let parts: Vec<(&Shard, Partition)> = shards
+        .iter()
+        .filter_map(|s| s.partition.map(|p| (s, p)))
+        .collect();
+    let Some((first, p)) = parts.first() else {
+        return Ok(());
+    };
+    let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();
+    for (s, q) in &parts {
+        if (q.kind, q.total) != (p.kind, p.total) {
+            return Err(format!(
+                "{} is shard {p} and {} is shard {q}: the shards of one run share one \
+                 partition kind and count",
+                first.path.display(),
+                s.path.display()
+            ));
+        }
+        if let Some(other) = seen.insert(q.shard, &s.path) {
+            return Err(format!(
+                "{} and {} are both shard {q}: merge each shard's report once",
+                other.display(),
+                s.path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The shards of the partition that no file holds, one sentence each (`shard hash:3/4:
+/// no report …`). Shards without a partition are not counted.
+pub fn missing(shards: &[Shard]) -> Vec<String> {
+    let Some(p) = shards.iter().find_map(|s| s.partition) else {
+        return Vec::new();
+    };
+    let present: BTreeSet<u64> = shards
+        .iter()
+        .filter_map(|s| s.partition.map(|q| q.shard))
+        .collect();
+    (1..=p.total)
+        .filter(|m| !present.contains(m))
+        .map(|m| {
+            let shard = Partition { shard: m, ..p };
+            format!(
+                "shard {shard}: no report among the files merged, so its tests are not in \
+                 this report (did its job fail before writing one?)"
+            )
+        })
+        .collect()
+}
+
+/// Every shard's tests in one list, in the order of a single run (by binary, then
+/// name); the run's duration is the longest shard's (the shards run side by side).
+pub fn combine(shards: Vec<Shard>) -> (Vec<Outcome>, Duration) {
+    let duration = shards.iter().map(|s| s.duration).max().unwrap_or_default();
+    let mut outcomes: Vec<Outcome> = shards.into_iter().flat_map(|s| s.outcomes).collect();
+    outcomes.sort_by(|a, b| {
+        (a.case.binary.id(), &a.case.name).cmp(&(b.case.binary.id(), &b.case.name))
+    });
+    (outcomes, duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::fixtures::{mixed, outcome};
+    use crate::output::json::{self, RunInfo};
+    use crate::output::{Results, Summary};
+
+    /// What `--message-format json` prints for `outcomes`, as shard `partition`.
+    fn report(outcomes: &[Outcome], partition: Option<&str>) -> String {
+        let results = Results {
+            outcomes,
+            duration: Duration::from_millis(1500),
+        };
+        let info = RunInfo::run(partition.map(str::to_owned));
+        json::render(results, &Summary::of(outcomes), &info)
+    }
+
+    fn shard(outcomes: &[Outcome], partition: Option<&str>, path: &str) -> Shard {
+        parse(Path::new(path), &report(outcomes, partition)).unwrap()
+    }
+
+    #[test]
+    fn a_report_reads_back_as_it_was_written() {
+        let outcomes = mixed();
+        let s = shard(&outcomes, Some("hash:2/3"), "b.jsonl");
+        assert_eq!(s.outcomes.len(), outcomes.len());
+        for (read, written) in s.outcomes.iter().zip(&outcomes) {
+            assert_eq!(read.report, written.report);
+            assert_eq!(read.old, written.old);
+            assert_eq!(read.duration, written.duration);
+            assert_eq!(read.case.full_name(), written.case.full_name());
+            assert_eq!(read.fails(), written.fails());
+        }
+        assert_eq!(s.partition, Some("hash:2/3".parse().unwrap()));
+        assert_eq!(s.version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
+        assert_eq!(s.exit_code, Summary::of(&outcomes).exit_code);
+        assert_eq!(s.duration, Duration::from_millis(1500));
+        // Written again, it is the same text.
+        assert_eq!(
+            report(&s.outcomes, Some("hash:2/3")),
+            report(&outcomes, Some("hash:2/3"))
+        );
+    }
+
+    #[test]
+    fn a_broken_file_says_what_is_wrong_with_it() {
+        let text = report(&mixed(), None);
+        let path = Path::new("a.jsonl");
+        let err = |t: &str| parse(path, t).unwrap_err();
+        assert!(err("").starts_with("empty"), "{}", err(""));
+        // Cut in the middle of a line, and after a whole line.
+        let cut = &text[..text.len() / 2];
+        assert!(err(cut).starts_with("truncated: line"), "{}", err(cut));
+        let whole_lines: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+        assert_eq!(
+            err(&whole_lines),
+            "truncated: no summary line after its 2 test lines (the run stopped before it finished)"
+        );
+        let dropped: String = text
+            .lines()
+            .enumerate()
+            .filter(|(i, _)| *i != 1)
+            .map(|(_, l)| format!("{l}\n"))
+            .collect();
+        assert!(
+            err(&dropped).contains("summary counts 6 tests but it holds 5"),
+            "{}",
+            err(&dropped)
+        );
+        let garbage = format!("warning: hello\n{text}");
+        assert!(
+            err(&garbage).starts_with("line 1 is not a JSON object"),
+            "{}",
+            err(&garbage)
+        );
+        let newer = text.replacen("\"format_version\":1", "\"format_version\":2", 1);
+        assert!(
+            err(&newer).contains("line 1 has format_version 2"),
+            "{}",
+            err(&newer)
+        );
+        let list = "{\"format_version\":1,\"type\":\"list\",\"name\":\"a\"}\n";
+        assert!(err(list).contains("a `list` line"), "{}", err(list));
+        let after = format!("{text}{}", text.lines().next().unwrap());
+        assert!(
+            err(&after).contains("follows the summary line"),
+            "{}",
+            err(&after)
+        );
+        let renamed = text.replacen("mlp::vram::adamw", "mlp::vram::other", 1);
+        assert!(
+            err(&renamed).contains("is not its package, target and test"),
+            "{}",
+            err(&renamed)
+        );
+        let first = text.lines().next().unwrap();
+        let twice = format!("{first}\n{text}").replacen("\"tests\":6", "\"tests\":7", 1);
+        assert_eq!(err(&twice), "mlp::vram::adamw is in it twice");
+    }
+
+    #[test]
+    fn shards_that_disagree_are_an_error_naming_both_files() {
+        let a = shard(&[outcome("a", Status::Passed)], Some("hash:1/2"), "a.jsonl");
+        let b = shard(&[outcome("b", Status::Passed)], Some("hash:2/2"), "b.jsonl");
+        check(&[a.clone(), b.clone()]).unwrap();
+
+        let mut old = b.clone();
+        old.version = Some("0.0.9".into());
+        let e = check(&[a.clone(), old]).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "a.jsonl was written by cargo-vramtest {}, b.jsonl by 0.0.9",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{e}"
+        );
+
+        let mut schema = b.clone();
+        schema.outcomes[0].report.body.as_mut().unwrap().schema = 2;
+        let e = check(&[a.clone(), schema]).unwrap_err();
+        assert!(
+            e.starts_with("a.jsonl holds snapshots of schema 1, b.jsonl of schema 2"),
+            "{e}"
+        );
+
+        let mut report_schema = b.clone();
+        report_schema.outcomes[0].report.schema = 7;
+        let e = check(&[a.clone(), report_schema]).unwrap_err();
+        assert!(
+            e.starts_with("a.jsonl holds test reports of schema 1, b.jsonl of schema 7"),
+            "{e}"
+        );
+
+        let dup = shard(&[outcome("a", Status::Passed)], Some("hash:2/2"), "c.jsonl");
+        let e = check(&[a.clone(), dup]).unwrap_err();
+        assert!(
+            e.starts_with("mlp::vram::a is in a.jsonl and in c.jsonl"),
+            "{e}"
+        );
+
+        let other = shard(
+            &[outcome("b", Status::Passed)],
+            Some("slice:2/3"),
+            "d.jsonl",
+        );
+        let e = check(&[a.clone(), other]).unwrap_err();
+        assert!(
+            e.starts_with("a.jsonl is shard hash:1/2 and d.jsonl is shard slice:2/3"),
+            "{e}"
+        );
+
+        let again = shard(&[outcome("c", Status::Passed)], Some("hash:1/2"), "e.jsonl");
+        let e = check(&[a.clone(), b.clone(), again]).unwrap_err();
+        assert!(
+            e.starts_with("a.jsonl and e.jsonl are both shard hash:1/2"),
+            "{e}"
+        );
+
+        // A shard without tests has no schema to disagree with.
+        let empty = shard(&[], Some("hash:2/2"), "f.jsonl");
+        check(&[a, empty]).unwrap();
+    }
+
+    #[test]
+    fn a_missing_shard_is_named() {
+        let a = shard(&[outcome("a", Status::Passed)], Some("hash:1/4"), "a.jsonl");
+        let c = shard(&[outcome("c", Status::Passed)], Some("hash:3/4"), "c.jsonl");
+        let missing: Vec<String> = missing(&[a.clone(), c.clone()]);
+        assert_eq!(missing.len(), 2, "{missing:?}");
+        assert!(
+            missing[0].starts_with("shard hash:2/4: no report"),
+            "{missing:?}"
+        );
+        assert!(
+            missing[1].starts_with("shard hash:4/4: no report"),
+            "{missing:?}"
+        );
+        let unpartitioned = shard(&[outcome("a", Status::Passed)], None, "a.jsonl");
+        assert!(super::missing(&[unpartitioned]).is_empty());
+    }
+
+    #[test]
+    fn combined_tests_are_in_a_runs_order() {
+        let a = shard(
+            &[
+                outcome("zeta", Status::Passed),
+                outcome("beta", Status::Regressed),
+            ],
+            Some("hash:1/2"),
+            "a.jsonl",
+        );
+        let mut b = shard(
+            &[outcome("alpha", Status::Passed)],
+            Some("hash:2/2"),
+            "b.jsonl",
+        );
+        b.duration = Duration::from_secs(9);
+        let (outcomes, duration) = combine(vec![a, b]);
+        let names: Vec<&str> = outcomes.iter().map(|o| o.case.name.as_str()).collect();
+        assert_eq!(names, ["alpha", "beta", "zeta"]);
+        assert_eq!(duration, Duration::from_secs(9));
+    }
+}
