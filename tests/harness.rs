@@ -681,3 +681,24 @@ fn call_sites_that_take_too_long_are_cut_short_and_say_so() {
         r.message
     );
 }
+
+/// A tensor of exactly the size of gemm's L2 slab stays a parameter; the slab itself
+/// (aligned to 128 B, kept for the process's life) is CPU-only memory: in no category
+/// and not in the peak.
+#[test]
+fn a_slab_sized_parameter_stays_a_parameter_and_the_slab_is_kept_apart() {
+    const SLAB: u64 = 1 << 20;
+    let (dir, _) = fixture_binary("vec-model");
+    let exe = common::build_test_target(&dir, "cpu_only");
+    let r = run(&dir, &exe, &["slab_sized_parameter", "--exact"], &[]);
+    let b = r
+        .report("slab_sized_parameter")
+        .body
+        .clone()
+        .expect("measured");
+    assert_eq!(b.category_peaks[Category::Parameters], SLAB);
+    assert_eq!(b.category_peaks[Category::Workspace], 0);
+    assert_eq!(b.cpu_only, Some(SLAB));
+    // Weights and the activations made from them: the slab is not in the peak.
+    assert_eq!(b.peak_bytes, 2 * SLAB);
+}

@@ -146,3 +146,41 @@ fn show_sites_of_an_unknown_test_is_an_error_naming_it() {
         ran.text()
     );
 }
+
+/// The site lines of every category section `show --sites` prints (the gated
+/// categories: CPU-only memory is in none of them).
+fn every_category_site(ran: &Ran) -> Vec<&str> {
+    vramtest_model::Category::ALL
+        .iter()
+        .flat_map(|c| section(ran, c.as_str()))
+        .collect()
+}
+
+/// gemm's packing slab and buffers (and the dyn-stack buffers they are made of) are
+/// CPU-only memory: if the rule that keeps them apart stopped matching them (a new
+/// gemm release allocating differently), they would show up here as sites of
+/// `workspace` or `temporaries`. A look at every category's sites, on candle and burn.
+#[test]
+#[ignore = "slow, builds candle and burn: cargo test -p cargo-vramtest --test sites -- --ignored"]
+fn no_gemm_allocation_lands_in_a_gated_category() {
+    let candle = Fixture::candle_mlp("sites-gemm-candle");
+    let burn = Fixture::copy(
+        &common::repo().join("fixtures").join("burn-mlp"),
+        "sites-gemm-burn",
+    );
+    for (f, test) in [(&candle, "vram::mlp_adamw"), (&burn, "vram::mlp_adam")] {
+        let ran = f.run(&["show", test, "--sites"], &[]);
+        assert_code(&ran, 0);
+        let text = ran.text();
+        let sites = every_category_site(&ran);
+        assert!(sites.len() >= 3, "{test}: too few sites to judge: {text}");
+        let gemm: Vec<&&str> = sites
+            .iter()
+            .filter(|l| l.contains("gemm") || l.contains("dyn_stack"))
+            .collect();
+        assert!(
+            gemm.is_empty(),
+            "{test}: gemm allocations charged to a gated category: {gemm:?}\n{text}"
+        );
+    }
+}

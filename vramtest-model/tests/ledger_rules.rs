@@ -1184,3 +1184,52 @@ fn parameters_made_in_params_get_no_hint() {
     assert_eq!(p.first_forward_kept_bytes, 0);
     assert!(p.hints().is_empty());
 }
+
+/// CPU-only memory (gemm's slabs) is measured apart: in no category, not in the peak
+/// or the phase figures, whatever the tag; a resize keeps it CPU-only; its own peak is
+/// the most alive at once.
+#[test]
+fn cpu_only_memory_is_measured_apart() {
+    let slab = |id, bytes| Event::CpuOnlyAlloc { id, bytes };
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 1000), // a parameter
+        PhaseEnd,
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        TagPush(Category::Activations),
+        slab(2, 4096), // a slab, kept: no category even under a tag
+        TagPop,
+        a(3, 500),     // an activation
+        slab(4, 2048), // a packing buffer, released within the phase
+        f(4),
+        PhaseEnd,
+        PhaseStart(Phase::Backward),
+        Event::Realloc {
+            from: 2,
+            to: 5,
+            bytes: 8192,
+        }, // the slab grows: both copies for a moment, still CPU-only
+        f(3),
+        PhaseEnd,
+        IterationEnd,
+    ];
+    let p = profile(&events);
+    assert_eq!(p.peak_bytes, 1500); // 1000 + 500
+    assert_eq!(
+        p.at_peak,
+        bytes(&[(Category::Parameters, 1000), (Category::Activations, 500)])
+    );
+    assert_eq!(p.category_peaks[Category::Workspace], 0);
+    assert_eq!(p.category_peaks[Category::Temporaries], 0);
+    // 4096 + 2048 alive at once in forward, then 8192 after the resize.
+    assert_eq!(p.cpu_only_peak_bytes, 8192);
+    assert!(
+        p.phases.iter().all(|r| r.peak_bytes <= 1500),
+        "{:?}",
+        p.phases
+    );
+    // The CUDA pool model never sees them: aligned to 256 B, 1000 → 1024, 500 → 512.
+    let pool = vramtest_model::pool::replay(&events, &vramtest_model::pool::CudaPool::default());
+    assert_eq!(pool.allocated_bytes, 1024 + 512);
+}

@@ -844,3 +844,91 @@ fn reserved_is_a_subject_and_a_key() {
         );
     }
 }
+
+/// `body` measured again with CPU-only memory kept apart: `cpu_only` bytes left the
+/// workspace and the peak.
+fn kept_apart(body: &Body, cpu_only: u64) -> Body {
+    let mut b = moved(body, Category::Workspace, 0, Phase::Backward);
+    b.cpu_only = Some(cpu_only);
+    b
+}
+
+#[test]
+fn cpu_only_memory_is_not_compared_without_a_limit_even_under_strict() {
+    let old = Body {
+        cpu_only: Some(MIB),
+        ..base()
+    };
+    let new = Body {
+        cpu_only: Some(3 * MIB),
+        ..base()
+    };
+    let c = compare(&old, &new, &Policy::default());
+    assert_eq!(c.verdict, Verdict::WithinLimits);
+    assert!(c.findings.is_empty(), "{:?}", c.findings);
+    let strict = Policy {
+        strict: true,
+        ..Policy::default()
+    };
+    assert_eq!(compare(&old, &new, &strict).verdict, Verdict::WithinLimits);
+    // With a limit of its own, it is judged like any figure.
+    let mut limited = Policy::default();
+    limited.set("cpu_only", "+10%".parse().unwrap()).unwrap();
+    let c = compare(&old, &new, &limited);
+    assert_eq!(c.verdict, Verdict::Regressed);
+    assert_eq!(c.findings[0].subject, Subject::CpuOnly);
+    assert_eq!((c.findings[0].old, c.findings[0].new), (MIB, 3 * MIB));
+}
+
+#[test]
+fn a_snapshot_from_before_cpu_only_memory_is_compared_on_every_other_figure() {
+    // The old snapshot held 2 MiB of gemm slabs in workspace and the peak.
+    let mut old = moved(
+        &base(),
+        Category::Workspace,
+        2 * MIB as i64,
+        Phase::Backward,
+    );
+    old.cpu_only = None;
+    assert!(old.predates_cpu_only());
+    let new = kept_apart(&base(), 2 * MIB);
+    let c = compare(&old, &new, &Policy::default());
+    assert!(c.predates_cpu_only);
+    assert_eq!(c.verdict, Verdict::WithinLimits, "{:?}", c.findings);
+    assert!(
+        c.findings
+            .iter()
+            .all(|f| f.subject != Subject::Peak
+                && f.subject != Subject::Category(Category::Workspace)),
+        "{:?}",
+        c.findings
+    );
+    let note = c.notes.join("\n");
+    assert!(
+        note.contains("recorded before CPU-only memory was kept apart")
+            && note.contains("workspace 2.00 MiB → 0 B")
+            && note.contains("re-accept"),
+        "{note}"
+    );
+    // Every other category still fails on growth.
+    let bloated = moved(&new, Category::Activations, 4 * MIB as i64, Phase::Forward);
+    let c = compare(&old, &bloated, &Policy::default());
+    assert_eq!(c.verdict, Verdict::Regressed);
+    assert_eq!(
+        c.regressions().map(|f| f.subject).collect::<Vec<_>>(),
+        [Subject::Category(Category::Activations)]
+    );
+    // Strict mode fails on the migration itself.
+    let strict = Policy {
+        strict: true,
+        ..Policy::default()
+    };
+    assert_eq!(compare(&old, &new, &strict).verdict, Verdict::Regressed);
+    // A device snapshot has no such figure: nothing to migrate.
+    let cuda = Body {
+        device_class: DeviceClass::Cuda,
+        cpu_only: None,
+        ..base()
+    };
+    assert!(!cuda.predates_cpu_only());
+}
