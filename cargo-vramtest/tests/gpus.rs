@@ -6,11 +6,13 @@
 //! to; each test records its `CUDA_VISIBLE_DEVICES` and when it held the device.
 //!
 //! Linux only (the loader path and the library's name); without a C compiler the test
-//! says so and passes.
+//! says what it skipped, or fails where `VRAMTEST_REQUIRE_CC` is set (as in CI).
 
 #![cfg(target_os = "linux")]
 
 mod common;
+#[path = "../../tests/common/required.rs"]
+mod required;
 
 use common::{Fixture, assert_code};
 use serde_json::Value;
@@ -19,17 +21,26 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Builds the fake driver into `dir` as `libcuda.so.1` (and the `libcuda.so` link),
-/// or `None` without a C compiler.
+/// or `None` without a C compiler (said, or failed where one is required).
 fn fake_libcuda(dir: &Path) -> Option<()> {
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-libcuda/fake_libcuda.c");
     let so = dir.join("libcuda.so.1");
-    let built = Command::new("cc")
+    let built = match Command::new("cc")
         .args(["-shared", "-fPIC", "-o"])
         .arg(&so)
         .arg(&source)
         .status()
-        .ok()?;
+    {
+        Ok(status) => status,
+        Err(e) => {
+            required::CC.skip(
+                "the multi-GPU runs with a fake driver",
+                &format!("cannot run it: {e}"),
+            );
+            return None;
+        }
+    };
     assert!(built.success(), "the fake libcuda does not compile");
     std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
     Some(())
@@ -131,7 +142,6 @@ fn set(ids: &[&str]) -> BTreeSet<String> {
 fn one_test_per_gpu_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     if fake_libcuda(dir.path()).is_none() {
-        eprintln!("no C compiler (cc): the multi-GPU runs with a fake driver were not run");
         return;
     }
     let machine = Machine {

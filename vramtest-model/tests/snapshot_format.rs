@@ -1,6 +1,9 @@
 //! The snapshot file format (README, "Snapshots"): insta's header, a strict pretty-JSON body,
 //! error messages with line numbers, file naming and atomic writes.
 
+#[path = "../../tests/common/required.rs"]
+mod required;
+
 use std::path::{Path, PathBuf};
 use test_case::test_case;
 use vramtest_model::snapshot::{self, FileError, Info, ParseError};
@@ -546,17 +549,19 @@ fn write_atomic_once() {
 }
 
 /// The rename is durable only once the directory is flushed: a `fsync` follows the
-/// rename. Traced with strace (skipped where it is not installed).
+/// rename. Traced with strace (skipped where it is not installed or cannot trace,
+/// failed there where `VRAMTEST_REQUIRE_STRACE` is set, as in CI).
 #[cfg(target_os = "linux")]
 #[test]
 fn write_atomic_flushes_the_directory_after_the_rename() {
     use std::process::Command;
+    let what = "the directory flush check of write_atomic";
     if !Command::new("strace")
         .arg("-V")
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        eprintln!("skipped: strace is not installed");
+        required::STRACE.skip(what, "`strace -V` does not run");
         return;
     }
     let scratch = Scratch::new("fsync");
@@ -579,7 +584,7 @@ fn write_atomic_flushes_the_directory_after_the_rename() {
         .unwrap();
     let trace = String::from_utf8_lossy(&out.stderr);
     if trace.contains("PTRACE_TRACEME") || trace.contains("Operation not permitted") {
-        eprintln!("skipped: strace cannot trace here:\n{trace}");
+        required::STRACE.skip(what, &format!("it cannot trace here:\n{trace}"));
         return;
     }
     assert!(out.status.success(), "{trace}");

@@ -8,15 +8,23 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use wait_timeout::ChildExt;
 
+#[path = "../../../tests/common/required.rs"]
+mod required;
+
 /// How long one browser run may take before the test gives up on it.
 pub const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The browser on `PATH`, if one is installed.
-pub fn find_chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+/// The browser on `PATH`, if one is installed. Without one, says that `what` was
+/// skipped, or fails where `VRAMTEST_REQUIRE_CHROMIUM` is set (as in CI).
+pub fn find_chromium(what: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
         .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
-        .find(|candidate| candidate.is_file())
+        .find(|candidate| candidate.is_file());
+    if found.is_none() {
+        required::CHROMIUM.skip(what, "neither chromium nor chromium-browser is on PATH");
+    }
+    found
 }
 
 /// What one browser run printed.
