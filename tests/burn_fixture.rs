@@ -205,3 +205,29 @@ fn a_burn_regression_names_where_activations_grew() {
     // A hidden layer's output at batch 128: 128 × 1024 f32 per block.
     assert_eq!(top.bytes % (128 * HIDDEN * F32), 0, "{top:?}");
 }
+
+/// The user's thread counts (1, 4, 8) do not reach the measured process: the body is
+/// the same byte for byte, and gemm's buffers are CPU-only memory, kept apart.
+#[test]
+#[ignore = "slow, builds burn: cargo test -p vramtest --test burn_fixture -- --ignored"]
+fn the_users_thread_count_does_not_change_the_snapshot() {
+    let (_, plain) = run_one("burn-mlp", "mlp_adam", &[]);
+    let plain = plain.body.expect("measured");
+    assert!(
+        plain.cpu_only.is_some_and(|b| b > 0),
+        "matmuls pack: {plain:?}"
+    );
+    for n in ["1", "4", "8"] {
+        let (run, r) = run_one(
+            "burn-mlp",
+            "mlp_adam",
+            &[("RAYON_NUM_THREADS", n), ("CANDLE_NUM_THREADS", n)],
+        );
+        assert_eq!(r.status, Status::Passed, "at {n} threads: {}", run.text());
+        assert_eq!(
+            r.body.expect("measured").to_text(),
+            plain.to_text(),
+            "at {n} threads"
+        );
+    }
+}

@@ -133,26 +133,18 @@ impl Invocation {
                 .get(5)
                 .map(PathBuf::from)
                 .ok_or_else(|| format!("{FLAG}: the result file is missing"))?;
-            let batch = text(6, "batch size")?
-                .parse()
-                .ok()
-                .filter(|&b: &usize| b >= 1)
-                .ok_or_else(|| {
-                    format!(
-                        "{FLAG}: bad batch size `{}`",
-                        text(6, "batch size").unwrap_or_default()
-                    )
-                })?;
-            let threads = text(7, "thread count")?
-                .parse()
-                .ok()
-                .filter(|&n: &u32| n >= 1)
-                .ok_or_else(|| {
-                    format!(
-                        "{FLAG}: bad thread count `{}`",
-                        text(7, "thread count").unwrap_or_default()
-                    )
-                })?;
+            // A count of at least 1.
+            let count = |i: usize, what: &str| -> Result<usize, String> {
+                let given = text(i, what)?;
+                given
+                    .parse()
+                    .ok()
+                    .filter(|&n: &usize| n >= 1)
+                    .ok_or_else(|| format!("{FLAG}: bad {what} `{given}`"))
+            };
+            let batch = count(6, "batch size")?;
+            let threads = u32::try_from(count(7, "thread count")?)
+                .map_err(|_| format!("{FLAG}: bad thread count"))?;
             let sites = match args.get(8).and_then(|a| a.to_str()) {
                 None => SitesMode::Off,
                 Some("sites-plan") => SitesMode::Plan,
