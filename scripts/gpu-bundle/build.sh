@@ -30,8 +30,9 @@ DIR=$(cd "$DIR" && pwd)
 
 # 1. The toolkit (nvcc and the CUDA 13.0 libraries from NVIDIA's wheels, a stub libcuda).
 # shellcheck source=/dev/null
-. "$HERE/toolkit.sh" "${GPU_BUNDLE_VENV:-$ROOT/target/gpu-venv}" "${GPU_BUNDLE_STUBS:-$ROOT/target/gpu-stubs}"
-export CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-90}
+# (toolkit.sh checks every step itself and says what failed.)
+. "$HERE/toolkit.sh" "${GPU_BUNDLE_VENV:-$ROOT/target/gpu-venv}" "${GPU_BUNDLE_STUBS:-$ROOT/target/gpu-stubs}" ||
+    { echo "gpu-bundle: no CUDA toolkit, no bundle" >&2; exit 1; }
 echo "toolkit: $(nvcc --version | tail -n 2 | head -n 1)"
 
 # 2. The sources, at the path the binaries will look for them (tracked and untracked
