@@ -210,3 +210,131 @@ fn the_toolkit_sets_up_a_brand_new_virtualenv_or_says_why_not() {
         text(&out)
     );
 }
+
+/// Builds a fake libcuda `name` in `dir`: `cuInit` returns `init`, the driver supports
+/// CUDA `version` (`cuDriverGetVersion`), one device.
+fn fake_driver(dir: &Path, name: &str, init: i32, version: i32) -> bool {
+    std::fs::create_dir_all(dir).unwrap();
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(
+        &c,
+        format!(
+            "int cuInit(unsigned f) {{ (void)f; return {init}; }}\n\
+             int cuDriverGetVersion(int *v) {{ *v = {version}; return 0; }}\n\
+             int cuDeviceGetCount(int *n) {{ *n = 1; return 0; }}\n"
+        ),
+    )
+    .unwrap();
+    Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join(name))
+        .arg(&c)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A bundle folder with run.sh and its bundle.env, no binaries.
+fn bundle(dir: &Path) -> PathBuf {
+    let b = dir.join("bundle");
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::copy(root().join("scripts/gpu-bundle/run.sh"), b.join("run.sh")).unwrap();
+    let build_root = dir.join("build-root");
+    std::fs::write(
+        b.join("bundle.env"),
+        format!("BUILD_ROOT={}\nCUDA_NEEDED=13.0\n", build_root.display()),
+    )
+    .unwrap();
+    b
+}
+
+fn run_sh(bundle: &Path, lib_path: &[&Path]) -> Output {
+    let paths: Vec<String> = lib_path.iter().map(|p| p.display().to_string()).collect();
+    Command::new("bash")
+        .arg(bundle.join("run.sh"))
+        .env("LD_LIBRARY_PATH", paths.join(":"))
+        .env("PYTHON", "python3")
+        .env("STEP_TIMEOUT", "5")
+        .output()
+        .expect("bash runs")
+}
+
+/// run.sh refuses up front, with one line and exit code 2, what cannot run the bundle:
+/// no driver, the toolkit's stub first on the path (as the tests' loader would open
+/// it), a driver older than the bundle's CUDA 13.0, missing CUDA 13 libraries; with a
+/// new enough driver and the libraries it gets past its checks.
+#[test]
+fn run_sh_refuses_what_cannot_run_the_bundle_in_one_line() {
+    if which("python3").is_none() || which("cc").is_none() {
+        eprintln!("no python3 or cc: run.sh's checks were not run");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let b = bundle(dir.path());
+    let refused = |out: &Output, line: &str| {
+        assert_eq!(out.status.code(), Some(2), "{}", text(out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let ours: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("run.sh: "))
+            .collect();
+        assert_eq!(ours.len(), 1, "{}", text(out));
+        assert!(ours[0].starts_with(line), "{line:?}\n{}", text(out));
+    };
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    if which("nvidia-smi").is_none() {
+        refused(
+            &run_sh(&b, &[&empty]),
+            "run.sh: no CUDA driver: libcuda could not be loaded",
+        );
+    }
+
+    let old = dir.path().join("old");
+    let stubs = dir.path().join("stubs");
+    let new = dir.path().join("new");
+    assert!(fake_driver(&old, "libcuda.so.1", 0, 12080));
+    assert!(fake_driver(&stubs, "libcuda.so", 34, 13000));
+    assert!(fake_driver(&new, "libcuda.so.1", 0, 13000));
+    refused(
+        &run_sh(&b, &[&old]),
+        "run.sh: CUDA driver too old: it supports CUDA 12.8, this bundle needs CUDA 13.0",
+    );
+    refused(
+        &run_sh(&b, &[&stubs, &new]),
+        "run.sh: no CUDA driver: libcuda.so is the CUDA toolkit's stub library, found before the driver's libcuda.so.1",
+    );
+    if std::path::Path::new("/usr/local/cuda").exists() {
+        eprintln!("a CUDA toolkit in /usr/local/cuda: the missing-library case was not run");
+        return;
+    }
+    refused(
+        &run_sh(&b, &[&new]),
+        "run.sh: missing CUDA libraries: libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libcurand.so.10 (",
+    );
+    // With the libraries (empty files: only their presence is checked) it goes on, to
+    // the test binaries this bundle lacks.
+    let libs = dir.path().join("libs");
+    std::fs::create_dir_all(&libs).unwrap();
+    for so in [
+        "libcublas.so.13",
+        "libcublasLt.so.13",
+        "libnvrtc.so.13",
+        "libcurand.so.10",
+    ] {
+        std::fs::write(libs.join(so), b"").unwrap();
+    }
+    let out = run_sh(&b, &[&new, &libs]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("driver: CUDA 13.0 (libcuda.so.1), 1 device(s)"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("run.sh: "),
+        "{}",
+        text(&out)
+    );
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out));
+}
