@@ -490,6 +490,17 @@ fn out_of_memory_messages_are_recognized() {
         ("cuMemAllocAsync failed: CUDA_ERROR_OUT_OF_MEMORY", true),
         ("CUDA out of memory. Tried to allocate 2.00 GiB", true),
         ("cudaErrorMemoryAllocation", true),
+        // A library's allocation failing: cuBLAS's workspace, cuRAND's generator state,
+        // as cudarc and candle print them.
+        (
+            "Cuda(Cublas(CublasError(CUBLAS_STATUS_ALLOC_FAILED)))",
+            true,
+        ),
+        ("CurandError(CURAND_STATUS_ALLOCATION_FAILED)", true),
+        ("CudnnError(CUDNN_STATUS_ALLOC_FAILED)", true),
+        ("NvrtcError(NVRTC_ERROR_OUT_OF_MEMORY)", true),
+        ("CublasError(CUBLAS_STATUS_EXECUTION_FAILED)", false),
+        ("CurandError(CURAND_STATUS_LAUNCH_FAILURE)", false),
         (
             "DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, \"an illegal memory access\")",
             false,
