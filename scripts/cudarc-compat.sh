@@ -32,6 +32,11 @@ COMBINATIONS=(
     # ...and without it: the version from CUDARC_CUDA_VERSION (what nvcc would say).
     "candle-cuda CUDARC_CUDA_VERSION=12080"
     "candle-cuda,cupti CUDARC_CUDA_VERSION=13000"
+    # candle-core 0.9 (cudarc 0.16, a crate apart): vramtest's default version for its
+    # cudarc 0.19, or CUDARC_CUDA_VERSION for both (without either, cudarc 0.19's build
+    # script stops: "Must specify one of the following features").
+    "candle09-cuda,vramtest-default CUDARC_CUDA_VERSION=12080"
+    "candle09-cuda CUDARC_CUDA_VERSION=12080"
 )
 
 link_check() {
