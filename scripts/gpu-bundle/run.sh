@@ -181,7 +181,7 @@ step candle-mlp-vram-cpu "$BUILD_ROOT/fixtures/candle-mlp" env VRAMTEST_DEVICE=c
 
 echo
 echo "pool semantics (raw cudarc on one stream):"
-grep -E '^(device|used_high|reserved|cupti)' "$LOGS/pool-semantics.log" | sed 's/^/  /'
+grep -E '^(device|used_high|reserved|cupti|alignment|granule|constants|cublas)' "$LOGS/pool-semantics.log" | sed 's/^/  /'
 
 "$PYTHON" "$DIR/table.py" "$BUILD_ROOT" "$LOGS" || failed=1
 echo

@@ -229,7 +229,7 @@ pub enum Unavailable {
     /// No driver library under any of its names.
     #[error(
         "no CUDA driver: libcuda could not be loaded (tried {}; is the NVIDIA driver installed and its library on the loader path?)",
-        .tried.join(", ")
+        names_tried(.tried)
     )]
     NoLibrary {
         /// Every library name tried, in order.
@@ -272,6 +272,23 @@ pub enum Unavailable {
         /// The `CUresult` it returned.
         code: i32,
     },
+}
+
+/// The names tried, all of them when they are few; else the first, the driver's
+/// SONAME, and how many others.
+fn names_tried(tried: &[String]) -> String {
+    if tried.len() <= 4 {
+        return tried.join(", ");
+    }
+    let last = tried
+        .iter()
+        .find(|n| *n == LIBCUDA_SONAME)
+        .unwrap_or(&tried[tried.len() - 1]);
+    format!(
+        "{}, {last} and {} other names cudarc's loader tries",
+        tried[0],
+        tried.len() - 2
+    )
 }
 
 /// What the driver says when asked directly.
@@ -320,7 +337,11 @@ pub fn probe_driver() -> Result<DriverProbe, Unavailable> {
         vec![LIBCUDA_SONAME.to_owned()]
     } else {
         let (major, minor) = bindings_version();
-        libcuda_candidates(major, minor)
+        let mut names = libcuda_candidates(major, minor);
+        // cudarc's list names `.so.12` twice for 12.x bindings: try each name once.
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|n| seen.insert(n.clone()));
+        names
     };
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     probe_driver_with(&names)
@@ -490,6 +511,20 @@ mod tests {
         assert!(text.contains("only libcupti.so.13 is here"), "{text}");
         assert!(text.contains("CUDA 12.8"), "{text}");
         assert!(text.contains("cuda-version-default"), "{text}");
+    }
+
+    #[test]
+    fn many_names_tried_are_summed_up() {
+        let tried: Vec<String> = libcuda_candidates(12, 8);
+        let text = Unavailable::NoLibrary { tried }.to_string();
+        #[cfg(target_os = "linux")]
+        assert!(
+            text.contains(
+                "(tried libcuda.so, libcuda.so.1 and 32 other names cudarc's loader tries;"
+            ),
+            "{text}"
+        );
+        assert!(text.len() < 250, "{text}");
     }
 
     #[test]
