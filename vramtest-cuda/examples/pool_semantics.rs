@@ -215,6 +215,12 @@ fn cublas_workspace(driver: &CudarcDriver) -> Result<(), Box<dyn std::error::Err
         );
         Ok((pool, total - free))
     };
+    // cudarc's loader panics without libcublas: look first.
+    let lookup = vramtest_cuda::find_library("cublas", vramtest_cuda::libs::bindings_version());
+    if let Some(why) = lookup.problem("cuBLAS") {
+        println!("cublas: not measured ({why})");
+        return Ok(());
+    }
     let before = read("before CudaBlas::new")?;
     let blas = match CudaBlas::new(stream.clone()) {
         Ok(blas) => blas,
