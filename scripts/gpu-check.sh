@@ -86,7 +86,7 @@ step vramtest-cuda-cupti cargo test $CARGO_FLAGS -p vramtest-cuda --lib --no-def
 # shellcheck disable=SC2086
 step pool-semantics cargo run $CARGO_FLAGS -p vramtest-cuda --example pool_semantics \
     --no-default-features --features "cupti,cudarc/$CUDARC_BINDINGS" || failed=1
-grep -E '^(used_high|reserved|cupti)' "$LOG_DIR/pool-semantics.log" | sed 's/^/    /'
+grep -E '^(used_high|reserved|cupti|alignment|granule|constants|cublas)' "$LOG_DIR/pool-semantics.log" | sed 's/^/    /'
 
 # 2. The raw cudarc fixture: its library tests (training smoke test), then the vram tests.
 MLP=fixtures/cudarc-mlp/Cargo.toml

@@ -50,14 +50,16 @@ mod tests {
             (
                 Unavailable::StubLibrary {
                     library: "libcuda.so".into(),
+                    driver: None,
                 },
                 "stub library",
             ),
             (Unavailable::NoDevice, "no CUDA device"),
             (
                 Unavailable::DriverTooOld {
-                    driver: (12, 2),
-                    bindings: (12, 8),
+                    driver: (11, 1),
+                    needed: (11, 2),
+                    symbol: "cuMemPoolGetAttribute",
                 },
                 "CUDA driver too old",
             ),

@@ -1,9 +1,12 @@
 //! Multi-GPU runs, on a copy of `tests/fixtures/gpu-slots` and a fake NVIDIA driver
-//! (`tests/fixtures/fake-libcuda`, built with the C compiler as `libcuda.so.1` and put
-//! on `LD_LIBRARY_PATH`) that reports `FAKE_CUDA_DEVICES` devices and applies
-//! `CUDA_VISIBLE_DEVICES` as the real one does. `cargo vramtest --device cuda` detects
-//! them, and every test process measures through the fake on the device it was pinned
-//! to; each test records its `CUDA_VISIBLE_DEVICES` and when it held the device.
+//! (`tests/fixtures/fake-libcuda`, built with the C compiler as `libcuda.so.1`, the one
+//! name the driver installs, and put on `LD_LIBRARY_PATH`) that reports
+//! `FAKE_CUDA_DEVICES` devices and applies `CUDA_VISIBLE_DEVICES` as the real one does
+//! (indices, GPU UUIDs, MIG instances). `cargo vramtest --device cuda` detects them,
+//! and every test process measures through the fake on the device it was pinned to;
+//! each test records its `CUDA_VISIBLE_DEVICES` and when it held the device. The same
+//! source built as the toolkit's stub (`libcuda.so`, first on the path) must be named
+//! as such.
 //!
 //! Linux only (the loader path and the library's name); without a C compiler the test
 //! says what it skipped, or fails where `VRAMTEST_REQUIRE_CC` is set (as in CI).
@@ -20,15 +23,19 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Builds the fake driver into `dir` as `libcuda.so.1` (and the `libcuda.so` link),
-/// or `None` without a C compiler (said, or failed where one is required).
-fn fake_libcuda(dir: &Path) -> Option<()> {
+/// Builds the fake driver into `dir` as `name` (`libcuda.so.1`; with `stub`, the
+/// toolkit's stub, usually `libcuda.so`), or `None` without a C compiler.
+fn fake_libcuda(dir: &Path, name: &str, stub: bool) -> Option<()> {
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-libcuda/fake_libcuda.c");
-    let so = dir.join("libcuda.so.1");
-    let built = match Command::new("cc")
+    std::fs::create_dir_all(dir).unwrap();
+    let mut cc = Command::new("cc");
+    if stub {
+        cc.arg("-DFAKE_STUB");
+    }
+    let built = match cc
         .args(["-shared", "-fPIC", "-o"])
-        .arg(&so)
+        .arg(dir.join(name))
         .arg(&source)
         .status()
     {
@@ -42,8 +49,17 @@ fn fake_libcuda(dir: &Path) -> Option<()> {
         }
     };
     assert!(built.success(), "the fake libcuda does not compile");
-    std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
     Some(())
+}
+
+/// The fake's UUID of the machine's GPU `device`.
+fn gpu_uuid(device: u32) -> String {
+    format!("GPU-5fa4e000-0000-4000-8000-{device:012x}")
+}
+
+/// The fake's UUID of MIG instance `instance` of the machine's GPU `device`.
+fn mig_uuid(device: u32, instance: u32) -> String {
+    format!("MIG-7e1a{device:04x}-0000-4000-8000-{instance:012x}")
 }
 
 /// One stretch of a test holding its device.
@@ -99,7 +115,8 @@ fn shared(held: &[Held]) -> Option<(Held, Held)> {
 }
 
 struct Machine {
-    fake: PathBuf,
+    /// The folders on `LD_LIBRARY_PATH`, in order.
+    paths: Vec<PathBuf>,
     _dir: tempfile::TempDir,
 }
 
@@ -114,7 +131,7 @@ impl Machine {
         visible: Option<&str>,
     ) -> (common::Ran, Vec<Held>) {
         let log = tempfile::tempdir().unwrap();
-        let mut paths = vec![self.fake.clone()];
+        let mut paths = self.paths.clone();
         paths.extend(
             std::env::var_os("LD_LIBRARY_PATH")
                 .iter()
@@ -141,11 +158,12 @@ fn set(ids: &[&str]) -> BTreeSet<String> {
 #[test]
 fn one_test_per_gpu_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
-    if fake_libcuda(dir.path()).is_none() {
+    if fake_libcuda(dir.path(), "libcuda.so.1", false).is_none() {
+        eprintln!("no C compiler (cc): the multi-GPU runs with a fake driver were not run");
         return;
     }
     let machine = Machine {
-        fake: dir.path().to_owned(),
+        paths: vec![dir.path().to_owned()],
         _dir: dir,
     };
     let f = Fixture::copy(
@@ -195,6 +213,31 @@ fn one_test_per_gpu_at_a_time() {
     assert_eq!(shared(&held).map(|s| format!("{s:?}")), None);
     assert!(most_at_once(&held) <= 2, "{held:?}");
 
+    // GPU UUIDs and MIG instances, as `nvidia-smi -L` names them: each is a slot of its
+    // own, passed on as written (the driver resolves it again in the test's process).
+    let entries = [gpu_uuid(2), mig_uuid(1, 1), mig_uuid(0, 0)];
+    // (A snapshot whose body did not change is not rewritten: start without them.)
+    std::fs::remove_dir_all(f.snapshots()).unwrap();
+    let (ran, held) = machine.run(&f, &["--device", "cuda"], 3, Some(&entries.join(",")));
+    assert_code(&ran, 0);
+    let devices: BTreeSet<String> = held.iter().map(|h| h.device.clone()).collect();
+    assert_eq!(devices, entries.iter().cloned().collect(), "{held:?}");
+    assert_eq!(shared(&held).map(|s| format!("{s:?}")), None);
+    for h in &held {
+        let snap = f.snapshots().join(format!("vram__{}@cuda.snap", h.test));
+        let text = std::fs::read_to_string(&snap).unwrap_or_else(|e| panic!("{e}: {snap:?}"));
+        let name = match h.device.as_str() {
+            d if d == entries[0] => "Fake GPU 2",
+            d if d == entries[1] => "Fake GPU 1 MIG 1g.10gb 1",
+            _ => "Fake GPU 0 MIG 1g.10gb 0",
+        };
+        let line = format!("  device: {name}");
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line:?} not in {snap:?}:\n{text}"
+        );
+    }
+
     // `-j 1`: one test at a time, on the first device.
     let (ran, held) = machine.run(&f, &["--device", "cuda", "-j", "1"], 3, None);
     assert_code(&ran, 0);
@@ -206,4 +249,41 @@ fn one_test_per_gpu_at_a_time() {
     let (ran, held) = machine.run(&f, &["--device", "cpu"], 3, None);
     assert_code(&ran, 0);
     assert!(held.iter().all(|h| h.device == "-"), "{held:?}");
+}
+
+/// A CUDA container's `lib64/stubs` first on `LD_LIBRARY_PATH`: its `libcuda.so` is
+/// what cudarc's loader opens (it tries that name before `libcuda.so.1`), so the run
+/// must stop naming the stub and the driver behind it, not report a driver and then
+/// fail every test with a made-up `CUresult`.
+#[test]
+fn a_toolkit_stub_before_the_driver_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, stubs) = (dir.path().join("driver"), dir.path().join("stubs"));
+    if fake_libcuda(&driver, "libcuda.so.1", false).is_none()
+        || fake_libcuda(&stubs, "libcuda.so", true).is_none()
+    {
+        eprintln!("no C compiler (cc): the stub-before-driver run was not run");
+        return;
+    }
+    let machine = Machine {
+        paths: vec![stubs.clone(), driver],
+        _dir: dir,
+    };
+    let f = Fixture::copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpu-slots"),
+        "gpus-stub",
+    );
+    let (ran, held) = machine.run(&f, &["--device", "cuda"], 2, None);
+    assert_code(&ran, 2);
+    assert!(held.is_empty(), "{held:?}");
+    let stderr = &ran.stderr;
+    let stub = stubs.join("libcuda.so");
+    for needle in [
+        "no CUDA driver: libcuda.so (".to_owned(),
+        format!("{})", stub.display()),
+        "is the CUDA toolkit's stub library, not a driver, and the loader finds it before the driver's libcuda.so.1".to_owned(),
+    ] {
+        assert!(stderr.contains(&needle), "{needle:?} not in:\n{}", ran.text());
+    }
+    assert!(!stderr.contains("CUresult"), "{}", ran.text());
 }

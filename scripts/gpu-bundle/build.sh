@@ -30,8 +30,9 @@ DIR=$(cd "$DIR" && pwd)
 
 # 1. The toolkit (nvcc and the CUDA 13.0 libraries from NVIDIA's wheels, a stub libcuda).
 # shellcheck source=/dev/null
-. "$HERE/toolkit.sh" "${GPU_BUNDLE_VENV:-$ROOT/target/gpu-venv}" "${GPU_BUNDLE_STUBS:-$ROOT/target/gpu-stubs}"
-export CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-90}
+# (toolkit.sh checks every step itself and says what failed.)
+. "$HERE/toolkit.sh" "${GPU_BUNDLE_VENV:-$ROOT/target/gpu-venv}" "${GPU_BUNDLE_STUBS:-$ROOT/target/gpu-stubs}" ||
+    { echo "gpu-bundle: no CUDA toolkit, no bundle" >&2; exit 1; }
 echo "toolkit: $(nvcc --version | tail -n 2 | head -n 1)"
 
 # 2. The sources, at the path the binaries will look for them (tracked and untracked
@@ -111,6 +112,9 @@ chmod +x "$DIR/run.sh"
 {
     echo "# Written by scripts/gpu-check.sh bundle."
     printf 'BUILD_ROOT=%q\n' "$BUILD_ROOT"
+    # The kernels (nvcc 13.0), cudarc's bindings (cuda-13000) and the libraries they
+    # load (libcublas.so.13, ...) are CUDA 13.0's: run.sh refuses an older driver.
+    echo "CUDA_NEEDED=13.0"
 } >"$DIR/bundle.env"
 {
     echo "vramtest GPU bundle"
@@ -118,7 +122,7 @@ chmod +x "$DIR/run.sh"
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "toolkit: $(nvcc --version | tail -n 2 | head -n 1); CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP"
     echo "rustc: $(rustc --version)"
-    echo "run: ./run.sh (bash, coreutils, python3; the NVIDIA driver; CUDA 13 libraries)"
+    echo "run: ./run.sh (bash, coreutils, python3; an NVIDIA driver for CUDA 13.0 or newer, 580+; CUDA 13 libraries)"
 } >"$DIR/MANIFEST"
 
 size_kib=$(du -sk "$DIR" | cut -f1)

@@ -62,26 +62,44 @@ impl fmt::Display for Availability {
     }
 }
 
-/// Finds out whether CUDA tests can run: libcuda present and not the toolkit's stub,
-/// `cuInit` succeeds, the driver supports the bindings' CUDA version, at least one
-/// device; then initializes cudarc's bindings too. Never panics.
+/// Finds out whether CUDA tests can run: libcuda present (under cudarc's names, in
+/// cudarc's order) and not the toolkit's stub, `cuInit` succeeds, the driver exports
+/// every function the probe calls ([`DRIVER_SYMBOLS`](crate::libs::DRIVER_SYMBOLS)), at
+/// least one device; then initializes cudarc's bindings too. Never panics.
 pub fn detect() -> Availability {
     let probe = match probe_driver() {
         Ok(probe) => probe,
         Err(why) => return Availability::Unavailable(why),
     };
     // The driver answered through its own symbols; cudarc's bindings (loaded or linked)
-    // must agree before any session uses them.
-    match guard("cuInit", || {
-        result::init().map_err(driver_error("cuInit"))?;
-        result::device::get_count().map_err(driver_error("cuDeviceGetCount"))
-    }) {
-        Ok(n) if n > 0 => Availability::Ready {
+    // must agree before any session uses them. They open libcuda under the same names
+    // in the same order, so they reach the same library; should they not, their answer
+    // is reported as it is (the toolkit's stub, a code), never as a made-up one.
+    let answer = guard("cuInit", || {
+        Ok(result::init()
+            .map_err(|e| ("cuInit", e))
+            .and_then(|()| result::device::get_count().map_err(|e| ("cuDeviceGetCount", e))))
+    });
+    match answer {
+        Ok(Ok(n)) if n > 0 => Availability::Ready {
             devices: probe.devices.min(n as usize),
         },
-        Ok(_) => Availability::Unavailable(Unavailable::NoDevice),
+        Ok(Ok(_)) => Availability::Unavailable(Unavailable::NoDevice),
+        Ok(Err((_, e))) if e.0 == sys::CUresult::CUDA_ERROR_STUB_LIBRARY => {
+            Availability::Unavailable(Unavailable::StubLibrary {
+                library: "the libcuda cudarc's loader opened".to_owned(),
+                driver: Some(probe.library),
+            })
+        }
+        Ok(Err((_, e))) if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE => {
+            Availability::Unavailable(Unavailable::NoDevice)
+        }
+        Ok(Err((call, e))) => Availability::Unavailable(Unavailable::DriverFailed {
+            call,
+            code: e.0 as i32,
+        }),
         Err(_) => Availability::Unavailable(Unavailable::DriverFailed {
-            call: "cuInit (through cudarc's bindings)",
+            call: "cuInit (cudarc's loader panicked)",
             code: -1,
         }),
     }

@@ -7,8 +7,8 @@ use crate::records::{AllocationRecords, MemoryKind, MemoryRecord, Operation};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The granule a pool reserves device memory in (2 MiB, as CUDA's pools do).
-pub const GRANULE: u64 = 2 << 20;
+/// The granule a pool reserves device memory in: [`DEVICE`](crate::DEVICE)`.granule`.
+pub const GRANULE: u64 = crate::DEVICE.granule;
 
 /// A fake device with a memory pool. Clones share one device, so a test keeps a clone
 /// to allocate and free while a session owns another.
@@ -18,7 +18,8 @@ pub const GRANULE: u64 = 2 << 20;
 /// `cuMemPoolSetAttribute`), on the one stream the fake has:
 /// - [`alloc`](FakePool::alloc) takes from the pool at once: used grows; reserved grows
 ///   in [`GRANULE`]s to cover used (the pool maps physical memory in chunks). The 2 MiB
-///   granule is an assumption (the guide gives no size), unconfirmed on hardware.
+///   granule is an assumption (the guide gives no size), unconfirmed on hardware; the
+///   values the fake assumes and their sources are one table, [`DEVICE`](crate::DEVICE).
 /// - [`free`](FakePool::free) is stream-ordered, and "memory freed on a stream can be
 ///   reused by subsequent allocations on the same stream" at once (guide, "Memory
 ///   Reuse Policies"): used drops at the free, so on one stream alloc A, free A,
@@ -54,6 +55,8 @@ pub struct FakePool {
 #[derive(Debug, Default)]
 struct State {
     pools: bool,
+    /// The pool rounds every allocation up to a multiple of this (0 or 1: not at all).
+    alignment: u64,
     total: u64,
     context: u64,
     outside: u64,
@@ -100,6 +103,15 @@ impl FakePool {
         pool
     }
 
+    /// The same device, its pool rounding every allocation up to a multiple of
+    /// `alignment` bytes in its used counters (as a pool that hands out aligned blocks
+    /// counts them): 256 B is the documented minimum address alignment, 512 B what
+    /// others measured for the async allocator; [`DEVICE`](crate::DEVICE) says which.
+    pub fn with_alignment(self, alignment: u64) -> FakePool {
+        self.lock().alignment = alignment;
+        self
+    }
+
     /// The same device, also a source of per-allocation records (see the type's doc).
     pub fn with_records(self) -> FakePool {
         self.lock().records = RecordMode::On;
@@ -139,7 +151,7 @@ impl FakePool {
     /// bytes plus what the pool must reserve for it would pass the total).
     pub fn try_alloc(&self, bytes: u64) -> Result<u64, CudaError> {
         let mut s = self.lock();
-        let used = s.used + bytes;
+        let used = s.used + s.aligned(bytes);
         let reserved = if s.pools {
             s.reserved.max(used.div_ceil(GRANULE) * GRANULE)
         } else {
@@ -203,6 +215,7 @@ impl State {
         self.next_id += 1;
         let id = self.next_id;
         self.record(Operation::Allocation, id, bytes, 0);
+        let bytes = self.aligned(bytes);
         self.live.insert(id, bytes);
         self.used += bytes;
         self.used_high = self.used_high.max(self.used);
@@ -212,6 +225,15 @@ impl State {
             self.reserved_high = self.reserved_high.max(self.reserved);
         }
         id
+    }
+
+    /// `bytes` as the pool counts them (rounded up to the alignment).
+    fn aligned(&self, bytes: u64) -> u64 {
+        if self.pools && self.alignment > 1 {
+            bytes.div_ceil(self.alignment) * self.alignment
+        } else {
+            bytes
+        }
     }
 
     fn device_used(&self) -> u64 {

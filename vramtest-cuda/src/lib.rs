@@ -42,6 +42,7 @@
 //! CUDA toolkit and runs, reporting [`Availability::Unavailable`], without a driver.
 
 mod attribute;
+mod constants;
 mod cuda;
 #[cfg(feature = "cupti")]
 mod cupti;
@@ -54,6 +55,7 @@ pub mod records;
 mod session;
 pub mod watermarks;
 
+pub use constants::{DEVICE, DeviceConstants};
 pub use cuda::{Availability, CudarcDriver, detect, parse_nvidia_version};
 pub use driver::{Driver, PoolAttribute};
 pub use error::CudaError;

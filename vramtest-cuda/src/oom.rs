@@ -11,14 +11,30 @@ use std::fmt;
 use vramtest_model::sites::{IN_FAILURE, Site};
 use vramtest_model::{Category, Event, Fidelity, Phase, Profile, ledger};
 
-/// Whether an error or panic message is the driver's out-of-memory error
-/// (`CUDA_ERROR_OUT_OF_MEMORY`, cudarc's and candle's wording of it, or the runtime's
-/// `cudaErrorMemoryAllocation`).
+/// The status names CUDA's libraries give a failed device allocation, as cudarc's
+/// errors print them (`CublasError(CUBLAS_STATUS_ALLOC_FAILED)`): the driver's and the
+/// runtime's, then cuBLAS/cuBLASLt (a workspace), cuRAND (a generator's state), cuDNN,
+/// cuFFT, cuSPARSE, cuSOLVER and NVRTC (each library's header names them so).
+const OUT_OF_MEMORY_STATUSES: &[&str] = &[
+    "cuda_error_out_of_memory",
+    "cudaerrormemoryallocation",
+    "cublas_status_alloc_failed",
+    "curand_status_allocation_failed",
+    "cudnn_status_alloc_failed",
+    "cudnn_status_internal_error_device_allocation_failed",
+    "cufft_alloc_failed",
+    "cusparse_status_alloc_failed",
+    "cusolver_status_alloc_failed",
+    "nvrtc_error_out_of_memory",
+];
+
+/// Whether an error or panic message is an out-of-memory error of the device: the
+/// driver's `CUDA_ERROR_OUT_OF_MEMORY` (cudarc's and candle's wording of it, "out of
+/// memory"), the runtime's `cudaErrorMemoryAllocation`, or a CUDA library's allocation
+/// failure (`CUBLAS_STATUS_ALLOC_FAILED`, `CURAND_STATUS_ALLOCATION_FAILED`, …).
 pub fn is_out_of_memory(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
-    lower.contains("cuda_error_out_of_memory")
-        || lower.contains("cudaerrormemoryallocation")
-        || lower.contains("out of memory")
+    lower.contains("out of memory") || OUT_OF_MEMORY_STATUSES.iter().any(|s| lower.contains(s))
 }
 
 /// A CUDA out-of-memory failure inside a step, with what was measured up to it.

@@ -141,8 +141,12 @@ pub fn profile(events: &[Event], baseline: &Sample, samples: &[Sample], source: 
     p
 }
 
-/// The most pool memory (above the start) that the tracked allocations live at a sample
-/// leave unexplained: pool allocations nobody reported. 0 without pools, where the
+/// The most pool memory (above the start) that the tracked allocations leave
+/// unexplained: pool allocations nobody reported. Checked at each sample (pool used
+/// against the tracked live bytes) and *inside* each interval (the pool's
+/// `USED_MEM_HIGH` over it against the most tracked bytes live in it), so a pool
+/// allocation made and freed inside a phase (a library's workspace taken from the
+/// stream-ordered pool, as cuBLAS 12.2+ may) is seen too. 0 without pools, where the
 /// device's used bytes cannot tell them from the runtime's own memory.
 fn not_seen_pool_bytes(
     events: &[Event],
@@ -153,12 +157,58 @@ fn not_seen_pool_bytes(
     if source != Source::Pool {
         return 0;
     }
+    let live = tracked_live_at(events, samples);
+    let peaks = tracked_peak_in(events, samples);
     samples
         .iter()
-        .zip(tracked_live_at(events, samples))
-        .map(|(s, tracked)| s.used.saturating_sub(baseline.used).saturating_sub(tracked))
+        .zip(live.into_iter().zip(peaks))
+        .map(|(s, (tracked, tracked_peak))| {
+            let at_sample = s.used.saturating_sub(baseline.used).saturating_sub(tracked);
+            let inside = s
+                .used_high
+                .saturating_sub(baseline.used)
+                .saturating_sub(tracked_peak);
+            at_sample.max(inside)
+        })
         .max()
         .unwrap_or(0)
+}
+
+/// The most tracked bytes live at once in each interval (from the sample before, or the
+/// start, to each sample).
+fn tracked_peak_in(events: &[Event], samples: &[Sample]) -> Vec<u64> {
+    let mut live: HashMap<u64, u64> = HashMap::new();
+    let mut total = 0u64;
+    let mut peak = 0u64;
+    let mut out = Vec::with_capacity(samples.len());
+    let mut next = 0;
+    for (i, event) in events.iter().enumerate() {
+        while next < samples.len() && samples[next].before_event <= i {
+            out.push(peak);
+            peak = total;
+            next += 1;
+        }
+        match *event {
+            Event::Alloc { id, bytes } => {
+                if let Some(old) = live.insert(id, bytes) {
+                    total -= old;
+                }
+                total += bytes;
+                peak = peak.max(total);
+            }
+            Event::Free { id } => {
+                if let Some(bytes) = live.remove(&id) {
+                    total -= bytes;
+                }
+            }
+            _ => {}
+        }
+    }
+    while out.len() < samples.len() {
+        out.push(peak);
+        peak = total;
+    }
+    out
 }
 
 /// What the pool may hold beyond the tracked bytes from its own rounding:

@@ -68,8 +68,7 @@ impl std::str::FromStr for DeviceSetting {
 }
 
 /// The keys a `vramtest` table may hold.
-const KEYS: &str =
-    "iterations, device, budget, reserve, cuda_context, cublas_workspace, tolerance, limits";
+const KEYS: &str = "iterations, device, budget, reserve, cuda_context, cublas_workspace, pool_alignment, pool_granule, tolerance, limits";
 
 /// The keys of `limits`.
 const LIMIT_KEYS: &str = "tolerance, peak, reserved, leak, cpu_only, parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked";
@@ -93,6 +92,12 @@ pub struct Settings {
     /// The cuBLAS workspace in a GPU prediction (see
     /// [`crate::pool::DEFAULT_CUBLAS_WORKSPACE`]).
     pub cublas_workspace: Option<u64>,
+    /// The CUDA pool model's allocation alignment (see
+    /// [`crate::pool::DEFAULT_ALIGNMENT`]; the GPU bundle's probe measures it).
+    pub pool_alignment: Option<u64>,
+    /// The CUDA pool model's reservation granule (see
+    /// [`crate::pool::DEFAULT_GRANULARITY`]; the GPU bundle's probe measures it).
+    pub pool_granule: Option<u64>,
     /// Every category's and the peak's limit, unless `limits` names them.
     pub tolerance: Option<Limit>,
     /// Limits by key: `peak`, `reserved`, `leak` or a category.
@@ -140,6 +145,8 @@ impl Settings {
                 "cublas_workspace" => {
                     s.cublas_workspace = Some(byte_size("cublas_workspace", value)?)
                 }
+                "pool_alignment" => s.pool_alignment = Some(pool_unit("pool_alignment", value)?),
+                "pool_granule" => s.pool_granule = Some(pool_unit("pool_granule", value)?),
                 "tolerance" => s.tolerance = Some(limit("tolerance", value)?),
                 "limits" => {
                     let Value::Object(limits) = value else {
@@ -188,6 +195,8 @@ impl Settings {
         self.reserve = over.reserve.or(self.reserve);
         self.cuda_context = over.cuda_context.or(self.cuda_context);
         self.cublas_workspace = over.cublas_workspace.or(self.cublas_workspace);
+        self.pool_alignment = over.pool_alignment.or(self.pool_alignment);
+        self.pool_granule = over.pool_granule.or(self.pool_granule);
         self.tolerance = over.tolerance.or(self.tolerance);
         self.limits
             .extend(over.limits.iter().map(|(k, v)| (k.clone(), *v)));
@@ -202,6 +211,16 @@ impl Settings {
             self.cuda_context,
             self.cublas_workspace,
         )
+    }
+
+    /// The CUDA pool model a GPU prediction replays through: `pool_alignment` and
+    /// `pool_granule` where set, else the documented or assumed defaults.
+    pub fn cuda_pool(&self) -> crate::pool::CudaPool {
+        let default = crate::pool::CudaPool::default();
+        crate::pool::CudaPool {
+            alignment: self.pool_alignment.unwrap_or(default.alignment),
+            granularity: self.pool_granule.unwrap_or(default.granularity),
+        }
     }
 
     /// What the harness reads from `VRAMTEST_CONFIG`: the named limits, and the
@@ -239,6 +258,8 @@ impl Settings {
             reserve: None,
             cuda_context: None,
             cublas_workspace: None,
+            pool_alignment: None,
+            pool_granule: None,
             tolerance,
             limits,
         })
@@ -315,6 +336,19 @@ fn byte_size(key: &str, v: &Value) -> Result<u64, ConfigError> {
             key,
             format!("expected a byte size like \"22GiB\", found {}", kind(other)),
         )),
+    }
+}
+
+/// A pool model's alignment or granule: a byte size that is a power of two.
+fn pool_unit(key: &str, v: &Value) -> Result<u64, ConfigError> {
+    let bytes = byte_size(key, v)?;
+    if bytes.is_power_of_two() {
+        Ok(bytes)
+    } else {
+        Err(bad(
+            key,
+            format!("expected a power of two like 512 or \"2MiB\", found {bytes}"),
+        ))
     }
 }
 
@@ -597,5 +631,35 @@ peak = "y"
     #[test_case("[package\nname = 1", "package", "name", None; "not TOML")]
     fn finds_the_line(manifest: &str, table: &str, key: &str, line: Option<usize>) {
         assert_eq!(key_line(manifest, table, key), line);
+    }
+
+    /// The pool model's alignment and granule come from the metadata when set (the GPU
+    /// bundle's probe measures both), and must be powers of two.
+    #[test]
+    fn pool_alignment_and_granule_are_settable() {
+        let s = Settings::parse(&serde_json::json!({
+            "pool_alignment": 512,
+            "pool_granule": "4MiB",
+        }))
+        .unwrap();
+        assert_eq!(
+            s.cuda_pool(),
+            crate::pool::CudaPool {
+                alignment: 512,
+                granularity: 4 << 20
+            }
+        );
+        assert_eq!(
+            Settings::default().cuda_pool(),
+            crate::pool::CudaPool::default()
+        );
+        // Package over workspace, key by key.
+        let workspace = Settings::parse(&serde_json::json!({ "pool_granule": "1MiB" })).unwrap();
+        let package = Settings::parse(&serde_json::json!({ "pool_alignment": 1024 })).unwrap();
+        let merged = workspace.overridden_by(&package).cuda_pool();
+        assert_eq!((merged.alignment, merged.granularity), (1024, 1 << 20));
+        let err = Settings::parse(&serde_json::json!({ "pool_alignment": 300 })).unwrap_err();
+        assert_eq!(err.key, "pool_alignment");
+        assert!(err.message.contains("power of two"), "{err}");
     }
 }

@@ -76,6 +76,14 @@ pub const DEFAULT_CUDA_CONTEXT: u64 = 512 * MIB;
 /// The cuBLAS workspace, when the configuration names none: 32 MiB, the size cuBLAS
 /// recommends for Hopper GPUs (H100, H200), above the 4 MiB it recommends for the
 /// others (cuBLAS library documentation, `cublasSetWorkspace`).
+///
+/// Two cases, which only a GPU can tell apart (the GPU bundle's `pool_semantics`
+/// measures the pool around `CudaBlas::new` and its first gemm): cuBLAS allocates its
+/// default workspace outside the stream-ordered pool (a separate term, as modelled by
+/// default), or, since cuBLAS 12.2, may take it from the pool of the handle's stream
+/// (cudarc never calls `cublasSetWorkspace`): then it is pool memory a GPU run shows in
+/// its pool figures, and `cublas_workspace = 0` keeps a prediction from counting it
+/// twice.
 pub const DEFAULT_CUBLAS_WORKSPACE: u64 = 32 * MIB;
 
 /// The model of CUDA's stream-ordered pool (see the module documentation).

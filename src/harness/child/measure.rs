@@ -37,7 +37,11 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
         timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
     profile.baseline_bytes = baseline;
     let sites = sites::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
-    let pool = pool::replay(&events, &pool::CudaPool::default());
+    // The pool model as the package's metadata sets it (`pool_alignment`, `pool_granule`).
+    let model = crate::settings::from_manifests(package_dir)
+        .map(|s| s.cuda_pool())
+        .unwrap_or_default();
+    let pool = pool::replay(&events, &model);
     ChildResult::Measured {
         timeline: Some(Box::new(timeline)),
         sites,

@@ -140,7 +140,7 @@ impl Trials {
                 Failed::from(report.message.clone())
             })?)
         };
-        let prediction = prediction(&measured);
+        let prediction = prediction(&measured, self.settings.cuda_pool());
         let first = measured.swap_remove(0);
         report.details = Some(Details {
             baseline_bytes: first.profile.baseline_bytes,
@@ -369,7 +369,7 @@ fn fit(measured: &[Measurement]) -> Result<SweepFit, String> {
 
 /// The GPU prediction of a CPU run: every batch size's pool peaks (none when a
 /// measurement has none, as on a CUDA device).
-fn prediction(measured: &[Measurement]) -> Option<Prediction> {
+fn prediction(measured: &[Measurement], pool: CudaPool) -> Option<Prediction> {
     let points = measured
         .iter()
         .map(|m| {
@@ -379,10 +379,7 @@ fn prediction(measured: &[Measurement]) -> Option<Prediction> {
             })
         })
         .collect::<Option<Vec<_>>>()?;
-    Some(Prediction {
-        pool: CudaPool::default(),
-        points,
-    })
+    Some(Prediction { pool, points })
 }
 
 /// Puts the message in the report: `Err` with the failure's text (and diff) when the
