@@ -310,7 +310,7 @@ fn run_sh_refuses_what_cannot_run_the_bundle_in_one_line() {
     }
     refused(
         &run_sh(&b, &[&new]),
-        "run.sh: missing CUDA libraries: libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libcurand.so.10 (",
+        "run.sh: missing CUDA libraries: libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libcurand.so.10 libcudart.so.13 (",
     );
     // With the libraries (empty files: only their presence is checked) it goes on, to
     // the test binaries this bundle lacks.
@@ -321,6 +321,7 @@ fn run_sh_refuses_what_cannot_run_the_bundle_in_one_line() {
         "libcublasLt.so.13",
         "libnvrtc.so.13",
         "libcurand.so.10",
+        "libcudart.so.13",
     ] {
         std::fs::write(libs.join(so), b"").unwrap();
     }

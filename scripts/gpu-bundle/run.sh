@@ -108,8 +108,10 @@ then
     exit 2
 fi
 
-# 3. The CUDA libraries. Needed by cudarc-mlp and candle-mlp (cuBLAS, NVRTC for the kernels, cuRAND); the
-# others are optional (without libcupti the CUPTI steps measure by watermarks).
+# 3. The CUDA libraries. Needed by cudarc-mlp and candle-mlp: cuBLAS, NVRTC for the
+# kernels, cuRAND, and the runtime (candle's binary links libcudart.so.13 and cannot
+# start without it); libcupti is optional (without it the CUPTI steps measure by
+# watermarks).
 missing=()
 for lib in libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libcurand.so.10 libcudart.so.13 libcupti.so.13; do
     hit=""
@@ -117,7 +119,7 @@ for lib in libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libcurand.so.10 libc
         if [ -e "$d/$lib" ]; then hit="$d/$lib"; break; fi
     done
     case "$lib" in
-        libcudart.* | libcupti.*) printf 'library %-20s %s\n' "$lib" "${hit:-not found (optional)}" ;;
+        libcupti.*) printf 'library %-20s %s\n' "$lib" "${hit:-not found (optional)}" ;;
         *)
             printf 'library %-20s %s\n' "$lib" "${hit:-NOT FOUND}"
             [ -z "$hit" ] && missing+=("$lib")
@@ -125,7 +127,7 @@ for lib in libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libcurand.so.10 libc
     esac
 done
 if [ "${#missing[@]}" -gt 0 ]; then
-    echo "run.sh: missing CUDA libraries: ${missing[*]} (searched LD_LIBRARY_PATH, /usr/local/cuda*, and the nvidia/cu13/lib folder of $PYTHON's environment); pip install nvidia-cublas nvidia-cuda-nvrtc nvidia-curand (CUDA 13) and set PYTHON to that environment's python, or add the libraries' folder to LD_LIBRARY_PATH" >&2
+    echo "run.sh: missing CUDA libraries: ${missing[*]} (searched LD_LIBRARY_PATH, /usr/local/cuda*, and the nvidia/cu13/lib folder of $PYTHON's environment); pip install nvidia-cublas nvidia-cuda-nvrtc nvidia-curand nvidia-cuda-runtime (CUDA 13) and set PYTHON to that environment's python, or add the libraries' folder to LD_LIBRARY_PATH" >&2
     exit 2
 fi
 command -v nvidia-smi >/dev/null 2>&1 &&
