@@ -157,58 +157,22 @@ fn not_seen_pool_bytes(
     if source != Source::Pool {
         return 0;
     }
-    let live = tracked_live_at(events, samples);
-    let peaks = tracked_peak_in(events, samples);
     samples
         .iter()
-        .zip(live.into_iter().zip(peaks))
-        .map(|(s, (tracked, tracked_peak))| {
-            let at_sample = s.used.saturating_sub(baseline.used).saturating_sub(tracked);
+        .zip(tracked_at(events, samples))
+        .map(|(s, tracked)| {
+            let at_sample = s
+                .used
+                .saturating_sub(baseline.used)
+                .saturating_sub(tracked.live);
             let inside = s
                 .used_high
                 .saturating_sub(baseline.used)
-                .saturating_sub(tracked_peak);
+                .saturating_sub(tracked.peak);
             at_sample.max(inside)
         })
         .max()
         .unwrap_or(0)
-}
-
-/// The most tracked bytes live at once in each interval (from the sample before, or the
-/// start, to each sample).
-fn tracked_peak_in(events: &[Event], samples: &[Sample]) -> Vec<u64> {
-    let mut live: HashMap<u64, u64> = HashMap::new();
-    let mut total = 0u64;
-    let mut peak = 0u64;
-    let mut out = Vec::with_capacity(samples.len());
-    let mut next = 0;
-    for (i, event) in events.iter().enumerate() {
-        while next < samples.len() && samples[next].before_event <= i {
-            out.push(peak);
-            peak = total;
-            next += 1;
-        }
-        match *event {
-            Event::Alloc { id, bytes } => {
-                if let Some(old) = live.insert(id, bytes) {
-                    total -= old;
-                }
-                total += bytes;
-                peak = peak.max(total);
-            }
-            Event::Free { id } => {
-                if let Some(bytes) = live.remove(&id) {
-                    total -= bytes;
-                }
-            }
-            _ => {}
-        }
-    }
-    while out.len() < samples.len() {
-        out.push(peak);
-        peak = total;
-    }
-    out
 }
 
 /// What the pool may hold beyond the tracked bytes from its own rounding:
@@ -277,7 +241,10 @@ fn build(
 /// Live bytes the probe accounts for at each sample: tracked (exact) or pool (phase).
 fn accounted_at(events: &[Event], baseline: &Sample, samples: &[Sample], exact: bool) -> Vec<u64> {
     if exact {
-        tracked_live_at(events, samples)
+        tracked_at(events, samples)
+            .into_iter()
+            .map(|t| t.live)
+            .collect()
     } else {
         samples
             .iter()
@@ -428,15 +395,26 @@ fn untracked_at(s: &Sample, baseline: &Sample, source: Source, accounted: u64) -
     u64::try_from(u.max(0)).unwrap_or(u64::MAX)
 }
 
-/// Tracked live bytes at each sample (replaying `Alloc`/`Free` before its event).
-fn tracked_live_at(events: &[Event], samples: &[Sample]) -> Vec<u64> {
+/// The tracked bytes around one sample.
+#[derive(Debug, Clone, Copy)]
+struct Tracked {
+    /// Live at the sample (every `Alloc`/`Free` before its event replayed).
+    live: u64,
+    /// The most live at once in the interval that ends at the sample (from the sample
+    /// before, or the start).
+    peak: u64,
+}
+
+/// [`Tracked`] bytes at each sample, from one replay of the tracked allocations.
+fn tracked_at(events: &[Event], samples: &[Sample]) -> Vec<Tracked> {
     let mut live: HashMap<u64, u64> = HashMap::new();
-    let mut total = 0u64;
+    let (mut total, mut peak) = (0u64, 0u64);
     let mut out = Vec::with_capacity(samples.len());
     let mut next = 0;
     for (i, event) in events.iter().enumerate() {
         while next < samples.len() && samples[next].before_event <= i {
-            out.push(total);
+            out.push(Tracked { live: total, peak });
+            peak = total;
             next += 1;
         }
         match *event {
@@ -445,6 +423,7 @@ fn tracked_live_at(events: &[Event], samples: &[Sample]) -> Vec<u64> {
                     total -= old;
                 }
                 total += bytes;
+                peak = peak.max(total);
             }
             Event::Free { id } => {
                 if let Some(bytes) = live.remove(&id) {
@@ -454,7 +433,10 @@ fn tracked_live_at(events: &[Event], samples: &[Sample]) -> Vec<u64> {
             _ => {}
         }
     }
-    out.resize(samples.len(), total);
+    while out.len() < samples.len() {
+        out.push(Tracked { live: total, peak });
+        peak = total;
+    }
     out
 }
 
