@@ -199,14 +199,9 @@ impl CpuFingerprint {
     /// The fingerprint in a snapshot header's `info` (`cpu`, `isa`, `caches`,
     /// `threads`), as [`Snapshot::to_text`] writes it; `None` when it has none.
     pub fn in_header(header: &str) -> Option<CpuFingerprint> {
-        let mut info = header
-            .lines()
-            .skip_while(|l| l.trim_end() != "info:")
-            .skip(1)
-            .take_while(|l| l.starts_with("  "));
         let mut f = CpuFingerprint::default();
         let mut seen = 0;
-        for line in info.by_ref() {
+        for line in info_lines(header) {
             let Some((key, value)) = line.strip_prefix("  ").and_then(|l| l.split_once(':')) else {
                 continue;
             };
@@ -248,10 +243,7 @@ impl Info {
     /// readable: `info` is never worth failing a test over).
     pub fn sites_in_header(header: &str) -> Vec<(Category, Vec<Site>)> {
         let mut out: Vec<(Category, Vec<Site>)> = Vec::new();
-        let mut lines = header
-            .lines()
-            .skip_while(|l| l.trim_end() != "info:")
-            .skip(1);
+        let mut lines = info_lines(header);
         let Some(_) = lines.find(|l| l.trim_end() == "  sites:") else {
             return out;
         };
@@ -271,6 +263,15 @@ impl Info {
         }
         out
     }
+}
+
+/// The lines of a snapshot header's `info` map: the indented lines after `info:`.
+fn info_lines(header: &str) -> impl Iterator<Item = &str> {
+    header
+        .lines()
+        .skip_while(|l| l.trim_end() != "info:")
+        .skip(1)
+        .take_while(|l| l.starts_with(' '))
 }
 
 /// A YAML scalar's text: plain, double-quoted (JSON's escapes) or single-quoted.
