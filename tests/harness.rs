@@ -688,7 +688,7 @@ fn call_sites_that_take_too_long_are_cut_short_and_say_so() {
 #[test]
 fn a_slab_sized_parameter_stays_a_parameter_and_the_slab_is_kept_apart() {
     const SLAB: u64 = 1 << 20;
-    let (dir, _) = fixture_binary("vec-model");
+    let dir = common::repo_root().join("fixtures").join("vec-model");
     let exe = common::build_test_target(&dir, "cpu_only");
     let r = run(&dir, &exe, &["slab_sized_parameter", "--exact"], &[]);
     let b = r

@@ -20,6 +20,20 @@ pub struct Edge {
     pub path: String,
 }
 
+impl std::fmt::Display for Edge {
+    /// `src/a.rs:3 `b::f` -> src/b.rs`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{} `{}` -> {}",
+            self.from.display(),
+            self.line,
+            self.path,
+            self.to.display()
+        )
+    }
+}
+
 /// Files of one crate that use each other, in a loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cycle {

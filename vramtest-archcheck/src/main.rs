@@ -42,13 +42,7 @@ fn main() -> ExitCode {
     };
     if show_edges {
         for e in &findings.edges {
-            println!(
-                "{}:{} `{}` -> {}",
-                e.from.display(),
-                e.line,
-                e.path,
-                e.to.display()
-            );
+            println!("{e}");
         }
     }
     let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
@@ -61,13 +55,7 @@ fn main() -> ExitCode {
             .collect();
         println!("cycle: {}", files.join(" <-> "));
         for edge in &cycle.edges {
-            println!(
-                "  {}:{} `{}` -> {}",
-                edge.from.display(),
-                edge.line,
-                edge.path,
-                edge.to.display()
-            );
+            println!("  {edge}");
         }
     }
     println!("{} import cycle(s) in {shown}", findings.cycles.len());
