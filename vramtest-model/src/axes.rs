@@ -860,16 +860,15 @@ struct Scored {
 }
 
 impl Scored {
-    /// The tie-break: lowest worst error, then fewer terms, then lower total degree,
-    /// then the earlier subset.
-    fn beats(&self, other: &Scored) -> bool {
+    /// What models are ranked by (lowest first): the worst error, then the number of
+    /// terms, then the total degree, then the subset itself.
+    fn key(&self) -> (&BigRational, usize, u32, &[usize]) {
         (&self.worst, self.subset.len(), self.degree, &self.subset)
-            < (
-                &other.worst,
-                other.subset.len(),
-                other.degree,
-                &other.subset,
-            )
+    }
+
+    /// Whether this model ranks before `other`.
+    fn beats(&self, other: &Scored) -> bool {
+        self.key() < other.key()
     }
 }
 

@@ -329,7 +329,12 @@ fn the_tie_break_prefers_lower_degree() {
         .collect();
     let fit = Fit::new(&g, &s).unwrap();
     assert_eq!(fit.terms.terms.len(), 1);
-    assert_eq!(fit.terms.terms[0].monomial.to_string(), "b");
+    assert_eq!(
+        fit.terms.terms[0].monomial.to_string(),
+        "b",
+        "{}",
+        fit.terms
+    );
 }
 
 fn term(coefficient: BigRational, monomial: &str) -> Term {
