@@ -28,8 +28,9 @@
 //! terms while the number of subsets enumerated stays within 1024 (every subset of
 //! every size for small grids); beyond that size, greedy forward selection from the
 //! best model of the largest size searched exhaustively: add the candidate that gives
-//! the best score, one term at a time, up to `points − 2` terms. The search stops early
-//! once a model predicts every held-out point exactly (no larger model can win).
+//! the best score, one term at a time, up to `points − 2` terms, and stop once two
+//! sizes in a row bring no better model. The search also stops as soon as a model
+//! predicts every held-out point exactly (no larger model can win the tie-break).
 //!
 //! **Tie-break:** lowest worst leave-one-out error, then fewer terms, then lower total
 //! degree (the sum of the degrees of the terms), then the earlier subset in the
@@ -70,6 +71,10 @@ pub const MAX_DEGREE: u8 = 2;
 /// How many subsets of candidate monomials are scored exhaustively before the search
 /// goes on greedily.
 const EXHAUSTIVE_BUDGET: u64 = 1024;
+
+/// How many sizes in a row greedy forward selection goes on without a better model
+/// before it stops.
+const GREEDY_PATIENCE: usize = 2;
 
 /// A point of a grid: each axis's value.
 pub type Point = BTreeMap<String, u64>;
@@ -981,13 +986,16 @@ fn next_subset(subset: &mut [usize], n: usize) -> bool {
 }
 
 /// The best model of at most `max_terms` terms: exhaustive while the subsets stay
-/// within [`EXHAUSTIVE_BUDGET`], then greedy forward selection.
+/// within [`EXHAUSTIVE_BUDGET`] (every single term at least), then greedy forward
+/// selection until [`GREEDY_PATIENCE`] sizes in a row bring no better model.
 fn search(design: &Design, max_terms: usize) -> Scored {
     let n = design.columns.len();
     let (mut best, mut frontier): (Option<Scored>, Option<Scored>) = (None, None);
     let mut spent = 0u64;
     let mut size = 0;
-    while size < max_terms && spent.saturating_add(choose(n, size + 1)) <= EXHAUSTIVE_BUDGET {
+    while size < max_terms
+        && (size == 0 || spent.saturating_add(choose(n, size + 1)) <= EXHAUSTIVE_BUDGET)
+    {
         size += 1;
         spent += choose(n, size);
         frontier = None;
@@ -1003,7 +1011,11 @@ fn search(design: &Design, max_terms: usize) -> Scored {
             break;
         }
     }
-    while size < max_terms && best.as_ref().is_some_and(|b| !b.worst.is_zero()) {
+    let mut stale = 0;
+    while size < max_terms
+        && stale < GREEDY_PATIENCE
+        && best.as_ref().is_some_and(|b| !b.worst.is_zero())
+    {
         size += 1;
         let Some(current) = frontier.take() else {
             break;
@@ -1014,6 +1026,12 @@ fn search(design: &Design, max_terms: usize) -> Scored {
             subset.sort_unstable();
             keep_best(&mut frontier, score(design, &subset));
         }
+        let improves = |f: &Scored| best.as_ref().is_none_or(|b| f.beats(b));
+        stale = if frontier.as_ref().is_some_and(improves) {
+            0
+        } else {
+            stale + 1
+        };
         keep_best(&mut best, frontier.clone());
     }
     best.expect("the constant model always scores: at least 3 points, leverage 1/n")
