@@ -4,6 +4,8 @@
 //!   rule lives in [`ledger::classify`]);
 //! - [`snapshot`] is the file format shared by the test harness and `cargo vramtest`;
 //! - [`policy`] decides whether a new result regressed against a snapshot;
+//! - [`axes`] fits figures measured over a grid of named axes as sums of monomials,
+//!   which predict configurations too large to run;
 //! - [`pool`] replays a stream through a model of CUDA's stream-ordered pool: what a
 //!   CPU run would allocate and reserve on a GPU.
 //!
@@ -11,6 +13,7 @@
 //! [`snapshot::write_atomic`] touch the file system, and only [`env`] reads the
 //! environment.
 
+pub mod axes;
 pub mod bytes;
 pub mod category;
 pub mod config;

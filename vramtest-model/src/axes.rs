@@ -1,0 +1,1038 @@
+//! The model behind named axes: every figure of a sweep over a grid of integer axes
+//! (`batch = [2, 4]`, `seq = [16, 32, 48]`, `layers = [1, 2, 3]`) fitted as a sparse
+//! sum of monomials of the axes, with exact rational coefficients, so that small runs
+//! predict a configuration nobody can run on a CPU (`layers = 32, seq = 4096`).
+//!
+//! # The model
+//!
+//! A [`Grid`] is a list of named axes, each with distinct positive values; its points
+//! are every combination of them. A figure measured at those points is fitted as
+//! `Σ coefficient × monomial`, where a [`Monomial`] raises each axis to a power from 0 up
+//! to `min(2, distinct values of that axis − 1)`: an axis measured at two values can
+//! only enter linearly, one measured at three or more may enter squared (attention
+//! scores grow with `seq²`). Products of axes are allowed (`batch·seq·layers`).
+//!
+//! # Choosing the terms
+//!
+//! Of all sums of candidate monomials, the fit keeps the one that predicts held-out
+//! points best. Each model is a least-squares fit over all points; its score is its
+//! **worst relative leave-one-out error**: for each point, the model refitted without
+//! that point predicts it, and the miss is divided by the point's value (by 1 byte
+//! when the value is 0). The leave-one-out residual comes exactly from the full fit
+//! (`residual / (1 − leverage)`), so each model costs one exact solve. A model may have
+//! at most `points − 2` terms, so every held-out refit is overdetermined or exact with
+//! one point to spare; a model in which a point alone determines a coefficient
+//! (leverage 1) cannot be checked and is not considered.
+//!
+//! **Search strategy:** exhaustive over every subset of the candidates of 1, 2, …
+//! terms while the number of subsets enumerated stays within 1024 (every subset of
+//! every size for small grids); beyond that size, greedy forward selection from the
+//! best model of the largest size searched exhaustively: add the candidate that gives
+//! the best score, one term at a time, up to `points − 2` terms, and stop once two
+//! sizes in a row bring no better model. The search also stops as soon as a model
+//! predicts every held-out point exactly (no larger model can win the tie-break).
+//!
+//! **Tie-break:** lowest worst leave-one-out error, then fewer terms, then lower total
+//! degree (the sum of the degrees of the terms), then the earlier subset in the
+//! candidates' order (by degree, then by the axes' order).
+//!
+//! A fit whose worst leave-one-out error exceeds 2% ([`FLAG_PPM`]) is
+//! [flagged](Fit::flagged): its [`Prediction`]s carry the flag and
+//! [`Prediction::trusted`] refuses them, so it is never extrapolated silently.
+//!
+//! # Exactness
+//!
+//! Everything is exact: the normal equations are solved with fraction-free
+//! (Bareiss) Gauss–Jordan elimination on big integers, coefficients are reduced big
+//! rationals, and a [`Fit`] serializes them as strings (`"512"`, `"-7/3"`), its error
+//! as integer parts per million, so the same measurements give the same snapshot on
+//! every machine and no grid (at most [`MAX_POINTS`] points, any byte counts) can
+//! overflow.
+
+use crate::bytes::HumanBytes;
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// The most points a grid may have (each one is a process of its own).
+pub const MAX_POINTS: u64 = 256;
+
+/// Worst relative leave-one-out error, in parts per million, above which a fit is
+/// flagged and its predictions are not trusted (2%).
+pub const FLAG_PPM: u64 = 20_000;
+
+/// The highest power an axis may have in a monomial.
+pub const MAX_DEGREE: u8 = 2;
+
+/// How many subsets of candidate monomials are scored exhaustively before the search
+/// goes on greedily.
+const EXHAUSTIVE_BUDGET: u64 = 1024;
+
+/// How many sizes in a row greedy forward selection goes on without a better model
+/// before it stops.
+const GREEDY_PATIENCE: usize = 2;
+
+/// A point of a grid: each axis's value.
+pub type Point = BTreeMap<String, u64>;
+
+/// What is wrong with axes, a point, a series or a stored fit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AxesError {
+    /// A grid without axes.
+    #[error("no axes (hint: name at least one, like `batch = [1, 2, 4]`)")]
+    NoAxes,
+    /// An axis name that is not an identifier.
+    #[error(
+        "axis name `{axis}` is not a name: use letters, digits and `_`, not starting with a digit"
+    )]
+    BadName {
+        /// The name given.
+        axis: String,
+    },
+    /// The same axis named twice.
+    #[error("axis `{axis}` is declared twice")]
+    DuplicateAxis {
+        /// The axis.
+        axis: String,
+    },
+    /// An axis without values.
+    #[error("axis `{axis}` has no values (hint: give at least two, like `{axis} = [1, 2]`)")]
+    Empty {
+        /// The axis.
+        axis: String,
+    },
+    /// An axis value of 0.
+    #[error("axis `{axis}` has the value 0; axis values must be positive")]
+    Zero {
+        /// The axis.
+        axis: String,
+    },
+    /// A value listed twice.
+    #[error("axis `{axis}` lists {value} twice; axis values must be distinct")]
+    Duplicate {
+        /// The axis.
+        axis: String,
+        /// The repeated value.
+        value: u64,
+    },
+    /// An axis with too few values for any model.
+    #[error(
+        "axis `{axis}` has {values} distinct value(s); the model needs at least {needed} (hint: a model has at most points − 2 terms, checked by leave-one-out)"
+    )]
+    TooFewValues {
+        /// The axis.
+        axis: String,
+        /// Its distinct values.
+        values: usize,
+        /// How many it needs.
+        needed: usize,
+    },
+    /// A grid with more than [`MAX_POINTS`] points.
+    #[error("the grid {shape} has {points} points; at most {MAX_POINTS} are allowed")]
+    TooManyPoints {
+        /// The axes and their sizes (`batch(2) × seq(3)`).
+        shape: String,
+        /// How many points it has.
+        points: u128,
+    },
+    /// A point naming an axis the grid does not have.
+    #[error("unknown axis `{axis}` (the axes are {known})")]
+    UnknownAxis {
+        /// The name given.
+        axis: String,
+        /// The grid's axes, comma separated.
+        known: String,
+    },
+    /// A point without a value for one of the axes.
+    #[error("no value for axis `{axis}` (the axes are {known})")]
+    MissingAxis {
+        /// The axis.
+        axis: String,
+        /// The grid's axes, comma separated.
+        known: String,
+    },
+    /// A series with too few points for any model.
+    #[error("a series of {points} point(s) cannot be fitted: the model needs at least 3")]
+    TooFewPoints {
+        /// How many points it has.
+        points: usize,
+    },
+    /// A stored monomial that does not parse.
+    #[error("monomial `{text}`: {reason}")]
+    BadMonomial {
+        /// The text.
+        text: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A stored coefficient that is not an integer or a fraction.
+    #[error("coefficient `{text}` is not an integer or a fraction `n/d`")]
+    BadCoefficient {
+        /// The text.
+        text: String,
+    },
+    /// A predicted byte count beyond 64 bits.
+    #[error("the predicted figure {bytes} B does not fit in 64 bits")]
+    TooLarge {
+        /// The exact prediction, rounded up.
+        bytes: String,
+    },
+    /// A prediction from a flagged fit, asked to be trusted.
+    #[error(
+        "the fit misses a held-out point by {ppm} ppm (over {FLAG_PPM} ppm): its prediction is not trusted"
+    )]
+    Flagged {
+        /// The fit's worst leave-one-out error, in parts per million.
+        ppm: u64,
+    },
+    /// A figure the scaling does not have.
+    #[error("no figure `{figure}` in the scaling")]
+    UnknownFigure {
+        /// The name given.
+        figure: String,
+    },
+    /// A figure that could not be fitted.
+    #[error("figure `{figure}`: {source}")]
+    Figure {
+        /// The figure.
+        figure: String,
+        /// Why.
+        source: Box<AxesError>,
+    },
+    /// A maximum over no phases.
+    #[error("no phases to take the maximum of")]
+    NoPhases,
+}
+
+/// One axis of a grid: a name and its distinct positive values, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Axis {
+    /// The axis's name (`seq`).
+    pub name: String,
+    /// Its values.
+    pub values: Vec<u64>,
+}
+
+/// Named integer axes; their points are every combination of the values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grid {
+    axes: Vec<Axis>,
+}
+
+fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn check_axis(name: &str, values: &[u64]) -> Result<(), AxesError> {
+    let axis = || name.to_owned();
+    if !is_name(name) {
+        return Err(AxesError::BadName { axis: axis() });
+    }
+    if values.is_empty() {
+        return Err(AxesError::Empty { axis: axis() });
+    }
+    if values.contains(&0) {
+        return Err(AxesError::Zero { axis: axis() });
+    }
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            return Err(AxesError::Duplicate {
+                axis: axis(),
+                value: *v,
+            });
+        }
+    }
+    if values.len() < 2 {
+        return Err(AxesError::TooFewValues {
+            axis: axis(),
+            values: values.len(),
+            needed: 2,
+        });
+    }
+    Ok(())
+}
+
+impl Grid {
+    /// A grid of these axes, in this order (the order of [`Grid::points`] and of the
+    /// factors in a monomial). Every axis needs at least two distinct positive values,
+    /// the grid at least 3 and at most [`MAX_POINTS`] points.
+    pub fn new<I, S>(axes: I) -> Result<Grid, AxesError>
+    where
+        I: IntoIterator<Item = (S, Vec<u64>)>,
+        S: Into<String>,
+    {
+        let mut out: Vec<Axis> = Vec::new();
+        for (name, values) in axes {
+            let name = name.into();
+            check_axis(&name, &values)?;
+            if out.iter().any(|a| a.name == name) {
+                return Err(AxesError::DuplicateAxis { axis: name });
+            }
+            out.push(Axis { name, values });
+        }
+        if out.is_empty() {
+            return Err(AxesError::NoAxes);
+        }
+        let points: u128 = out.iter().map(|a| a.values.len() as u128).product();
+        if points > u128::from(MAX_POINTS) {
+            let shape = out
+                .iter()
+                .map(|a| format!("{}({})", a.name, a.values.len()))
+                .collect::<Vec<_>>()
+                .join(" × ");
+            return Err(AxesError::TooManyPoints { shape, points });
+        }
+        if points < 3 {
+            return Err(AxesError::TooFewValues {
+                axis: out[0].name.clone(),
+                values: out[0].values.len(),
+                needed: 3,
+            });
+        }
+        Ok(Grid { axes: out })
+    }
+
+    /// The grid of a stored scaling's axes (in the names' order).
+    pub fn from_map(axes: &BTreeMap<String, Vec<u64>>) -> Result<Grid, AxesError> {
+        Grid::new(axes.iter().map(|(k, v)| (k.clone(), v.clone())))
+    }
+
+    /// The axes as a map (what a snapshot stores).
+    pub fn to_map(&self) -> BTreeMap<String, Vec<u64>> {
+        self.axes
+            .iter()
+            .map(|a| (a.name.clone(), a.values.clone()))
+            .collect()
+    }
+
+    /// The axes, in order.
+    pub fn axes(&self) -> &[Axis] {
+        &self.axes
+    }
+
+    /// How many points the grid has.
+    pub fn len(&self) -> usize {
+        self.axes.iter().map(|a| a.values.len()).product()
+    }
+
+    /// Never true: a grid has at least 3 points.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every combination of the axes' values: the last axis varies fastest, each axis
+    /// through its values in the order given.
+    pub fn points(&self) -> Vec<Point> {
+        let mut points = vec![Point::new()];
+        for axis in &self.axes {
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    axis.values.iter().map(move |&v| {
+                        let mut q = p.clone();
+                        q.insert(axis.name.clone(), v);
+                        q
+                    })
+                })
+                .collect();
+        }
+        points
+    }
+
+    fn known(&self) -> String {
+        let names: Vec<&str> = self.axes.iter().map(|a| a.name.as_str()).collect();
+        names.join(", ")
+    }
+
+    /// Checks that `point` gives every axis a positive value and names no other.
+    pub fn check_point(&self, point: &Point) -> Result<(), AxesError> {
+        for name in point.keys() {
+            if !self.axes.iter().any(|a| &a.name == name) {
+                return Err(AxesError::UnknownAxis {
+                    axis: name.clone(),
+                    known: self.known(),
+                });
+            }
+        }
+        for axis in &self.axes {
+            match point.get(&axis.name) {
+                None => {
+                    return Err(AxesError::MissingAxis {
+                        axis: axis.name.clone(),
+                        known: self.known(),
+                    });
+                }
+                Some(0) => {
+                    return Err(AxesError::Zero {
+                        axis: axis.name.clone(),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A product of axes, each to a power 1 or 2 (`batch·seq²`); the empty product is the
+/// constant 1. Written and stored as its factors joined by `·`, a square as `²`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Monomial {
+    powers: Vec<(String, u8)>,
+}
+
+impl Monomial {
+    /// The constant monomial 1.
+    pub fn constant() -> Monomial {
+        Monomial::default()
+    }
+
+    /// A monomial of these axes and powers (powers of 0 are left out).
+    pub fn new<S: Into<String>>(powers: impl IntoIterator<Item = (S, u8)>) -> Monomial {
+        Monomial {
+            powers: powers
+                .into_iter()
+                .filter(|(_, p)| *p > 0)
+                .map(|(s, p)| (s.into(), p))
+                .collect(),
+        }
+    }
+
+    /// Each axis and its power, in order (none for the constant).
+    pub fn powers(&self) -> &[(String, u8)] {
+        &self.powers
+    }
+
+    /// The sum of the powers.
+    pub fn degree(&self) -> u32 {
+        self.powers.iter().map(|(_, p)| u32::from(*p)).sum()
+    }
+
+    /// The monomial's value at `point`.
+    pub fn eval(&self, point: &Point) -> Result<BigInt, AxesError> {
+        let mut value = BigInt::one();
+        for (axis, power) in &self.powers {
+            let v = point.get(axis).ok_or_else(|| AxesError::MissingAxis {
+                axis: axis.clone(),
+                known: self.names(),
+            })?;
+            value *= BigInt::from(*v).pow(u32::from(*power));
+        }
+        Ok(value)
+    }
+
+    fn names(&self) -> String {
+        let names: Vec<&str> = self.powers.iter().map(|(a, _)| a.as_str()).collect();
+        names.join(", ")
+    }
+}
+
+impl fmt::Display for Monomial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.powers.is_empty() {
+            return f.write_str("1");
+        }
+        for (i, (axis, power)) in self.powers.iter().enumerate() {
+            if i > 0 {
+                f.write_str("·")?;
+            }
+            f.write_str(axis)?;
+            if *power == 2 {
+                f.write_str("²")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Monomial {
+    type Err = AxesError;
+
+    fn from_str(text: &str) -> Result<Monomial, AxesError> {
+        let bad = |reason| AxesError::BadMonomial {
+            text: text.to_owned(),
+            reason,
+        };
+        if text == "1" {
+            return Ok(Monomial::constant());
+        }
+        let mut powers: Vec<(String, u8)> = Vec::new();
+        for factor in text.split('·') {
+            let (name, power) = match factor.strip_suffix('²') {
+                Some(name) => (name, 2),
+                None => (factor, 1),
+            };
+            if !is_name(name) {
+                return Err(bad("a factor is not an axis name"));
+            }
+            if powers.iter().any(|(a, _)| a == name) {
+                return Err(bad("an axis appears twice"));
+            }
+            powers.push((name.to_owned(), power));
+        }
+        Ok(Monomial { powers })
+    }
+}
+
+impl Serialize for Monomial {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Monomial {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Monomial, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+mod rational_text {
+    //! A big rational stored as the text `n` or `n/d`.
+    use super::{AxesError, BigRational};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(r: &BigRational, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(r)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BigRational, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse()
+            .map_err(|_| serde::de::Error::custom(AxesError::BadCoefficient { text }))
+    }
+}
+
+/// `coefficient × monomial`, the coefficient in bytes (an exact rational).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Term {
+    /// Bytes per unit of the monomial.
+    #[serde(with = "rational_text")]
+    pub coefficient: BigRational,
+    /// The product of axes it multiplies.
+    pub monomial: Monomial,
+}
+
+/// A sum of terms: a figure's bytes as a function of the axes.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Formula {
+    /// The terms, constant first, then by degree (highest first).
+    pub terms: Vec<Term>,
+}
+
+impl Formula {
+    /// The exact value at `point`.
+    pub fn eval(&self, point: &Point) -> Result<BigRational, AxesError> {
+        let mut sum = BigRational::zero();
+        for term in &self.terms {
+            sum += &term.coefficient * BigRational::from_integer(term.monomial.eval(point)?);
+        }
+        Ok(sum)
+    }
+
+    /// The value at `point` rounded up to whole bytes; 0 where the formula is negative.
+    pub fn bytes(&self, point: &Point) -> Result<u64, AxesError> {
+        let exact = self.eval(point)?;
+        let up = exact.ceil().to_integer();
+        if up.is_negative() {
+            return Ok(0);
+        }
+        up.to_u64().ok_or_else(|| AxesError::TooLarge {
+            bytes: up.to_string(),
+        })
+    }
+}
+
+/// A coefficient in people's units: whole bytes via [`HumanBytes`], a fraction of a
+/// byte with two decimals.
+fn human_coefficient(c: &BigRational) -> String {
+    let a = c.abs();
+    if a.is_integer() || a >= BigRational::from_integer(1024.into()) {
+        return match a.round().to_integer().to_u64() {
+            Some(n) => HumanBytes(n).to_string(),
+            None => format!("{} B", a.round()),
+        };
+    }
+    let hundredths = (a * BigRational::from_integer(100.into()))
+        .round()
+        .to_integer();
+    let (units, cents) = (&hundredths / 100, &hundredths % 100);
+    format!("{units}.{cents:0>2} B")
+}
+
+impl fmt::Display for Formula {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.terms.is_empty() {
+            return f.write_str("0 B");
+        }
+        for (i, term) in self.terms.iter().enumerate() {
+            let negative = term.coefficient.is_negative();
+            match (i, negative) {
+                (0, true) => f.write_str("-")?,
+                (0, false) => {}
+                (_, true) => f.write_str(" - ")?,
+                (_, false) => f.write_str(" + ")?,
+            }
+            f.write_str(&human_coefficient(&term.coefficient))?;
+            if term.monomial.degree() > 0 {
+                write!(f, " × {}", term.monomial)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A figure's fitted model and how well it predicts held-out points.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fit {
+    /// The chosen formula.
+    pub terms: Formula,
+    /// The worst relative leave-one-out error, in parts per million, rounded up.
+    pub loo_error_ppm: u64,
+}
+
+/// A figure predicted at a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a prediction may be flagged: check `flagged` or call `trusted`"]
+pub struct Prediction {
+    /// The predicted bytes, rounded up (0 where the formula is negative).
+    pub bytes: u64,
+    /// The fit's worst leave-one-out error, in parts per million.
+    pub loo_error_ppm: u64,
+    /// Whether the fit is flagged (the prediction is not to be trusted).
+    pub flagged: bool,
+}
+
+impl Prediction {
+    /// The bytes, or [`AxesError::Flagged`] when the fit is flagged.
+    pub fn trusted(self) -> Result<u64, AxesError> {
+        if self.flagged {
+            Err(AxesError::Flagged {
+                ppm: self.loo_error_ppm,
+            })
+        } else {
+            Ok(self.bytes)
+        }
+    }
+}
+
+impl Fit {
+    /// Fits `series` (each point of `grid` that was measured, with its bytes): see the
+    /// module's documentation for the model and the search.
+    pub fn new(grid: &Grid, series: &[(Point, u64)]) -> Result<Fit, AxesError> {
+        for (point, _) in series {
+            grid.check_point(point)?;
+        }
+        if series.len() < 3 {
+            return Err(AxesError::TooFewPoints {
+                points: series.len(),
+            });
+        }
+        let candidates = candidates(grid, series);
+        let design = Design::new(&candidates, series)?;
+        let max_terms = (series.len() - 2).min(candidates.len());
+        let best = search(&design, max_terms);
+        let mut terms: Vec<(Term, Vec<u8>)> = best
+            .subset
+            .iter()
+            .zip(best.coefficients)
+            .filter(|(_, c)| !c.is_zero())
+            .map(|(&i, coefficient)| {
+                let term = Term {
+                    coefficient,
+                    monomial: candidates[i].monomial.clone(),
+                };
+                (term, candidates[i].exponents.clone())
+            })
+            .collect();
+        terms.sort_by(|(_, a), (_, b)| {
+            let degree = |e: &[u8]| e.iter().map(|&p| u32::from(p)).sum::<u32>();
+            let constant = |e: &[u8]| degree(e) != 0;
+            (constant(a), degree(b), b).cmp(&(constant(b), degree(a), a))
+        });
+        Ok(Fit {
+            terms: Formula {
+                terms: terms.into_iter().map(|(t, _)| t).collect(),
+            },
+            loo_error_ppm: ppm(&best.worst),
+        })
+    }
+
+    /// Whether the worst leave-one-out error exceeds 2% ([`FLAG_PPM`]).
+    pub fn flagged(&self) -> bool {
+        self.loo_error_ppm > FLAG_PPM
+    }
+
+    /// The figure at `point` (which must give every axis of the formula a value),
+    /// carrying the fit's flag.
+    pub fn predict(&self, point: &Point) -> Result<Prediction, AxesError> {
+        Ok(Prediction {
+            bytes: self.terms.bytes(point)?,
+            loo_error_ppm: self.loo_error_ppm,
+            flagged: self.flagged(),
+        })
+    }
+}
+
+/// `⌈error × 10⁶⌉`, saturating: so that `ppm > FLAG_PPM` exactly when the error
+/// exceeds 2%.
+fn ppm(error: &BigRational) -> u64 {
+    (error * BigRational::from_integer(1_000_000.into()))
+        .ceil()
+        .to_integer()
+        .to_u64()
+        .unwrap_or(u64::MAX)
+}
+
+/// Every figure of a sweep over named axes, fitted: what a snapshot keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AxesScaling {
+    /// Each axis and its values.
+    pub axes: BTreeMap<String, Vec<u64>>,
+    /// Each figure's fit.
+    pub figures: BTreeMap<String, Fit>,
+}
+
+impl AxesScaling {
+    /// Fits every figure's series on `grid`; an error names the figure.
+    pub fn fit(
+        grid: &Grid,
+        series: &BTreeMap<String, Vec<(Point, u64)>>,
+    ) -> Result<AxesScaling, AxesError> {
+        let mut figures = BTreeMap::new();
+        for (figure, points) in series {
+            let fit = Fit::new(grid, points).map_err(|e| AxesError::Figure {
+                figure: figure.clone(),
+                source: Box::new(e),
+            })?;
+            figures.insert(figure.clone(), fit);
+        }
+        Ok(AxesScaling {
+            axes: grid.to_map(),
+            figures,
+        })
+    }
+
+    /// The grid of the stored axes (checked again: a snapshot may have been edited).
+    pub fn grid(&self) -> Result<Grid, AxesError> {
+        Grid::from_map(&self.axes)
+    }
+
+    /// `figure` at `point`, which must give every axis a positive value and name no
+    /// other.
+    pub fn predict(&self, figure: &str, point: &Point) -> Result<Prediction, AxesError> {
+        self.grid()?.check_point(point)?;
+        let fit = self
+            .figures
+            .get(figure)
+            .ok_or_else(|| AxesError::UnknownFigure {
+                figure: figure.to_owned(),
+            })?;
+        fit.predict(point)
+    }
+}
+
+/// The maximum over phases of a figure that is a maximum over time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a maximum may be flagged: check `flagged`"]
+pub struct PhaseMax {
+    /// The phase predicted highest (the first of equals).
+    pub phase: String,
+    /// Its predicted bytes.
+    pub bytes: u64,
+    /// The worst leave-one-out error among the phases, in parts per million.
+    pub loo_error_ppm: u64,
+    /// Whether any phase's fit is flagged (a flagged phase might dominate).
+    pub flagged: bool,
+}
+
+/// Predicts each phase's fit at `point` and takes the maximum, so a change of which
+/// phase dominates between the grid and the point is followed.
+pub fn predict_max<'a, I>(phases: I, point: &Point) -> Result<PhaseMax, AxesError>
+where
+    I: IntoIterator<Item = (&'a str, &'a Fit)>,
+{
+    let mut best: Option<PhaseMax> = None;
+    for (phase, fit) in phases {
+        let p = fit.predict(point)?;
+        let (worst, flagged) = match &best {
+            Some(b) => (b.loo_error_ppm.max(p.loo_error_ppm), b.flagged || p.flagged),
+            None => (p.loo_error_ppm, p.flagged),
+        };
+        let higher = best.as_ref().is_none_or(|b| p.bytes > b.bytes);
+        let (phase, bytes) = match (&best, higher) {
+            (Some(b), false) => (b.phase.clone(), b.bytes),
+            _ => (phase.to_owned(), p.bytes),
+        };
+        best = Some(PhaseMax {
+            phase,
+            bytes,
+            loo_error_ppm: worst,
+            flagged,
+        });
+    }
+    best.ok_or(AxesError::NoPhases)
+}
+
+/// A candidate monomial, with its exponents in the grid's axis order.
+struct Candidate {
+    monomial: Monomial,
+    exponents: Vec<u8>,
+}
+
+/// Every monomial the series allows: each axis up to `min(2, distinct values − 1)`,
+/// ordered by degree, then by the exponents in the axes' order.
+fn candidates(grid: &Grid, series: &[(Point, u64)]) -> Vec<Candidate> {
+    let caps: Vec<u8> = grid
+        .axes
+        .iter()
+        .map(|axis| {
+            let mut seen: Vec<u64> = series.iter().map(|(p, _)| p[&axis.name]).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            (seen.len() - 1).min(usize::from(MAX_DEGREE)) as u8
+        })
+        .collect();
+    let mut all: Vec<Vec<u8>> = vec![Vec::new()];
+    for &cap in &caps {
+        all = all
+            .into_iter()
+            .flat_map(|e| {
+                (0..=cap).map(move |p| {
+                    let mut e = e.clone();
+                    e.push(p);
+                    e
+                })
+            })
+            .collect();
+    }
+    all.sort_by_key(|e| (e.iter().map(|&p| u32::from(p)).sum::<u32>(), e.clone()));
+    all.into_iter()
+        .map(|exponents| Candidate {
+            monomial: Monomial::new(
+                grid.axes
+                    .iter()
+                    .zip(&exponents)
+                    .map(|(a, &p)| (a.name.clone(), p)),
+            ),
+            exponents,
+        })
+        .collect()
+}
+
+/// The candidates' values at every point, and the measured bytes.
+struct Design {
+    columns: Vec<Vec<BigInt>>,
+    degrees: Vec<u32>,
+    y: Vec<BigInt>,
+}
+
+impl Design {
+    fn new(candidates: &[Candidate], series: &[(Point, u64)]) -> Result<Design, AxesError> {
+        let mut columns = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            let column = series
+                .iter()
+                .map(|(p, _)| c.monomial.eval(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            columns.push(column);
+        }
+        Ok(Design {
+            columns,
+            degrees: candidates.iter().map(|c| c.monomial.degree()).collect(),
+            y: series.iter().map(|(_, b)| BigInt::from(*b)).collect(),
+        })
+    }
+}
+
+/// A scored model: a subset of the candidates and its least-squares coefficients.
+#[derive(Clone)]
+struct Scored {
+    worst: BigRational,
+    degree: u32,
+    subset: Vec<usize>,
+    coefficients: Vec<BigRational>,
+}
+
+impl Scored {
+    /// What models are ranked by (lowest first): the worst error, then the number of
+    /// terms, then the total degree, then the subset itself.
+    fn key(&self) -> (&BigRational, usize, u32, &[usize]) {
+        (&self.worst, self.subset.len(), self.degree, &self.subset)
+    }
+
+    /// Whether this model ranks before `other`.
+    fn beats(&self, other: &Scored) -> bool {
+        self.key() < other.key()
+    }
+}
+
+fn keep_best(best: &mut Option<Scored>, candidate: Option<Scored>) {
+    if let Some(c) = candidate
+        && best.as_ref().is_none_or(|b| c.beats(b))
+    {
+        *best = Some(c);
+    }
+}
+
+fn dot(a: &[BigInt], b: &[BigInt]) -> BigInt {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Fraction-free (Bareiss) Gauss–Jordan elimination of the `k` first columns of `m`
+/// (a symmetric positive semi-definite block, so no pivoting: a zero pivot means a
+/// singular block). Returns the last pivot `D`; the block becomes `D·I` and every
+/// other column `D·` its solution. `None` when singular.
+fn gauss_jordan(m: &mut [Vec<BigInt>], k: usize) -> Option<BigInt> {
+    let mut previous = BigInt::one();
+    for p in 0..k {
+        if m[p][p].is_zero() {
+            return None;
+        }
+        let pivot_row = m[p].clone();
+        let pivot = &pivot_row[p];
+        for (r, row) in m.iter_mut().enumerate() {
+            if r == p {
+                continue;
+            }
+            let factor = row[p].clone();
+            for (x, q) in row.iter_mut().zip(&pivot_row) {
+                *x = (pivot * &*x - &factor * q) / &previous;
+            }
+        }
+        previous = pivot.clone();
+    }
+    Some(previous)
+}
+
+/// Scores the least-squares model of `subset`: `None` when its normal equations are
+/// singular or a point has leverage 1 (its leave-one-out refit is undetermined).
+fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
+    let k = subset.len();
+    let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.columns[s]).collect();
+    let mut m: Vec<Vec<BigInt>> = (0..k)
+        .map(|r| {
+            let mut row: Vec<BigInt> = cols.iter().map(|c| dot(cols[r], c)).collect();
+            row.extend((0..k).map(|c| BigInt::from(u8::from(c == r))));
+            row.push(dot(cols[r], &design.y));
+            row
+        })
+        .collect();
+    let d = gauss_jordan(&mut m, k)?;
+    let mut worst = BigRational::zero();
+    for (i, y) in design.y.iter().enumerate() {
+        let x: Vec<&BigInt> = cols.iter().map(|c| &c[i]).collect();
+        let fitted: BigInt = x.iter().zip(&m).map(|(xj, row)| *xj * &row[2 * k]).sum();
+        let leverage: BigInt = x
+            .iter()
+            .zip(&m)
+            .map(|(xj, row)| {
+                *xj * x
+                    .iter()
+                    .zip(&row[k..2 * k])
+                    .map(|(xl, a)| *xl * a)
+                    .sum::<BigInt>()
+            })
+            .sum();
+        let denominator = &d - leverage;
+        if denominator.is_zero() {
+            return None;
+        }
+        let scale = y.clone().max(BigInt::one());
+        let error = BigRational::new((&d * y - fitted).abs(), denominator.abs() * scale);
+        worst = worst.max(error);
+    }
+    Some(Scored {
+        worst,
+        degree: subset.iter().map(|&s| design.degrees[s]).sum(),
+        subset: subset.to_vec(),
+        coefficients: m
+            .iter()
+            .map(|row| BigRational::new(row[2 * k].clone(), d.clone()))
+            .collect(),
+    })
+}
+
+/// Binomial coefficient, saturating.
+fn choose(n: usize, k: usize) -> u64 {
+    (0..k).fold(1u64, |acc, i| {
+        acc.saturating_mul((n - i) as u64) / (i as u64 + 1)
+    })
+}
+
+/// The next `k`-subset of `0..n` in lexicographic order; false after the last.
+fn next_subset(subset: &mut [usize], n: usize) -> bool {
+    let k = subset.len();
+    for i in (0..k).rev() {
+        if subset[i] < n - k + i {
+            subset[i] += 1;
+            for j in i + 1..k {
+                subset[j] = subset[j - 1] + 1;
+            }
+            return true;
+        }
+    }
+    false
+}
+
+/// The best model of at most `max_terms` terms: exhaustive while the subsets stay
+/// within [`EXHAUSTIVE_BUDGET`] (every single term at least), then greedy forward
+/// selection until [`GREEDY_PATIENCE`] sizes in a row bring no better model.
+fn search(design: &Design, max_terms: usize) -> Scored {
+    let n = design.columns.len();
+    let (mut best, mut frontier): (Option<Scored>, Option<Scored>) = (None, None);
+    let mut spent = 0u64;
+    let mut size = 0;
+    while size < max_terms
+        && (size == 0 || spent.saturating_add(choose(n, size + 1)) <= EXHAUSTIVE_BUDGET)
+    {
+        size += 1;
+        spent += choose(n, size);
+        frontier = None;
+        let mut subset: Vec<usize> = (0..size).collect();
+        loop {
+            keep_best(&mut frontier, score(design, &subset));
+            if !next_subset(&mut subset, n) {
+                break;
+            }
+        }
+        keep_best(&mut best, frontier.clone());
+        if best.as_ref().is_some_and(|b| b.worst.is_zero()) {
+            break;
+        }
+    }
+    let mut stale = 0;
+    while size < max_terms
+        && stale < GREEDY_PATIENCE
+        && best.as_ref().is_some_and(|b| !b.worst.is_zero())
+    {
+        size += 1;
+        let Some(current) = frontier.take() else {
+            break;
+        };
+        for extra in (0..n).filter(|e| !current.subset.contains(e)) {
+            let mut subset = current.subset.clone();
+            subset.push(extra);
+            subset.sort_unstable();
+            keep_best(&mut frontier, score(design, &subset));
+        }
+        let improves = |f: &Scored| best.as_ref().is_none_or(|b| f.beats(b));
+        stale = if frontier.as_ref().is_some_and(improves) {
+            0
+        } else {
+            stale + 1
+        };
+        keep_best(&mut best, frontier.clone());
+    }
+    best.expect("the constant model always scores: at least 3 points, leverage 1/n")
+}

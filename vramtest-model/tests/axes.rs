@@ -1,0 +1,546 @@
+//! The named-axes model against independent analytic formulas: series made from known
+//! polynomials of the axes (a transformer's parameters, activations, attention scores,
+//! logits) must give those polynomials back, and predict points far outside the grid
+//! exactly; a series no low-degree polynomial explains must be flagged.
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use vramtest_model::axes::{
+    AxesError, AxesScaling, FLAG_PPM, Fit, Formula, Grid, MAX_POINTS, Monomial, Point, Term,
+    predict_max,
+};
+
+fn point(values: &[(&str, u64)]) -> Point {
+    values.iter().map(|&(k, v)| (k.to_owned(), v)).collect()
+}
+
+fn grid(axes: &[(&str, &[u64])]) -> Grid {
+    Grid::new(axes.iter().map(|&(k, v)| (k, v.to_vec()))).unwrap()
+}
+
+/// Every point of `grid` with `f` of it.
+fn series(grid: &Grid, f: impl Fn(&Point) -> u64) -> Vec<(Point, u64)> {
+    grid.points()
+        .into_iter()
+        .map(|p| (p.clone(), f(&p)))
+        .collect()
+}
+
+fn ax(p: &Point, name: &str) -> u64 {
+    p[name]
+}
+
+/// Fits `f` on `grid`, then checks the fit is exact, unflagged, has `terms` terms and
+/// predicts `f` exactly at every point of `far` (outside the grid).
+fn recovers(grid: &Grid, f: impl Fn(&Point) -> u64, terms: usize, far: &[Point]) -> Fit {
+    let fit = Fit::new(grid, &series(grid, &f)).unwrap();
+    assert_eq!(fit.loo_error_ppm, 0, "{}", fit.terms);
+    assert!(!fit.flagged());
+    assert_eq!(fit.terms.terms.len(), terms, "{}", fit.terms);
+    for p in grid.points().iter().chain(far) {
+        let exact = fit.terms.eval(p).unwrap();
+        assert_eq!(
+            exact,
+            BigRational::from_integer(BigInt::from(f(p))),
+            "at {p:?}"
+        );
+        assert_eq!(fit.predict(p).unwrap().trusted().unwrap(), f(p), "at {p:?}");
+    }
+    fit
+}
+
+#[test]
+fn parameters_grow_with_layers_and_the_square_of_the_hidden_size() {
+    // Per layer 12·h² weights (attention 4h², MLP 8h²), an embedding of vocab × h,
+    // 4 bytes each.
+    let vocab = 1000;
+    let params =
+        |p: &Point| 4 * (ax(p, "layers") * 12 * ax(p, "hidden").pow(2) + vocab * ax(p, "hidden"));
+    let g = grid(&[("layers", &[1, 2, 3]), ("hidden", &[8, 16, 32])]);
+    let far = [point(&[("layers", 32), ("hidden", 4096)])];
+    recovers(&g, params, 2, &far);
+}
+
+#[test]
+fn activations_grow_with_batch_seq_and_layers() {
+    let c = 34 * 64;
+    let weights = 3 << 20;
+    let f = |p: &Point| weights + c * ax(p, "batch") * ax(p, "seq") * ax(p, "layers");
+    let g = grid(&[
+        ("batch", &[2, 4]),
+        ("seq", &[16, 32, 48]),
+        ("layers", &[1, 2, 3]),
+    ]);
+    let far = [
+        point(&[("batch", 8), ("seq", 4096), ("layers", 32)]),
+        point(&[("batch", 1), ("seq", 96), ("layers", 6)]),
+    ];
+    let fit = recovers(&g, f, 2, &far);
+    assert_eq!(
+        fit.terms.to_string(),
+        format!(
+            "3.00 MiB + {} × batch·seq·layers",
+            vramtest_model::HumanBytes(c)
+        )
+    );
+}
+
+#[test]
+fn attention_scores_grow_with_the_square_of_seq() {
+    let f = |p: &Point| 4 * ax(p, "batch") * ax(p, "heads") * ax(p, "seq").pow(2) * ax(p, "layers");
+    let g = grid(&[
+        ("batch", &[1, 2]),
+        ("heads", &[2, 4]),
+        ("seq", &[8, 16, 32]),
+        ("layers", &[1, 2]),
+    ]);
+    let far = [point(&[
+        ("batch", 8),
+        ("heads", 32),
+        ("seq", 4096),
+        ("layers", 32),
+    ])];
+    let fit = recovers(&g, f, 1, &far);
+    assert_eq!(
+        fit.terms.terms[0].monomial.to_string(),
+        "batch·heads·seq²·layers"
+    );
+}
+
+#[test]
+fn logits_grow_with_batch_seq_and_vocab() {
+    let f = |p: &Point| 4 * ax(p, "batch") * ax(p, "seq") * ax(p, "vocab") + 4096;
+    let g = grid(&[
+        ("batch", &[1, 2, 3]),
+        ("seq", &[4, 8]),
+        ("vocab", &[100, 300]),
+    ]);
+    let far = [point(&[("batch", 8), ("seq", 4096), ("vocab", 32_000)])];
+    recovers(&g, f, 2, &far);
+}
+
+#[test]
+fn a_whole_step_is_the_sum_of_its_tensors() {
+    // Parameters and AdamW state per layer, activations, attention scores, logits.
+    let f = |p: &Point| {
+        let (b, s, l) = (ax(p, "batch"), ax(p, "seq"), ax(p, "layers"));
+        (1 << 20)
+            + 16 * 12 * 64 * 64 * l
+            + 34 * 64 * b * s * l
+            + 4 * 8 * b * s * s * l
+            + 4 * 500 * b * s
+    };
+    let g = grid(&[
+        ("batch", &[2, 4]),
+        ("seq", &[16, 32, 48]),
+        ("layers", &[1, 2, 3]),
+    ]);
+    let far = [point(&[("batch", 8), ("seq", 4096), ("layers", 32)])];
+    recovers(&g, f, 5, &far);
+}
+
+#[test]
+fn a_noisy_series_is_flagged_and_not_trusted() {
+    let g = grid(&[("batch", &[1, 2, 3, 4]), ("seq", &[8, 16])]);
+    // Bytes that jump around by a factor of several between neighbouring points.
+    let bumps = [100, 9000, 250, 7000, 40, 12000, 3000, 5];
+    let s: Vec<(Point, u64)> = g.points().into_iter().zip(bumps).collect();
+    let fit = Fit::new(&g, &s).unwrap();
+    assert!(
+        fit.loo_error_ppm > FLAG_PPM,
+        "{} {}",
+        fit.terms,
+        fit.loo_error_ppm
+    );
+    assert!(fit.flagged());
+    let p = fit.predict(&point(&[("batch", 64), ("seq", 64)])).unwrap();
+    assert!(p.flagged);
+    assert!(matches!(p.trusted(), Err(AxesError::Flagged { .. })));
+}
+
+#[test]
+fn a_little_noise_is_not_flagged() {
+    let g = grid(&[("batch", &[1, 2, 3, 4]), ("seq", &[8, 16])]);
+    let noise = [3i64, -5, 0, 7, -2, 4, -6, 1];
+    let s: Vec<(Point, u64)> = g
+        .points()
+        .into_iter()
+        .zip(noise)
+        .map(|(p, n)| {
+            let exact = (1 << 20) + 4096 * ax(&p, "batch") * ax(&p, "seq");
+            (p, (exact as i64 + n) as u64)
+        })
+        .collect();
+    let fit = Fit::new(&g, &s).unwrap();
+    assert!(!fit.flagged(), "{} {}", fit.terms, fit.loo_error_ppm);
+    assert!(fit.loo_error_ppm > 0);
+    let far = point(&[("batch", 64), ("seq", 64)]);
+    let exact = (1 << 20) + 4096 * 64 * 64;
+    let got = fit.predict(&far).unwrap().trusted().unwrap();
+    assert!(got.abs_diff(exact) * 1000 < exact, "{got} vs {exact}");
+}
+
+#[test]
+fn an_eighteen_point_grid_of_terabyte_figures_does_not_overflow() {
+    let g = grid(&[
+        ("a", &[1024, 2048, 4096]),
+        ("b", &[1024, 2048, 4096]),
+        ("c", &[1, 2]),
+    ]);
+    let f = |p: &Point| (1u64 << 40) + 7 * ax(p, "a") * ax(p, "b").pow(2) * ax(p, "c");
+    let far = [point(&[("a", 4096), ("b", 8192), ("c", 4)])];
+    recovers(&g, f, 2, &far);
+    // The same figures with noise: big denominators, still exact and serialisable.
+    let noisy: Vec<(Point, u64)> = series(&g, f)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (p, y))| (p, y + (i as u64 * 7919 % 13) * 1_000_003))
+        .collect();
+    let fit = Fit::new(&g, &noisy).unwrap();
+    let back: Fit = serde_json::from_str(&serde_json::to_string(&fit).unwrap()).unwrap();
+    assert_eq!(back, fit);
+    for (p, y) in &noisy {
+        let got = fit.predict(p).unwrap().bytes;
+        assert!(got.abs_diff(*y) < 1 << 30, "{got} vs {y}");
+    }
+}
+
+/// Axes as written in a test: each name with its values.
+type Axes<'a> = &'a [(&'a str, &'a [u64])];
+
+fn grid_error(axes: Axes) -> String {
+    Grid::new(axes.iter().map(|&(k, v)| (k, v.to_vec())))
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn bad_grids_name_the_axis() {
+    let cases: [(Axes, &str, &str); 6] = [
+        (&[("batch", &[1, 2]), ("seq", &[])], "`seq`", "no values"),
+        (&[("batch", &[1, 2]), ("seq", &[0, 4])], "`seq`", "0"),
+        (&[("batch", &[1, 2]), ("seq", &[4, 8, 4])], "`seq`", "twice"),
+        (
+            &[("batch", &[1, 2]), ("seq", &[4])],
+            "`seq`",
+            "1 distinct value",
+        ),
+        (&[("batch", &[1, 2])], "`batch`", "at least 3"),
+        (
+            &[("batch", &[1, 2]), ("se q", &[1, 2])],
+            "`se q`",
+            "not a name",
+        ),
+    ];
+    for (axes, axis, what) in cases {
+        let e = grid_error(axes);
+        assert!(e.contains(axis) && e.contains(what), "{e}");
+    }
+    let e = grid_error(&[("batch", &[1, 2]), ("batch", &[3, 4])]);
+    assert!(e.contains("`batch`") && e.contains("twice"), "{e}");
+}
+
+#[test]
+fn a_grid_over_256_points_is_refused() {
+    let values: Vec<u64> = (1..=17).collect();
+    let e = Grid::new([("batch", values.clone()), ("seq", values[..16].to_vec())]).unwrap_err();
+    assert_eq!(
+        e,
+        AxesError::TooManyPoints {
+            shape: "batch(17) × seq(16)".into(),
+            points: 17 * 16
+        }
+    );
+    assert!(e.to_string().contains(&MAX_POINTS.to_string()));
+    let g = Grid::new([
+        ("batch", values[..16].to_vec()),
+        ("seq", values[..16].to_vec()),
+    ])
+    .unwrap();
+    assert_eq!(g.points().len(), 256);
+}
+
+#[test]
+fn points_enumerate_every_combination_in_order() {
+    let g = grid(&[("seq", &[32, 16]), ("batch", &[2, 4, 8])]);
+    let got = g.points();
+    let mut expected = Vec::new();
+    for s in [32, 16] {
+        for b in [2, 4, 8] {
+            expected.push(point(&[("seq", s), ("batch", b)]));
+        }
+    }
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn points_name_known_axes_only() {
+    let g = grid(&[("batch", &[1, 2]), ("seq", &[4, 8])]);
+    let unknown = g
+        .check_point(&point(&[("batch", 1), ("seq", 4), ("layrs", 2)]))
+        .unwrap_err();
+    assert!(matches!(&unknown, AxesError::UnknownAxis { axis, .. } if axis == "layrs"));
+    assert!(unknown.to_string().contains("batch, seq"), "{unknown}");
+    let missing = g.check_point(&point(&[("batch", 1)])).unwrap_err();
+    assert!(matches!(&missing, AxesError::MissingAxis { axis, .. } if axis == "seq"));
+    let zero = g
+        .check_point(&point(&[("batch", 0), ("seq", 4)]))
+        .unwrap_err();
+    assert!(matches!(&zero, AxesError::Zero { axis } if axis == "batch"));
+    let s = series(&g, |p| ax(p, "batch"));
+    let off = [
+        (point(&[("batch", 1), ("seqq", 4)]), 1),
+        s[1].clone(),
+        s[2].clone(),
+    ];
+    assert!(matches!(
+        Fit::new(&g, &off),
+        Err(AxesError::UnknownAxis { .. })
+    ));
+    assert!(matches!(
+        Fit::new(&g, &s[..2]),
+        Err(AxesError::TooFewPoints { points: 2 })
+    ));
+}
+
+#[test]
+fn the_tie_break_prefers_fewer_terms() {
+    // Exactly linear in batch: every larger model fits exactly too.
+    let g = grid(&[("batch", &[1, 2, 3, 4]), ("seq", &[8, 16, 24])]);
+    let fit = Fit::new(&g, &series(&g, |p| 100 + 64 * ax(p, "batch"))).unwrap();
+    let monomials: Vec<String> = fit
+        .terms
+        .terms
+        .iter()
+        .map(|t| t.monomial.to_string())
+        .collect();
+    assert_eq!(monomials, ["1", "batch"]);
+}
+
+#[test]
+fn the_tie_break_prefers_lower_degree() {
+    // On these three points b = a²: `7 × b` and `7 × a²` fit equally well.
+    let g = grid(&[("a", &[1, 2, 3]), ("b", &[1, 4, 9])]);
+    let s: Vec<(Point, u64)> = [1, 2, 3]
+        .iter()
+        .map(|&a| (point(&[("a", a), ("b", a * a)]), 7 * a * a))
+        .collect();
+    let fit = Fit::new(&g, &s).unwrap();
+    assert_eq!(fit.terms.terms.len(), 1);
+    assert_eq!(
+        fit.terms.terms[0].monomial.to_string(),
+        "b",
+        "{}",
+        fit.terms
+    );
+}
+
+fn term(coefficient: BigRational, monomial: &str) -> Term {
+    Term {
+        coefficient,
+        monomial: monomial.parse().unwrap(),
+    }
+}
+
+fn int(n: i64) -> BigRational {
+    BigRational::from_integer(n.into())
+}
+
+#[test]
+fn formulas_display_in_human_bytes() {
+    let f = Formula {
+        terms: vec![
+            term(int(1 << 20), "1"),
+            term(int(512), "batch·seq·layers"),
+            term(int(2048), "layers"),
+        ],
+    };
+    assert_eq!(
+        f.to_string(),
+        "1.00 MiB + 512 B × batch·seq·layers + 2.00 KiB × layers"
+    );
+    let g = Formula {
+        terms: vec![
+            term(int(-3), "1"),
+            term(BigRational::new(1.into(), 3.into()), "seq²"),
+            term(BigRational::new((-7).into(), 2.into()), "batch"),
+        ],
+    };
+    assert_eq!(g.to_string(), "-3 B + 0.33 B × seq² - 3.50 B × batch");
+    assert_eq!(Formula::default().to_string(), "0 B");
+}
+
+#[test]
+fn fitted_terms_come_constant_first_then_by_degree() {
+    let g = grid(&[
+        ("batch", &[2, 4]),
+        ("seq", &[16, 32, 48]),
+        ("layers", &[1, 2, 3]),
+    ]);
+    let f = |p: &Point| {
+        (1 << 20) + 2048 * ax(p, "layers") + 512 * ax(p, "batch") * ax(p, "seq") * ax(p, "layers")
+    };
+    let fit = Fit::new(&g, &series(&g, f)).unwrap();
+    assert_eq!(
+        fit.terms.to_string(),
+        "1.00 MiB + 512 B × batch·seq·layers + 2.00 KiB × layers"
+    );
+}
+
+#[test]
+fn a_fit_stores_integers_and_rational_strings_only() {
+    let g = grid(&[("batch", &[1, 2, 3]), ("seq", &[3, 6])]);
+    // 1/3 byte per batch·seq: a rational coefficient.
+    let fit = Fit::new(&g, &series(&g, |p| 999 + ax(p, "batch") * ax(p, "seq") / 3)).unwrap();
+    assert_eq!(
+        fit.terms.terms[1].coefficient,
+        BigRational::new(1.into(), 3.into())
+    );
+    let scaling = AxesScaling {
+        axes: g.to_map(),
+        figures: BTreeMap::from([("activations".to_owned(), fit.clone())]),
+    };
+    let json = serde_json::to_value(&scaling).unwrap();
+    fn no_floats(v: &serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) => n.is_u64() || n.is_i64(),
+            serde_json::Value::Array(a) => a.iter().all(no_floats),
+            serde_json::Value::Object(o) => o.values().all(no_floats),
+            _ => true,
+        }
+    }
+    assert!(no_floats(&json), "{json}");
+    let terms = &json["figures"]["activations"]["terms"];
+    assert_eq!(terms[1]["coefficient"], "1/3");
+    assert_eq!(terms[1]["monomial"], "batch·seq");
+    let back: AxesScaling = serde_json::from_value(json).unwrap();
+    assert_eq!(back, scaling);
+    let toml_text = toml::to_string(&scaling).unwrap();
+    assert_eq!(toml::from_str::<AxesScaling>(&toml_text).unwrap(), scaling);
+}
+
+#[test]
+fn bad_stored_fits_are_refused() {
+    let bad = |json: &str| serde_json::from_str::<Fit>(json).unwrap_err().to_string();
+    let e = bad(r#"{"terms":[{"coefficient":"1/0","monomial":"batch"}],"loo_error_ppm":0}"#);
+    assert!(e.contains("`1/0`"), "{e}");
+    let e = bad(r#"{"terms":[{"coefficient":"0.5","monomial":"batch"}],"loo_error_ppm":0}"#);
+    assert!(e.contains("`0.5`"), "{e}");
+    let e = bad(r#"{"terms":[{"coefficient":"1","monomial":"batch·batch"}],"loo_error_ppm":0}"#);
+    assert!(e.contains("twice"), "{e}");
+    let e = bad(r#"{"terms":[],"loo_error_ppm":0,"extra":1}"#);
+    assert!(e.contains("extra"), "{e}");
+    assert_eq!("batch·seq²".parse::<Monomial>().unwrap().degree(), 3);
+}
+
+#[test]
+fn a_scaling_predicts_each_figure_and_checks_the_point() {
+    let g = grid(&[("batch", &[1, 2, 3]), ("layers", &[1, 2])]);
+    let figures = BTreeMap::from([
+        (
+            "parameters".to_owned(),
+            series(&g, |p| 4096 * ax(p, "layers")),
+        ),
+        (
+            "activations".to_owned(),
+            series(&g, |p| 64 * ax(p, "batch") * ax(p, "layers")),
+        ),
+    ]);
+    let scaling = AxesScaling::fit(&g, &figures).unwrap();
+    let at = point(&[("batch", 100), ("layers", 80)]);
+    let got = scaling
+        .predict("activations", &at)
+        .unwrap()
+        .trusted()
+        .unwrap();
+    assert_eq!(got, 64 * 100 * 80);
+    assert!(matches!(
+        scaling.predict("gradients", &at),
+        Err(AxesError::UnknownFigure { .. })
+    ));
+    let e = scaling
+        .predict("parameters", &point(&[("batch", 1)]))
+        .unwrap_err();
+    assert!(e.to_string().contains("`layers`"), "{e}");
+    let mut few = figures.clone();
+    few.insert("temporaries".to_owned(), series(&g, |_| 1)[..2].to_vec());
+    let e = AxesScaling::fit(&g, &few).unwrap_err().to_string();
+    assert!(
+        e.contains("`temporaries`") && e.contains("at least 3"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_maximum_over_phases_follows_the_dominant_phase() {
+    // The forward pass holds activations (per batch·seq), the optimizer step holds
+    // AdamW state (per layer, squared hidden size): in the grid the forward pass
+    // dominates, at the target the optimizer step does.
+    let g = grid(&[
+        ("batch", &[4, 8]),
+        ("seq", &[64, 128, 256]),
+        ("layers", &[1, 2]),
+    ]);
+    let forward = |p: &Point| 1000 * ax(p, "batch") * ax(p, "seq");
+    let optimizer = |p: &Point| 12 * 4096 * ax(p, "layers");
+    let fits: Vec<(&str, Fit)> = vec![
+        ("forward", Fit::new(&g, &series(&g, forward)).unwrap()),
+        ("optimizer", Fit::new(&g, &series(&g, optimizer)).unwrap()),
+    ];
+    let phases = || fits.iter().map(|(n, f)| (*n, f));
+    for p in g.points() {
+        assert!(forward(&p) > optimizer(&p));
+        let max = predict_max(phases(), &p).unwrap();
+        assert_eq!((max.phase.as_str(), max.bytes), ("forward", forward(&p)));
+    }
+    let target = point(&[("batch", 1), ("seq", 64), ("layers", 32)]);
+    let max = predict_max(phases(), &target).unwrap();
+    assert_eq!(max.phase, "optimizer");
+    assert_eq!(max.bytes, optimizer(&target).max(forward(&target)));
+    assert!(!max.flagged);
+    assert!(matches!(predict_max([], &target), Err(AxesError::NoPhases)));
+}
+
+fn any_point_far_out() -> impl Strategy<Value = Point> {
+    (1u64..5000, 1u64..5000).prop_map(|(b, s)| point(&[("batch", b), ("seq", s)]))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Any sum of up to three monomials with positive coefficients is recovered and
+    /// predicts any point exactly.
+    #[test]
+    fn sparse_polynomials_come_back(
+        terms in proptest::collection::btree_map((0u32..=2, 0u32..=2), 1u64..1 << 24, 1..=3),
+        far in any_point_far_out(),
+    ) {
+        let g = grid(&[("batch", &[1, 2, 3]), ("seq", &[2, 3, 5])]);
+        // In u128: far out, `c × batch² × seq²` passes 64 bits.
+        let f = |p: &Point| -> u128 {
+            let (b, s) = (u128::from(ax(p, "batch")), u128::from(ax(p, "seq")));
+            terms.iter().map(|(&(eb, es), &c)| u128::from(c) * b.pow(eb) * s.pow(es)).sum()
+        };
+        let fit = Fit::new(&g, &series(&g, |p| f(p) as u64)).unwrap();
+        prop_assert_eq!(fit.loo_error_ppm, 0);
+        prop_assert_eq!(fit.terms.terms.len(), terms.len(), "{}", fit.terms);
+        let exact = fit.terms.eval(&far).unwrap();
+        prop_assert_eq!(exact, BigRational::from_integer(BigInt::from(f(&far))));
+    }
+
+    /// The fit does not depend on the order the points were measured in.
+    #[test]
+    fn the_order_of_the_points_does_not_matter(
+        bytes in proptest::collection::vec(1u64..1 << 40, 8),
+        rotate in 0usize..8,
+    ) {
+        let g = grid(&[("batch", &[1, 2, 3, 4]), ("seq", &[8, 16])]);
+        let s: Vec<(Point, u64)> = g.points().into_iter().zip(bytes).collect();
+        let mut t = s.clone();
+        t.rotate_left(rotate);
+        t.reverse();
+        prop_assert_eq!(Fit::new(&g, &s).unwrap(), Fit::new(&g, &t).unwrap());
+    }
+}
