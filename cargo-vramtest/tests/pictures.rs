@@ -114,9 +114,8 @@ fn list(dir: &Path) -> Vec<PathBuf> {
 /// The README's picture (`fixtures/candle-mlp/timeline.svg`, drawn by `cargo vramtest
 /// show mlp_adamw --svg`) still shows what the tool draws for the fixture today: the
 /// same title, axis, phase and iteration labels, legend and peak label, their figures
-/// left out (gemm's packing buffers, in `workspace`, are sized from the CPU's caches, so
-/// the bytes differ between machines). (Event order between threads may vary from run
-/// to run, so the shapes are not compared point by point.) To refresh it: run the README's first command, then
+/// left out (labels are compared, not the drawing). (Event order between threads may
+/// vary from run to run, so the shapes are not compared point by point.) To refresh it: run the README's first command, then
 /// `cargo run -p cargo-vramtest -- vramtest show mlp_adamw --manifest-path
 /// fixtures/candle-mlp/Cargo.toml --svg fixtures/candle-mlp/timeline.svg`.
 #[test]
