@@ -42,6 +42,8 @@ pub struct Step {
     device: Device,
     iterations: u32,
     batch: usize,
+    /// `(axis, value)` of a sweep over named axes; empty otherwise.
+    axes: Vec<(String, usize)>,
 }
 
 impl Step {
@@ -50,12 +52,14 @@ impl Step {
             device,
             iterations,
             batch: 1,
+            axes: Vec::new(),
         }
     }
 
-    /// The same step for one batch size of a sweep.
-    pub(crate) fn with_batch(mut self, batch: usize) -> Step {
+    /// The same step for one point of a sweep.
+    pub(crate) fn with_point(mut self, batch: usize, axes: &[(String, usize)]) -> Step {
         self.batch = batch;
+        self.axes = axes.to_vec();
         self
     }
 
@@ -64,10 +68,37 @@ impl Step {
         self.device
     }
 
-    /// The batch size of this run: one of the attribute's `batch = [..]` values, each
-    /// measured in a process of its own; 1 for a test without a sweep.
+    /// The batch size of this run: one of the attribute's `batch = [..]` values (or
+    /// its `batch` axis in `axes(..)`), each measured in a process of its own; 1 for a
+    /// test without one.
     pub fn batch(&self) -> usize {
         self.batch
+    }
+
+    /// The value of the named axis in this run: one of the values the attribute's
+    /// `axes(name = [..])` lists, each point of the grid measured in a process of its
+    /// own. `t.axis("batch")` is `t.batch()`, declared or not.
+    ///
+    /// # Panics
+    ///
+    /// When the test declares no axis of that name: the message names the axis and
+    /// the declared ones (the test fails with it).
+    pub fn axis(&self, name: &str) -> usize {
+        if let Some(&(_, v)) = self.axes.iter().find(|(k, _)| k == name) {
+            return v;
+        }
+        if name == "batch" {
+            return self.batch;
+        }
+        let declared: Vec<&str> = self.axes.iter().map(|(k, _)| k.as_str()).collect();
+        panic!(
+            "t.axis(\"{name}\"): the test declares no axis `{name}` (declared: {}; hint: add it to #[vramtest(axes({name} = [..]))])",
+            if declared.is_empty() {
+                "none".to_owned()
+            } else {
+                declared.join(", ")
+            }
+        )
     }
 
     /// Builds the model: survivors are `parameters`.

@@ -38,7 +38,10 @@ fn measured(test: &str) -> (Body, Scaling) {
     let (r, report) = run_sweep(test, &[("CI", "true")]);
     assert_eq!(report.status, Status::Passed, "{}", r.text());
     let body = report.body.expect("measured");
-    let scaling = body.scaling.clone().expect("a sweep has a scaling key");
+    let scaling = body
+        .batch_scaling()
+        .cloned()
+        .expect("a sweep has a scaling key");
     (body, scaling)
 }
 

@@ -62,6 +62,72 @@ pub(crate) enum SitesOutcome {
     },
 }
 
+/// Where in a sweep a run is: its batch size (1 without a sweep) and, for a sweep
+/// over named axes, every axis's value (the batch among them when it is an axis).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct RunPoint {
+    pub(crate) batch: usize,
+    /// `(axis, value)` in the attribute's order; empty without named axes.
+    pub(crate) axes: Vec<(String, usize)>,
+}
+
+impl RunPoint {
+    /// A run at one batch size, without named axes.
+    pub(crate) fn batch(batch: usize) -> RunPoint {
+        RunPoint {
+            batch,
+            axes: Vec::new(),
+        }
+    }
+
+    /// A point of named axes: the batch is its `batch` axis, else 1.
+    pub(crate) fn axes(axes: Vec<(String, usize)>) -> RunPoint {
+        let batch = axes
+            .iter()
+            .find(|(k, _)| k == "batch")
+            .map_or(1, |&(_, v)| v);
+        RunPoint { batch, axes }
+    }
+
+    /// `batch=2,seq=16`, or `-` without named axes: the child's argument.
+    fn axes_arg(&self) -> String {
+        if self.axes.is_empty() {
+            return "-".into();
+        }
+        self.label(",")
+    }
+
+    /// The axes joined by `sep` (`batch=2 seq=16`), or the batch size alone.
+    pub(crate) fn label(&self, sep: &str) -> String {
+        if self.axes.is_empty() {
+            return self.batch.to_string();
+        }
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(sep)
+    }
+
+    fn parse_axes(text: &str) -> Result<Vec<(String, usize)>, String> {
+        if text == "-" {
+            return Ok(Vec::new());
+        }
+        text.split(',')
+            .map(|part| {
+                let (k, v) = part.split_once('=').ok_or_else(|| format!("`{part}`"))?;
+                let v: usize = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| format!("`{part}`"))?;
+                Ok((k.to_owned(), v))
+            })
+            .collect::<Result<_, String>>()
+            .map_err(|part| format!("{FLAG}: bad axis value {part}"))
+    }
+}
+
 /// The first argument of a test binary started as a child.
 const FLAG: &str = "--vramtest-child";
 
@@ -74,8 +140,8 @@ pub(crate) struct Invocation {
     pub(crate) iterations: u32,
     /// Where the child writes its [`ChildResult`].
     pub(crate) result: PathBuf,
-    /// The batch size of this run (`t.batch()`).
-    pub(crate) batch: usize,
+    /// The point of a sweep this run measures (`t.batch()`, `t.axis(..)`).
+    pub(crate) point: RunPoint,
     /// The CPU threads every thread pool of the child gets (see
     /// [`crate::harness::child::threads`]).
     pub(crate) threads: u32,
@@ -91,8 +157,9 @@ impl Invocation {
             self.device.to_string().into(),
             self.iterations.to_string().into(),
             self.result.clone().into(),
-            self.batch.to_string().into(),
+            self.point.batch.to_string().into(),
             self.threads.to_string().into(),
+            self.point.axes_arg().into(),
         ];
         match &self.sites {
             SitesMode::Off => {}
@@ -145,12 +212,13 @@ impl Invocation {
             let batch = count(6, "batch size")?;
             let threads = u32::try_from(count(7, "thread count")?)
                 .map_err(|_| format!("{FLAG}: bad thread count"))?;
-            let sites = match args.get(8).and_then(|a| a.to_str()) {
+            let axes = RunPoint::parse_axes(text(8, "axes")?)?;
+            let sites = match args.get(9).and_then(|a| a.to_str()) {
                 None => SitesMode::Off,
                 Some("sites-plan") => SitesMode::Plan,
                 Some("sites-all") => SitesMode::Everything,
                 Some("sites-capture") => SitesMode::Capture(
-                    args.get(9)
+                    args.get(10)
                         .map(PathBuf::from)
                         .ok_or_else(|| format!("{FLAG}: the plan file is missing"))?,
                 ),
@@ -161,7 +229,7 @@ impl Invocation {
                 device,
                 iterations,
                 result,
-                batch,
+                point: RunPoint { batch, axes },
                 threads,
                 sites,
             })
@@ -185,10 +253,17 @@ mod tests {
             device: Device::Cuda(1),
             iterations: 4,
             result: "/private/dir/tagged__explicit_tag.json".into(),
-            batch: 128,
+            point: RunPoint::axes(vec![("batch".into(), 128), ("seq".into(), 16)]),
             threads: 2,
             sites: SitesMode::Off,
         };
+        let plain = Invocation {
+            point: RunPoint::batch(4),
+            ..invocation.clone()
+        };
+        let mut argv = vec![OsString::from("vram-0123")];
+        argv.extend(plain.to_args());
+        assert_eq!(Invocation::from_args(&argv), Some(Ok(plain)));
         for sites in [
             SitesMode::Off,
             SitesMode::Plan,
@@ -220,8 +295,10 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "0"], "bad batch size"; "batch size zero")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1"], "thread count"; "no thread count")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "0"], "bad thread count"; "zero threads")]
-    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
-    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "sites-capture"], "plan file"; "no plan file")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2"], "axes"; "no axes")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "seq=0"], "bad axis value `seq=0`"; "an axis at zero")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "sites-capture"], "plan file"; "no plan file")]
     fn a_malformed_child_command_line_is_an_error(argv: &[&str], needle: &str) {
         let e = Invocation::from_args(&args(argv)).unwrap().unwrap_err();
         assert!(e.contains(needle), "{e}");

@@ -29,6 +29,11 @@ pub struct Options {
     pub batch: &'static [usize],
     /// The CPU threads of the measured process (`None`: [`CANONICAL_THREADS`]).
     pub threads: Option<u32>,
+    /// A sweep over named axes: each axis and its values, in the attribute's order
+    /// (empty: none). Every combination runs in a process of its own.
+    pub axes: &'static [(&'static str, &'static [usize])],
+    /// The configuration the sweep predicts and gates (`target(..)`; empty: none).
+    pub target: &'static [(&'static str, usize)],
 }
 
 inventory::collect!(TestDef);

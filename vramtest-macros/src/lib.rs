@@ -27,6 +27,13 @@ use syn::{
 /// - `batch = [64, 128, 256]`: a batch sweep (two or more sizes): the test runs once per
 ///   size, `t.batch()` says which, and every category is fitted as fixed plus
 ///   per-sample bytes;
+/// - `axes(batch = [2, 4], seq = [16, 32, 48], layers = [1, 2, 3])`: a sweep over
+///   named axes: every combination runs in a process of its own (in parallel up to
+///   `-j`), `t.axis("seq")` says which, and every figure is fitted as a sparse sum of
+///   monomials of the axes (at most 256 points);
+/// - `target(layers = 32, seq = 4096, batch = 8)` (with `axes`): the configuration the
+///   sweep predicts, kept in the snapshot and gated like the measured figures (and
+///   against `budget`);
 /// - `threads = 4`: the CPU threads of the measured process (default 2, whatever the
 ///   environment says), and `cpu_only = ".."`: a limit on CPU-only memory (not
 ///   compared without one).
@@ -58,6 +65,10 @@ struct Options {
     limits: Vec<proc_macro2::TokenStream>,
     devices: Vec<String>,
     batch: Vec<usize>,
+    /// `axes(name = [..], ..)`: each axis with its values, in the attribute's order.
+    axes: Vec<(String, Vec<usize>)>,
+    /// `target(name = N, ..)`, with the span to blame when it does not match the axes.
+    target: Option<(Vec<(String, usize)>, proc_macro2::Span)>,
 }
 
 impl Options {
@@ -72,6 +83,8 @@ impl Options {
             limits: Vec::new(),
             devices: Vec::new(),
             batch: Vec::new(),
+            axes: Vec::new(),
+            target: None,
         };
         let mut seen: Vec<String> = Vec::new();
         for meta in metas {
@@ -89,7 +102,59 @@ impl Options {
             seen.push(key.clone());
             options.set(&meta, &key)?;
         }
+        options.check_axes()?;
         Ok(options)
+    }
+
+    /// The axes and the target together: a grid the model can fit, and a target that
+    /// gives every axis a value. `batch = [..]` beside `axes(..)` is an error.
+    fn check_axes(&self) -> syn::Result<()> {
+        let span = proc_macro2::Span::call_site();
+        if !self.axes.is_empty() && !self.batch.is_empty() {
+            return Err(syn::Error::new(
+                span,
+                "`batch = [..]` and `axes(..)` are both given (hint: put the batch sizes in the axes: `axes(batch = [..], ..)`)",
+            ));
+        }
+        let Some((target, target_span)) = &self.target else {
+            return Ok(());
+        };
+        if self.axes.is_empty() {
+            return Err(syn::Error::new(
+                *target_span,
+                "`target(..)` needs a sweep over named axes to predict it from (hint: add `axes(name = [..], ..)`)",
+            ));
+        }
+        let declared = || {
+            self.axes
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for (name, _) in target {
+            if !self.axes.iter().any(|(k, _)| k == name) {
+                return Err(syn::Error::new(
+                    *target_span,
+                    format!(
+                        "`target` names axis `{name}`, which `axes(..)` does not declare (declared: {})",
+                        declared()
+                    ),
+                ));
+            }
+        }
+        for (name, _) in &self.axes {
+            if !target.iter().any(|(k, _)| k == name) {
+                return Err(syn::Error::new(
+                    *target_span,
+                    format!(
+                        "`target` gives no value for axis `{name}` (hint: `target({name} = N, ..)`; declared: {})",
+                        declared()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Sets the option `key` from `meta`, or says why it is unknown or malformed.
@@ -116,6 +181,10 @@ impl Options {
             }
             (Meta::NameValue(nv), "devices") => self.devices.extend(devices(&nv.value)?),
             (Meta::NameValue(nv), "batch") => self.batch = batch_sizes(&nv.value)?,
+            (Meta::List(list), "axes") => self.axes = axes(list)?,
+            (Meta::List(list), "target") => {
+                self.target = Some((target(list)?, list.delimiter.span().join()));
+            }
             (Meta::NameValue(nv), k)
                 if k == "tolerance"
                     || k == "peak"
@@ -133,7 +202,7 @@ impl Options {
                 return Err(syn::Error::new_spanned(
                     meta,
                     format!(
-                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128])"
+                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128], axes(seq = [16, 32, 48], ..), target(seq = 4096, ..))"
                     ),
                 ));
             }
@@ -189,7 +258,14 @@ fn registration(func: &ItemFn, options: &Options) -> proc_macro2::TokenStream {
         limits,
         devices,
         batch,
+        axes,
+        target,
     } = options;
+    let axes = axes.iter().map(|(k, v)| quote!((#k, &[#(#v),*])));
+    let target = target
+        .iter()
+        .flat_map(|(t, _)| t.iter())
+        .map(|(k, v)| quote!((#k, #v)));
     let name = &func.sig.ident;
     let name_str = name.to_string();
     quote! {
@@ -210,10 +286,85 @@ fn registration(func: &ItemFn, options: &Options) -> proc_macro2::TokenStream {
                     devices: &[#(#devices),*],
                     batch: &[#(#batch),*],
                     threads: #threads,
+                    axes: &[#(#axes),*],
+                    target: &[#(#target),*],
                 },
             }
         }
     }
+}
+
+/// `axes(batch = [2, 4], seq = [16, 32, 48])`: named axes, each a list of distinct
+/// positive integers, checked with the model's own rules (enough values for a fit, at
+/// most 256 points), so a bad grid is a compile error naming the axis.
+fn axes(list: &syn::MetaList) -> syn::Result<Vec<(String, Vec<usize>)>> {
+    const HINT: &str =
+        "`axes` takes named lists of integers, like `axes(batch = [2, 4], seq = [16, 32, 48])`";
+    let metas = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)?;
+    let mut axes: Vec<(String, Vec<usize>)> = Vec::new();
+    for meta in &metas {
+        let Meta::NameValue(nv) = meta else {
+            return Err(syn::Error::new_spanned(meta, HINT));
+        };
+        let name = nv
+            .path
+            .get_ident()
+            .map(|i| i.to_string())
+            .ok_or_else(|| syn::Error::new_spanned(&nv.path, HINT))?;
+        let Expr::Array(array) = &nv.value else {
+            return Err(syn::Error::new_spanned(
+                &nv.value,
+                format!("axis `{name}`: expected a list of integers, like `{name} = [1, 2, 3]`"),
+            ));
+        };
+        let mut values = Vec::new();
+        for elem in &array.elems {
+            match elem {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Int(i), ..
+                }) => values.push(i.base10_parse::<usize>()?),
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        format!("axis `{name}`: `{}` is not an integer", quote!(#other)),
+                    ));
+                }
+            }
+        }
+        axes.push((name, values));
+    }
+    vramtest_model::axes::Grid::new(
+        axes.iter()
+            .map(|(k, v)| (k.clone(), v.iter().map(|&n| n as u64).collect::<Vec<_>>())),
+    )
+    .map_err(|e| syn::Error::new_spanned(&list.tokens, e))?;
+    Ok(axes)
+}
+
+/// `target(layers = 32, seq = 4096, batch = 8)`: a positive integer per axis.
+fn target(list: &syn::MetaList) -> syn::Result<Vec<(String, usize)>> {
+    const HINT: &str = "`target` takes a value per axis, like `target(layers = 32, seq = 4096)`";
+    let metas = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)?;
+    let mut target: Vec<(String, usize)> = Vec::new();
+    for meta in &metas {
+        let Meta::NameValue(nv) = meta else {
+            return Err(syn::Error::new_spanned(meta, HINT));
+        };
+        let name = nv
+            .path
+            .get_ident()
+            .map(|i| i.to_string())
+            .ok_or_else(|| syn::Error::new_spanned(&nv.path, HINT))?;
+        let value = positive(&nv.value, &name)? as usize;
+        if target.iter().any(|(k, _)| *k == name) {
+            return Err(syn::Error::new_spanned(
+                &nv.path,
+                format!("`target` gives axis `{name}` twice"),
+            ));
+        }
+        target.push((name, value));
+    }
+    Ok(target)
 }
 
 /// `batch = [64, 128, 256]`: two or more distinct batch sizes, each at least 1.
@@ -408,5 +559,45 @@ mod tests {
         let (message, span) = error(attr, GOOD);
         assert!(message.contains(needle), "{message}");
         assert_eq!(span, at, "{message}");
+    }
+
+    #[test]
+    fn axes_and_a_target_list_their_values_in_the_options() {
+        let attr = proc_macro2::TokenStream::from_str(
+            "axes(batch = [2, 4], seq = [16, 32, 48]), target(seq = 4096, batch = 8)",
+        )
+        .unwrap();
+        let item = proc_macro2::TokenStream::from_str(GOOD).unwrap();
+        let out = expand(attr, item).unwrap().to_string();
+        assert!(
+            out.contains(
+                "axes : & [(\"batch\" , & [2usize , 4usize]) , (\"seq\" , & [16usize , 32usize , 48usize])]"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("target : & [(\"seq\" , 4096usize) , (\"batch\" , 8usize)]"),
+            "{out}"
+        );
+        assert!(out.contains("batch : & []"), "{out}");
+    }
+
+    #[test_case("axes(batch = [2, 4])", "needs at least 3"; "too few points")]
+    #[test_case("axes(seq = [16])", "`seq` has 1 distinct value"; "one value")]
+    #[test_case("axes(seq = [])", "axis `seq` has no values"; "an empty list")]
+    #[test_case("axes(seq = [16, 16, 32])", "lists 16 twice"; "a repeated value")]
+    #[test_case("axes(seq = [0, 16, 32])", "the value 0"; "zero")]
+    #[test_case("axes(seq = [16, 2.5, 32])", "axis `seq`: `2.5` is not an integer"; "a float")]
+    #[test_case("axes(seq = 16)", "axis `seq`: expected a list of integers"; "not a list")]
+    #[test_case("axes(a = [1, 2, 3, 4], b = [1, 2, 3, 4], c = [1, 2, 3, 4], d = [1, 2, 3, 4, 5])", "320 points; at most 256"; "too many points")]
+    #[test_case("axes(seq = [16, 32, 48]), batch = [2, 4]", "both given"; "batch beside axes")]
+    #[test_case("target(seq = 4096)", "needs a sweep over named axes"; "a target without axes")]
+    #[test_case("axes(seq = [16, 32, 48]), target(sq = 4096)", "axis `sq`, which `axes(..)` does not declare (declared: seq)"; "an unknown target axis")]
+    #[test_case("axes(seq = [16, 32, 48], layers = [1, 2]), target(seq = 4096)", "no value for axis `layers`"; "a missing target axis")]
+    #[test_case("axes(seq = [16, 32, 48]), target(seq = 0)", "at least 1"; "a target at zero")]
+    #[test_case("axes(seq = [16, 32, 48]), target(seq = \"big\")", "`seq` takes an integer"; "a target that is not a number")]
+    fn rejects_the_axes(attr: &str, needle: &str) {
+        let (message, _) = error(attr, GOOD);
+        assert!(message.contains(needle), "{message}");
     }
 }

@@ -28,6 +28,7 @@ pub mod profile;
 pub mod report;
 pub mod sites;
 pub mod snapshot;
+pub mod sweep;
 
 pub use bytes::{HumanBytes, HumanDelta, parse_bytes};
 pub use category::{Category, Phase};

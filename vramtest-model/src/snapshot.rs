@@ -21,6 +21,7 @@ use crate::category::{Category, Phase};
 use crate::fit::Scaling;
 use crate::profile::{CategoryBytes, Fidelity, PhaseRecord, Profile};
 use crate::sites::Site;
+use crate::sweep::AxesSweep;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::Write;
@@ -100,11 +101,12 @@ pub struct Body {
     /// `workspace` and peak still hold it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_only: Option<u64>,
-    /// A batch sweep's memory model (`#[vramtest(batch = [..])]`); the keys above then
-    /// describe the sweep's first batch size. Absent without a sweep, so snapshots
-    /// written before sweeps existed read unchanged.
+    /// A sweep's memory model: a batch sweep's (`#[vramtest(batch = [..])]`) or a
+    /// sweep over named axes (`axes(..)`); the keys above then describe the sweep's
+    /// first point. Absent without a sweep, so snapshots written before sweeps existed
+    /// read unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scaling: Option<Scaling>,
+    pub scaling: Option<SweepScaling>,
 }
 
 impl Body {
@@ -134,6 +136,22 @@ impl Body {
         }
     }
 
+    /// A batch sweep's model, if the body holds one.
+    pub fn batch_scaling(&self) -> Option<&Scaling> {
+        match &self.scaling {
+            Some(SweepScaling::Batch(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A sweep over named axes, if the body holds one.
+    pub fn axes_sweep(&self) -> Option<&AxesSweep> {
+        match &self.scaling {
+            Some(SweepScaling::Axes(s)) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Whether this is a CPU snapshot recorded before CPU-only memory was kept apart:
     /// its `workspace`, temporaries and peak still hold gemm's packing buffers.
     pub fn predates_cpu_only(&self) -> bool {
@@ -153,6 +171,34 @@ impl Body {
         let mut s = serde_json::to_string_pretty(self).expect("a Body always serializes");
         s.push('\n');
         s
+    }
+}
+
+/// A body's `scaling` key: a batch sweep's linear model (`batch`, `peak`,
+/// `category_peaks`), or a sweep over named axes (`axes`, `figures`, `target`). Told
+/// apart by the `axes` key, so each reads with its own errors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum SweepScaling {
+    /// `#[vramtest(batch = [..])]`.
+    Batch(Scaling),
+    /// `#[vramtest(axes(..))]`.
+    Axes(AxesSweep),
+}
+
+impl<'de> Deserialize<'de> for SweepScaling {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = serde_json::Value::deserialize(d)?;
+        if value.get("axes").is_some() {
+            serde_json::from_value(value)
+                .map(SweepScaling::Axes)
+                .map_err(|e| D::Error::custom(format!("scaling over named axes: {e}")))
+        } else {
+            serde_json::from_value(value)
+                .map(SweepScaling::Batch)
+                .map_err(|e| D::Error::custom(format!("batch scaling: {e}")))
+        }
     }
 }
 

@@ -43,7 +43,7 @@ fn scaling() -> Scaling {
 /// sweep's `scaling` key or without.
 fn body_of(class: DeviceClass, sweep: bool) -> Body {
     Body {
-        scaling: sweep.then(scaling),
+        scaling: sweep.then(|| vramtest_model::snapshot::SweepScaling::Batch(scaling())),
         ..body(class)
     }
 }

@@ -70,8 +70,7 @@ pub fn render(body: &Body, gpu: &Gpu, totals: Option<&[u64]>, draw: Drawing) -> 
 /// At most three hints for a measured body, largest saving first.
 pub fn hints(body: &Body) -> Vec<String> {
     let scaling = body
-        .scaling
-        .as_ref()
+        .batch_scaling()
         .map(|s| (s, s.batch.first().copied().unwrap_or(1)));
     explain::hints(&Measured {
         peak_bytes: body.peak_bytes,
@@ -87,12 +86,38 @@ pub fn hints(body: &Body) -> Vec<String> {
 
 const NO_SWEEP: &str = "  no batch sweep: `#[vramtest(batch = [64, 128, 256])]` with `t.batch()` fits every category as fixed + per-sample bytes and says what batch fits\n";
 
+/// What stands for a batch sweep's model: the axes of a sweep over named axes, and
+/// its target, or how to ask for a sweep.
+fn no_batch_sweep(body: &Body) -> String {
+    let Some(sweep) = body.axes_sweep() else {
+        return NO_SWEEP.to_owned();
+    };
+    let axes: Vec<String> = sweep
+        .axes
+        .iter()
+        .map(|(k, v)| format!("{k} = {v:?}"))
+        .collect();
+    let mut out = format!(
+        "  a sweep over named axes ({}): `show NAME --at axis=value,..` predicts any configuration, `--solve AXIS` the largest value that fits\n",
+        axes.join(", ")
+    );
+    if let Some(target) = &sweep.target {
+        let _ = writeln!(
+            out,
+            "  target ({}): predicted peak {}",
+            vramtest_model::sweep::show_point(&target.at),
+            HumanBytes(target.peak_bytes)
+        );
+    }
+    out
+}
+
 /// The "what fits" section without a prediction: the fit and the largest batch per
 /// memory size, from the measured peak after `reserve`.
 pub fn fits(body: &Body, reserve: Option<u64>) -> String {
     let mut out = String::from("\nwhat fits\n");
-    let Some(scaling) = &body.scaling else {
-        out += NO_SWEEP;
+    let Some(scaling) = body.batch_scaling() else {
+        out += &no_batch_sweep(body);
         return out;
     };
     let reserve = reserve.unwrap_or(fit::DEFAULT_RESERVE);
@@ -169,10 +194,10 @@ fn within_budget(scaling: &fit::Scaling) -> String {
 /// (the reserved line never grows slower than the snapshot's peak).
 pub fn predicted_fits(body: &Body, prediction: &Prediction, allowance: Allowance) -> String {
     let mut out = String::from("\nwhat fits\n");
-    let scaling = body.scaling.as_ref();
+    let scaling = body.batch_scaling();
     match scaling {
         Some(scaling) => out += &sweep_model(scaling),
-        None => out += NO_SWEEP,
+        None => out += &no_batch_sweep(body),
     }
     let pool = prediction.pool;
     let _ = writeln!(
@@ -308,7 +333,7 @@ mod tests {
             }
             category_peaks.insert(Category::Activations, line(4096, 6_200));
             category_peaks.insert(Category::Inputs, line(0, 3_140));
-            body.scaling = Some(
+            body.scaling = Some(vramtest_model::snapshot::SweepScaling::Batch(
                 Scaling {
                     batch: vec![32, 64, 128],
                     peak: line(10 << 20, 12_288),
@@ -316,7 +341,7 @@ mod tests {
                     within_budget: None,
                 }
                 .with_budget(Some(1 << 30)),
-            );
+            ));
         }
         body
     }

@@ -26,7 +26,8 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
         Ok(plan) => plan,
         Err(message) => return ChildResult::Failed { message },
     };
-    let mut step = Step::new(Device::Cpu, invocation.iterations).with_batch(invocation.batch);
+    let mut step = Step::new(Device::Cpu, invocation.iterations)
+        .with_point(invocation.point.batch, &invocation.point.axes);
     let outcome = def.run(&mut step, heap::start);
     let events = heap::stop();
     let baseline = match outcome {
@@ -67,8 +68,8 @@ pub(super) fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> Ch
     if let Err(reason) = cuda::first_device() {
         return ChildResult::Ignored { reason };
     }
-    let mut step =
-        Step::new(Device::Cuda(ordinal), invocation.iterations).with_batch(invocation.batch);
+    let mut step = Step::new(Device::Cuda(ordinal), invocation.iterations)
+        .with_point(invocation.point.batch, &invocation.point.axes);
     let started = def.run(&mut step, || cuda::start(ordinal));
     let (session, error) = cuda::stop();
     match started {

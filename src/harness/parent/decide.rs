@@ -5,6 +5,7 @@ use vramtest_model::env::Update;
 use vramtest_model::fit::{self, PerSampleChange, Scaling};
 use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;
+use vramtest_model::sweep::{TargetCheck, compare_target};
 use vramtest_model::{Body, Category, Policy, Subject, Verdict, compare};
 
 /// Which file a result goes to.
@@ -32,6 +33,8 @@ pub struct Decision {
     /// The sweep itself changed (sizes, or a sweep added or removed): the figures are
     /// not comparable, the snapshot must be accepted again.
     pub sweep_changed: Option<String>,
+    /// A sweep over named axes: its target against the snapshot's, and the budget.
+    pub target: TargetCheck,
 }
 
 /// The memory a per-sample change is explained against when no budget is set: an
@@ -89,6 +92,7 @@ pub fn decide(
     update: Update,
     check: bool,
 ) -> Decision {
+    let target = check_target(old, new, policy);
     let Some(old) = old else {
         let over_budget = check_budget(new, policy);
         let (status, write) = match update {
@@ -98,7 +102,10 @@ pub fn decide(
             Update::No => (Status::Missing, None),
         };
         return Decision {
-            status: if over_budget.is_some() || check_leak(new, policy).is_some() {
+            status: if over_budget.is_some()
+                || check_leak(new, policy).is_some()
+                || target.over_budget.is_some()
+            {
                 Status::Regressed
             } else {
                 status
@@ -109,23 +116,27 @@ pub fn decide(
             over_budget,
             per_sample: Vec::new(),
             sweep_changed: None,
+            target,
         };
     };
     let mut comparison = compare(old, new, policy);
     let (mut per_sample, sweep_changed) =
-        compare_sweeps(old.scaling.as_ref(), new.scaling.as_ref(), policy);
+        compare_sweeps(old.batch_scaling(), new.batch_scaling(), policy);
+    let sweep_changed = sweep_changed.or_else(|| axes_changed(old, new));
     if comparison.predates_cpu_only {
         // The snapshot's sweep fitted CPU-only memory into its peak and workspace.
         per_sample.retain(|c| c.category.is_some_and(|c| c != Category::Workspace));
     }
-    if sweep_changed.is_some() || per_sample.iter().any(|c| c.regressed) {
+    if sweep_changed.is_some() || per_sample.iter().any(|c| c.regressed) || target.fails() {
         comparison.verdict = Verdict::Regressed;
     }
     let over_budget = comparison.over_budget;
     let (status, write) = match (comparison.verdict, update) {
         (Verdict::Unchanged, _) => (Status::Passed, None),
         // `always` records every difference; budgets still fail.
-        (_, Update::Always) if !comparison.fails_whatever_the_snapshot() => {
+        (_, Update::Always)
+            if !comparison.fails_whatever_the_snapshot() && target.over_budget.is_none() =>
+        {
             (Status::Passed, Some(Write::Snapshot))
         }
         // A snapshot recorded before CPU-only memory was kept apart passes on the
@@ -150,6 +161,35 @@ pub fn decide(
         over_budget,
         per_sample,
         sweep_changed,
+        target,
+    }
+}
+
+/// The target of a sweep over named axes against the snapshot's, under `policy`'s
+/// limits and budget.
+fn check_target(old: Option<&Body>, new: &Body, policy: &Policy) -> TargetCheck {
+    let Some(sweep) = new.axes_sweep() else {
+        return TargetCheck::default();
+    };
+    let limit_of = |c: Option<Category>| policy.limit(c.map_or(Subject::Peak, Subject::Category));
+    compare_target(
+        old.and_then(Body::axes_sweep),
+        sweep,
+        limit_of,
+        policy.budget,
+    )
+}
+
+/// A sweep over named axes added or removed: the figures are not comparable.
+fn axes_changed(old: &Body, new: &Body) -> Option<String> {
+    match (old.axes_sweep(), new.axes_sweep()) {
+        (Some(_), None) => Some(
+            "the snapshot holds a sweep over named axes and this run has none: accept it again to drop the sweep".into(),
+        ),
+        (None, Some(_)) => Some(
+            "this run is a sweep over named axes and the snapshot is not: accept it again to record the sweep".into(),
+        ),
+        _ => None,
     }
 }
 

@@ -148,6 +148,9 @@ fn sweep_lines(facts: &Facts) -> Vec<String> {
             lines.push(c.to_string());
         }
     }
+    if let Some(target) = facts.body.axes_sweep().and_then(|s| s.target.as_ref()) {
+        lines.extend(decision.target.lines(&target.at));
+    }
     lines
 }
 

@@ -5,6 +5,7 @@ pub(super) mod checkout;
 mod decide;
 mod device;
 mod files;
+mod grid;
 mod list;
 mod message;
 mod sites;
@@ -61,6 +62,9 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
             nocapture: args.nocapture,
             timeout: env::timeout()?,
             iterations: settings.iterations.unwrap_or(DEFAULT_ITERATIONS),
+            jobs: args.test_threads.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            }),
         },
         outputs: Outputs {
             report_dir: env::report_dir(),

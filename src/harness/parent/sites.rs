@@ -11,7 +11,7 @@
 //! result regressed; `VRAMTEST_SITES=0` turns it off.
 
 use super::spawn::{Launch, Spawner, output_section};
-use crate::harness::protocol::{ChildResult, SitesMode, SitesOutcome};
+use crate::harness::protocol::{ChildResult, RunPoint, SitesMode, SitesOutcome};
 use crate::harness::registry::TestDef;
 use crate::step::Device;
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ pub(super) fn collect(
     spawner: &Spawner,
     name: &str,
     def: &TestDef,
-    batch: usize,
+    point: &RunPoint,
 ) -> Result<Sites, String> {
     let budget = vramtest_model::env::sites_timeout()?;
     let deadline = Instant::now() + budget;
@@ -53,7 +53,7 @@ pub(super) fn collect(
             name,
             def,
             device: Device::Cpu,
-            batch,
+            point,
             sites: mode,
             timeout: Some(own.unwrap_or(left)),
         };
@@ -74,7 +74,9 @@ pub(super) fn collect(
         SitesOutcome::Plan(plan) => plan,
         _ => return Err("the first re-run returned no plan".into()),
     };
-    let file = spawner.results.file_for(&format!("{name}@{batch}-plan"));
+    let file = spawner
+        .results
+        .file_for(&format!("{name}@{}-plan", point.label("-")));
     std::fs::write(&file, serde_json::to_vec(&plan).expect("plans serialize"))
         .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     let captured = run(SitesMode::Capture(file.clone()));

@@ -2,7 +2,7 @@
 //! writing its result into the run's private directory, its output drained while it
 //! runs, and its whole process group killed when it outlives `VRAMTEST_TIMEOUT`.
 
-use crate::harness::protocol::{ChildResult, Invocation, SitesMode};
+use crate::harness::protocol::{ChildResult, Invocation, RunPoint, SitesMode};
 use crate::harness::registry::{CANONICAL_THREADS, TestDef};
 use crate::step::Device;
 use std::io::Read;
@@ -51,6 +51,8 @@ pub(super) struct Spawner {
     /// The iterations of a test whose attribute sets none (the settings', else the
     /// default).
     pub(super) iterations: u32,
+    /// How many children of one sweep run at once (`--test-threads`, `-j`).
+    pub(super) jobs: usize,
 }
 
 /// One child to start: which test, at which batch size, on which device, in which
@@ -59,7 +61,7 @@ pub(super) struct Launch<'a> {
     pub name: &'a str,
     pub def: &'a TestDef,
     pub device: Device,
-    pub batch: usize,
+    pub point: &'a RunPoint,
     pub sites: SitesMode,
     pub timeout: Option<Duration>,
 }
@@ -81,7 +83,7 @@ impl Spawner {
         name: &str,
         def: &TestDef,
         device: Device,
-        batch: usize,
+        point: &RunPoint,
     ) -> Result<(Option<ChildResult>, String), String> {
         let timeout = self.timeout;
         let timed_out = |output: &str| {
@@ -95,7 +97,7 @@ impl Spawner {
             name,
             def,
             device,
-            batch,
+            point,
             sites: SitesMode::Off,
             timeout,
         };
@@ -113,7 +115,7 @@ impl Spawner {
             name,
             def,
             device,
-            batch,
+            point,
             ref sites,
             timeout,
         } = *launch;
@@ -123,8 +125,10 @@ impl Spawner {
             test: name.to_owned(),
             device,
             iterations: def.options.iterations.unwrap_or(self.iterations),
-            result: self.results.file_for(&format!("{name}@{batch}")),
-            batch,
+            result: self
+                .results
+                .file_for(&format!("{name}@{}", point.label("-"))),
+            point: point.clone(),
             threads: def.options.threads.unwrap_or(CANONICAL_THREADS),
             sites: sites.clone(),
         };

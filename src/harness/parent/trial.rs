@@ -4,10 +4,11 @@
 use super::checkout::{Target, display_path, relative_source};
 use super::decide::{self, Write};
 use super::files::{self, Outputs};
+use super::grid;
 use super::message::{self, Facts};
 use super::sites;
 use super::spawn::{Spawner, output_section};
-use crate::harness::protocol::ChildResult;
+use crate::harness::protocol::{ChildResult, RunPoint};
 use crate::harness::registry::TestDef;
 use crate::step::Device;
 use libtest_mimic::{Completion, Failed};
@@ -17,7 +18,7 @@ use vramtest_model::env::{SitesWhen, Update};
 use vramtest_model::fit::{SweepFit, SweepPoint, fit_sweep};
 use vramtest_model::pool::{CudaPool, PoolPeaks, PredictedPoint, Prediction};
 use vramtest_model::report::{Details, Status, TestReport};
-use vramtest_model::snapshot::{self, Info};
+use vramtest_model::snapshot::{self, Info, SweepScaling};
 use vramtest_model::{Body, DeviceClass, Limit, Policy, Profile, Snapshot};
 
 /// What the snapshots may be: written, compared, failed on any change.
@@ -50,7 +51,7 @@ pub(super) struct Trials {
 /// One measurement: a batch size's profile, what the device reported, its timeline,
 /// the pool model's peaks.
 struct Measurement {
-    batch: usize,
+    point: RunPoint,
     profile: Box<Profile>,
     info: Info,
     timeline: Option<Box<Timeline>>,
@@ -140,6 +141,19 @@ impl Trials {
                 Failed::from(report.message.clone())
             })?)
         };
+        let runs: Vec<_> = measured
+            .iter()
+            .map(|m| grid::grid_run(&m.point, &m.profile, m.pool))
+            .collect();
+        let axes = grid::fit(def, &runs, self.settings.cuda_pool().granularity).map_err(|e| {
+            report.message = format!("{name}: {e}");
+            Failed::from(report.message.clone())
+        })?;
+        if axes.is_some() {
+            // The pool model's batch lines read a batch sweep; a grid keeps its first
+            // point's replay, and its own fits of the allocated and reserved peaks.
+            measured.truncate(1);
+        }
         let prediction = prediction(&measured, self.settings.cuda_pool());
         let first = measured.swap_remove(0);
         report.details = Some(Details {
@@ -149,7 +163,12 @@ impl Trials {
             leak_sites: first.profile.leak_sites.clone(),
             predicted_pool: first.pool,
         });
-        let verdict = self.judge(name, def, &first, fit.as_ref(), report);
+        let scaling = match (&fit, axes) {
+            (Some(fit), _) => Some(SweepScaling::Batch(fit.scaling.clone())),
+            (None, Some(axes)) => Some(SweepScaling::Axes(axes)),
+            (None, None) => None,
+        };
+        let verdict = self.judge(name, def, &first, fit.as_ref(), scaling, report);
         if let (Some(timeline), Some(snap)) = (&first.timeline, &report.snapshot) {
             files::keep_timeline(timeline, snap);
         }
@@ -161,8 +180,9 @@ impl Trials {
             .map_err(Failed::from)
     }
 
-    /// Measures the test in a child process per batch size (one for a test without a
-    /// sweep).
+    /// Measures the test in a child process per point (one for a test without a
+    /// sweep), up to `-j` at once; the first point that failed, in the points' order,
+    /// fails the test.
     fn measure(
         &self,
         name: &str,
@@ -170,22 +190,17 @@ impl Trials {
         device: Device,
         report: &mut TestReport,
     ) -> Result<Vec<Measurement>, Unmeasured> {
-        let sweep = !def.options.batch.is_empty();
-        let sizes: &[usize] = if sweep { def.options.batch } else { &[1] };
-        let mut measured = Vec::with_capacity(sizes.len());
-        for &batch in sizes {
-            let label = if sweep {
-                format!("{name} (batch {batch})")
-            } else {
-                name.to_owned()
-            };
-            let (result, output) = self
-                .spawner
-                .measure(name, def, device, batch)
-                .map_err(|e| {
-                    report.message = e.clone();
-                    Unmeasured::Failed(Failed::from(e))
-                })?;
+        let points = grid::points(def);
+        let runs = grid::run_all(&points, self.spawner.jobs, |point| {
+            self.spawner.measure(name, def, device, point)
+        });
+        let mut measured = Vec::with_capacity(points.len());
+        for (point, run) in points.into_iter().zip(runs) {
+            let label = grid::label(name, def, &point);
+            let (result, output) = run.map_err(|e| {
+                report.message = e.clone();
+                Unmeasured::Failed(Failed::from(e))
+            })?;
             let failure = match result {
                 Some(ChildResult::Measured {
                     profile,
@@ -195,7 +210,7 @@ impl Trials {
                     ..
                 }) => {
                     measured.push(Measurement {
-                        batch,
+                        point,
                         profile,
                         info: *info,
                         timeline,
@@ -244,12 +259,16 @@ impl Trials {
         def: &TestDef,
         measured: &Measurement,
         fit: Option<&SweepFit>,
+        scaling: Option<SweepScaling>,
         report: &mut TestReport,
     ) -> Result<(), String> {
         let class = report.device_class.expect("set for measured tests");
         let policy = self.policy(def)?;
         let mut body = Body::from_profile(&measured.profile, class);
-        body.scaling = fit.map(|f| f.scaling.clone().with_budget(policy.budget));
+        body.scaling = scaling.map(|s| match s {
+            SweepScaling::Batch(b) => SweepScaling::Batch(b.with_budget(policy.budget)),
+            axes => axes,
+        });
         let snap_path =
             snapshot::path_for(&self.target.manifest_dir, &self.target.name, name, class);
         report.snapshot = Some(snap_path.clone());
@@ -277,7 +296,7 @@ impl Trials {
             self.mode.check,
         );
         report.status = decision.status;
-        let sites = self.sites(name, def, measured.batch, class, decision.status);
+        let sites = self.sites(name, def, &measured.point, class, decision.status);
         let mut info = measured.info.clone();
         match &sites {
             Some(Ok(found)) => {
@@ -340,7 +359,7 @@ impl Trials {
         &self,
         name: &str,
         def: &TestDef,
-        batch: usize,
+        point: &RunPoint,
         class: DeviceClass,
         status: Status,
     ) -> Option<Result<vramtest_model::sites::Sites, String>> {
@@ -350,7 +369,7 @@ impl Trials {
             SitesWhen::Off => false,
         };
         (wanted && class == DeviceClass::Cpu)
-            .then(|| sites::collect(&self.spawner, name, def, batch))
+            .then(|| sites::collect(&self.spawner, name, def, point))
     }
 }
 
@@ -359,7 +378,7 @@ fn fit(measured: &[Measurement]) -> Result<SweepFit, String> {
     let points: Vec<SweepPoint> = measured
         .iter()
         .map(|m| SweepPoint {
-            batch: m.batch as u64,
+            batch: m.point.batch as u64,
             peak_bytes: m.profile.peak_bytes,
             category_peaks: m.profile.category_peaks,
         })
@@ -374,7 +393,7 @@ fn prediction(measured: &[Measurement], pool: CudaPool) -> Option<Prediction> {
         .iter()
         .map(|m| {
             m.pool.map(|peaks| PredictedPoint {
-                batch: m.batch as u64,
+                batch: m.point.batch as u64,
                 peaks,
             })
         })

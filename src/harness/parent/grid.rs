@@ -1,0 +1,139 @@
+//! A test's points: one run, the sizes of a batch sweep (`batch = [..]`), or every
+//! combination of named axes (`axes(..)`); run as children in parallel up to `-j`;
+//! a sweep over named axes fitted and its target predicted.
+
+use crate::harness::protocol::RunPoint;
+use crate::harness::registry::TestDef;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use vramtest_model::Profile;
+use vramtest_model::axes::{Grid, Point};
+use vramtest_model::pool::PoolPeaks;
+use vramtest_model::sweep::{AxesSweep, GridRun};
+
+/// The points `def` runs at, in order: the first is the one its snapshot's figures
+/// describe.
+pub(super) fn points(def: &TestDef) -> Vec<RunPoint> {
+    let options = &def.options;
+    if !options.axes.is_empty() {
+        let mut points = vec![Vec::new()];
+        for &(axis, values) in options.axes {
+            points = points
+                .into_iter()
+                .flat_map(|p: Vec<(String, usize)>| {
+                    values.iter().map(move |&v| {
+                        let mut q = p.clone();
+                        q.push((axis.to_owned(), v));
+                        q
+                    })
+                })
+                .collect();
+        }
+        return points.into_iter().map(RunPoint::axes).collect();
+    }
+    if options.batch.is_empty() {
+        return vec![RunPoint::batch(1)];
+    }
+    options.batch.iter().map(|&b| RunPoint::batch(b)).collect()
+}
+
+/// How a run is named in messages: the test, with its point when it is one of several.
+pub(super) fn label(name: &str, def: &TestDef, point: &RunPoint) -> String {
+    if !def.options.axes.is_empty() {
+        format!("{name} ({})", point.label(" "))
+    } else if !def.options.batch.is_empty() {
+        format!("{name} (batch {})", point.batch)
+    } else {
+        name.to_owned()
+    }
+}
+
+/// `run` at every point, at most `jobs` at once; the results in the points' order.
+pub(super) fn run_all<T: Send>(
+    points: &[RunPoint],
+    jobs: usize,
+    run: impl Fn(&RunPoint) -> T + Sync,
+) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<T>>> = Mutex::new((0..points.len()).map(|_| None).collect());
+    let workers = jobs.clamp(1, points.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(point) = points.get(i) else { break };
+                    let result = run(point);
+                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every point ran"))
+        .collect()
+}
+
+/// One measured point of a sweep over named axes, as the fit reads it.
+pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPeaks>) -> GridRun {
+    let mut phase_peaks = BTreeMap::new();
+    for record in profile.steady_state_phases() {
+        let peak = phase_peaks.entry(record.phase).or_insert(0);
+        *peak = record.peak_bytes.max(*peak);
+    }
+    // A CUDA run has the device's figures; a CPU run the pool model's.
+    let pool = pool.or_else(|| {
+        profile.reserved_peak_bytes.map(|reserved| PoolPeaks {
+            allocated_bytes: profile.peak_bytes.saturating_sub(profile.at_peak.untracked),
+            reserved_bytes: reserved,
+        })
+    });
+    GridRun {
+        point: to_point(&point.axes),
+        peak_bytes: profile.peak_bytes,
+        category_peaks: profile.category_peaks,
+        phase_peaks,
+        peak_outside_phases: profile.peak_phase.is_none(),
+        pool,
+    }
+}
+
+fn to_point(axes: &[(impl AsRef<str>, usize)]) -> Point {
+    axes.iter()
+        .map(|(k, v)| (k.as_ref().to_owned(), *v as u64))
+        .collect()
+}
+
+/// Fits a sweep over named axes and predicts its target; `None` for other tests.
+/// `granule`: the CUDA pool's, for the reserved bytes (see [`AxesSweep::estimate`]).
+pub(super) fn fit(
+    def: &TestDef,
+    runs: &[GridRun],
+    granule: u64,
+) -> Result<Option<AxesSweep>, String> {
+    let options = &def.options;
+    if options.axes.is_empty() {
+        return Ok(None);
+    }
+    let grid = Grid::new(
+        options
+            .axes
+            .iter()
+            .map(|&(k, v)| (k, v.iter().map(|&n| n as u64).collect::<Vec<_>>())),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut sweep = AxesSweep::fit(&grid, runs).map_err(|e| e.to_string())?;
+    if !options.target.is_empty() {
+        let at = to_point(options.target);
+        sweep.target = Some(
+            sweep
+                .target_at(&at, granule)
+                .map_err(|e| format!("target: {e}"))?,
+        );
+    }
+    Ok(Some(sweep))
+}

@@ -1,0 +1,121 @@
+//! A sweep over named axes through the harness, on fixtures/vec-model's `axes` target:
+//! a model of plain `Vec`s whose figures are polynomials written out below, fitted from
+//! an 18-point grid, predicted at a target far outside it, and gated.
+
+mod common;
+
+use common::{copy_fixture, run};
+use vramtest_model::report::Status;
+use vramtest_model::{Body, Category};
+
+// fixtures/vec-model/tests/axes.rs, in bytes.
+const HIDDEN: u64 = 16;
+const F32: u64 = 4;
+const VEC_HEADER: u64 = 24;
+
+/// Each category's own peak at (batch, seq, layers), from the fixture's code.
+fn expected(b: u64, s: u64, l: u64, extra: bool) -> [(Category, u64); 6] {
+    // A weight per layer, held in an outer Vec of Vecs.
+    let weight = HIDDEN * HIDDEN * F32 + VEC_HEADER;
+    let activation = b * s * HIDDEN * F32;
+    let kept = if extra { 2 } else { 1 };
+    [
+        (Category::Parameters, l * weight),
+        (Category::Gradients, l * weight),
+        (Category::OptimizerState, 2 * l * weight),
+        // Two Vec headers per layer reserved up front, the kept activations.
+        (
+            Category::Activations,
+            kept * l * activation + 2 * l * VEC_HEADER,
+        ),
+        (Category::Inputs, activation),
+        // One layer's attention scores at a time.
+        (Category::Temporaries, b * s * s * F32),
+    ]
+}
+
+fn body(r: &common::Run) -> Body {
+    r.report("transformer_like")
+        .body
+        .clone()
+        .unwrap_or_else(|| panic!("measured:\n{}", r.text()))
+}
+
+#[test]
+fn a_sweep_over_named_axes_predicts_its_target_and_gates_it() {
+    let dir = copy_fixture("vec-model");
+    let exe = common::build_test_target(&dir, "axes");
+    let one = ["transformer_like", "--exact", "--include-ignored"];
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    assert_eq!(r.status("transformer_like"), Status::New, "{}", r.text());
+    let b = body(&r);
+    let sweep = b.axes_sweep().expect("a sweep over named axes");
+    assert_eq!(sweep.axes["seq"], vec![4, 8, 12]);
+    // The snapshot's own figures are the grid's first point.
+    for (c, bytes) in expected(1, 4, 1, false) {
+        assert_eq!(b.category_peaks[c], bytes, "{c} at the first point");
+    }
+    // Far outside the grid: 8× the batch, 42× the sequence, 10× the layers.
+    let target = sweep.target.as_ref().expect("the target is predicted");
+    let want = expected(8, 512, 32, false);
+    assert_eq!(target.category_bytes.len(), 8);
+    for (c, bytes) in want {
+        assert_eq!(target.category_bytes[&c], bytes, "{c} at the target");
+    }
+    for c in [Category::Workspace, Category::Untracked] {
+        assert_eq!(target.category_bytes[&c], 0, "{c}");
+    }
+    // Forward holds the scores beside the activations; at seq 512 it is the peak.
+    let of = |c: Category| want.iter().find(|(k, _)| *k == c).unwrap().1;
+    let forward = of(Category::Parameters)
+        + of(Category::OptimizerState)
+        + of(Category::Inputs)
+        + of(Category::Activations)
+        + of(Category::Temporaries);
+    assert_eq!(target.peak_bytes, forward, "{:#?}", sweep.figures);
+    let snap = dir.join("tests/snapshots/axes__transformer_like@cpu.snap");
+    let text = std::fs::read_to_string(&snap).unwrap();
+    assert!(text.contains("\"scaling\": {\n    \"axes\""), "{text}");
+
+    // The same code passes against its snapshot.
+    let r = run(&dir, &exe, &one, &[]);
+    assert_eq!(r.status("transformer_like"), Status::Passed, "{}", r.text());
+
+    // One more activation per layer: the target names the term that grew.
+    let r = run(&dir, &exe, &one, &[("VEC_MODEL_EXTRA_ACTIVATION", "1")]);
+    let report = r.report("transformer_like");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    let grown = expected(8, 512, 32, true)[3].1 - want[3].1;
+    assert_eq!(grown, 8 * 512 * 32 * HIDDEN * F32);
+    let line = report
+        .message
+        .lines()
+        .find(|l| l.contains("target (batch=8, layers=32, seq=512): activations"))
+        .unwrap_or_else(|| panic!("{}", report.message));
+    assert!(
+        line.ends_with("activations: +64 B × batch·seq·layers"),
+        "{line}"
+    );
+
+    // A budget under the target's peak fails, even when updating; the grid itself is
+    // far under it.
+    let r = run(
+        &dir,
+        &exe,
+        &[
+            "transformer_like_over_budget",
+            "--exact",
+            "--include-ignored",
+        ],
+        &[("VRAMTEST_UPDATE", "always")],
+    );
+    let report = r.report("transformer_like_over_budget");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    assert!(
+        report.message.contains(
+            "target (batch=8, layers=32, seq=512): predicted peak 16.35 MiB is over the budget 16.00 MiB"
+        ),
+        "{}",
+        report.message
+    );
+}

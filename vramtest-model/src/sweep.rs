@@ -1,0 +1,674 @@
+//! A sweep over named axes (`#[vramtest(axes(batch = [2, 4], seq = [16, 32, 48]))]`):
+//! every run's figures fitted with [`crate::axes`], a configuration nobody can run on a
+//! CPU predicted from them (`show --at layers=32,seq=4096`), the largest value of an axis
+//! that fits a GPU (`--solve batch`), a data-parallel projection (`--ranks 8 --shard
+//! zero3`), and the target a test names (`target(layers = 32, ..)`) compared with the
+//! snapshot's.
+//!
+//! # Figures
+//!
+//! Each run gives: the peak (`peak`), each category's own peak (`parameters`, …,
+//! `untracked`), each phase's peak (`phase forward`, …) and, for a CPU run, what the
+//! CUDA pool model's allocated peak adds to the peak (`allocated over peak`: each
+//! block's alignment) and its reserved peak to the allocated one (`reserved over
+//! allocated`: granules). A figure that
+//! is a maximum over time changes which phase it comes from as the axes grow (the
+//! optimizer step at small sequence lengths, the backward pass at long ones), so the
+//! peak is predicted per phase and the maximum taken at the predicted point; when a run
+//! peaked outside every phase, the peak is fitted as a whole.
+
+use crate::axes::{AxesError, AxesScaling, Fit, Grid, Point, predict_max};
+use crate::bytes::HumanBytes;
+use crate::category::{Category, Phase};
+use crate::limit::Limit;
+use crate::pool::PoolPeaks;
+use crate::profile::CategoryBytes;
+use num_rational::BigRational;
+use num_traits::{Signed, ToPrimitive, Zero};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The figure name of the whole peak.
+pub const PEAK: &str = "peak";
+/// The figure name of what the CUDA pool's allocated peak adds to the peak (each
+/// block's alignment): a smooth figure where the allocated peak itself, a maximum over
+/// time like the peak, is not.
+pub const ALLOCATED: &str = "allocated over peak";
+/// The figure name of what the CUDA pool's reserved peak adds to its allocated peak
+/// (granules, fragmentation).
+pub const RESERVED: &str = "reserved over allocated";
+/// The prefix of a phase's peak (`phase forward`).
+pub const PHASE_PREFIX: &str = "phase ";
+
+/// What one run of a grid measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GridRun {
+    /// Its point.
+    pub point: Point,
+    /// The peak total.
+    pub peak_bytes: u64,
+    /// Each category's own peak.
+    pub category_peaks: CategoryBytes,
+    /// Each phase's peak (the highest of a phase run more than once).
+    pub phase_peaks: BTreeMap<Phase, u64>,
+    /// Whether the peak came outside every phase.
+    pub peak_outside_phases: bool,
+    /// The CUDA pool model's peaks (CPU runs), or the device's allocated and reserved
+    /// peaks (CUDA runs), when known.
+    pub pool: Option<PoolPeaks>,
+}
+
+/// A sweep over named axes, as a snapshot keeps it under `scaling`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AxesSweep {
+    /// Each axis and its values.
+    pub axes: BTreeMap<String, Vec<u64>>,
+    /// Each figure's fit (see the module's documentation for the names).
+    pub figures: BTreeMap<String, Fit>,
+    /// The target configuration's predicted figures, when the test names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+}
+
+/// The predicted figures of the configuration a test names in `target(..)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// The configuration.
+    pub at: Point,
+    /// Each category's predicted own peak.
+    pub category_bytes: BTreeMap<Category, u64>,
+    /// The predicted peak.
+    pub peak_bytes: u64,
+    /// The predicted CUDA allocated peak, when the runs had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_bytes: Option<u64>,
+    /// The predicted CUDA reserved peak, when the runs had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_bytes: Option<u64>,
+}
+
+/// A configuration predicted from a sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Estimate {
+    /// The configuration.
+    pub at: Point,
+    /// Each category's predicted own peak.
+    pub category_bytes: BTreeMap<Category, u64>,
+    /// The predicted peak: the highest phase's.
+    pub peak_bytes: u64,
+    /// The phase predicted to hold the peak (`None`: the peak is fitted as a whole).
+    pub peak_phase: Option<String>,
+    /// The predicted CUDA allocated peak.
+    pub allocated_bytes: Option<u64>,
+    /// The predicted CUDA reserved peak: the allocated peak rounded up to the pool's
+    /// granule, or more where the fit of what the pool reserves beyond it says so.
+    pub reserved_bytes: Option<u64>,
+    /// Each figure's worst leave-one-out error, in parts per million.
+    pub loo_error_ppm: BTreeMap<String, u64>,
+    /// Each figure's formula.
+    pub terms: BTreeMap<String, String>,
+    /// The figures whose fit misses a held-out point by more than 2%: their predictions
+    /// are shown, flagged, never trusted silently.
+    pub flagged: Vec<String>,
+}
+
+impl AxesSweep {
+    /// Fits every figure of `runs`, one per point of `grid`.
+    pub fn fit(grid: &Grid, runs: &[GridRun]) -> Result<AxesSweep, AxesError> {
+        let mut series: BTreeMap<String, Vec<(Point, u64)>> = BTreeMap::new();
+        let mut add = |figure: String, point: &Point, bytes: u64| {
+            series
+                .entry(figure)
+                .or_default()
+                .push((point.clone(), bytes));
+        };
+        let by_phase = runs.iter().all(|r| !r.peak_outside_phases);
+        let common_phases: Vec<Phase> = Phase::ALL
+            .into_iter()
+            .filter(|p| runs.iter().all(|r| r.phase_peaks.contains_key(p)))
+            .collect();
+        let with_pool = runs.iter().all(|r| r.pool.is_some());
+        for run in runs {
+            add(PEAK.to_owned(), &run.point, run.peak_bytes);
+            for (category, bytes) in run.category_peaks.iter() {
+                add(category.as_str().to_owned(), &run.point, bytes);
+            }
+            if by_phase {
+                for phase in &common_phases {
+                    add(phase_figure(*phase), &run.point, run.phase_peaks[phase]);
+                }
+            }
+            if let (true, Some(pool)) = (with_pool, run.pool) {
+                let over_peak = pool.allocated_bytes.saturating_sub(run.peak_bytes);
+                let over_allocated = pool.reserved_bytes.saturating_sub(pool.allocated_bytes);
+                add(ALLOCATED.to_owned(), &run.point, over_peak);
+                add(RESERVED.to_owned(), &run.point, over_allocated);
+            }
+        }
+        let fitted = AxesScaling::fit(grid, &series)?;
+        Ok(AxesSweep {
+            axes: fitted.axes,
+            figures: fitted.figures,
+            target: None,
+        })
+    }
+
+    /// The grid of the stored axes (checked again: a snapshot may have been edited).
+    pub fn grid(&self) -> Result<Grid, AxesError> {
+        Grid::from_map(&self.axes)
+    }
+
+    /// The fits of the phases' peaks, by phase name.
+    fn phase_fits(&self) -> impl Iterator<Item = (&str, &Fit)> {
+        self.figures
+            .iter()
+            .filter_map(|(k, f)| k.strip_prefix(PHASE_PREFIX).map(|p| (p, f)))
+    }
+
+    fn figure(&self, name: &str) -> Result<&Fit, AxesError> {
+        self.figures
+            .get(name)
+            .ok_or_else(|| AxesError::UnknownFigure {
+                figure: name.to_owned(),
+            })
+    }
+
+    /// Predicts every figure at `at`, which must give every axis a positive value and
+    /// name no other. A flagged figure is predicted and listed in
+    /// [`Estimate::flagged`]. `granule`: the CUDA pool's granule, which the reserved
+    /// peak is rounded up to from the allocated one when its own fit is flagged.
+    pub fn estimate(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
+        self.grid()?.check_point(at)?;
+        let mut estimate = Estimate {
+            at: at.clone(),
+            category_bytes: BTreeMap::new(),
+            peak_bytes: 0,
+            peak_phase: None,
+            allocated_bytes: None,
+            reserved_bytes: None,
+            loo_error_ppm: BTreeMap::new(),
+            terms: BTreeMap::new(),
+            flagged: Vec::new(),
+        };
+        for (name, fit) in &self.figures {
+            estimate
+                .loo_error_ppm
+                .insert(name.clone(), fit.loo_error_ppm);
+            estimate.terms.insert(name.clone(), fit.terms.to_string());
+            if fit.flagged() {
+                estimate.flagged.push(name.clone());
+            }
+        }
+        for category in Category::ALL {
+            let p = self.figure(category.as_str())?.predict(at)?;
+            estimate.category_bytes.insert(category, p.bytes);
+        }
+        if self.phase_fits().next().is_some() {
+            let max = predict_max(self.phase_fits(), at)?;
+            estimate.peak_bytes = max.bytes;
+            estimate.peak_phase = Some(max.phase);
+        } else {
+            estimate.peak_bytes = self.figure(PEAK)?.predict(at)?.bytes;
+        }
+        if let (Some(a), Some(r)) = (self.figures.get(ALLOCATED), self.figures.get(RESERVED)) {
+            let allocated = estimate.peak_bytes.saturating_add(a.predict(at)?.bytes);
+            let granule = granule.max(1);
+            let rounded = allocated.div_ceil(granule).saturating_mul(granule);
+            let reserved = if r.flagged() {
+                rounded
+            } else {
+                allocated.saturating_add(r.predict(at)?.bytes).max(rounded)
+            };
+            estimate.allocated_bytes = Some(allocated);
+            estimate.reserved_bytes = Some(reserved.max(allocated));
+        }
+        Ok(estimate)
+    }
+
+    /// The target's figures at `at`, as a snapshot keeps them.
+    pub fn target_at(&self, at: &Point, granule: u64) -> Result<Target, AxesError> {
+        let e = self.estimate(at, granule)?;
+        Ok(Target {
+            at: e.at,
+            category_bytes: e.category_bytes,
+            peak_bytes: e.peak_bytes,
+            allocated_bytes: e.allocated_bytes,
+            reserved_bytes: e.reserved_bytes,
+        })
+    }
+
+    /// The largest value of `axis` (the others from `at`) whose predicted device memory
+    /// (`reserved` where the sweep has it, else the peak) plus `allowance` stays within
+    /// `memory`: `None` when not even 1 fits. Searched up to 2³², assuming the memory
+    /// does not shrink as the axis grows.
+    pub fn solve(
+        &self,
+        at: &Point,
+        axis: &str,
+        memory: u64,
+        allowance: u64,
+        granule: u64,
+    ) -> Result<Option<u64>, AxesError> {
+        let grid = self.grid()?;
+        if !grid.axes().iter().any(|a| a.name == axis) {
+            return Err(AxesError::UnknownAxis {
+                axis: axis.to_owned(),
+                known: grid
+                    .axes()
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let fits = |v: u64| -> Result<bool, AxesError> {
+            let mut point = at.clone();
+            point.insert(axis.to_owned(), v);
+            let e = self.estimate(&point, granule)?;
+            Ok(e.device_bytes().saturating_add(allowance) <= memory)
+        };
+        if !fits(1)? {
+            return Ok(None);
+        }
+        let (mut lo, mut hi) = (1u64, 2u64);
+        while hi < 1 << 32 && fits(hi)? {
+            lo = hi;
+            hi *= 2;
+        }
+        if hi >= 1 << 32 && fits(hi)? {
+            return Ok(Some(hi));
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid)? {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(Some(lo))
+    }
+}
+
+impl Estimate {
+    /// What the device must hold: the predicted reserved peak where there is one, else
+    /// the peak.
+    pub fn device_bytes(&self) -> u64 {
+        self.reserved_bytes.unwrap_or(self.peak_bytes)
+    }
+
+    /// Whether the configuration fits `memory` with `allowance` set aside.
+    pub fn fits(&self, memory: u64, allowance: u64) -> bool {
+        self.device_bytes().saturating_add(allowance) <= memory
+    }
+}
+
+/// The figure name of `phase`'s peak.
+pub fn phase_figure(phase: Phase) -> String {
+    format!("{PHASE_PREFIX}{phase}")
+}
+
+/// `layers=32,seq=4096`: each axis once, each value a positive integer. Errors name the
+/// axis and say what is wrong.
+pub fn parse_point(text: &str) -> Result<Point, String> {
+    let mut point = Point::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("`{part}` is not `axis=value` (like `seq=4096`)"))?;
+        let (name, value) = (name.trim(), value.trim());
+        let n: u64 = value.parse().map_err(|_| {
+            format!("axis `{name}`: `{value}` is not a positive integer (like `{name}=8`)")
+        })?;
+        if n == 0 {
+            return Err(format!("axis `{name}`: the value must be at least 1"));
+        }
+        if point.insert(name.to_owned(), n).is_some() {
+            return Err(format!("axis `{name}` is given twice"));
+        }
+    }
+    if point.is_empty() {
+        return Err("no axes given (like `--at layers=32,seq=4096,batch=8`)".into());
+    }
+    Ok(point)
+}
+
+/// `layers=32, seq=4096`.
+pub fn show_point(point: &Point) -> String {
+    point
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A ZeRO stage, as `--shard` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shard {
+    /// Optimizer state sharded.
+    Zero1,
+    /// Optimizer state and gradients sharded.
+    Zero2,
+    /// Optimizer state, gradients and parameters sharded (FSDP full shard), with one
+    /// layer's parameters gathered at a time.
+    Zero3,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        match s {
+            "zero1" => Ok(Shard::Zero1),
+            "zero2" => Ok(Shard::Zero2),
+            "zero3" => Ok(Shard::Zero3),
+            other => Err(format!(
+                "unknown shard `{other}` (expected zero1, zero2 or zero3)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Shard::Zero1 => "zero1",
+            Shard::Zero2 => "zero2",
+            Shard::Zero3 => "zero3",
+        })
+    }
+}
+
+impl Shard {
+    /// The categories this stage divides among the ranks.
+    pub fn sharded(self) -> &'static [Category] {
+        match self {
+            Shard::Zero1 => &[Category::OptimizerState],
+            Shard::Zero2 => &[Category::OptimizerState, Category::Gradients],
+            Shard::Zero3 => &[
+                Category::OptimizerState,
+                Category::Gradients,
+                Category::Parameters,
+            ],
+        }
+    }
+}
+
+/// An estimate projected to one GPU of `ranks` under a ZeRO stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Projection {
+    /// The number of data-parallel ranks.
+    pub ranks: u64,
+    /// The stage.
+    pub shard: Shard,
+    /// The per-GPU estimate.
+    pub per_gpu: Estimate,
+    /// ZeRO-3: one layer's parameters, gathered whole while it runs (`None`: no
+    /// `layers` axis to take it from, or another stage).
+    pub gathered_bytes: Option<u64>,
+}
+
+/// Projects `estimate` to one GPU of `ranks`: each sharded category becomes
+/// `⌈bytes / ranks⌉`, and the peak, allocated and reserved figures lose what the shards
+/// save; ZeRO-3 adds one layer's gathered parameters (`parameters` at `layers = L`
+/// less at `L − 1`, from the sweep's fit) when the sweep has a `layers` axis.
+/// Activations, inputs, temporaries and workspace are unchanged; the batch is read as
+/// per rank.
+pub fn project(
+    sweep: &AxesSweep,
+    estimate: &Estimate,
+    ranks: u64,
+    shard: Shard,
+) -> Result<Projection, AxesError> {
+    let ranks = ranks.max(1);
+    let mut per_gpu = estimate.clone();
+    let mut saved = 0u64;
+    for &category in shard.sharded() {
+        let bytes = estimate.category_bytes[&category];
+        let share = bytes.div_ceil(ranks);
+        saved += bytes - share;
+        per_gpu.category_bytes.insert(category, share);
+    }
+    let gathered_bytes = match (shard, estimate.at.get("layers")) {
+        (Shard::Zero3, Some(&layers)) => {
+            let fit = sweep.figure(Category::Parameters.as_str())?;
+            let mut below = estimate.at.clone();
+            below.insert("layers".into(), layers - 1);
+            let diff = fit.terms.eval(&estimate.at)? - fit.terms.eval(&below)?;
+            Some(ceil_bytes(&diff))
+        }
+        _ => None,
+    };
+    let gathered = gathered_bytes.unwrap_or(0);
+    let adjust = |b: u64| b.saturating_sub(saved).saturating_add(gathered);
+    per_gpu.allocated_bytes = estimate.allocated_bytes.map(adjust);
+    per_gpu.reserved_bytes = estimate.reserved_bytes.map(adjust);
+    per_gpu.peak_bytes = estimate
+        .peak_bytes
+        .saturating_sub(saved)
+        .saturating_add(gathered);
+    Ok(Projection {
+        ranks,
+        shard,
+        per_gpu,
+        gathered_bytes,
+    })
+}
+
+fn ceil_bytes(r: &BigRational) -> u64 {
+    if r.is_negative() {
+        return 0;
+    }
+    r.ceil().to_integer().to_u64().unwrap_or(u64::MAX)
+}
+
+/// A target figure that moved between the snapshot and this run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetFinding {
+    /// `peak` or a category.
+    pub figure: String,
+    /// The snapshot's prediction.
+    pub old: u64,
+    /// This run's prediction.
+    pub new: u64,
+    /// The limit it is held to.
+    pub limit: String,
+    /// Whether it grew beyond the limit.
+    pub regressed: bool,
+    /// What changed in its formula: the term that grew, or both formulas.
+    pub why: String,
+}
+
+/// The target compared with the snapshot's.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TargetCheck {
+    /// Each figure that moved (regressions first).
+    pub findings: Vec<TargetFinding>,
+    /// The target's peak and the budget, when it no longer fits.
+    pub over_budget: Option<(u64, u64)>,
+    /// The sweeps cannot be compared (axes or target changed): accept again.
+    pub changed: Option<String>,
+}
+
+impl TargetCheck {
+    /// Whether this fails the test.
+    pub fn fails(&self) -> bool {
+        self.over_budget.is_some()
+            || self.changed.is_some()
+            || self.findings.iter().any(|f| f.regressed)
+    }
+
+    /// One line per failing figure and the budget, for a failure's message.
+    pub fn lines(&self, at: &Point) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(changed) = &self.changed {
+            lines.push(changed.clone());
+        }
+        if let Some((peak, budget)) = self.over_budget {
+            lines.push(format!(
+                "target ({}): predicted peak {} is over the budget {}",
+                show_point(at),
+                HumanBytes(peak),
+                HumanBytes(budget)
+            ));
+        }
+        for f in self.findings.iter().filter(|f| f.regressed) {
+            lines.push(format!(
+                "target ({}): {} {} → {} (+{}, limit {}): {}",
+                show_point(at),
+                f.figure,
+                HumanBytes(f.old),
+                HumanBytes(f.new),
+                HumanBytes(f.new - f.old),
+                f.limit,
+                f.why
+            ));
+        }
+        lines
+    }
+}
+
+/// Compares `new`'s target with `old`'s: each category and the peak against its limit
+/// (`limit_of(None)` is the peak's), and the peak against `budget`. Without a target in
+/// `new`, nothing is checked.
+pub fn compare_target(
+    old: Option<&AxesSweep>,
+    new: &AxesSweep,
+    limit_of: impl Fn(Option<Category>) -> Limit,
+    budget: Option<u64>,
+) -> TargetCheck {
+    let Some(target) = &new.target else {
+        return TargetCheck::default();
+    };
+    let mut check = TargetCheck {
+        over_budget: budget
+            .filter(|&b| target.peak_bytes > b)
+            .map(|b| (target.peak_bytes, b)),
+        ..TargetCheck::default()
+    };
+    let Some(old) = old else {
+        return check;
+    };
+    if old.axes != new.axes {
+        check.changed = Some(format!(
+            "the sweep's axes changed from {} to {}: accept the snapshot again",
+            show_axes(&old.axes),
+            show_axes(&new.axes)
+        ));
+        return check;
+    }
+    let Some(old_target) = &old.target else {
+        return check;
+    };
+    if old_target.at != target.at {
+        check.changed = Some(format!(
+            "the target changed from ({}) to ({}): accept the snapshot again",
+            show_point(&old_target.at),
+            show_point(&target.at)
+        ));
+        return check;
+    }
+    let mut figures: Vec<(String, Option<Category>, u64, u64)> = Category::ALL
+        .into_iter()
+        .map(|c| {
+            let get = |t: &Target| t.category_bytes.get(&c).copied().unwrap_or(0);
+            (c.as_str().to_owned(), Some(c), get(old_target), get(target))
+        })
+        .collect();
+    figures.push((PEAK.into(), None, old_target.peak_bytes, target.peak_bytes));
+    for (name, category, o, n) in figures {
+        if n <= o {
+            continue;
+        }
+        let limit = limit_of(category);
+        let regressed = n - o > limit.slack(o);
+        let figure = match category {
+            Some(_) => name.clone(),
+            None => peak_figure(new, &target.at),
+        };
+        check.findings.push(TargetFinding {
+            why: term_that_grew(
+                &name,
+                old.figures.get(&figure),
+                new.figures.get(&figure),
+                &target.at,
+            ),
+            figure: name,
+            old: o,
+            new: n,
+            limit: limit.to_string(),
+            regressed,
+        });
+    }
+    check.findings.sort_by_key(|f| !f.regressed);
+    check
+}
+
+/// The figure the target's peak comes from: the highest phase at `at`, else `peak`.
+fn peak_figure(sweep: &AxesSweep, at: &Point) -> String {
+    if sweep.phase_fits().next().is_some()
+        && let Ok(max) = predict_max(sweep.phase_fits(), at)
+    {
+        return format!("{PHASE_PREFIX}{}", max.phase);
+    }
+    PEAK.into()
+}
+
+/// `activations: +512 B × batch·seq·layers` when both fits have the same terms (the
+/// term whose contribution at `at` grew most), else both formulas.
+fn term_that_grew(name: &str, old: Option<&Fit>, new: Option<&Fit>, at: &Point) -> String {
+    let (Some(old), Some(new)) = (old, new) else {
+        return format!("{name}: no formula to compare");
+    };
+    let monomials = |f: &Fit| {
+        let mut m: Vec<_> = f.terms.terms.iter().map(|t| t.monomial.clone()).collect();
+        m.sort();
+        m
+    };
+    if monomials(old) != monomials(new) {
+        return format!("{name}: was {}, now {}", old.terms, new.terms);
+    }
+    let mut best: Option<(BigRational, String)> = None;
+    for term in &new.terms.terms {
+        let was = old
+            .terms
+            .terms
+            .iter()
+            .find(|t| t.monomial == term.monomial)
+            .map(|t| t.coefficient.clone())
+            .unwrap_or_else(BigRational::zero);
+        let delta = &term.coefficient - &was;
+        let Ok(value) = term.monomial.eval(at) else {
+            continue;
+        };
+        let contribution = &delta * BigRational::from_integer(value);
+        if best.as_ref().is_none_or(|(b, _)| contribution > *b) {
+            let single = crate::axes::Formula {
+                terms: vec![crate::axes::Term {
+                    coefficient: delta,
+                    monomial: term.monomial.clone(),
+                }],
+            };
+            let text = single.to_string();
+            let signed = if text.starts_with('-') {
+                text
+            } else {
+                format!("+{text}")
+            };
+            best = Some((contribution, signed));
+        }
+    }
+    match best {
+        Some((_, text)) => format!("{name}: {text}"),
+        None => format!("{name}: was {}, now {}", old.terms, new.terms),
+    }
+}
+
+fn show_axes(axes: &BTreeMap<String, Vec<u64>>) -> String {
+    axes.iter()
+        .map(|(k, v)| format!("{k} = {v:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

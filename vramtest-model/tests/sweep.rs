@@ -1,0 +1,306 @@
+//! A sweep over named axes end to end on figures written here from formulas: the fit,
+//! a prediction far outside the grid, the largest value that fits, the ZeRO projection,
+//! the target gate with the term that grew, and the snapshot's `scaling` key.
+
+use std::collections::BTreeMap;
+use vramtest_model::axes::{Grid, Point};
+use vramtest_model::pool::PoolPeaks;
+use vramtest_model::snapshot::SweepScaling;
+use vramtest_model::sweep::{
+    AxesSweep, GridRun, Shard, compare_target, parse_point, project, show_point,
+};
+use vramtest_model::{Category, CategoryBytes, Limit, Phase};
+
+const GIB: u64 = 1 << 30;
+
+/// A transformer-shaped step, in bytes: parameters grow with layers, activations with
+/// batch·seq·layers, attention scores (temporaries) with batch·seq²·layers.
+struct Model {
+    /// Bytes of activations per batch·seq·layer.
+    act: u64,
+}
+
+impl Model {
+    fn categories(&self, b: u64, s: u64, l: u64) -> CategoryBytes {
+        CategoryBytes {
+            parameters: 4096 * l + 1000,
+            gradients: 4096 * l + 1000,
+            optimizer_state: 2 * (4096 * l + 1000),
+            activations: self.act * b * s * l,
+            inputs: 8 * b * s,
+            temporaries: 16 * b * s * s * l,
+            workspace: 0,
+            untracked: 0,
+        }
+    }
+
+    /// The forward pass holds parameters, optimizer state, activations and the scores;
+    /// the backward pass adds gradients over the activations.
+    fn phases(&self, b: u64, s: u64, l: u64) -> BTreeMap<Phase, u64> {
+        let c = self.categories(b, s, l);
+        let state = c.parameters + c.optimizer_state + c.inputs;
+        BTreeMap::from([
+            (Phase::Forward, state + c.activations + c.temporaries),
+            (Phase::Backward, state + c.activations + c.gradients),
+        ])
+    }
+
+    fn run(&self, b: u64, s: u64, l: u64) -> GridRun {
+        let phases = self.phases(b, s, l);
+        let peak = *phases.values().max().unwrap();
+        GridRun {
+            point: point(b, s, l),
+            peak_bytes: peak,
+            category_peaks: self.categories(b, s, l),
+            phase_peaks: phases,
+            peak_outside_phases: false,
+            pool: Some(PoolPeaks {
+                allocated_bytes: peak + 512,
+                reserved_bytes: (peak + 512).div_ceil(2 << 20) * (2 << 20),
+            }),
+        }
+    }
+
+    fn sweep(&self) -> AxesSweep {
+        let grid = grid();
+        let runs: Vec<GridRun> = grid
+            .points()
+            .iter()
+            .map(|p| self.run(p["batch"], p["seq"], p["layers"]))
+            .collect();
+        AxesSweep::fit(&grid, &runs).unwrap()
+    }
+}
+
+fn grid() -> Grid {
+    Grid::new([
+        ("batch", vec![1, 2]),
+        ("seq", vec![8, 16, 24]),
+        ("layers", vec![1, 2, 3]),
+    ])
+    .unwrap()
+}
+
+fn point(b: u64, s: u64, l: u64) -> Point {
+    Point::from([("batch".into(), b), ("seq".into(), s), ("layers".into(), l)])
+}
+
+#[test]
+fn every_category_is_predicted_exactly_far_outside_the_grid() {
+    let model = Model { act: 64 };
+    let sweep = model.sweep();
+    let at = point(8, 4096, 32);
+    let e = sweep.estimate(&at, 2 << 20).unwrap();
+    let want = model.categories(8, 4096, 32);
+    assert_eq!(e.category_bytes.len(), 8);
+    for (c, bytes) in want.iter() {
+        assert_eq!(e.category_bytes[&c], bytes, "{c}");
+    }
+    // At seq 4096 the scores (seq²) dominate: the forward pass holds the peak, though
+    // at short sequences the backward pass does.
+    let phases = model.phases(8, 4096, 32);
+    assert_eq!(e.peak_bytes, *phases.values().max().unwrap());
+    assert_eq!(e.peak_phase.as_deref(), Some("forward"));
+    let small = sweep.estimate(&point(1, 8, 1), 2 << 20).unwrap();
+    assert_eq!(small.peak_phase.as_deref(), Some("backward"));
+    assert_eq!(e.allocated_bytes, Some(e.peak_bytes + 512));
+    assert!(e.reserved_bytes.unwrap() >= e.allocated_bytes.unwrap());
+    assert_eq!(
+        e.reserved_bytes,
+        Some(e.allocated_bytes.unwrap().div_ceil(2 << 20) * (2 << 20))
+    );
+    assert!(
+        e.flagged.iter().all(|f| f == "reserved over allocated"),
+        "{:?}",
+        e.flagged
+    );
+    assert_eq!(e.loo_error_ppm["activations"], 0);
+    assert_eq!(e.terms["activations"], "64 B × batch·seq·layers");
+}
+
+#[test]
+fn solve_finds_the_largest_batch_a_memory_size_holds() {
+    let model = Model { act: 64 };
+    let sweep = model.sweep();
+    let at = point(1, 4096, 32);
+    let memory = 80 * GIB;
+    let allowance = GIB;
+    let batch = sweep
+        .solve(&at, "batch", memory, allowance, 2 << 20)
+        .unwrap()
+        .expect("some batch fits");
+    // Brute force with the formulas above and the reserved rule (the allocated peak
+    // rounded up to 2 MiB, the reserved fit being a step function).
+    let reserved = |b: u64| {
+        let peak = *model.phases(b, 4096, 32).values().max().unwrap();
+        (peak + 512).div_ceil(2 << 20) * (2 << 20)
+    };
+    assert!(reserved(batch) + allowance <= memory);
+    assert!(reserved(batch + 1) + allowance > memory);
+    assert_eq!(
+        sweep.solve(&at, "batch", GIB, allowance, 2 << 20).unwrap(),
+        None
+    );
+    assert!(sweep.solve(&at, "heads", memory, 0, 2 << 20).is_err());
+}
+
+#[test]
+fn zero_stages_shard_the_model_states() {
+    let model = Model { act: 64 };
+    let sweep = model.sweep();
+    let at = point(8, 1024, 32);
+    let e = sweep.estimate(&at, 2 << 20).unwrap();
+    let c = model.categories(8, 1024, 32);
+    let z1 = project(&sweep, &e, 8, Shard::Zero1).unwrap();
+    assert_eq!(
+        z1.per_gpu.category_bytes[&Category::OptimizerState],
+        c.optimizer_state.div_ceil(8)
+    );
+    assert_eq!(z1.per_gpu.category_bytes[&Category::Gradients], c.gradients);
+    let z3 = project(&sweep, &e, 8, Shard::Zero3).unwrap();
+    assert_eq!(
+        z3.per_gpu.category_bytes[&Category::Parameters],
+        c.parameters.div_ceil(8)
+    );
+    // One layer's parameters, gathered: 4096 B per layer in the formula above.
+    assert_eq!(z3.gathered_bytes, Some(4096));
+    let saved = (c.parameters - c.parameters.div_ceil(8))
+        + (c.gradients - c.gradients.div_ceil(8))
+        + (c.optimizer_state - c.optimizer_state.div_ceil(8));
+    assert_eq!(z3.per_gpu.peak_bytes, e.peak_bytes - saved + 4096);
+    assert_eq!(
+        z1.per_gpu.category_bytes[&Category::Activations],
+        c.activations
+    );
+}
+
+#[test]
+fn the_target_gate_names_the_term_that_grew() {
+    let at = point(8, 4096, 32);
+    let mut old = Model { act: 64 }.sweep();
+    old.target = Some(old.target_at(&at, 2 << 20).unwrap());
+    // One more per-layer activation of 512 B per batch·seq.
+    let mut new = Model { act: 64 + 512 }.sweep();
+    new.target = Some(new.target_at(&at, 2 << 20).unwrap());
+    let check = compare_target(Some(&old), &new, |_| Limit::DEFAULT, None);
+    assert!(check.fails());
+    let act = check
+        .findings
+        .iter()
+        .find(|f| f.figure == "activations")
+        .expect("activations grew");
+    assert!(act.regressed);
+    assert_eq!(act.new - act.old, 512 * 8 * 4096 * 32);
+    assert_eq!(act.why, "activations: +512 B × batch·seq·layers");
+    let lines = check.lines(&at);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("target (batch=8, layers=32, seq=4096): activations")),
+        "{lines:?}"
+    );
+    // The same sweep passes; a budget under the target's peak fails it.
+    let same = compare_target(Some(&old), &old, |_| Limit::DEFAULT, None);
+    assert!(!same.fails(), "{same:?}");
+    let peak = old.target.as_ref().unwrap().peak_bytes;
+    let over = compare_target(Some(&old), &old, |_| Limit::DEFAULT, Some(peak - 1));
+    assert_eq!(over.over_budget, Some((peak, peak - 1)));
+    // A growth within the limit is reported, not failed.
+    let loose = compare_target(Some(&old), &new, |_| Limit::ALLOW, None);
+    assert!(!loose.fails());
+    assert!(!loose.findings.is_empty());
+}
+
+#[test]
+fn a_new_term_shows_both_formulas() {
+    let at = point(8, 4096, 32);
+    let mut old = Model { act: 64 }.sweep();
+    old.target = Some(old.target_at(&at, 2 << 20).unwrap());
+    let grid = grid();
+    // Activations now also grow with batch·seq² (a kept attention matrix).
+    let runs: Vec<GridRun> = grid
+        .points()
+        .iter()
+        .map(|p| {
+            let mut r = Model { act: 64 }.run(p["batch"], p["seq"], p["layers"]);
+            r.category_peaks.activations += 4 * p["batch"] * p["seq"] * p["seq"];
+            r
+        })
+        .collect();
+    let mut new = AxesSweep::fit(&grid, &runs).unwrap();
+    new.target = Some(new.target_at(&at, 2 << 20).unwrap());
+    let check = compare_target(Some(&old), &new, |_| Limit::DEFAULT, None);
+    let act = check
+        .findings
+        .iter()
+        .find(|f| f.figure == "activations")
+        .unwrap();
+    assert_eq!(
+        act.why,
+        "activations: was 64 B × batch·seq·layers, now 4 B × batch·seq² + 64 B × batch·seq·layers"
+    );
+}
+
+#[test]
+fn changed_axes_or_target_must_be_accepted_again() {
+    let at = point(8, 4096, 32);
+    let mut old = Model { act: 64 }.sweep();
+    old.target = Some(old.target_at(&at, 2 << 20).unwrap());
+    let mut moved = old.clone();
+    moved.target = Some(old.target_at(&point(8, 2048, 32), 2 << 20).unwrap());
+    let check = compare_target(Some(&old), &moved, |_| Limit::DEFAULT, None);
+    assert!(check.changed.unwrap().contains("the target changed"));
+    let mut regrid = old.clone();
+    regrid.axes.insert("seq".into(), vec![8, 16, 32]);
+    let check = compare_target(Some(&old), &regrid, |_| Limit::DEFAULT, None);
+    assert!(check.changed.unwrap().contains("axes changed"));
+}
+
+#[test]
+fn the_sweep_round_trips_under_scaling_and_old_batch_scaling_still_reads() {
+    let mut sweep = Model { act: 64 }.sweep();
+    sweep.target = Some(sweep.target_at(&point(8, 4096, 32), 2 << 20).unwrap());
+    let json = serde_json::to_string_pretty(&SweepScaling::Axes(sweep.clone())).unwrap();
+    assert!(json.contains("\"axes\""), "{json}");
+    assert!(!json.contains('.'), "no floats: {json}");
+    let back: SweepScaling = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, SweepScaling::Axes(sweep));
+    let old = r#"{"batch": [32, 64, 128],
+        "peak": {"fixed_bytes": 100, "bytes_per_sample": 10},
+        "category_peaks": {}}"#;
+    match serde_json::from_str::<SweepScaling>(old) {
+        Ok(SweepScaling::Batch(s)) => assert_eq!(s.batch, vec![32, 64, 128]),
+        other => panic!("{other:?}"),
+    }
+    let bad = r#"{"axes": {"seq": [1, 2, 3]}, "figures": {}, "extra": 1}"#;
+    let e = serde_json::from_str::<SweepScaling>(bad).unwrap_err();
+    assert!(e.to_string().contains("named axes"), "{e}");
+}
+
+#[test]
+fn points_parse_with_errors_that_name_the_axis() {
+    let p = parse_point("layers=32, seq=4096,batch=8").unwrap();
+    assert_eq!(show_point(&p), "batch=8, layers=32, seq=4096");
+    for (text, needle) in [
+        ("seq=x", "axis `seq`: `x` is not a positive integer"),
+        ("seq=0", "axis `seq`: the value must be at least 1"),
+        ("seq=1,seq=2", "axis `seq` is given twice"),
+        ("seq", "`seq` is not `axis=value`"),
+        ("", "no axes given"),
+    ] {
+        let e = parse_point(text).unwrap_err();
+        assert!(e.contains(needle), "{text}: {e}");
+    }
+    let sweep = Model { act: 64 }.sweep();
+    let e = sweep
+        .estimate(&parse_point("seq=16,layers=2").unwrap(), 2 << 20)
+        .unwrap_err();
+    assert!(e.to_string().contains("no value for axis `batch`"), "{e}");
+    let e = sweep
+        .estimate(
+            &parse_point("seq=16,layers=2,batch=1,heads=4").unwrap(),
+            2 << 20,
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("unknown axis `heads`"), "{e}");
+}
