@@ -316,6 +316,29 @@ pub struct ShowArgs {
     /// your line (file:line) and the library operation. Writes no snapshot.
     #[arg(long, conflicts_with_all = ["pending", "svg"])]
     pub sites: bool,
+    /// Predict a configuration from the test's sweep over named axes
+    /// (`#[vramtest(axes(..))]`): every category, the peak, the CUDA allocated and
+    /// reserved bytes, and whether it fits each common GPU memory size. Every axis
+    /// gets a value: `--at layers=32,seq=4096,batch=8`.
+    #[arg(long, value_name = "AXIS=N,..", conflicts_with_all = ["sites", "svg"])]
+    pub at: Option<String>,
+    /// With --at: the largest value of AXIS that fits each memory size, the other axes
+    /// from --at (AXIS itself may be left out of it).
+    #[arg(long, value_name = "AXIS", requires = "at")]
+    pub solve: Option<String>,
+    /// With --at: per-GPU figures for N data-parallel ranks (the batch in --at is per
+    /// rank); with --shard, the model states sharded by ZeRO stage. A projection.
+    #[arg(long, value_name = "N", requires = "at", value_parser = clap::value_parser!(u64).range(1..))]
+    pub ranks: Option<u64>,
+    /// With --ranks: zero1 shards the optimizer state, zero2 also the gradients, zero3
+    /// (FSDP full shard) also the parameters, one layer's gathered at a time.
+    #[arg(long, value_name = "STAGE", requires = "ranks", value_parser = ["zero1", "zero2", "zero3"])]
+    pub shard: Option<String>,
+    /// With --at: `json` prints one object per snapshot (`at`, `category_bytes`,
+    /// `peak_bytes`, `allocated_bytes`, `reserved_bytes`, `fits`, `loo_error`,
+    /// `terms`).
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human, requires = "at")]
+    pub message_format: MessageFormat,
     #[command(flatten)]
     pub build: BuildArgs,
 }

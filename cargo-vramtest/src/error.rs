@@ -105,6 +105,11 @@ pub enum Error {
     #[error("cannot merge the shards: {message}")]
     Shards { message: String },
 
+    /// `show --at`: a configuration the snapshot's sweep cannot predict (no sweep over
+    /// named axes, an unknown or missing axis); the message names the axis.
+    #[error("{snapshot}: {message}")]
+    Prediction { snapshot: PathBuf, message: String },
+
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

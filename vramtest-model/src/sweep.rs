@@ -101,7 +101,9 @@ pub struct Estimate {
     pub peak_bytes: u64,
     /// The phase predicted to hold the peak (`None`: the peak is fitted as a whole).
     pub peak_phase: Option<String>,
-    /// The predicted CUDA allocated peak.
+    /// The predicted CUDA allocated peak: the peak plus the blocks' alignment, or the
+    /// peak alone where the fit of the alignment is flagged (it is then listed in
+    /// [`Estimate::flagged`]).
     pub allocated_bytes: Option<u64>,
     /// The predicted CUDA reserved peak: the allocated peak rounded up to the pool's
     /// granule, or more where the fit of what the pool reserves beyond it says so.
@@ -214,7 +216,10 @@ impl AxesSweep {
             estimate.peak_bytes = self.figure(PEAK)?.predict(at)?.bytes;
         }
         if let (Some(a), Some(r)) = (self.figures.get(ALLOCATED), self.figures.get(RESERVED)) {
-            let allocated = estimate.peak_bytes.saturating_add(a.predict(at)?.bytes);
+            // Each block's alignment waste follows the sizes' remainders, not a
+            // polynomial: a flagged fit of it is left out rather than extrapolated.
+            let over_peak = if a.flagged() { 0 } else { a.predict(at)?.bytes };
+            let allocated = estimate.peak_bytes.saturating_add(over_peak);
             let granule = granule.max(1);
             let rounded = allocated.div_ceil(granule).saturating_mul(granule);
             let reserved = if r.flagged() {
@@ -252,6 +257,20 @@ impl AxesSweep {
         allowance: u64,
         granule: u64,
     ) -> Result<Option<u64>, AxesError> {
+        self.solve_by(at, axis, granule, |e| Ok(e.fits(memory, allowance)))
+    }
+
+    /// The largest value of `axis` (the others from `at`) whose estimate `fits`:
+    /// `None` when not even 1 does. Searched up to 2³² by doubling, then bisection,
+    /// assuming that what fits at a value fits at every smaller one.
+    pub fn solve_by(
+        &self,
+        at: &Point,
+        axis: &str,
+        granule: u64,
+        fits: impl Fn(&Estimate) -> Result<bool, AxesError>,
+    ) -> Result<Option<u64>, AxesError> {
+        const CAP: u64 = 1 << 32;
         let grid = self.grid()?;
         if !grid.axes().iter().any(|a| a.name == axis) {
             return Err(AxesError::UnknownAxis {
@@ -264,26 +283,25 @@ impl AxesSweep {
                     .join(", "),
             });
         }
-        let fits = |v: u64| -> Result<bool, AxesError> {
+        let fits_at = |v: u64| -> Result<bool, AxesError> {
             let mut point = at.clone();
             point.insert(axis.to_owned(), v);
-            let e = self.estimate(&point, granule)?;
-            Ok(e.device_bytes().saturating_add(allowance) <= memory)
+            fits(&self.estimate(&point, granule)?)
         };
-        if !fits(1)? {
+        if !fits_at(1)? {
             return Ok(None);
         }
         let (mut lo, mut hi) = (1u64, 2u64);
-        while hi < 1 << 32 && fits(hi)? {
+        while hi < CAP && fits_at(hi)? {
             lo = hi;
             hi *= 2;
         }
-        if hi >= 1 << 32 && fits(hi)? {
+        if hi >= CAP && fits_at(hi)? {
             return Ok(Some(hi));
         }
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if fits(mid)? {
+            if fits_at(mid)? {
                 lo = mid;
             } else {
                 hi = mid;

@@ -30,6 +30,9 @@ pub fn execute(args: &ShowArgs) -> Result<u8> {
             ),
         });
     }
+    if let Some(at) = &args.at {
+        return show_prediction(args, at, &ws, &chosen);
+    }
     for (i, file) in chosen.iter().enumerate() {
         // Listed a moment ago, but a concurrent accept or reject may have removed it.
         let parsed = vramtest_model::snapshot::read(&file.path)?.ok_or_else(|| Error::Io {
@@ -78,6 +81,69 @@ pub fn execute(args: &ShowArgs) -> Result<u8> {
             println!("\ntimeline written: {}", path.display());
         }
     }
+    Ok(0)
+}
+
+/// `show TEST --at ..`: each chosen snapshot's sweep over named axes predicts the
+/// configuration; every problem is an error naming the snapshot and the axis, before
+/// anything is printed.
+fn show_prediction(
+    args: &ShowArgs,
+    at: &str,
+    ws: &discover::Workspace,
+    chosen: &[&snapshots::SnapshotFile],
+) -> Result<u8> {
+    use output::predict::{Request, answer, human, json};
+    let point = vramtest_model::sweep::parse_point(at).map_err(|message| Error::Selection {
+        message: format!("--at: {message}"),
+    })?;
+    let shard = args
+        .shard
+        .as_deref()
+        .map(str::parse::<vramtest_model::sweep::Shard>)
+        .transpose()
+        .map_err(|message| Error::Selection { message })?;
+    let request = Request {
+        at: point,
+        solve: args.solve.clone(),
+        ranks: args.ranks.map(|r| (r, shard)),
+    };
+    let mut out = Vec::new();
+    for file in chosen {
+        let fail = |message: String| Error::Prediction {
+            snapshot: file.path.clone(),
+            message,
+        };
+        let parsed = vramtest_model::snapshot::read(&file.path)?
+            .ok_or_else(|| fail("the file is gone (removed since it was listed)".into()))?;
+        let name = format!(
+            "{}::{}::{} ({})",
+            file.package, file.target, file.test, file.class
+        );
+        let sweep = parsed.body.axes_sweep().ok_or_else(|| {
+            fail(format!(
+                "{name} holds no sweep over named axes, so --at has nothing to predict from (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`; a batch sweep answers under `what fits` without --at)"
+            ))
+        })?;
+        let settings = ws
+            .packages
+            .iter()
+            .find(|p| p.name == file.package)
+            .map(|p| p.settings.clone())
+            .unwrap_or_default();
+        let a = answer(
+            sweep,
+            &request,
+            settings.allowance().bytes(),
+            settings.cuda_pool().granularity,
+        )
+        .map_err(|e| fail(format!("{name}: {e}")))?;
+        out.push(match args.message_format {
+            crate::cli::MessageFormat::Json => format!("{}\n", json(&name, &a)),
+            crate::cli::MessageFormat::Human => human(&name, sweep, &a),
+        });
+    }
+    print!("{}", out.join("\n"));
     Ok(0)
 }
 

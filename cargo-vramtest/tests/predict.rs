@@ -1,0 +1,221 @@
+//! `cargo vramtest show TEST --at ..` end to end on fixtures/vec-model's sweep over
+//! named axes (a model of plain `Vec`s whose figures are written out below): every
+//! category at a configuration far outside the grid, `--solve`, the ZeRO projection,
+//! the JSON object, and the errors (exit 2, nothing written).
+
+mod common;
+
+use common::{Fixture, Ran, assert_code};
+use serde_json::Value;
+
+// fixtures/vec-model/tests/axes.rs, in bytes.
+const HIDDEN: u64 = 16;
+const F32: u64 = 4;
+const VEC_HEADER: u64 = 24;
+const WEIGHT: u64 = HIDDEN * HIDDEN * F32 + VEC_HEADER;
+
+/// Each category at (batch, seq, layers), from the fixture's code.
+fn expected(b: u64, s: u64, l: u64) -> [(&'static str, u64); 8] {
+    let activation = b * s * HIDDEN * F32;
+    [
+        ("parameters", l * WEIGHT),
+        ("gradients", l * WEIGHT),
+        ("optimizer_state", 2 * l * WEIGHT),
+        ("activations", l * activation + 2 * l * VEC_HEADER),
+        ("inputs", activation),
+        ("temporaries", b * s * s * F32),
+        ("workspace", 0),
+        ("untracked", 0),
+    ]
+}
+
+/// The forward pass's peak: the model states (gradients are not alive yet), the
+/// input, the kept activations and one layer's scores.
+fn forward_peak(b: u64, s: u64, l: u64) -> u64 {
+    expected(b, s, l)
+        .iter()
+        .filter(|(c, _)| *c != "gradients")
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// A copy of vec-model with its sweep's snapshot recorded.
+fn recorded() -> Fixture {
+    let f = Fixture::vec_model("predict");
+    let out = f
+        .cargo(&[
+            "test",
+            "--test",
+            "axes",
+            "--",
+            "--include-ignored",
+            "--exact",
+            "transformer_like",
+        ])
+        .env("VRAMTEST_UPDATE", "always")
+        .output()
+        .unwrap();
+    let ran = Ran::from(out);
+    assert_code(&ran, 0);
+    f
+}
+
+fn show_json(f: &Fixture, args: &[&str]) -> Value {
+    let mut all = vec!["show", "transformer_like", "--message-format", "json"];
+    all.extend_from_slice(args);
+    let ran = f.run(&all, &[]);
+    assert_code(&ran, 0);
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one object: {}", ran.text());
+    serde_json::from_str(lines[0]).unwrap()
+}
+
+#[test]
+fn show_at_predicts_solves_projects_and_refuses_bad_input() {
+    let f = recorded();
+    // 4× the batch, 341× the sequence, 10× the layers of the grid's largest point.
+    let (b, s, l) = (8, 4096, 32);
+    let v = show_json(&f, &["--at", "layers=32,seq=4096,batch=8"]);
+    assert_eq!(
+        v["at"],
+        serde_json::json!({"batch": 8, "layers": 32, "seq": 4096})
+    );
+    let categories = v["category_bytes"].as_object().unwrap();
+    assert_eq!(categories.len(), 8);
+    for (c, bytes) in expected(b, s, l) {
+        assert_eq!(categories[c], bytes, "{c}");
+    }
+    assert_eq!(v["peak_bytes"], forward_peak(b, s, l));
+    assert_eq!(v["peak_phase"], "forward");
+    let allocated = v["allocated_bytes"].as_u64().unwrap();
+    let reserved = v["reserved_bytes"].as_u64().unwrap();
+    assert!(allocated >= forward_peak(b, s, l) && reserved >= allocated);
+    let fits = v["fits"].as_object().unwrap();
+    assert_eq!(fits.len(), 6, "{fits:?}");
+    let allowance = v["allowance_bytes"].as_u64().unwrap();
+    for (size, holds) in fits {
+        let memory = size.trim_end_matches("GiB").parse::<u64>().unwrap() << 30;
+        assert_eq!(
+            holds.as_bool(),
+            Some(reserved + allowance <= memory),
+            "{size}"
+        );
+    }
+    assert_eq!(v["loo_error"]["activations"], 0.0);
+    assert_eq!(
+        v["terms"]["activations"],
+        "64 B × batch·seq·layers + 48 B × layers"
+    );
+    assert_eq!(v["terms"]["temporaries"], "4 B × batch·seq²");
+
+    // The largest batch per memory size: it fits there, one more does not.
+    let solved = show_json(&f, &["--at", "layers=32,seq=4096", "--solve", "batch"]);
+    let largest = solved["fits"]["24GiB"]
+        .as_u64()
+        .expect("some batch fits 24 GiB");
+    assert!(forward_peak(largest, s, l) + allowance <= 24 << 30);
+    for (batch, fits) in [(largest, true), (largest + 1, false)] {
+        let at = format!("layers=32,seq=4096,batch={batch}");
+        let v = show_json(&f, &["--at", &at]);
+        assert_eq!(v["fits"]["24GiB"], fits, "batch {batch}");
+    }
+
+    // ZeRO-3 on 8 ranks: the model states in eighths, one layer's weights gathered.
+    let z = show_json(
+        &f,
+        &[
+            "--at",
+            "layers=32,seq=4096,batch=8",
+            "--ranks",
+            "8",
+            "--shard",
+            "zero3",
+        ],
+    );
+    assert_eq!(z["projection"]["shard"], "zero3");
+    assert_eq!(z["projection"]["gathered_bytes"], WEIGHT);
+    assert_eq!(z["category_bytes"]["parameters"], (l * WEIGHT).div_ceil(8));
+    assert_eq!(
+        z["category_bytes"]["optimizer_state"],
+        (2 * l * WEIGHT).div_ceil(8)
+    );
+    assert_eq!(
+        z["category_bytes"]["activations"],
+        categories["activations"]
+    );
+    let saved = (l * WEIGHT - (l * WEIGHT).div_ceil(8)) * 2
+        + (2 * l * WEIGHT - (2 * l * WEIGHT).div_ceil(8));
+    assert_eq!(
+        z["peak_bytes"].as_u64().unwrap(),
+        forward_peak(b, s, l) - saved + WEIGHT
+    );
+
+    // The human table names every category and the verdict per size.
+    let ran = f.run(
+        &[
+            "show",
+            "transformer_like",
+            "--at",
+            "layers=32,seq=4096,batch=8",
+        ],
+        &[],
+    );
+    assert_code(&ran, 0);
+    assert!(
+        ran.stdout.contains("temporaries      512.00 MiB"),
+        "{}",
+        ran.text()
+    );
+    assert!(ran.stdout.contains("H100, A100 80GB"), "{}", ran.text());
+
+    // Bad input: exit 2, a message naming the axis, nothing written.
+    let before = f.snapshot_files();
+    for (args, needle) in [
+        (
+            vec!["--at", "layers=32,seq=4096"],
+            "no value for axis `batch`",
+        ),
+        (
+            vec!["--at", "layers=32,seq=4096,batch=8,heads=4"],
+            "unknown axis `heads`",
+        ),
+        (
+            vec!["--at", "layers=32,seq=4k,batch=8"],
+            "axis `seq`: `4k` is not a positive integer",
+        ),
+        (
+            vec!["--at", "layers=32,seq=0,batch=8"],
+            "axis `seq`: the value must be at least 1",
+        ),
+        (
+            vec!["--at", "seq=8", "--solve", "heads"],
+            "unknown axis `heads`",
+        ),
+        (
+            vec!["--at", "layers=1,seq=8,batch=1", "--shard", "zero3"],
+            "--ranks",
+        ),
+    ] {
+        let mut all = vec!["show", "transformer_like"];
+        all.extend(args);
+        let ran = f.run(&all, &[]);
+        assert_code(&ran, 2);
+        assert!(ran.stderr.contains(needle), "{needle}: {}", ran.text());
+    }
+    assert_eq!(f.snapshot_files(), before, "nothing written");
+    // A test without named axes (its committed snapshot).
+    let name = "vram__linear_adam@cpu.snap";
+    let committed = common::repo()
+        .join("fixtures/vec-model/tests/snapshots")
+        .join(name);
+    std::fs::copy(committed, f.snapshots().join(name)).unwrap();
+    let before = f.snapshot_files();
+    let ran = f.run(&["show", "linear_adam", "--at", "batch=8"], &[]);
+    assert_code(&ran, 2);
+    assert!(
+        ran.stderr.contains("holds no sweep over named axes"),
+        "{}",
+        ran.text()
+    );
+    assert_eq!(f.snapshot_files(), before);
+}
