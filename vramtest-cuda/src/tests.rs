@@ -816,12 +816,29 @@ fn a_device_without_a_driver_reports_no_driver() {
             assert!(reason.starts_with("no CUDA"), "{reason}");
         }
         Availability::Ready { devices } => {
+            use cudarc::driver::result;
             assert!(devices > 0);
-            // A real device works end to end through the same session.
+            // A real device works end to end through the same session: a 4 MiB
+            // buffer made in `params` (reported through the tracked allocation API, or
+            // seen by CUPTI where it runs) is the parameters, exactly.
+            const BYTES: usize = 4 << 20;
             let driver = CudarcDriver::new(0).unwrap();
-            let s = PoolSession::new(driver).unwrap();
+            let mut s = PoolSession::new(driver).unwrap();
+            s.boundary(&Event::PhaseStart(Phase::Params)).unwrap();
+            // SAFETY: the session made device 0's primary context current on this thread.
+            let buffer = unsafe { result::malloc_sync(BYTES) }.unwrap();
+            s.track_alloc(buffer, BYTES as u64);
+            s.boundary(&Event::PhaseEnd).unwrap();
+            // SAFETY: allocated above, in the context that is still current.
+            unsafe { result::free_sync(buffer) }.unwrap();
+            s.track_free(buffer);
             let r = s.finish().unwrap();
-            assert_eq!(r.profile.peak_bytes, r.profile.at_peak.total());
+            let p = &r.profile;
+            assert_eq!(p.fidelity, Fidelity::Exact, "{p:#?}");
+            assert_eq!(p.allocations, 1, "{p:#?}");
+            assert_eq!(p.category_peaks.parameters, BYTES as u64, "{p:#?}");
+            assert!(p.peak_bytes >= BYTES as u64, "{p:#?}");
+            assert_eq!(p.peak_bytes, p.at_peak.total());
         }
     }
 }
