@@ -17,14 +17,11 @@ const INPUT: u64 = 256;
 const HIDDEN: u64 = 1024;
 const CLASSES: u64 = 32;
 
-/// Σ weights and biases × 4 B: 5,382,272 B.
+/// Σ weights and biases × 4 B (5,382,272 B), checked against what the product
+/// measured: the parameters' peak below, and the bytes and count of the call site that
+/// creates them in `call_sites_find_where_burn_creates_the_parameters`.
 fn parameter_bytes() -> u64 {
     (INPUT * HIDDEN + HIDDEN + HIDDEN * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES) * F32
-}
-
-#[test]
-fn the_parameter_formula() {
-    assert_eq!(parameter_bytes(), 5_382_272);
 }
 
 #[test]

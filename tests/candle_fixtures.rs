@@ -161,16 +161,105 @@ fn activations_double_when_the_batch_doubles() {
     );
 }
 
-/// `B × 64 × H_out × W_out × 4` with `H_out = (H + 2P − K) / S + 1`.
+/// fc1's weight, `784 × 512` f32: the model's largest tensor.
+const FC1_WEIGHT_BYTES: u64 = INPUT * HIDDEN * F32;
+
+/// The most tensors of one parameter's shape alive at once in candle-nn 0.11.1's
+/// `AdamW::step` (the update of one parameter `θ` with gradient `g` and moments `m`,
+/// `v`). `m`, `v` and `θ` are `Var`s, so every op on them is recorded for backprop and
+/// its result keeps its inputs alive; `g` is detached, so ops on it alone are not.
+/// At the last line of the update (`θ·(1 − lr·λ) − (m̂ / (√v̂ + ε))·lr`) these are alive:
+/// 1–3. `m·β1`, `g·(1 − β1)` and their sum `m'` (which keeps both);
+/// 4–6. `v·β2`, `g²·(1 − β2)` and their sum `v'` (`g²` itself is freed: the scaled
+///      copy of an unrecorded tensor does not keep it);
+/// 7–8. `m̂ = m'·scale_m`, `v̂ = v'·scale_v`;
+/// 9. `θ·(1 − lr·λ)`;
+/// 10–12. `√v̂`, `√v̂ + ε` and the quotient `m̂ / (√v̂ + ε)` (which keeps the others);
+/// 13–14. the quotient times `lr`, and the new `θ`.
+const ADAMW_TENSORS_PER_PARAMETER: u64 = 14;
+
+/// `mlp_adamw`'s temporaries peak in AdamW's step on fc1's weight: 14 tensors of the
+/// weight's shape, each its data and its host-side header (256 B for a 2-D tensor), so
+/// `14 × fc1's weight + 3.5 KiB`, exactly, at any batch (the optimizer never sees it).
+#[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
+fn adamw_temporaries_are_fourteen_copies_of_the_largest_weight() {
+    let expected =
+        ADAMW_TENSORS_PER_PARAMETER * (FC1_WEIGHT_BYTES + common::candle_tensor_header_bytes(2));
+    assert_eq!(expected, 14 * FC1_WEIGHT_BYTES + 3584);
+    for batch in ["64", "128"] {
+        let (run, r) = run_one("candle-mlp", "mlp_adamw", &[("CANDLE_MLP_BATCH", batch)]);
+        let body = r.body.unwrap_or_else(|| panic!("{}", run.text()));
+        assert_eq!(
+            body.category_peaks[Category::Temporaries],
+            expected,
+            "batch {batch}"
+        );
+    }
+}
+
+/// No tensor of either candle fixture outlives its iteration: what `workspace` holds is
+/// candle's and rayon's thread-pool bookkeeping (barriers, a work-stealing deque
+/// block), under 4 KiB and the same at twice the batch, where a kept tensor of the
+/// batch would grow. (gemm's packing buffers, which do outlive it, are CPU-only
+/// memory, measured apart.)
+#[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
+fn workspace_is_bookkeeping_only() {
+    const BOUND: u64 = 4 << 10;
+    for (fixture, test, var, twice) in [
+        ("candle-mlp", "mlp_adamw", "CANDLE_MLP_BATCH", "128"),
+        ("candle-conv", "conv_stem", "CANDLE_CONV_BATCH", "8"),
+    ] {
+        let (_, small) = run_one(fixture, test, &[]);
+        let small = small.body.expect("measured").category_peaks[Category::Workspace];
+        let (_, large) = run_one(fixture, test, &[(var, twice)]);
+        let large = large.body.expect("measured").category_peaks[Category::Workspace];
+        assert!(small < BOUND, "{fixture}: workspace {small} B");
+        assert_eq!(large, small, "{fixture}: workspace grew with the batch");
+    }
+}
+
+/// `mlp_adamw`'s peak is AdamW's step on fc1's weight in the first iteration, and its
+/// figure is the sum of what is alive then, each term from the model's dimensions: the
+/// parameters and AdamW's two moments; the gradients (one per parameter, and what
+/// candle keeps for the batch); the batch; forward's hidden-layer activations (the
+/// matmul, the bias added, the ReLU: `B × 512` f32 each); and the 14 temporaries.
+/// What the formula leaves out is small: the logits-sized tensors (`B × 10` f32, a
+/// few KiB), the host-side headers of the ~100 tensors alive (256 B each) and the
+/// `VarMap`'s names: under 64 KiB, while a `B × 512` f32 tensor is 128 KiB.
+#[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
+fn mlp_adamw_peaks_in_adamw_on_the_largest_weight() {
+    const SLACK: u64 = 64 << 10;
+    let (run, r) = run_one("candle-mlp", "mlp_adamw", &[]);
+    let body = r.body.unwrap_or_else(|| panic!("{}", run.text()));
+    assert_eq!(body.peak_phase, Some(vramtest_model::Phase::OptimizerStep));
+    assert_eq!(body.peak_iteration, Some(0));
+    let parameters = mlp_parameter_bytes();
+    let expected = parameters
+        + 2 * parameters
+        + parameters
+        + mlp_input_gradient_bytes(BATCH)
+        + BATCH * INPUT * F32
+        + BATCH * 4
+        + 3 * BATCH * HIDDEN * F32
+        + ADAMW_TENSORS_PER_PARAMETER * FC1_WEIGHT_BYTES;
+    assert!(
+        (expected..expected + SLACK).contains(&body.peak_bytes),
+        "peak {} B, expected {expected} B + at most {SLACK} B",
+        body.peak_bytes
+    );
+    assert_eq!(body.at_peak.total(), body.peak_bytes);
+}
+
+/// `B × 64 × H_out × W_out × 4` with `H_out = (H + 2P − K) / S + 1` (for a
+/// `[64, 3, 224, 224]` batch: 205,520,896 B, 196 MiB). Checked against what the
+/// product measured for the fixture's 64 × 64 images in
+/// `conv_stem_activation_is_its_output_feature_map`.
 fn conv_stem_output_bytes(batch: u64, side: u64) -> u64 {
     let out = (side + 2 * 3 - 7) / 2 + 1;
     batch * 64 * out * out * F32
-}
-
-#[test]
-fn the_conv_formula_gives_the_articles_corrected_figure() {
-    // The seed article's [64, 3, 224, 224] example: 196 MiB, not ~2 GB.
-    assert_eq!(conv_stem_output_bytes(64, 224), 205_520_896);
 }
 
 /// The stem's weights: `64 × 3 × 7 × 7` f32, no bias.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Run, baseline_here, build_test_target, repo_root, run};
+use common::{Run, baseline_here, build_test_target, candle_tensor_header_bytes, repo_root, run};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use vramtest_model::explain::ratios;
@@ -86,10 +86,11 @@ fn per_sample_costs_are_the_bytes_of_one_sample() {
         3 * INPUT * F32 + HIDDEN * F32,
         2.0,
     );
-    // The snapshot's own figures are the first batch size's.
+    // The snapshot's own figures are the first batch size's: the batch's data, and the
+    // host-side headers of its two tensors (`x`, two dimensions; `y`, one).
     assert_eq!(
         body.category_peaks.inputs,
-        32 * INPUT_BYTES_PER_SAMPLE + 504
+        32 * INPUT_BYTES_PER_SAMPLE + candle_tensor_header_bytes(2) + candle_tensor_header_bytes(1)
     );
 }
 
@@ -128,11 +129,12 @@ fn the_largest_batch_within_the_budget_follows_the_fit() {
         return;
     }
     // By hand: (budget − fixed) / per-sample, rounded down.
-    let by_hand = (budget - s.peak.fixed_bytes as u64) / s.peak.bytes_per_sample as u64;
+    let (fixed, per) = (s.peak.fixed_bytes as u64, s.peak.bytes_per_sample as u64);
+    let by_hand = (budget - fixed) / per;
     assert_eq!(within.largest_batch, Some(by_hand));
-    // And the modelled peak at that batch fits, one more sample does not.
-    assert!(s.peak.at(by_hand) <= i128::from(budget));
-    assert!(s.peak.at(by_hand + 1) > i128::from(budget));
+    // And the fitted peak at that batch fits, one more sample does not.
+    assert!(fixed + per * by_hand <= budget);
+    assert!(fixed + per * (by_hand + 1) > budget);
 }
 
 #[test]

@@ -87,6 +87,8 @@ fn auto_falls_back_to_the_cpu_and_cpu_only_tests_skip_cuda() {
     // A CUDA-only test on the CPU is ignored with its reason.
     let (dir, exe) = fixture_binary("cudarc-mlp");
     let r = run(&dir, &exe, &[], &[("VRAMTEST_DEVICE", "cpu")]);
+    // Both of the fixture's tests (`mlp_adam`, `mlp_adam_pool`) report, each ignored.
+    assert_eq!(r.reports.len(), 2, "{}", r.text());
     for report in &r.reports {
         assert_eq!(report.status, Status::Ignored);
         assert_eq!(report.message, "runs on cuda only");

@@ -248,6 +248,7 @@ fn one_test_per_gpu_at_a_time() {
     // A CPU run pins nothing.
     let (ran, held) = machine.run(&f, &["--device", "cpu"], 3, None);
     assert_code(&ran, 0);
+    assert_eq!(held.len(), 6, "every test ran: {held:?}\n{}", ran.text());
     assert!(held.iter().all(|h| h.device == "-"), "{held:?}");
 }
 

@@ -177,6 +177,16 @@ pub fn run_one(fixture: &str, test: &str, envs: &[(&str, &str)]) -> (Run, TestRe
     (run, report)
 }
 
+/// The host memory candle 0.11.1 allocates for one CPU tensor besides its data, on a
+/// 64-bit target without candle's GPU features: the two reference-counted headers
+/// `from_storage` allocates, `Arc<Tensor_>` (152 B: a view such as `transpose`
+/// allocates it alone) and `Arc<RwLock<Storage>>` (56 B); the contiguous strides, a
+/// `Vec<usize>` collected from a `scan` (whose size hint is 0, so the first push
+/// reserves 4 elements: 32 B whatever the rank); and the shape, 8 B per dimension.
+pub fn candle_tensor_header_bytes(rank: u64) -> u64 {
+    152 + 56 + 4 * 8 + 8 * rank
+}
+
 /// Asserts `measured` is within `percent` of `expected`.
 pub fn assert_close(what: &str, measured: u64, expected: u64, percent: f64) {
     let diff = (measured as f64 - expected as f64).abs() / expected as f64 * 100.0;

@@ -4,7 +4,7 @@
 use crate::CudaError;
 use crate::driver::{Driver, PoolAttribute};
 use crate::records::{AllocationRecords, MemoryKind, MemoryRecord, Operation};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The granule a pool reserves device memory in: [`DEVICE`](crate::DEVICE)`.granule`.
@@ -40,6 +40,15 @@ pub const GRANULE: u64 = crate::DEVICE.granule;
 ///   amount + memory allocated outside the pool ([`alloc_outside`](FakePool::alloc_outside):
 ///   a cuBLAS workspace, a loaded module) + the pool's *reserved* bytes (used bytes
 ///   without pools);
+/// - [`with_fragmentation`](FakePool::with_fragmentation) makes the pool place blocks
+///   in one address space and never move them: a freed range is reused only by a block
+///   that fits in it (the lowest such range: first fit), and reserved memory is every
+///   granule a live block touches (since the last synchronize: every granule a block
+///   touched), so reserved can stay above used after a synchronize. Where a pool puts a
+///   block is not documented; first fit is this fake's choice, independent of the pool
+///   model of `vramtest-model` (best fit), so a test can see where the two agree. By
+///   default the fake's reserved memory only covers its used bytes, as a pool that could
+///   move its blocks would;
 /// - [`try_alloc`](FakePool::try_alloc) fails with `CUDA_ERROR_OUT_OF_MEMORY` when the
 ///   device has no room for the request;
 /// - [`with_records`](FakePool::with_records) makes it a source of per-allocation
@@ -65,6 +74,8 @@ struct State {
     reserved: u64,
     reserved_high: u64,
     live: HashMap<u64, u64>,
+    /// Where blocks lie, when the pool fragments (see the type's documentation).
+    placement: Option<Placement>,
     release_threshold: u64,
     next_id: u64,
     syncs: u64,
@@ -73,6 +84,85 @@ struct State {
     log: Vec<MemoryRecord>,
     /// The logical clock of the records and of `now`.
     clock: u64,
+}
+
+/// The address space of a pool that cannot move its blocks.
+#[derive(Debug, Default)]
+struct Placement {
+    /// Live blocks of at least one byte: address → aligned length.
+    blocks: BTreeMap<u64, u64>,
+    /// The address of each such block, by id.
+    address: HashMap<u64, u64>,
+    /// The granules mapped from the device, by number (address / granule).
+    mapped: BTreeSet<u64>,
+}
+
+impl Placement {
+    /// First fit: the lowest free range between live blocks that holds `bytes`, else
+    /// the end of the last block.
+    fn place(&self, bytes: u64) -> u64 {
+        let mut end = 0;
+        for (&address, &len) in &self.blocks {
+            if address - end >= bytes {
+                return end;
+            }
+            end = address + len;
+        }
+        end
+    }
+
+    /// The granules `bytes` at `address` touch.
+    fn granules(address: u64, bytes: u64) -> std::ops::Range<u64> {
+        address / GRANULE..(address + bytes).div_ceil(GRANULE)
+    }
+
+    /// Reserved bytes once `bytes` more are placed (nothing is changed).
+    fn reserved_with(&self, bytes: u64) -> u64 {
+        let mapped = self.mapped.len() as u64;
+        if bytes == 0 {
+            return mapped * GRANULE;
+        }
+        let new = Placement::granules(self.place(bytes), bytes)
+            .filter(|g| !self.mapped.contains(g))
+            .count() as u64;
+        (mapped + new) * GRANULE
+    }
+
+    /// Places block `id` of `bytes` (aligned) and maps its granules; returns reserved.
+    fn alloc(&mut self, id: u64, bytes: u64) -> u64 {
+        if bytes > 0 {
+            let address = self.place(bytes);
+            self.blocks.insert(address, bytes);
+            self.address.insert(id, address);
+            self.mapped.extend(Placement::granules(address, bytes));
+        }
+        self.mapped.len() as u64 * GRANULE
+    }
+
+    /// Frees block `id`: its range is free at once, its granules stay mapped.
+    fn free(&mut self, id: u64) {
+        if let Some(address) = self.address.remove(&id) {
+            self.blocks.remove(&address);
+        }
+    }
+
+    /// At a synchronize: unmaps the granules no live block touches, keeping up to
+    /// `threshold` bytes mapped (the lowest granules first); returns reserved.
+    fn trim(&mut self, threshold: u64) -> u64 {
+        let mut keep: BTreeSet<u64> = self
+            .blocks
+            .iter()
+            .flat_map(|(&address, &bytes)| Placement::granules(address, bytes))
+            .collect();
+        for &g in &self.mapped {
+            if (keep.len() as u64 + 1) * GRANULE > threshold {
+                break;
+            }
+            keep.insert(g);
+        }
+        self.mapped = keep;
+        self.mapped.len() as u64 * GRANULE
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -109,6 +199,13 @@ impl FakePool {
     /// others measured for the async allocator; [`DEVICE`](crate::DEVICE) says which.
     pub fn with_alignment(self, alignment: u64) -> FakePool {
         self.lock().alignment = alignment;
+        self
+    }
+
+    /// The same device, its pool fragmenting: blocks stay where they were placed, and
+    /// reserved memory is the granules they touch (see the type's documentation).
+    pub fn with_fragmentation(self) -> FakePool {
+        self.lock().placement = Some(Placement::default());
         self
     }
 
@@ -151,11 +248,12 @@ impl FakePool {
     /// bytes plus what the pool must reserve for it would pass the total).
     pub fn try_alloc(&self, bytes: u64) -> Result<u64, CudaError> {
         let mut s = self.lock();
-        let used = s.used + s.aligned(bytes);
-        let reserved = if s.pools {
-            s.reserved.max(used.div_ceil(GRANULE) * GRANULE)
-        } else {
-            used
+        let aligned = s.aligned(bytes);
+        let used = s.used + aligned;
+        let reserved = match (&s.placement, s.pools) {
+            (_, false) => used,
+            (Some(placement), true) => placement.reserved_with(aligned),
+            (None, true) => s.reserved.max(used.div_ceil(GRANULE) * GRANULE),
         };
         if s.context + s.outside + reserved > s.total {
             return Err(CudaError::Driver {
@@ -174,6 +272,9 @@ impl FakePool {
         if let Some(bytes) = s.live.remove(&id) {
             s.record(Operation::Release, id, bytes, 0);
             s.used -= bytes;
+            if let Some(placement) = &mut s.placement {
+                placement.free(id);
+            }
         }
     }
 
@@ -220,8 +321,10 @@ impl State {
         self.used += bytes;
         self.used_high = self.used_high.max(self.used);
         if self.pools {
-            let needed = self.used.div_ceil(GRANULE) * GRANULE;
-            self.reserved = self.reserved.max(needed);
+            self.reserved = match &mut self.placement {
+                Some(placement) => placement.alloc(id, bytes),
+                None => self.reserved.max(self.used.div_ceil(GRANULE) * GRANULE),
+            };
             self.reserved_high = self.reserved_high.max(self.reserved);
         }
         id
@@ -295,9 +398,16 @@ impl Driver for FakePool {
         let mut s = self.lock();
         s.syncs += 1;
         if s.pools && s.reserved > s.release_threshold {
-            // Trim to what is used (whole granules), keeping the threshold.
-            let keep = (s.used.div_ceil(GRANULE) * GRANULE).max(s.release_threshold);
-            s.reserved = s.reserved.min(keep);
+            let threshold = s.release_threshold;
+            s.reserved = match &mut s.placement {
+                // Trim to the granules live blocks touch, keeping the threshold.
+                Some(placement) => placement.trim(threshold),
+                // Trim to what is used (whole granules), keeping the threshold.
+                None => {
+                    let keep = (s.used.div_ceil(GRANULE) * GRANULE).max(threshold);
+                    s.reserved.min(keep)
+                }
+            };
         }
         Ok(())
     }

@@ -816,12 +816,29 @@ fn a_device_without_a_driver_reports_no_driver() {
             assert!(reason.starts_with("no CUDA"), "{reason}");
         }
         Availability::Ready { devices } => {
+            use cudarc::driver::result;
             assert!(devices > 0);
-            // A real device works end to end through the same session.
+            // A real device works end to end through the same session: a 4 MiB
+            // buffer made in `params` (reported through the tracked allocation API, or
+            // seen by CUPTI where it runs) is the parameters, exactly.
+            const BYTES: usize = 4 << 20;
             let driver = CudarcDriver::new(0).unwrap();
-            let s = PoolSession::new(driver).unwrap();
+            let mut s = PoolSession::new(driver).unwrap();
+            s.boundary(&Event::PhaseStart(Phase::Params)).unwrap();
+            // SAFETY: the session made device 0's primary context current on this thread.
+            let buffer = unsafe { result::malloc_sync(BYTES) }.unwrap();
+            s.track_alloc(buffer, BYTES as u64);
+            s.boundary(&Event::PhaseEnd).unwrap();
+            // SAFETY: allocated above, in the context that is still current.
+            unsafe { result::free_sync(buffer) }.unwrap();
+            s.track_free(buffer);
             let r = s.finish().unwrap();
-            assert_eq!(r.profile.peak_bytes, r.profile.at_peak.total());
+            let p = &r.profile;
+            assert_eq!(p.fidelity, Fidelity::Exact, "{p:#?}");
+            assert_eq!(p.allocations, 1, "{p:#?}");
+            assert_eq!(p.category_peaks.parameters, BYTES as u64, "{p:#?}");
+            assert!(p.peak_bytes >= BYTES as u64, "{p:#?}");
+            assert_eq!(p.peak_bytes, p.at_peak.total());
         }
     }
 }
@@ -1034,4 +1051,154 @@ fn cupti_sees_cudarc_allocations_on_a_real_device() {
     }
     assert_eq!(p.allocations, if pooled { 2 } else { 1 });
     assert_eq!(p.at_peak.total(), p.peak_bytes);
+}
+
+// A pool that fragments (FakePool::with_fragmentation), rounds to 512 B, and holds pool
+// memory nobody tracked inside a phase.
+
+/// The step both fragmentation tests run: forward keeps eight blocks of 1 MiB + 100 B
+/// (1 MiB + 512 B in the pool) side by side; backward frees every other one, leaving
+/// four holes too small for its 2 MiB gradient, which goes above them. `workspace`
+/// bytes are taken from the pool in backward and given back, untracked (a library's
+/// workspace). Returns the report and the tracked event stream.
+fn fragmenting_step(workspace: u64) -> (Report, Vec<Event>) {
+    let fake = FakePool::new(TOTAL, CONTEXT)
+        .with_alignment(512)
+        .with_fragmentation();
+    let mut h = Harness::new(fake.clone(), true);
+    h.mark(Event::IterationStart(0));
+    let blocks = h.phase(Phase::Forward, |h| {
+        (0..8).map(|_| h.alloc(MIB + 100)).collect::<Vec<_>>()
+    });
+    let gradient = h.phase(Phase::Backward, |h| {
+        for &id in blocks.iter().step_by(2) {
+            h.free(id);
+        }
+        let gradient = h.alloc(2 * MIB);
+        if workspace > 0 {
+            let w = fake.alloc(workspace);
+            fake.free(w);
+        }
+        gradient
+    });
+    // The loop body drops the rest at its end.
+    for &id in blocks.iter().skip(1).step_by(2) {
+        h.free(id);
+    }
+    h.free(gradient);
+    h.mark(Event::IterationEnd);
+    let events = h.session.events().to_vec();
+    (h.finish(), events)
+}
+
+/// The pool model of `vramtest-model` (best fit), replaying the tracked stream with
+/// the fake's alignment and granule, predicts the fragmented pool's reserved peak
+/// exactly: the figure a CPU run predicts is the one this device shows.
+#[test]
+fn a_fragmented_pool_reserves_what_the_pool_model_predicts() {
+    let (r, events) = fragmenting_step(0);
+    let block = MIB + 512; // 1 MiB + 100 B, rounded up to 512 B
+    // Eight blocks side by side end at 8 MiB + 4 KiB: five granules. After the frees
+    // the four live ones still touch all five; the gradient goes above the last block
+    // (8 MiB + 4 KiB .. 10 MiB + 4 KiB) and maps a sixth.
+    let reserved = 6 * GRANULE;
+    assert_eq!(r.pool.used_peak_bytes, 8 * block);
+    assert_eq!(r.pool.reserved_peak_bytes, Some(reserved));
+    assert_eq!(r.pool.fragmentation_bytes, reserved - 8 * block);
+    // A pool that could move its blocks would hold no more than its used bytes need,
+    // in whole granules: 10 MiB at the forward peak, 8 MiB in backward.
+    assert!(r.pool.used_peak_bytes.div_ceil(GRANULE) * GRANULE < reserved);
+    let predicted = vramtest_model::pool::replay(
+        &events,
+        &vramtest_model::pool::CudaPool {
+            alignment: 512,
+            granularity: GRANULE,
+        },
+    );
+    assert_eq!(predicted.reserved_bytes, reserved);
+    assert_eq!(predicted.allocated_bytes, r.pool.used_peak_bytes);
+    // Every block tracked: exact, and the reserved peak reaches the snapshot body.
+    let p = &r.profile;
+    assert_eq!(p.fidelity, Fidelity::Exact);
+    assert_eq!(p.not_seen_bytes, None);
+    assert_eq!(p.reserved_peak_bytes, Some(reserved));
+    assert_eq!(p.category_peaks.activations, 8 * (MIB + 100));
+    // Untracked at the peak is the pool's rounding of the eight blocks (412 B each),
+    // device memory no tracked size holds; the fragmentation, reserved but not used,
+    // is not untracked.
+    assert_eq!(p.at_peak.untracked, 8 * (512 - 100));
+}
+
+/// The same step with a 4 MiB workspace taken from the pool inside backward and given
+/// back before it ends, nobody tracking it: the run stops being exact and says how
+/// much at least it did not see, and the device's reserved peak is above the
+/// prediction from the tracked stream by the granules the workspace mapped.
+#[test]
+fn untracked_pool_memory_in_a_fragmented_pool_is_reported() {
+    let workspace = 4 * MIB;
+    let (r, events) = fragmenting_step(workspace);
+    let p = &r.profile;
+    assert_eq!(p.fidelity, Fidelity::Phase);
+    // Between two samples only the pool's high-water mark is known, not when it was
+    // reached: the probe compares it with the most tracked bytes live in the interval
+    // (all eight blocks, at backward's start, as requested), though the workspace came
+    // after four of them were freed. So it sees a part of the workspace, and says "at
+    // least".
+    let pool_high = 4 * (MIB + 512) + 2 * MIB + workspace;
+    let tracked_most = 8 * (MIB + 100);
+    let seen = pool_high - tracked_most;
+    assert!(seen > 0 && seen < workspace);
+    assert_eq!(p.not_seen_bytes, Some(seen));
+    let hint = format!(
+        "at least {} of the pool's memory was allocated without being reported",
+        vramtest_model::HumanBytes(seen)
+    );
+    assert!(
+        p.hints().iter().any(|h| h.contains(&hint)),
+        "{:?}",
+        p.hints()
+    );
+    // The workspace lies above the gradient (10 MiB + 4 KiB .. 14 MiB + 4 KiB): two
+    // more granules than the tracked blocks need.
+    let measured = r.pool.reserved_peak_bytes.unwrap();
+    assert_eq!(measured, 8 * GRANULE);
+    let predicted = vramtest_model::pool::replay(
+        &events,
+        &vramtest_model::pool::CudaPool {
+            alignment: 512,
+            granularity: GRANULE,
+        },
+    );
+    assert_eq!(measured - predicted.reserved_bytes, 2 * GRANULE);
+    // The watermarks hold the workspace: the peak is backward's, with it.
+    assert_eq!(p.peak_phase, Some(Phase::Backward));
+    assert_eq!(p.peak_bytes, pool_high);
+}
+
+/// The fragmenting fake's own rules: first fit into a hole that holds the block,
+/// granules kept while a live block touches them, released at a synchronize down to
+/// what live blocks touch (and the release threshold).
+#[test]
+fn a_fragmenting_pool_reuses_only_holes_that_fit() {
+    let fake = FakePool::new(TOTAL, CONTEXT).with_fragmentation();
+    let a = fake.alloc(GRANULE);
+    let b = fake.alloc(GRANULE);
+    let c = fake.alloc(GRANULE);
+    fake.free(a);
+    fake.free(c); // the last block: its range joins the free top
+    fake.synchronize().unwrap();
+    assert_eq!(fake.reserved(), GRANULE, "only b's granule stays");
+    // A block that fits the hole at the bottom goes there: no new granule...
+    let small = fake.alloc(GRANULE / 2);
+    assert_eq!(fake.reserved(), 2 * GRANULE);
+    // ... and one that fits no hole goes above b.
+    fake.free(small);
+    let big = fake.alloc(GRANULE + 1);
+    assert_eq!(fake.reserved(), 2 * GRANULE + 2 * GRANULE);
+    fake.free(big);
+    fake.free(b);
+    fake.set_release_threshold(GRANULE);
+    fake.synchronize().unwrap();
+    assert_eq!(fake.reserved(), GRANULE, "the threshold keeps one granule");
+    assert_eq!(fake.used(), 0);
 }

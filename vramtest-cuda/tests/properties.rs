@@ -37,6 +37,14 @@ fn run(ops: &[Op], tracked: bool, pools: bool) -> (Report, Vec<Event>) {
     run_on(fake, ops, tracked)
 }
 
+/// [`run`] on a device whose pool rounds to 512 B and fragments.
+fn run_fragmenting(ops: &[Op], tracked: bool) -> (Report, Vec<Event>) {
+    let fake = FakePool::new(1 << 40, 300 * MIB)
+        .with_alignment(512)
+        .with_fragmentation();
+    run_on(fake, ops, tracked)
+}
+
 /// Runs `ops` on `fake`.
 fn run_on(fake: FakePool, ops: &[Op], tracked: bool) -> (Report, Vec<Event>) {
     let mut s = PoolSession::new(fake.clone()).unwrap();
@@ -74,9 +82,14 @@ proptest! {
     #[test]
     fn at_peak_sums_to_peak(ops in prop::collection::vec(
         prop_oneof![9 => op(), 1 => (1u64..64 * MIB).prop_map(Op::Outside)], 0..60),
-        tracked: bool, pools: bool)
+        tracked: bool, pools: bool, fragmenting: bool)
     {
-        let (r, _) = run(&ops, tracked, pools);
+        let (r, _) = if fragmenting {
+            run_fragmenting(&ops, tracked)
+        } else {
+            run(&ops, tracked, pools)
+        };
+        let pools = pools || fragmenting;
         let p = &r.profile;
         prop_assert_eq!(p.at_peak.total(), p.peak_bytes);
         for rec in &p.phases {
@@ -88,6 +101,7 @@ proptest! {
         }
         if let (Some(reserved), true) = (p.reserved_peak_bytes, pools) {
             prop_assert!(reserved >= r.pool.used_peak_bytes);
+            prop_assert_eq!(r.pool.fragmentation_bytes, reserved - r.pool.used_peak_bytes);
         }
     }
 

@@ -513,8 +513,139 @@ mod tests {
     #[test_case("fn step(t: &mut vramtest::Step) -> Result<()> { Ok(()) }"; "other paths")]
     #[test_case("pub(crate) fn step<'a>(t: &'a mut Step) -> vramtest::Result<()> { Ok(()) }"; "a lifetime")]
     fn accepts(item: &str) {
+        let (func, def) = expansion("", item);
+        // The function comes out as written.
+        let written: ItemFn = syn::parse_str(item).unwrap();
+        assert_eq!(quote!(#func).to_string(), quote!(#written).to_string());
+        // Registered under its name, calling it, from this file and line.
+        assert_eq!(text(&field(&def, "name")), "\"step\"");
+        assert_eq!(text(&field(&def, "func")), "step");
+        assert_eq!(text(&field(&def, "file")), ":: core :: file ! ()");
+        assert_eq!(text(&field(&def, "line")), ":: core :: line ! ()");
+        // Every option of the harness's `Options`, each at its default.
+        assert_eq!(
+            options(&def),
+            [
+                ("iterations", NONE.to_owned()),
+                ("ignore", NONE.to_owned()),
+                ("limits", "& []".to_owned()),
+                ("budget", NONE.to_owned()),
+                ("devices", "& []".to_owned()),
+                ("batch", "& []".to_owned()),
+                ("threads", NONE.to_owned()),
+            ]
+        );
+    }
+
+    /// `Option::None` as the expansion writes it.
+    const NONE: &str = ":: core :: option :: Option :: None";
+
+    /// Expands `#[vramtest(attr)] item` and parses the output back: the function, and
+    /// the `TestDef` literal submitted to the harness's inventory (the only other item).
+    fn expansion(attr: &str, item: &str) -> (ItemFn, syn::ExprStruct) {
+        let attr = proc_macro2::TokenStream::from_str(attr).unwrap();
         let item = proc_macro2::TokenStream::from_str(item).unwrap();
-        expand(proc_macro2::TokenStream::new(), item).unwrap();
+        let out = expand(attr, item).unwrap();
+        let file: syn::File = syn::parse2(out.clone()).unwrap();
+        assert_eq!(
+            file.items.len(),
+            2,
+            "the function and its registration: {out}"
+        );
+        let syn::Item::Fn(func) = &file.items[0] else {
+            panic!("the function first: {out}")
+        };
+        let syn::Item::Macro(submit) = &file.items[1] else {
+            panic!("the registration second: {out}")
+        };
+        assert_eq!(
+            text(&submit.mac.path),
+            ":: vramtest :: __private :: inventory :: submit"
+        );
+        let def: syn::ExprStruct = submit.mac.parse_body().unwrap();
+        assert_eq!(text(&def.path), ":: vramtest :: __private :: TestDef");
+        (func.clone(), def)
+    }
+
+    /// The value of the field `name` of a struct literal (exactly one such field).
+    fn field(literal: &syn::ExprStruct, name: &str) -> Expr {
+        let mut found = literal
+            .fields
+            .iter()
+            .filter(|f| matches!(&f.member, syn::Member::Named(ident) if ident == name));
+        let value = found.next().unwrap_or_else(|| panic!("no field `{name}`"));
+        assert!(found.next().is_none(), "field `{name}` twice");
+        value.expr.clone()
+    }
+
+    /// The `options` of a registration: every field, in order, as token text.
+    fn options(def: &syn::ExprStruct) -> Vec<(&'static str, String)> {
+        let Expr::Struct(options) = field(def, "options") else {
+            panic!("`options` is a struct literal")
+        };
+        assert_eq!(text(&options.path), ":: vramtest :: __private :: Options");
+        options
+            .fields
+            .iter()
+            .map(|f| {
+                let syn::Member::Named(ident) = &f.member else {
+                    panic!("a named field")
+                };
+                let name = [
+                    "iterations",
+                    "ignore",
+                    "limits",
+                    "budget",
+                    "devices",
+                    "batch",
+                    "threads",
+                ]
+                .into_iter()
+                .find(|n| ident == n)
+                .unwrap_or_else(|| panic!("unknown option field `{ident}`"));
+                (name, text(&f.expr))
+            })
+            .collect()
+    }
+
+    fn text(tokens: &impl quote::ToTokens) -> String {
+        tokens.to_token_stream().to_string()
+    }
+
+    #[test]
+    fn the_options_reach_the_registration() {
+        let (_, def) = expansion(
+            "iterations = 5, ignore = \"slow\", activations = \"+5%\", peak = \"1MiB\", \
+             budget = \"1KiB\", devices = \"cpu, cuda\", threads = 4",
+            GOOD,
+        );
+        assert_eq!(
+            options(&def),
+            [
+                (
+                    "iterations",
+                    ":: core :: option :: Option :: Some (5u32)".to_owned()
+                ),
+                (
+                    "ignore",
+                    ":: core :: option :: Option :: Some (\"slow\")".to_owned()
+                ),
+                (
+                    "limits",
+                    "& [(\"activations\" , \"+5%\") , (\"peak\" , \"1MiB\")]".to_owned()
+                ),
+                (
+                    "budget",
+                    ":: core :: option :: Option :: Some (1024u64)".to_owned()
+                ),
+                ("devices", "& [\"cpu\" , \"cuda\"]".to_owned()),
+                ("batch", "& []".to_owned()),
+                (
+                    "threads",
+                    ":: core :: option :: Option :: Some (4u32)".to_owned()
+                ),
+            ]
+        );
     }
 
     #[test]

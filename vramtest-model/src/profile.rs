@@ -162,6 +162,9 @@ pub struct Profile {
     pub first_forward_kept_bytes: u64,
     /// On a GPU: device memory the probe saw allocated without it being reported (pool
     /// allocations beside tracked ones), which made the run `phase` instead of `exact`.
+    /// A lower bound: between two boundary samples only the pool's high-water mark is
+    /// known, which is compared with the most tracked bytes live in the interval, even
+    /// when those were freed before the unreported allocation.
     #[serde(default)]
     pub not_seen_bytes: Option<u64>,
     /// The highest live bytes of CPU-only memory over the test (gemm's packing
@@ -178,7 +181,7 @@ impl Profile {
         let mut hints = Vec::new();
         if let Some(not_seen) = self.not_seen_bytes {
             hints.push(format!(
-                "note: fidelity {}: {} of the pool's memory was allocated without being reported through `t.cuda_tracker()`, so the figures come from the pool's watermarks; report every allocation (or build with the `cupti` feature) for exact figures",
+                "note: fidelity {}: at least {} of the pool's memory was allocated without being reported through `t.cuda_tracker()`, so the figures come from the pool's watermarks; report every allocation (or build with the `cupti` feature) for exact figures",
                 self.fidelity,
                 HumanBytes(not_seen)
             ));

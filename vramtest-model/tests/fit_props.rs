@@ -1,9 +1,9 @@
 //! Properties of the batch-sweep fit, against an independent computation: points made
-//! from a known line must give that line back, and the largest batch must be the last
-//! one whose modelled bytes fit.
+//! from a known line must give that line back, and the largest batch must be the one
+//! found by trying batch sizes one by one with the line's arithmetic written here.
 
 use proptest::prelude::*;
-use vramtest_model::fit::{Fits, Linear, fit_series};
+use vramtest_model::fit::{Fits, Linear, fit_series, largest_batch};
 
 fn batches() -> impl Strategy<Value = Vec<u64>> {
     proptest::collection::btree_set(1u64..4096, 2..6).prop_map(|s| s.into_iter().collect())
@@ -40,20 +40,54 @@ proptest! {
         prop_assert!((f.line.bytes_per_sample - per_sample).abs() <= 128, "{:?}", f);
     }
 
+    /// Against counting by hand: the batches are tried one by one with the line's
+    /// arithmetic written here (not through `Linear::at`), up to a few thousand.
     #[test]
-    fn the_largest_batch_fits_and_one_more_does_not(
+    fn the_largest_batch_is_the_last_one_that_fits_counted_by_hand(
         fixed in 0i64..(1 << 36),
         per_sample in 1i64..(1 << 26),
-        available in 0u64..(1 << 40),
+        fitting in prop_oneof![0i64..3, 0i64..3000],
+        edge in 0usize..5,
+        part in 0.0f64..1.0,
+    ) {
+        // A memory size of the fixed bytes plus `fitting` samples, then a byte short,
+        // exact, a byte over, a byte short of one more sample, or part of one more.
+        let offset = [-1, 0, 1, per_sample - 1, (per_sample as f64 * part) as i64][edge];
+        let available = (fixed + per_sample * fitting + offset).max(0) as u64;
+        let expected = by_counting(fixed, per_sample, available);
+        let line = Linear { fixed_bytes: fixed, bytes_per_sample: per_sample };
+        prop_assert_eq!(line.largest_batch(available), Fits::UpTo(expected));
+        // The free function takes the reserve off the memory first.
+        prop_assert_eq!(
+            largest_batch(&line, available + 12_345, 12_345),
+            Fits::UpTo(expected)
+        );
+    }
+
+    /// A line that does not grow fits at any batch when one sample fits, else at none.
+    #[test]
+    fn a_flat_or_shrinking_line_fits_any_batch_or_none(
+        fixed in 0i64..(1 << 36),
+        per_sample in -(1i64 << 20)..=0,
+        available in 0u64..(1 << 37),
     ) {
         let line = Linear { fixed_bytes: fixed, bytes_per_sample: per_sample };
-        match line.largest_batch(available) {
-            Fits::UpTo(0) => prop_assert!(line.at(1) > i128::from(available)),
-            Fits::UpTo(n) => {
-                prop_assert!(line.at(n) <= i128::from(available));
-                prop_assert!(line.at(n + 1) > i128::from(available));
-            }
-            Fits::Any => prop_assert!(false, "a growing line always has a limit"),
-        }
+        let one_fits = i128::from(fixed) + i128::from(per_sample) <= i128::from(available);
+        let expected = if one_fits { Fits::Any } else { Fits::UpTo(0) };
+        prop_assert_eq!(line.largest_batch(available), expected);
     }
+}
+
+/// The largest batch `b` with `fixed + per_sample × b ≤ available`, by trying
+/// `b = 1, 2, …` (`per_sample` > 0; 0 when even one sample does not fit).
+fn by_counting(fixed: i64, per_sample: i64, available: u64) -> u64 {
+    assert!(per_sample > 0);
+    let fits = |b: u64| {
+        i128::from(fixed) + i128::from(per_sample) * i128::from(b) <= i128::from(available)
+    };
+    let mut b = 0;
+    while fits(b + 1) {
+        b += 1;
+    }
+    b
 }
