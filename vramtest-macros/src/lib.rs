@@ -533,6 +533,8 @@ mod tests {
                 ("devices", "& []".to_owned()),
                 ("batch", "& []".to_owned()),
                 ("threads", NONE.to_owned()),
+                ("axes", "& []".to_owned()),
+                ("target", "& []".to_owned()),
             ]
         );
     }
@@ -599,6 +601,8 @@ mod tests {
                     "devices",
                     "batch",
                     "threads",
+                    "axes",
+                    "target",
                 ]
                 .into_iter()
                 .find(|n| ident == n)
@@ -644,6 +648,8 @@ mod tests {
                     "threads",
                     ":: core :: option :: Option :: Some (4u32)".to_owned()
                 ),
+                ("axes", "& []".to_owned()),
+                ("target", "& []".to_owned()),
             ]
         );
     }
