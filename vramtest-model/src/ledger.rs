@@ -143,13 +143,42 @@ pub fn profile_observing(
     // Observation `k` is the stream's event `k` plus the markers before it.
     let mut markers = walk.tape.markers.iter().peekable();
     let mut skipped = 0;
+    // The phases open at each observation (innermost last), and each phase's own
+    // highest live bytes per category.
+    let mut open: Vec<Phase> = Vec::new();
+    let mut phase_peaks: Vec<(Phase, [u64; 8])> = Vec::new();
     let totals = walk.tape.replay(|k, live| {
-        while markers.next_if(|&&(before, _)| before <= k).is_some() {
+        while let Some(&(_, marker)) = markers.next_if(|&&(before, _)| before <= k) {
             skipped += 1;
+            match marker {
+                Event::PhaseStart(phase) => open.push(phase),
+                Event::PhaseEnd => {
+                    open.pop();
+                }
+                _ => {}
+            }
+        }
+        if let Some(&phase) = open.last() {
+            let i = match phase_peaks.iter().position(|(p, _)| *p == phase) {
+                Some(i) => i,
+                None => {
+                    phase_peaks.push((phase, [0; 8]));
+                    phase_peaks.len() - 1
+                }
+            };
+            for (peak, &bytes) in phase_peaks[i].1.iter_mut().zip(live) {
+                *peak = (*peak).max(bytes);
+            }
         }
         observe(k + skipped, &to_bytes(live));
     });
-    walk.into_profile(totals)
+    let mut profile = walk.into_profile(totals);
+    phase_peaks.sort_by_key(|(p, _)| *p);
+    profile.phase_category_peaks = phase_peaks
+        .into_iter()
+        .map(|(p, live)| (p, to_bytes(&live)))
+        .collect();
+    profile
 }
 
 /// The category of every allocation, in the order they were made (a resize of a known
@@ -683,6 +712,7 @@ impl Walk {
             first_forward_kept_bytes: self.first_forward_kept_bytes,
             not_seen_bytes: None,
             cpu_only_peak_bytes: self.cpu_only_peak,
+            phase_category_peaks: Vec::new(),
         }
     }
 }

@@ -172,6 +172,11 @@ pub struct Profile {
     /// category, not in `peak_bytes`. 0 on a GPU.
     #[serde(default)]
     pub cpu_only_peak_bytes: u64,
+    /// Each phase's own highest live bytes per category (over every run of the phase,
+    /// counted in the innermost phase open): what a sweep over named axes predicts a
+    /// figure that is a maximum over time from, phase by phase.
+    #[serde(default)]
+    pub phase_category_peaks: Vec<(Phase, CategoryBytes)>,
 }
 
 impl Profile {

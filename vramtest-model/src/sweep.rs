@@ -15,7 +15,10 @@
 //! is a maximum over time changes which phase it comes from as the axes grow (the
 //! optimizer step at small sequence lengths, the backward pass at long ones), so the
 //! peak is predicted per phase and the maximum taken at the predicted point; when a run
-//! peaked outside every phase, the peak is fitted as a whole.
+//! peaked outside every phase, the peak is fitted as a whole. Temporaries, a maximum
+//! over time too (the scores of attention in the forward pass, a gradient's scratch in
+//! the backward pass), are predicted the same way from each phase's own peak of them
+//! (`temporaries in forward`, …) when every run's temporaries peaked inside a phase.
 
 use crate::axes::{AxesError, AxesScaling, Fit, Grid, Point, predict_max};
 use crate::bytes::HumanBytes;
@@ -40,6 +43,8 @@ pub const ALLOCATED: &str = "allocated over peak";
 pub const RESERVED: &str = "reserved over allocated";
 /// The prefix of a phase's peak (`phase forward`).
 pub const PHASE_PREFIX: &str = "phase ";
+/// The prefix of a phase's own peak of temporaries (`temporaries in forward`).
+pub const TEMPORARIES_PREFIX: &str = "temporaries in ";
 
 /// What one run of a grid measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +57,8 @@ pub struct GridRun {
     pub category_peaks: CategoryBytes,
     /// Each phase's peak (the highest of a phase run more than once).
     pub phase_peaks: BTreeMap<Phase, u64>,
+    /// Each phase's own peak of temporaries (empty when unknown).
+    pub phase_temporaries: BTreeMap<Phase, u64>,
     /// Whether the peak came outside every phase.
     pub peak_outside_phases: bool,
     /// The CUDA pool model's peaks (CPU runs), or the device's allocated and reserved
@@ -133,6 +140,19 @@ impl AxesSweep {
             .filter(|p| runs.iter().all(|r| r.phase_peaks.contains_key(p)))
             .collect();
         let with_pool = runs.iter().all(|r| r.pool.is_some());
+        // Temporaries by phase, when each run's own peak of them is some phase's.
+        let temporaries_phases: Vec<Phase> = Phase::ALL
+            .into_iter()
+            .filter(|p| runs.iter().all(|r| r.phase_temporaries.contains_key(p)))
+            .collect();
+        let by_phase_temporaries = !temporaries_phases.is_empty()
+            && runs.iter().all(|r| {
+                temporaries_phases
+                    .iter()
+                    .map(|p| r.phase_temporaries[p])
+                    .max()
+                    == Some(r.category_peaks.temporaries)
+            });
         for run in runs {
             add(PEAK.to_owned(), &run.point, run.peak_bytes);
             for (category, bytes) in run.category_peaks.iter() {
@@ -141,6 +161,12 @@ impl AxesSweep {
             if by_phase {
                 for phase in &common_phases {
                     add(phase_figure(*phase), &run.point, run.phase_peaks[phase]);
+                }
+            }
+            if by_phase_temporaries {
+                for phase in &temporaries_phases {
+                    let figure = format!("{TEMPORARIES_PREFIX}{phase}");
+                    add(figure, &run.point, run.phase_temporaries[phase]);
                 }
             }
             if let (true, Some(pool)) = (with_pool, run.pool) {
@@ -207,6 +233,20 @@ impl AxesSweep {
         for category in Category::ALL {
             let p = self.figure(category.as_str())?.predict(at)?;
             estimate.category_bytes.insert(category, p.bytes);
+        }
+        let temporaries = self
+            .figures
+            .iter()
+            .filter_map(|(k, f)| k.strip_prefix(TEMPORARIES_PREFIX).map(|p| (p, f)));
+        if self
+            .figures
+            .keys()
+            .any(|k| k.starts_with(TEMPORARIES_PREFIX))
+        {
+            let max = predict_max(temporaries, at)?;
+            estimate
+                .category_bytes
+                .insert(Category::Temporaries, max.bytes);
         }
         if self.phase_fits().next().is_some() {
             let max = predict_max(self.phase_fits(), at)?;

@@ -1233,3 +1233,56 @@ fn cpu_only_memory_is_measured_apart() {
     let pool = vramtest_model::pool::replay(&events, &vramtest_model::pool::CudaPool::default());
     assert_eq!(pool.allocated_bytes, 1024 + 512);
 }
+
+// ---------------------------------------------------------------------------------------
+// Each phase's own peak per category: what a sweep predicts maxima over time from.
+
+#[test]
+fn each_phase_keeps_its_own_peak_per_category() {
+    let events = [
+        PhaseStart(Phase::Params),
+        a(1, 1000), // a parameter: alive to the end
+        PhaseEnd,
+        IterationStart(0),
+        PhaseStart(Phase::Forward),
+        a(2, 300), // scores: a temporary of the forward pass
+        f(2),
+        a(3, 500), // an activation, kept for backward
+        PhaseEnd,
+        PhaseStart(Phase::Backward),
+        a(4, 700), // scratch: a temporary of the backward pass
+        f(4),
+        f(3),
+        PhaseEnd,
+        IterationEnd,
+    ];
+    let p = profile(&events);
+    let of = |phase: Phase| {
+        p.phase_category_peaks
+            .iter()
+            .find(|(q, _)| *q == phase)
+            .map(|(_, b)| *b)
+            .unwrap_or_else(|| panic!("{phase} has peaks"))
+    };
+    assert_eq!(p.phase_category_peaks.len(), 3);
+    assert_eq!(of(Phase::Params), only(Category::Parameters, 1000));
+    // In forward the scores (300) and later the activation (500) are each at most
+    // this live; they never coexist.
+    assert_eq!(
+        of(Phase::Forward),
+        bytes(&[
+            (Category::Parameters, 1000),
+            (Category::Temporaries, 300),
+            (Category::Activations, 500)
+        ])
+    );
+    assert_eq!(
+        of(Phase::Backward),
+        bytes(&[
+            (Category::Parameters, 1000),
+            (Category::Temporaries, 700),
+            (Category::Activations, 500)
+        ])
+    );
+    assert_eq!(p.category_peaks.temporaries, 700);
+}

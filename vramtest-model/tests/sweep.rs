@@ -53,6 +53,11 @@ impl Model {
             peak_bytes: peak,
             category_peaks: self.categories(b, s, l),
             phase_peaks: phases,
+            // The scores live in the forward pass only.
+            phase_temporaries: BTreeMap::from([
+                (Phase::Forward, self.categories(b, s, l).temporaries),
+                (Phase::Backward, 0),
+            ]),
             peak_outside_phases: false,
             pool: Some(PoolPeaks {
                 allocated_bytes: peak + 512,
@@ -303,4 +308,39 @@ fn points_parse_with_errors_that_name_the_axis() {
         )
         .unwrap_err();
     assert!(e.to_string().contains("unknown axis `heads`"), "{e}");
+}
+
+#[test]
+fn temporaries_are_predicted_phase_by_phase() {
+    // The forward pass's scores (16 B × batch·seq²) against the backward pass's
+    // scratch (256 B × batch·seq·layers): each dominates somewhere in the grid, and
+    // the maximum of the two is no polynomial.
+    let forward = |b: u64, s: u64| 16 * b * s * s;
+    let backward = |b: u64, s: u64, l: u64| 256 * b * s * l;
+    let grid = grid();
+    let runs: Vec<GridRun> = grid
+        .points()
+        .iter()
+        .map(|p| {
+            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
+            let mut r = Model { act: 64 }.run(b, s, l);
+            r.phase_temporaries = BTreeMap::from([
+                (Phase::Forward, forward(b, s)),
+                (Phase::Backward, backward(b, s, l)),
+            ]);
+            r.category_peaks.temporaries = forward(b, s).max(backward(b, s, l));
+            r
+        })
+        .collect();
+    let sweep = AxesSweep::fit(&grid, &runs).unwrap();
+    for (b, s, l) in [(8, 4096, 32), (8, 64, 32), (3, 30, 5)] {
+        let e = sweep.estimate(&point(b, s, l), 2 << 20).unwrap();
+        assert_eq!(
+            e.category_bytes[&Category::Temporaries],
+            forward(b, s).max(backward(b, s, l)),
+            "at batch {b}, seq {s}, layers {l}"
+        );
+    }
+    assert_eq!(sweep.figures["temporaries in forward"].loo_error_ppm, 0);
+    assert_eq!(sweep.figures["temporaries in backward"].loo_error_ppm, 0);
 }

@@ -92,8 +92,14 @@ pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPea
             reserved_bytes: reserved,
         })
     });
+    let phase_temporaries = profile
+        .phase_category_peaks
+        .iter()
+        .map(|(phase, peaks)| (*phase, peaks.temporaries))
+        .collect();
     GridRun {
         point: to_point(&point.axes),
+        phase_temporaries,
         peak_bytes: profile.peak_bytes,
         category_peaks: profile.category_peaks,
         phase_peaks,
