@@ -704,17 +704,52 @@ pub struct AxesScaling {
 }
 
 impl AxesScaling {
-    /// Fits every figure's series on `grid`; an error names the figure.
+    /// Fits every figure's series on `grid`; an error names the figure. Figures are
+    /// fitted on as many threads as the machine has (each fit is independent and
+    /// exact, so the result does not depend on the order), and a series identical to
+    /// another figure's (gradients and parameters, often) is fitted once.
     pub fn fit(
         grid: &Grid,
         series: &BTreeMap<String, Vec<(Point, u64)>>,
     ) -> Result<AxesScaling, AxesError> {
+        let mut distinct: Vec<&Vec<(Point, u64)>> = Vec::new();
+        for points in series.values() {
+            if !distinct.contains(&points) {
+                distinct.push(points);
+            }
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let fits: std::sync::Mutex<Vec<Option<Result<Fit, AxesError>>>> =
+            std::sync::Mutex::new(vec![None; distinct.len()]);
+        let workers = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .min(distinct.len().max(1));
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(points) = distinct.get(i) else { break };
+                        let fit = Fit::new(grid, points);
+                        fits.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(fit);
+                    }
+                });
+            }
+        });
+        let fits = fits.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut figures = BTreeMap::new();
         for (figure, points) in series {
-            let fit = Fit::new(grid, points).map_err(|e| AxesError::Figure {
-                figure: figure.clone(),
-                source: Box::new(e),
-            })?;
+            let i = distinct
+                .iter()
+                .position(|d| *d == points)
+                .expect("every series is among the distinct ones");
+            let fit = fits[i]
+                .clone()
+                .expect("every distinct series was fitted")
+                .map_err(|e| AxesError::Figure {
+                    figure: figure.clone(),
+                    source: Box::new(e),
+                })?;
             figures.insert(figure.clone(), fit);
         }
         Ok(AxesScaling {

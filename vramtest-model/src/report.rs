@@ -213,6 +213,13 @@ pub struct Details {
     /// reserve on a GPU, to set beside a CUDA run's measured figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_pool: Option<crate::pool::PoolPeaks>,
+    /// A sweep's child processes: each one's wall time in milliseconds, in the points'
+    /// order (empty for a test without a sweep).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub point_millis: Vec<u64>,
+    /// A sweep over named axes: the wall time of its fit, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_millis: Option<u64>,
 }
 
 /// Settings `cargo vramtest` passes to the harness (from `[*.metadata.vramtest]` and

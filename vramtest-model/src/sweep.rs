@@ -154,7 +154,10 @@ impl AxesSweep {
                     == Some(r.category_peaks.temporaries)
             });
         for run in runs {
-            add(PEAK.to_owned(), &run.point, run.peak_bytes);
+            // With every phase fitted, the peak is their maximum: no fit of its own.
+            if !by_phase || common_phases.is_empty() {
+                add(PEAK.to_owned(), &run.point, run.peak_bytes);
+            }
             for (category, bytes) in run.category_peaks.iter() {
                 add(category.as_str().to_owned(), &run.point, bytes);
             }

@@ -364,6 +364,8 @@ pub(crate) mod fixtures {
             reserved_peak_bytes: None,
             leak_sites: Vec::new(),
             predicted_pool: None,
+            point_millis: Vec::new(),
+            fit_millis: None,
         });
         r.snapshot = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap".into());
         r.written = Some("/w/candle-mlp/tests/snapshots/vram__mlp_adamw@cpu.snap.new".into());

@@ -52,6 +52,8 @@ pub(super) struct Trials {
 /// the pool model's peaks.
 struct Measurement {
     point: RunPoint,
+    /// The child process's wall time.
+    wall: std::time::Duration,
     profile: Box<Profile>,
     info: Info,
     timeline: Option<Box<Timeline>>,
@@ -145,10 +147,18 @@ impl Trials {
             .iter()
             .map(|m| grid::grid_run(&m.point, &m.profile, m.pool))
             .collect();
+        let point_millis: Vec<u64> = match measured.len() {
+            1 => Vec::new(),
+            _ => measured.iter().map(|m| m.wall.as_millis() as u64).collect(),
+        };
+        let fitting = std::time::Instant::now();
         let axes = grid::fit(def, &runs, self.settings.cuda_pool().granularity).map_err(|e| {
             report.message = format!("{name}: {e}");
             Failed::from(report.message.clone())
         })?;
+        let fit_millis = axes
+            .is_some()
+            .then(|| fitting.elapsed().as_millis() as u64);
         if axes.is_some() {
             // The pool model's batch lines read a batch sweep; a grid keeps its first
             // point's replay, and its own fits of the allocated and reserved peaks.
@@ -162,6 +172,8 @@ impl Trials {
             reserved_peak_bytes: first.profile.reserved_peak_bytes,
             leak_sites: first.profile.leak_sites.clone(),
             predicted_pool: first.pool,
+            point_millis,
+            fit_millis,
         });
         let scaling = match (&fit, axes) {
             (Some(fit), _) => Some(SweepScaling::Batch(fit.scaling.clone())),
@@ -192,10 +204,12 @@ impl Trials {
     ) -> Result<Vec<Measurement>, Unmeasured> {
         let points = grid::points(def);
         let runs = grid::run_all(&points, self.spawner.jobs, |point| {
-            self.spawner.measure(name, def, device, point)
+            let started = std::time::Instant::now();
+            let run = self.spawner.measure(name, def, device, point);
+            (run, started.elapsed())
         });
         let mut measured = Vec::with_capacity(points.len());
-        for (point, run) in points.into_iter().zip(runs) {
+        for (point, (run, wall)) in points.into_iter().zip(runs) {
             let label = grid::label(name, def, &point);
             let (result, output) = run.map_err(|e| {
                 report.message = e.clone();
@@ -211,6 +225,7 @@ impl Trials {
                 }) => {
                     measured.push(Measurement {
                         point,
+                        wall,
                         profile,
                         info: *info,
                         timeline,
