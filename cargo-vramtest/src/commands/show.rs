@@ -126,7 +126,7 @@ fn show_sites(args: &ShowArgs) -> Result<u8> {
     };
     print!(
         "{}",
-        output::sites::render(&case.full_name(), report.body.as_ref(), sites)
+        output::site_listing::render(&case.full_name(), report.body.as_ref(), sites)
     );
     Ok(0)
 }

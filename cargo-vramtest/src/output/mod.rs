@@ -11,7 +11,7 @@ pub mod json;
 pub mod junit;
 pub mod list;
 pub mod markdown;
-pub mod sites;
+pub mod site_listing;
 pub mod table;
 
 use crate::case::Outcome;

@@ -7,7 +7,7 @@ mod device;
 mod files;
 mod list;
 mod message;
-mod sites;
+mod site_reruns;
 mod spawn;
 mod trial;
 

@@ -5,7 +5,7 @@ use super::checkout::{Target, display_path, relative_source};
 use super::decide::{self, Write};
 use super::files::{self, Outputs};
 use super::message::{self, Facts};
-use super::sites;
+use super::site_reruns;
 use super::spawn::{Spawner, output_section};
 use crate::harness::protocol::ChildResult;
 use crate::harness::registry::TestDef;
@@ -350,7 +350,7 @@ impl Trials {
             SitesWhen::Off => false,
         };
         (wanted && class == DeviceClass::Cpu)
-            .then(|| sites::collect(&self.spawner, name, def, batch))
+            .then(|| site_reruns::collect(&self.spawner, name, def, batch))
     }
 }
 
