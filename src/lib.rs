@@ -28,8 +28,8 @@
 mod cuda_tracker;
 mod error;
 mod harness;
+mod manifests;
 mod probe;
-mod settings;
 mod step;
 
 pub use cuda_tracker::{CudaTracker, cuda_unavailable};

@@ -1,7 +1,7 @@
 //! Every environment switch of vramtest, in one place, read by the test harness and by
 //! `cargo vramtest` alike (so both accept and reject the same values).
 
-use crate::config::DeviceSetting;
+use crate::settings::{DeviceSetting, Settings};
 use std::path::PathBuf;
 
 /// What may be written when a result differs from its snapshot (`VRAMTEST_UPDATE`,
@@ -85,16 +85,20 @@ pub fn device() -> Result<Option<DeviceSetting>, String> {
     }
 }
 
-/// The name of the variable that carries resolved settings (JSON of `report::Config`)
-/// from `cargo vramtest` to the harness.
+/// The name of the variable that carries resolved settings (their JSON form,
+/// [`Settings::to_json`]) from `cargo vramtest` to the harness.
 pub const CONFIG: &str = "VRAMTEST_CONFIG";
 
 /// Settings from `cargo vramtest` (`VRAMTEST_CONFIG`); `None` when unset.
-pub fn config() -> Result<Option<crate::report::Config>, String> {
+pub fn config() -> Result<Option<Settings>, String> {
     match std::env::var(CONFIG) {
-        Ok(json) if !json.trim().is_empty() => serde_json::from_str(&json)
-            .map(Some)
-            .map_err(|e| format!("{CONFIG} is not a valid configuration: {e}")),
+        Ok(json) if !json.trim().is_empty() => {
+            let value = serde_json::from_str(&json)
+                .map_err(|e| format!("{CONFIG} is not a valid configuration: {e}"))?;
+            Settings::parse(&value)
+                .map(Some)
+                .map_err(|e| format!("{CONFIG}: {e}"))
+        }
         _ => Ok(None),
     }
 }

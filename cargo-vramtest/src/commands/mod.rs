@@ -17,8 +17,8 @@ use crate::filter;
 use crate::progress::Progress;
 use crate::{build, runner};
 use std::path::Path;
-use vramtest_model::config::DeviceSetting;
 use vramtest_model::env;
+use vramtest_model::settings::DeviceSetting;
 
 /// cargo's `--color` for its messages on our stderr.
 fn cargo_color() -> &'static str {
@@ -46,10 +46,7 @@ fn package_env(ws: &Workspace, exec: &ExecArgs) -> runner::PackageEnv {
     ws.packages
         .iter()
         .map(|p| {
-            let mut vars = vec![(
-                env::CONFIG.to_owned(),
-                serde_json::to_string(&p.settings.to_harness()).expect("configs serialize"),
-            )];
+            let mut vars = vec![(env::CONFIG.to_owned(), p.settings.to_json().to_string())];
             if exec.check || env::is_ci() {
                 vars.push(("VRAMTEST_CHECK".into(), "1".into()));
             }

@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::{discover, output, recorded, runner, snapshots};
 use std::io::IsTerminal;
-use vramtest_model::config::DeviceSetting;
 use vramtest_model::report::TestReport;
+use vramtest_model::settings::DeviceSetting;
 
 pub fn execute(args: &ShowArgs) -> Result<u8> {
     if args.sites {

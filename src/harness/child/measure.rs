@@ -38,7 +38,7 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
     profile.baseline_bytes = baseline;
     let sites = site_capture::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
     // The pool model as the package's metadata sets it (`pool_alignment`, `pool_granule`).
-    let model = crate::settings::from_manifests(package_dir)
+    let model = crate::manifests::settings(package_dir)
         .map(|s| s.cuda_pool())
         .unwrap_or_default();
     let pool = pool::replay(&events, &model);

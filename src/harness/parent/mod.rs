@@ -19,9 +19,9 @@ use spawn::{ResultDir, Spawner};
 use std::process::ExitCode;
 use std::sync::Arc;
 use trial::{SnapshotMode, Trials};
-use vramtest_model::config::{DeviceSetting, Settings};
 use vramtest_model::env;
 use vramtest_model::report::Status;
+use vramtest_model::settings::{DeviceSetting, Settings};
 
 /// Runs the tests of this binary as libtest does (`--list`, filters, `--ignored`):
 /// each in a child process, judged against its snapshot. `Err` is a usage or
@@ -86,10 +86,8 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
 /// same parser. From here on both are one `Settings`, judged the same way.
 fn settings(target: &Target) -> Result<Settings, String> {
     match env::config()? {
-        Some(config) => {
-            Settings::from_harness(&config).map_err(|e| format!("{}: {e}", env::CONFIG))
-        }
-        None => crate::settings::from_manifests(&target.manifest_dir),
+        Some(settings) => Ok(settings),
+        None => crate::manifests::settings(&target.manifest_dir),
     }
 }
 

@@ -1,13 +1,14 @@
-//! Settings under plain `cargo test` (and nextest): the crate's
+//! The settings under plain `cargo test` (and nextest): the crate's
 //! `[package.metadata.vramtest]` over its workspace's `[workspace.metadata.vramtest]`,
-//! read with the parser `cargo vramtest` uses, so both give the same comparison.
-//! `cargo vramtest` hands its own reading over in `VRAMTEST_CONFIG` instead.
+//! found the way cargo finds them and read with the parser `cargo vramtest` uses
+//! ([`Settings::parse`]), so both give the same comparison. `cargo vramtest` hands its
+//! own reading over instead (`VRAMTEST_CONFIG`).
 
 use std::path::{Path, PathBuf};
-use vramtest_model::config::{Settings, key_line};
+use vramtest_model::settings::{Settings, key_line};
 
 /// The merged settings for the crate at `manifest_dir`.
-pub fn from_manifests(manifest_dir: &Path) -> Result<Settings, String> {
+pub fn settings(manifest_dir: &Path) -> Result<Settings, String> {
     let own = manifest_dir.join("Cargo.toml");
     let own_text = read(&own)?;
     let own_table = parse(&own, &own_text)?;
@@ -145,7 +146,7 @@ mod tests {
                 "[package]\nname = \"a\"\n[package.metadata.vramtest]\niterations = 2\n",
             ),
         ]);
-        let s = from_manifests(&root.path().join("a")).unwrap();
+        let s = settings(&root.path().join("a")).unwrap();
         assert_eq!(s.iterations, Some(2));
         assert_eq!(s.budget, Some(1 << 30));
     }
@@ -156,7 +157,7 @@ mod tests {
             "Cargo.toml",
             "[package]\nname = \"a\"\n\n[package.metadata.vramtest]\niteration = 2\n[workspace]\n",
         )]);
-        let e = from_manifests(root.path()).unwrap_err();
+        let e = settings(root.path()).unwrap_err();
         assert!(
             e.contains("Cargo.toml:5: [package.metadata.vramtest] `iteration`"),
             "{e}"
@@ -166,7 +167,7 @@ mod tests {
     #[test]
     fn no_tables_are_the_defaults() {
         let root = crate_dir(&[("Cargo.toml", "[package]\nname = \"a\"\n")]);
-        assert_eq!(from_manifests(root.path()).unwrap(), Settings::default());
+        assert_eq!(settings(root.path()).unwrap(), Settings::default());
     }
 
     const WORKSPACE: &str = "[workspace]\nmembers = [\"a\"]\nexclude = [\"fixtures\"]\n[workspace.metadata.vramtest]\niterations = 5\n";
@@ -179,7 +180,7 @@ mod tests {
             ("a/Cargo.toml", "[package]\nname = \"a\"\n"),
             ("fixtures/b/Cargo.toml", "[package]\nname = \"b\"\n"),
         ]);
-        let s = from_manifests(&root.path().join(dir)).unwrap();
+        let s = settings(&root.path().join(dir)).unwrap();
         assert_eq!(s.iterations, iterations);
     }
 
@@ -196,7 +197,7 @@ mod tests {
             ),
             ("inner/b/Cargo.toml", "[package]\nname = \"b\"\n"),
         ]);
-        let s = from_manifests(&root.path().join("inner/b")).unwrap();
+        let s = settings(&root.path().join("inner/b")).unwrap();
         assert_eq!(s.iterations, Some(7));
     }
 }
