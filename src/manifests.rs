@@ -5,7 +5,18 @@
 //! own reading over instead (`VRAMTEST_CONFIG`).
 
 use std::path::{Path, PathBuf};
+use vramtest_model::env::HarnessEnv;
 use vramtest_model::settings::{Settings, key_line};
+
+/// The settings of a run of the crate at `manifest_dir`: those `cargo vramtest` handed
+/// over (`VRAMTEST_CONFIG`, read into `env`), else its manifests'. The one way the
+/// harness's parent and child come to their settings.
+pub fn of_run(env: &HarnessEnv, manifest_dir: &Path) -> Result<Settings, String> {
+    match &env.settings {
+        Some(handed) => Ok(handed.clone()),
+        None => settings(manifest_dir),
+    }
+}
 
 /// The merged settings for the crate at `manifest_dir`.
 pub fn settings(manifest_dir: &Path) -> Result<Settings, String> {
@@ -162,6 +173,26 @@ mod tests {
             e.contains("Cargo.toml:5: [package.metadata.vramtest] `iteration`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn settings_handed_over_win_over_the_manifests() {
+        let root = crate_dir(&[(
+            "Cargo.toml",
+            "[package]\nname = \"a\"\n[package.metadata.vramtest]\niterations = 2\n",
+        )]);
+        let plain = of_run(&HarnessEnv::default(), root.path()).unwrap();
+        assert_eq!(plain, settings(root.path()).unwrap());
+        assert_eq!(plain.iterations, Some(2));
+        let handed = Settings {
+            iterations: Some(9),
+            ..Settings::default()
+        };
+        let env = HarnessEnv {
+            settings: Some(handed.clone()),
+            ..HarnessEnv::default()
+        };
+        assert_eq!(of_run(&env, root.path()).unwrap(), handed);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! test's attribute) and turned into the [`Policy`] a result is held to. Shared by
 //! `cargo vramtest` and the test harness, so both read the same settings the same way;
 //! the first hands its reading to the second in the same JSON form
-//! ([`Settings::to_json`], carried by [`crate::env::CONFIG`]).
+//! ([`Settings::to_json`], carried by [`crate::env::HarnessEnv`]).
 //!
 //! ```toml
 //! [package.metadata.vramtest]

@@ -37,8 +37,10 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
         timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
     profile.baseline_bytes = baseline;
     let sites = site_capture::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
-    // The pool model as the package's metadata sets it (`pool_alignment`, `pool_granule`).
-    let model = crate::manifests::settings(package_dir)
+    // The pool model as the package's metadata sets it (`pool_alignment`, `pool_granule`),
+    // read as the parent reads it (the parent checked the environment already).
+    let model = vramtest_model::env::HarnessEnv::from_env()
+        .and_then(|env| crate::manifests::of_run(&env, package_dir))
         .map(|s| s.cuda_pool())
         .unwrap_or_default();
     let pool = pool::replay(&events, &model);

@@ -38,10 +38,7 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         eprintln!("note: {note}");
     }
     let env = HarnessEnv::from_env()?;
-    let settings = match env.settings.clone() {
-        Some(settings) => settings,
-        None => crate::manifests::settings(&target.manifest_dir)?,
-    };
+    let settings = crate::manifests::of_run(&env, &target.manifest_dir)?;
     let device = device::select(env.device_for(&settings));
     if matches!(device, Ok(crate::step::Device::Cuda(_))) && args.test_threads.is_none() {
         // Tests that share one GPU would see each other in its memory figures.
