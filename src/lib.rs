@@ -25,14 +25,14 @@
 //! That is the whole API: the attribute, [`Step`], [`main!`], plus [`Device`],
 //! [`Category`] and [`Result`].
 
-mod cuda;
+mod cuda_tracker;
 mod error;
 mod harness;
+mod manifests;
 mod probe;
-mod settings;
 mod step;
 
-pub use cuda::{CudaTracker, cuda_unavailable};
+pub use cuda_tracker::{CudaTracker, cuda_unavailable};
 pub use error::{Error, Result};
 pub use step::{Device, Iterations, Step};
 pub use vramtest_macros::vramtest;

@@ -32,6 +32,21 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// Reads what [`Display`](std::fmt::Display) writes: `cpu` or `cuda:N`.
+impl std::str::FromStr for Device {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Device, String> {
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            other => other
+                .strip_prefix("cuda:")
+                .and_then(|n| n.parse().ok())
+                .map(Device::Cuda)
+                .ok_or_else(|| format!("unknown device `{other}` (hint: `cpu` or `cuda:N`)")),
+        }
+    }
+}
+
 /// The handle a `#[vramtest]` function marks its training step with.
 ///
 /// Each phase method runs its closure and returns its result unchanged; the memory
@@ -214,5 +229,29 @@ impl Drop for Iterations {
         if self.open {
             probe::mark(Event::IterationEnd);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Device;
+    use test_case::test_case;
+
+    #[test]
+    fn a_device_reads_back_what_it_displays() {
+        for device in [Device::Cpu, Device::Cuda(0), Device::Cuda(7)] {
+            assert_eq!(device.to_string().parse::<Device>(), Ok(device));
+        }
+        assert_eq!("cuda:3".parse::<Device>(), Ok(Device::Cuda(3)));
+    }
+
+    #[test_case("tpu"; "another device")]
+    #[test_case("cuda"; "no ordinal")]
+    #[test_case("cuda:"; "an empty ordinal")]
+    #[test_case("cuda:-1"; "a negative ordinal")]
+    #[test_case("CPU"; "upper case")]
+    fn an_unknown_device_is_named(text: &str) {
+        let e = text.parse::<Device>().unwrap_err();
+        assert!(e.contains(&format!("unknown device `{text}`")), "{e}");
     }
 }

@@ -488,7 +488,7 @@ fn a_stale_pending_result_is_kept_and_named_unless_identical() {
 /// `cargo vramtest` hands over; without the workspace's line they fail.
 #[test]
 fn settings_merge_key_by_key_under_cargo_test_and_cargo_vramtest() {
-    use vramtest_model::config::Settings;
+    use vramtest_model::settings::Settings;
     let dir = common::copy_fixture_as("vec-model", "settings");
     let exe = common::build_vram_target(&dir);
     let one = ["linear_adam", "--exact"];
@@ -534,8 +534,8 @@ fn settings_merge_key_by_key_under_cargo_test_and_cargo_vramtest() {
             let value: toml::Value = toml::from_str(table).unwrap();
             Settings::parse(&serde_json::to_value(value).unwrap()).unwrap()
         };
-        let config = parse(ws_table).overridden_by(&parse(package)).to_harness();
-        let config = serde_json::to_string(&config).unwrap();
+        let config = parse(ws_table).overridden_by(&parse(package)).to_json();
+        let config = config.to_string();
         let r = run(&dir, &exe, &one, &[("VRAMTEST_CONFIG", &config)]);
         assert_eq!(r.status("linear_adam"), expected, "{config}\n{}", r.text());
     }

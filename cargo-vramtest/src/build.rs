@@ -123,7 +123,7 @@ fn owner<'a>(packages: &'a [Package], package_id: &str, target: &str) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
+    use vramtest_model::settings::Settings;
 
     fn ws() -> Workspace {
         let pkg = |name: &str, targets: &[&str]| Package {

@@ -5,7 +5,7 @@
 use crate::partition::Partition;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
-use vramtest_model::config::DeviceSetting;
+use vramtest_model::settings::DeviceSetting;
 
 /// The exit codes, shown after `--help`. The README repeats this text.
 pub const EXIT_CODES: &str = "\
@@ -516,7 +516,7 @@ mod tests {
                 panic!("run")
             };
             let from_metadata =
-                crate::config::Settings::parse(&serde_json::json!({ "device": name }))
+                vramtest_model::settings::Settings::parse(&serde_json::json!({ "device": name }))
                     .unwrap()
                     .device;
             assert_eq!(run.exec.device, from_metadata, "{name}");

@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use vramtest_cuda::Availability;
-use vramtest_model::config::DeviceSetting;
+use vramtest_model::settings::DeviceSetting;
 
 /// Checks the device the run measures on ([`DeviceSetting::Cuda`]: a usable driver and at
 /// least one device, or an error; [`DeviceSetting::Auto`]: a note when it will be the CPU).

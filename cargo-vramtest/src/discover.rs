@@ -5,11 +5,11 @@
 //! libtest harness.
 
 use crate::cli::Selection;
-use crate::config::{self, Settings};
 use crate::error::{Error, Result};
 use cargo_metadata::{Metadata, MetadataCommand, TargetKind};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use vramtest_model::settings::{self, Settings};
 
 /// The workspace as far as vramtest is concerned.
 #[derive(Debug, Clone)]
@@ -156,7 +156,7 @@ fn parse_settings(value: &serde_json::Value, manifest: &Path, table: &str) -> Re
     Settings::parse(value).map_err(|e| {
         let line = std::fs::read_to_string(manifest)
             .ok()
-            .and_then(|text| config::key_line(&text, table, &e.key));
+            .and_then(|text| settings::key_line(&text, table, &e.key));
         Error::Config {
             manifest: manifest.to_owned(),
             line,

@@ -23,7 +23,6 @@ mod build;
 mod case;
 mod cli;
 mod commands;
-mod config;
 mod device;
 mod discover;
 mod error;

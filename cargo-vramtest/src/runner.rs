@@ -14,11 +14,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+use vramtest_model::env::HarnessEnv;
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::{Body, HumanBytes};
 
-/// Environment variables for the tests of each package (`VRAMTEST_*`).
-pub type PackageEnv = BTreeMap<String, Vec<(String, String)>>;
+/// The environment for the tests of each package, by package name.
+pub type PackageEnv = BTreeMap<String, HarnessEnv>;
 
 /// The names in libtest's `--list --format terse` output (`<name>: test` lines).
 pub fn parse_terse(text: &str) -> Vec<String> {
@@ -50,7 +51,7 @@ pub fn list(binaries: &[Binary], env: &PackageEnv) -> Result<Vec<TestCase>> {
 }
 
 fn list_output(binary: &Binary, env: &PackageEnv, ignored: bool) -> Result<String> {
-    let mut cmd = command(binary, env);
+    let mut cmd = command(binary, &harness_env(env, binary));
     cmd.args(["--list", "--format", "terse"]);
     if ignored {
         cmd.arg("--ignored");
@@ -72,17 +73,20 @@ fn list_output(binary: &Binary, env: &PackageEnv, ignored: bool) -> Result<Strin
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// A command for a test binary, set up as `cargo test` would run it.
-fn command(binary: &Binary, env: &PackageEnv) -> Command {
+/// What the tests of `binary`'s package get.
+fn harness_env(env: &PackageEnv, binary: &Binary) -> HarnessEnv {
+    env.get(&binary.package).cloned().unwrap_or_default()
+}
+
+/// A command for a test binary, set up as `cargo test` would run it, with `env`.
+fn command(binary: &Binary, env: &HarnessEnv) -> Command {
     let mut cmd = Command::new(&binary.path);
     cmd.current_dir(&binary.package_dir)
         .env("CARGO_MANIFEST_DIR", &binary.package_dir)
         .env("CARGO_PKG_NAME", &binary.package)
         .env("CARGO_PKG_VERSION", &binary.package_version)
         .stdin(Stdio::null());
-    if let Some(vars) = env.get(&binary.package) {
-        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
-    }
+    cmd.envs(env.to_vars());
     // Dynamic libraries of the build (a `dylib` dependency) next to the binary.
     if let Some(deps) = binary.path.parent() {
         let var = dylib_path_var();
@@ -259,13 +263,16 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path, gpu: Option<&str>) -> 
     let start = Instant::now();
     let result = std::fs::create_dir_all(dir)
         .and_then(|()| {
-            let mut cmd = command(&case.binary, env);
+            let env = HarnessEnv {
+                report_dir: Some(dir.to_owned()),
+                ..harness_env(env, &case.binary)
+            };
+            let mut cmd = command(&case.binary, &env);
             if let Some(id) = gpu {
                 cmd.env("CUDA_VISIBLE_DEVICES", id);
             }
             cmd.arg(&case.name)
                 .arg("--exact")
-                .env("VRAMTEST_REPORT_DIR", dir)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .output()

@@ -185,14 +185,9 @@ impl Invocation {
                 .ok_or_else(|| format!("{FLAG}: the {what} is missing"))
         };
         Some((|| {
-            let device = match text(3, "device")? {
-                "cpu" => Device::Cpu,
-                other => other
-                    .strip_prefix("cuda:")
-                    .and_then(|n| n.parse().ok())
-                    .map(Device::Cuda)
-                    .ok_or_else(|| format!("{FLAG}: unknown device `{other}`"))?,
-            };
+            let device: Device = text(3, "device")?
+                .parse()
+                .map_err(|e| format!("{FLAG}: {e}"))?;
             let iterations = text(4, "iterations")?
                 .parse()
                 .map_err(|e| format!("{FLAG}: bad iterations: {e}"))?;

@@ -19,7 +19,8 @@ use syn::{
 /// Options (all optional, each at most once):
 /// - `iterations = 5`: iterations of `t.iterations()` (default 3);
 /// - `ignore` or `ignore = "reason"`: skipped unless run with `--ignored`;
-/// - `tolerance = "+2% | 1MiB"`: the allowed growth of every category and the peak;
+/// - `tolerance = "+2% | 1MiB"`: the allowed growth of the peak and every category but
+///   `untracked` (which keeps its wider default unless named);
 /// - `peak = ".."`, `reserved = ".."` (a CUDA pool's reserved peak), `leak = ".."`, or a
 ///   category (`activations = "+5%"`): one limit;
 /// - `budget = "22GiB"`: the peak must stay under this, whatever the snapshot says;
@@ -185,14 +186,8 @@ impl Options {
             (Meta::List(list), "target") => {
                 self.target = Some((target(list)?, list.delimiter.span().join()));
             }
-            (Meta::NameValue(nv), k)
-                if k == "tolerance"
-                    || k == "peak"
-                    || k == "reserved"
-                    || k == "leak"
-                    || k == "cpu_only"
-                    || k.parse::<vramtest_model::Category>().is_ok() =>
-            {
+            // A limit: the names the metadata's `limits` take, from the one list.
+            (Meta::NameValue(nv), k) if k.parse::<vramtest_model::LimitKey>().is_ok() => {
                 let text = string(&nv.value)?;
                 text.parse::<vramtest_model::Limit>()
                     .map_err(|e| syn::Error::new_spanned(&nv.value, e))?;

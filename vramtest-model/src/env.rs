@@ -1,8 +1,38 @@
-//! Every environment switch of vramtest, in one place, read by the test harness and by
-//! `cargo vramtest` alike (so both accept and reject the same values).
+//! Every environment switch of vramtest, in one place: [`HarnessEnv`] reads them all
+//! ([`HarnessEnv::from_env`]) and writes them back ([`HarnessEnv::to_vars`]).
+//! `cargo vramtest` reads the user's environment, adds what its command line and the
+//! packages' settings decide, and hands each test binary the variables; the harness
+//! reads them back with the same code, so both accept and reject the same values and no
+//! variable name is typed twice.
 
-use crate::config::DeviceSetting;
+use crate::settings::{DeviceSetting, Settings};
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// `VRAMTEST_CONFIG`: the settings `cargo vramtest` read from the metadata, in their
+/// JSON form ([`Settings::to_json`]).
+pub const CONFIG: &str = "VRAMTEST_CONFIG";
+/// `VRAMTEST_DEVICE=cpu|cuda|auto`.
+pub const DEVICE: &str = "VRAMTEST_DEVICE";
+/// `VRAMTEST_UPDATE=always|new|no|auto` (insta's names too).
+pub const UPDATE: &str = "VRAMTEST_UPDATE";
+/// insta's `INSTA_UPDATE`, read when `VRAMTEST_UPDATE` is unset.
+pub const INSTA_UPDATE: &str = "INSTA_UPDATE";
+/// `VRAMTEST_CHECK=1`: check mode.
+pub const CHECK: &str = "VRAMTEST_CHECK";
+/// `VRAMTEST_STRICT=1`: any difference fails.
+pub const STRICT: &str = "VRAMTEST_STRICT";
+/// `VRAMTEST_SITES=0|auto|always`.
+pub const SITES: &str = "VRAMTEST_SITES";
+/// `VRAMTEST_TIMEOUT=<seconds>`.
+pub const TIMEOUT: &str = "VRAMTEST_TIMEOUT";
+/// `VRAMTEST_SITES_TIMEOUT=<seconds>`.
+pub const SITES_TIMEOUT: &str = "VRAMTEST_SITES_TIMEOUT";
+/// `VRAMTEST_REPORT_DIR`: where `cargo vramtest` wants one JSON report per test.
+pub const REPORT_DIR: &str = "VRAMTEST_REPORT_DIR";
+/// insta's `INSTA_SNAPSHOT_REFERENCES_FILE`.
+pub const REFERENCES: &str = "INSTA_SNAPSHOT_REFERENCES_FILE";
 
 /// What may be written when a result differs from its snapshot (`VRAMTEST_UPDATE`,
 /// falling back to `INSTA_UPDATE`).
@@ -16,161 +46,360 @@ pub enum Update {
     No,
 }
 
-/// The effective update mode. `auto` (the default) is `new` locally and `no` in check
-/// mode (CI). In check mode an explicit `new` still writes `.snap.new` files (for a CI
-/// artifact a reviewer can accept), but `.snap` files are never written.
-pub fn update() -> Result<Update, String> {
-    let (var, value) = match std::env::var("VRAMTEST_UPDATE") {
-        Ok(v) => ("VRAMTEST_UPDATE", v),
-        Err(_) => (
-            "INSTA_UPDATE",
-            std::env::var("INSTA_UPDATE").unwrap_or_default(),
-        ),
-    };
-    let explicit = match value.as_str() {
-        "" | "auto" => None,
-        "always" | "force" => Some(Update::Always),
-        "new" | "unseen" => Some(Update::New),
-        "no" => Some(Update::No),
-        other => {
-            return Err(format!(
-                "{var}={other}: unknown mode (hint: use always, new, no or auto)"
-            ));
+impl Update {
+    /// The name `VRAMTEST_UPDATE` takes for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Update::Always => "always",
+            Update::New => "new",
+            Update::No => "no",
         }
-    };
-    Ok(match (check(), explicit) {
-        (true, Some(Update::New)) => Update::New,
-        (true, _) => Update::No,
-        (false, explicit) => explicit.unwrap_or(Update::New),
-    })
-}
-
-/// Check mode: write nothing; a missing snapshot fails. On under CI (insta's rule:
-/// `CI` set and not `false`/`0`/empty, or `TF_BUILD` set) or with `VRAMTEST_CHECK=1`.
-pub fn check() -> bool {
-    flag("VRAMTEST_CHECK") || is_ci()
-}
-
-/// insta's CI detection.
-pub fn is_ci() -> bool {
-    match std::env::var("CI") {
-        Ok(v) => !matches!(v.as_str(), "" | "0" | "false"),
-        Err(_) => std::env::var_os("TF_BUILD").is_some(),
-    }
-}
-
-/// `VRAMTEST_STRICT=1`: any difference fails.
-pub fn strict() -> bool {
-    flag("VRAMTEST_STRICT")
-}
-
-fn flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
-}
-
-/// `VRAMTEST_DEVICE=cpu|cuda|auto`; `None` when unset (then the settings decide, and
-/// `auto` is the default: CUDA when a device is present, else the CPU).
-pub fn device() -> Result<Option<DeviceSetting>, String> {
-    match std::env::var("VRAMTEST_DEVICE")
-        .unwrap_or_default()
-        .as_str()
-    {
-        "" => Ok(None),
-        "auto" => Ok(Some(DeviceSetting::Auto)),
-        "cpu" => Ok(Some(DeviceSetting::Cpu)),
-        "cuda" => Ok(Some(DeviceSetting::Cuda)),
-        other => Err(format!(
-            "VRAMTEST_DEVICE={other}: unknown device (hint: use cpu, cuda or auto)"
-        )),
-    }
-}
-
-/// The name of the variable that carries resolved settings (JSON of `report::Config`)
-/// from `cargo vramtest` to the harness.
-pub const CONFIG: &str = "VRAMTEST_CONFIG";
-
-/// Settings from `cargo vramtest` (`VRAMTEST_CONFIG`); `None` when unset.
-pub fn config() -> Result<Option<crate::report::Config>, String> {
-    match std::env::var(CONFIG) {
-        Ok(json) if !json.trim().is_empty() => serde_json::from_str(&json)
-            .map(Some)
-            .map_err(|e| format!("{CONFIG} is not a valid configuration: {e}")),
-        _ => Ok(None),
-    }
-}
-
-/// Where `cargo vramtest` wants one JSON report per test (`VRAMTEST_REPORT_DIR`).
-pub fn report_dir() -> Option<PathBuf> {
-    std::env::var_os("VRAMTEST_REPORT_DIR").map(PathBuf::from)
-}
-
-/// insta's list of referenced snapshots (`INSTA_SNAPSHOT_REFERENCES_FILE`), so
-/// `cargo insta test --unreferenced=reject` keeps ours.
-pub fn references_file() -> Option<PathBuf> {
-    std::env::var_os("INSTA_SNAPSHOT_REFERENCES_FILE").map(PathBuf::from)
-}
-
-/// `VRAMTEST_TIMEOUT=<seconds>`: a test still running after this long is killed and
-/// fails. `None` (the default): no limit.
-pub fn timeout() -> Result<Option<std::time::Duration>, String> {
-    seconds("VRAMTEST_TIMEOUT", 600)
-}
-
-/// A positive number of seconds in `var`; `None` when it is unset or empty. The error
-/// suggests `example`.
-fn seconds(var: &str, example: u32) -> Result<Option<std::time::Duration>, String> {
-    match std::env::var(var) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(|s| Some(std::time::Duration::from_secs_f64(s)))
-            .ok_or_else(|| format!("{var}={v}: not a number of seconds (hint: {var}={example})")),
-        _ => Ok(None),
     }
 }
 
 /// When the harness captures call sites (`VRAMTEST_SITES`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SitesWhen {
     /// Never (`0`, `off`, `false`).
     Off,
     /// For a regression measured on the CPU (unset, `auto`, `1`): the default.
+    #[default]
     OnRegression,
     /// For every test measured on the CPU (`always`; what `show --sites` sets).
     Always,
 }
 
-/// `VRAMTEST_SITES`: see [`SitesWhen`].
-pub fn sites() -> Result<SitesWhen, String> {
-    match std::env::var("VRAMTEST_SITES").unwrap_or_default().as_str() {
-        "" | "auto" | "1" | "on" | "true" => Ok(SitesWhen::OnRegression),
-        "0" | "off" | "false" => Ok(SitesWhen::Off),
-        "always" => Ok(SitesWhen::Always),
+impl SitesWhen {
+    /// The name `VRAMTEST_SITES` takes for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SitesWhen::Off => "0",
+            SitesWhen::OnRegression => "auto",
+            SitesWhen::Always => "always",
+        }
+    }
+}
+
+/// The default of `VRAMTEST_SITES_TIMEOUT`: two minutes.
+pub const DEFAULT_SITES_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Every switch the harness reads, typed. `cargo vramtest` builds one per package
+/// ([`HarnessEnv::to_vars`] for its test binaries); the harness reads it back
+/// ([`HarnessEnv::from_env`]). A field left at its default writes no variable.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HarnessEnv {
+    /// The settings `cargo vramtest` read (`VRAMTEST_CONFIG`); `None` under plain
+    /// `cargo test`, where the harness reads the manifests itself.
+    pub settings: Option<Settings>,
+    /// The device asked for (`VRAMTEST_DEVICE`); `None`: the settings decide
+    /// ([`HarnessEnv::device_for`]).
+    pub device: Option<DeviceSetting>,
+    /// The update mode asked for (`VRAMTEST_UPDATE`, else `INSTA_UPDATE`); `None`:
+    /// `auto` ([`HarnessEnv::update`] says what it comes to).
+    pub update: Option<Update>,
+    /// Check mode: write nothing; a missing snapshot fails. On under CI (insta's rule:
+    /// `CI` set and not `false`/`0`/empty, or `TF_BUILD` set) or with `VRAMTEST_CHECK=1`.
+    pub check: bool,
+    /// `VRAMTEST_STRICT=1`: any difference fails.
+    pub strict: bool,
+    /// When call sites are captured (`VRAMTEST_SITES`).
+    pub sites: SitesWhen,
+    /// `VRAMTEST_TIMEOUT`: a test still running after this long is killed and fails;
+    /// `None` (the default): no limit.
+    pub timeout: Option<Duration>,
+    /// `VRAMTEST_SITES_TIMEOUT`: how long capturing call sites may take, all re-runs
+    /// together; `None`: [`DEFAULT_SITES_TIMEOUT`].
+    pub sites_timeout: Option<Duration>,
+    /// Where to write one JSON report per test (`VRAMTEST_REPORT_DIR`).
+    pub report_dir: Option<PathBuf>,
+    /// insta's list of referenced snapshots (`INSTA_SNAPSHOT_REFERENCES_FILE`), so
+    /// `cargo insta test --unreferenced=reject` keeps ours.
+    pub references: Option<PathBuf>,
+}
+
+impl HarnessEnv {
+    /// Reads every switch from the process's environment. An error names the variable,
+    /// its value and the values it takes.
+    pub fn from_env() -> Result<HarnessEnv, String> {
+        HarnessEnv::from_lookup(|name| std::env::var_os(name))
+    }
+
+    /// Reads every switch through `var`, which gives a variable's value or `None` when
+    /// it is unset (a value that is not UTF-8 counts as unset, but for the paths).
+    pub fn from_lookup(var: impl Fn(&str) -> Option<OsString>) -> Result<HarnessEnv, String> {
+        let text = |name: &str| var(name).and_then(|v| v.into_string().ok());
+        let flag =
+            |name: &str| text(name).is_some_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+        let is_ci = match text("CI") {
+            Some(v) => !matches!(v.as_str(), "" | "0" | "false"),
+            None => var("TF_BUILD").is_some(),
+        };
+        let path = |name: &str| var(name).map(PathBuf::from);
+        Ok(HarnessEnv {
+            settings: settings(text(CONFIG))?,
+            device: device(text(DEVICE))?,
+            update: match text(UPDATE) {
+                Some(v) => update(UPDATE, &v)?,
+                None => update(INSTA_UPDATE, &text(INSTA_UPDATE).unwrap_or_default())?,
+            },
+            check: flag(CHECK) || is_ci,
+            strict: flag(STRICT),
+            sites: sites(text(SITES))?,
+            timeout: seconds(TIMEOUT, text(TIMEOUT), 600)?,
+            sites_timeout: seconds(SITES_TIMEOUT, text(SITES_TIMEOUT), 300)?,
+            report_dir: path(REPORT_DIR),
+            references: path(REFERENCES),
+        })
+    }
+
+    /// The variables that hand these switches to a test binary:
+    /// [`HarnessEnv::from_lookup`] over them reads back what this holds.
+    pub fn to_vars(&self) -> Vec<(&'static str, OsString)> {
+        let mut vars: Vec<(&'static str, OsString)> = Vec::new();
+        let mut put = |name: &'static str, value: Option<String>| {
+            if let Some(v) = value {
+                vars.push((name, v.into()));
+            }
+        };
+        put(
+            CONFIG,
+            self.settings.as_ref().map(|s| s.to_json().to_string()),
+        );
+        put(DEVICE, self.device.map(|d| d.as_str().to_owned()));
+        put(UPDATE, self.update.map(|u| u.as_str().to_owned()));
+        put(CHECK, self.check.then(|| "1".to_owned()));
+        put(STRICT, self.strict.then(|| "1".to_owned()));
+        put(
+            SITES,
+            (self.sites != SitesWhen::default()).then(|| self.sites.as_str().to_owned()),
+        );
+        let secs = |d: Duration| d.as_secs_f64().to_string();
+        put(TIMEOUT, self.timeout.map(secs));
+        put(SITES_TIMEOUT, self.sites_timeout.map(secs));
+        for (name, path) in [
+            (REPORT_DIR, &self.report_dir),
+            (REFERENCES, &self.references),
+        ] {
+            if let Some(p) = path {
+                vars.push((name, p.clone().into_os_string()));
+            }
+        }
+        vars
+    }
+
+    /// The device a run measures on, decided in this one place: the one asked for in
+    /// the environment (or by `cargo vramtest`, which decides it here for each package
+    /// and hands it over), else the settings' `device`, else `auto` (CUDA when a device
+    /// is present, else the CPU).
+    pub fn device_for(&self, settings: &Settings) -> DeviceSetting {
+        self.device
+            .or(settings.device)
+            .unwrap_or(DeviceSetting::Auto)
+    }
+
+    /// The effective update mode. `auto` (the default) is `new` locally and `no` in
+    /// check mode (CI). In check mode an explicit `new` still writes `.snap.new` files
+    /// (for a CI artifact a reviewer can accept), but `.snap` files are never written.
+    pub fn update(&self) -> Update {
+        match (self.check, self.update) {
+            (true, Some(Update::New)) => Update::New,
+            (true, _) => Update::No,
+            (false, explicit) => explicit.unwrap_or(Update::New),
+        }
+    }
+
+    /// How long capturing call sites may take ([`DEFAULT_SITES_TIMEOUT`] unless set).
+    pub fn sites_timeout(&self) -> Duration {
+        self.sites_timeout.unwrap_or(DEFAULT_SITES_TIMEOUT)
+    }
+}
+
+/// `VRAMTEST_CONFIG`: the settings' JSON form, checked as the metadata is.
+fn settings(value: Option<String>) -> Result<Option<Settings>, String> {
+    match value {
+        Some(json) if !json.trim().is_empty() => {
+            let value = serde_json::from_str(&json)
+                .map_err(|e| format!("{CONFIG} is not a valid configuration: {e}"))?;
+            Settings::parse(&value)
+                .map(Some)
+                .map_err(|e| format!("{CONFIG}: {e}"))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn device(value: Option<String>) -> Result<Option<DeviceSetting>, String> {
+    match value.as_deref().unwrap_or_default() {
+        "" => Ok(None),
+        other => other
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{DEVICE}={other}: unknown device (hint: use cpu, cuda or auto)")),
+    }
+}
+
+/// An update mode in `var` (`VRAMTEST_UPDATE` or `INSTA_UPDATE`); `None`: auto.
+fn update(var: &str, value: &str) -> Result<Option<Update>, String> {
+    match value {
+        "" | "auto" => Ok(None),
+        "always" | "force" => Ok(Some(Update::Always)),
+        "new" | "unseen" => Ok(Some(Update::New)),
+        "no" => Ok(Some(Update::No)),
         other => Err(format!(
-            "VRAMTEST_SITES={other}: unknown mode (hint: use 0 to turn call sites off, always, or auto)"
+            "{var}={other}: unknown mode (hint: use always, new, no or auto)"
         )),
     }
 }
 
-/// How long capturing call sites may take, all re-runs together
-/// (`VRAMTEST_SITES_TIMEOUT=<seconds>`, default [`DEFAULT_SITES_TIMEOUT`]).
-pub fn sites_timeout() -> Result<std::time::Duration, String> {
-    Ok(seconds("VRAMTEST_SITES_TIMEOUT", 300)?.unwrap_or(DEFAULT_SITES_TIMEOUT))
+fn sites(value: Option<String>) -> Result<SitesWhen, String> {
+    match value.as_deref().unwrap_or_default() {
+        "" | "auto" | "1" | "on" | "true" => Ok(SitesWhen::OnRegression),
+        "0" | "off" | "false" => Ok(SitesWhen::Off),
+        "always" => Ok(SitesWhen::Always),
+        other => Err(format!(
+            "{SITES}={other}: unknown mode (hint: use 0 to turn call sites off, always, or auto)"
+        )),
+    }
 }
 
-/// The default of `VRAMTEST_SITES_TIMEOUT`: two minutes.
-pub const DEFAULT_SITES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+/// A positive number of seconds in `var`; `None` when it is unset or empty. The error
+/// suggests `example`.
+fn seconds(var: &str, value: Option<String>, example: u32) -> Result<Option<Duration>, String> {
+    match value {
+        Some(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(|s| Some(Duration::from_secs_f64(s)))
+            .ok_or_else(|| format!("{var}={v}: not a number of seconds (hint: {var}={example})")),
+        _ => Ok(None),
+    }
+}
 
-/// Checks every switch that has a fixed set of values (`VRAMTEST_UPDATE`/`INSTA_UPDATE`,
-/// `VRAMTEST_DEVICE`, `VRAMTEST_CONFIG`), so a front end can reject a typo up front.
-pub fn validate() -> Result<(), String> {
-    update()?;
-    device()?;
-    config()?;
-    timeout()?;
-    sites()?;
-    sites_timeout()?;
-    Ok(())
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::HashMap;
+    use test_case::test_case;
+
+    fn read(vars: &[(&str, &str)]) -> Result<HarnessEnv, String> {
+        let vars: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
+            .collect();
+        HarnessEnv::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    fn round_trip(env: &HarnessEnv) -> HarnessEnv {
+        let vars: HashMap<&str, OsString> = env.to_vars().into_iter().collect();
+        HarnessEnv::from_lookup(|name| vars.get(name).cloned()).unwrap()
+    }
+
+    #[test]
+    fn every_switch_reads_back_what_it_writes() {
+        let settings = Settings::parse(&json!({
+            "iterations": 5, "device": "cpu", "budget": "1GiB", "pool_granule": "4MiB",
+            "tolerance": "+2% | 1MiB", "limits": { "activations": "+5%", "leak": "allow" }
+        }))
+        .unwrap();
+        let full = HarnessEnv {
+            settings: Some(settings),
+            device: Some(DeviceSetting::Cuda),
+            update: Some(Update::Always),
+            check: true,
+            strict: true,
+            sites: SitesWhen::Always,
+            timeout: Some(Duration::from_millis(1500)),
+            sites_timeout: Some(Duration::from_secs(300)),
+            report_dir: Some(PathBuf::from("reports/one test")),
+            references: Some(PathBuf::from("refs.txt")),
+        };
+        for env in [
+            HarnessEnv::default(),
+            HarnessEnv {
+                sites: SitesWhen::OnRegression,
+                ..full.clone()
+            },
+            full.clone(),
+            HarnessEnv {
+                update: Some(Update::New),
+                sites: SitesWhen::Off,
+                device: Some(DeviceSetting::Auto),
+                ..HarnessEnv::default()
+            },
+            HarnessEnv {
+                update: Some(Update::No),
+                check: false,
+                ..full
+            },
+        ] {
+            assert_eq!(round_trip(&env), env);
+        }
+        // Nothing set writes nothing: the child reads the defaults.
+        assert!(HarnessEnv::default().to_vars().is_empty());
+    }
+
+    #[test]
+    fn the_device_is_decided_in_one_place() {
+        let on = |device: Option<DeviceSetting>| HarnessEnv {
+            device,
+            ..HarnessEnv::default()
+        };
+        let cpu = Settings {
+            device: Some(DeviceSetting::Cpu),
+            ..Settings::default()
+        };
+        // The environment over the settings, the settings over `auto`.
+        assert_eq!(
+            on(Some(DeviceSetting::Cuda)).device_for(&cpu),
+            DeviceSetting::Cuda
+        );
+        assert_eq!(on(None).device_for(&cpu), DeviceSetting::Cpu);
+        assert_eq!(
+            on(None).device_for(&Settings::default()),
+            DeviceSetting::Auto
+        );
+    }
+
+    #[test_case(&[], None, Update::New; "auto off CI is new")]
+    #[test_case(&[("CI", "true")], None, Update::No; "auto on CI is no")]
+    #[test_case(&[("TF_BUILD", "True")], None, Update::No; "azure is CI")]
+    #[test_case(&[("CI", "false")], None, Update::New; "CI false is not CI")]
+    #[test_case(&[("VRAMTEST_CHECK", "1"), ("VRAMTEST_UPDATE", "always")], Some(Update::Always), Update::No; "check never writes snap files")]
+    #[test_case(&[("CI", "1"), ("INSTA_UPDATE", "new")], Some(Update::New), Update::New; "check keeps an explicit new")]
+    #[test_case(&[("INSTA_UPDATE", "force")], Some(Update::Always), Update::Always; "insta's names")]
+    #[test_case(&[("INSTA_UPDATE", "always"), ("VRAMTEST_UPDATE", "no")], Some(Update::No), Update::No; "ours over insta's")]
+    #[test_case(&[("INSTA_UPDATE", "always"), ("VRAMTEST_UPDATE", "")], None, Update::New; "ours set empty is auto")]
+    fn the_update_mode(vars: &[(&str, &str)], asked: Option<Update>, effective: Update) {
+        let env = read(vars).unwrap();
+        assert_eq!((env.update, env.update()), (asked, effective));
+        // Handed on, the same mode.
+        assert_eq!(round_trip(&env).update(), effective);
+    }
+
+    #[test_case(&[("VRAMTEST_UPDATE", "sometimes")], "VRAMTEST_UPDATE=sometimes: unknown mode"; "update")]
+    #[test_case(&[("INSTA_UPDATE", "x")], "INSTA_UPDATE=x: unknown mode"; "insta update")]
+    #[test_case(&[("VRAMTEST_DEVICE", "tpu")], "VRAMTEST_DEVICE=tpu: unknown device"; "device")]
+    #[test_case(&[("VRAMTEST_SITES", "sometimes")], "VRAMTEST_SITES=sometimes: unknown mode"; "sites")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "-1")], "VRAMTEST_TIMEOUT=-1: not a number of seconds"; "timeout")]
+    #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "soon")], "VRAMTEST_SITES_TIMEOUT=soon: not a number"; "sites timeout")]
+    #[test_case(&[("VRAMTEST_CONFIG", "{")], "VRAMTEST_CONFIG is not a valid configuration"; "config not JSON")]
+    #[test_case(&[("VRAMTEST_CONFIG", r#"{"limits": {"activation": "+5%"}}"#)], "VRAMTEST_CONFIG: `limits.activation`: unknown limit"; "config with a bad key")]
+    fn a_bad_value_names_its_variable(vars: &[(&str, &str)], needle: &str) {
+        let e = read(vars).unwrap_err();
+        assert!(e.starts_with(needle), "{e}");
+    }
+
+    #[test]
+    fn unset_and_empty_switches_are_the_defaults() {
+        let empty: Vec<(&str, &str)> = [CONFIG, DEVICE, UPDATE, CHECK, STRICT, SITES, TIMEOUT]
+            .into_iter()
+            .map(|name| (name, ""))
+            .collect();
+        assert_eq!(read(&empty).unwrap(), HarnessEnv::default());
+        assert_eq!(read(&[]).unwrap(), HarnessEnv::default());
+        assert_eq!(HarnessEnv::default().sites_timeout(), DEFAULT_SITES_TIMEOUT);
+    }
 }

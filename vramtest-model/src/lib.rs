@@ -3,6 +3,8 @@
 //! - [`ledger`] turns a probe's event stream into a [`Profile`] (the classification
 //!   rule lives in [`ledger::classify`]);
 //! - [`snapshot`] is the file format shared by the test harness and `cargo vramtest`;
+//! - [`settings`] reads the `vramtest` metadata tables and merges them into the
+//!   [`Policy`] a result is held to; [`LimitKey`] names each limit;
 //! - [`policy`] decides whether a new result regressed against a snapshot;
 //! - [`axes`] fits figures measured over a grid of named axes as sums of monomials,
 //!   which predict configurations too large to run;
@@ -16,7 +18,6 @@
 pub mod axes;
 pub mod bytes;
 pub mod category;
-pub mod config;
 pub mod env;
 pub mod explain;
 pub mod fit;
@@ -26,6 +27,7 @@ pub mod policy;
 pub mod pool;
 pub mod profile;
 pub mod report;
+pub mod settings;
 pub mod sites;
 pub mod snapshot;
 pub mod sweep;
@@ -33,7 +35,7 @@ pub mod sweep;
 pub use bytes::{HumanBytes, HumanDelta, parse_bytes};
 pub use category::{Category, Phase};
 pub use ledger::{Event, profile};
-pub use limit::Limit;
+pub use limit::{Limit, LimitKey};
 pub use policy::{Comparison, Finding, Movement, Policy, Subject, Verdict, compare};
 pub use profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
 pub use snapshot::{Body, DeviceClass, Snapshot};

@@ -1,6 +1,8 @@
-//! How much a figure may grow before a test fails: a relative and an absolute slack.
+//! How much a figure may grow before a test fails: a relative and an absolute slack
+//! ([`Limit`]), and the names a limit is set under ([`LimitKey`]).
 
 use crate::bytes::{HumanBytes, parse_bytes};
+use crate::category::Category;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -165,6 +167,84 @@ impl From<Limit> for String {
     }
 }
 
+/// The name a limit is set under: a key of `limits` in the `vramtest` metadata, or a
+/// `#[vramtest]` option. [`Policy::set`](crate::Policy::set) says what each one sets.
+/// Ordered as [`LimitKey::ALL`] lists them: `tolerance` first, so a map of limits by key
+/// applies it before the keys that refine it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LimitKey {
+    /// `tolerance`: the peak and every category but `untracked`.
+    Tolerance,
+    /// `peak`: the total peak.
+    Peak,
+    /// `reserved`: a CUDA pool's reserved peak.
+    Reserved,
+    /// `leak`: the leak ceiling.
+    Leak,
+    /// `cpu_only`: CPU-only memory (not compared without it).
+    CpuOnly,
+    /// A category's name (`activations`): that category's own peak.
+    Category(Category),
+}
+
+impl LimitKey {
+    /// Every key, in the order messages list them.
+    pub const ALL: [LimitKey; 13] = [
+        LimitKey::Tolerance,
+        LimitKey::Peak,
+        LimitKey::Reserved,
+        LimitKey::Leak,
+        LimitKey::CpuOnly,
+        LimitKey::Category(Category::Parameters),
+        LimitKey::Category(Category::Gradients),
+        LimitKey::Category(Category::OptimizerState),
+        LimitKey::Category(Category::Activations),
+        LimitKey::Category(Category::Inputs),
+        LimitKey::Category(Category::Temporaries),
+        LimitKey::Category(Category::Workspace),
+        LimitKey::Category(Category::Untracked),
+    ];
+
+    /// The key as written: `tolerance`, `peak`, `reserved`, `leak`, `cpu_only` or a
+    /// category's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKey::Tolerance => "tolerance",
+            LimitKey::Peak => "peak",
+            LimitKey::Reserved => "reserved",
+            LimitKey::Leak => "leak",
+            LimitKey::CpuOnly => "cpu_only",
+            LimitKey::Category(c) => c.as_str(),
+        }
+    }
+
+    /// Every key's name, comma-separated, for messages that list the valid ones.
+    pub fn names() -> String {
+        LimitKey::ALL.map(LimitKey::as_str).join(", ")
+    }
+}
+
+impl fmt::Display for LimitKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a [`LimitKey`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown limit `{0}` (expected one of: {names})", names = LimitKey::names())]
+pub struct UnknownLimitKey(pub String);
+
+impl FromStr for LimitKey {
+    type Err = UnknownLimitKey;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        LimitKey::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownLimitKey(s.to_owned()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +295,37 @@ mod tests {
             let l: Limit = s.parse().unwrap();
             let back: Limit = String::from(l).parse().unwrap();
             assert_eq!(l, back);
+        }
+    }
+
+    #[test]
+    fn every_limit_key_reads_back_its_name() {
+        for key in LimitKey::ALL {
+            assert_eq!(key.to_string().parse::<LimitKey>(), Ok(key));
+        }
+        // Every category is a key, under its own name.
+        for c in Category::ALL {
+            assert_eq!(c.as_str().parse::<LimitKey>(), Ok(LimitKey::Category(c)));
+        }
+        let mut sorted = LimitKey::ALL;
+        sorted.sort();
+        assert_eq!(sorted, LimitKey::ALL, "ALL is in the keys' order");
+    }
+
+    #[test_case("activation"; "singular")]
+    #[test_case("Peak"; "capitalised")]
+    #[test_case("budget"; "a setting, not a limit")]
+    #[test_case(""; "empty")]
+    fn an_unknown_limit_key_is_named_with_the_valid_ones(key: &str) {
+        let e = key.parse::<LimitKey>().unwrap_err();
+        assert_eq!(e, UnknownLimitKey(key.to_owned()));
+        let message = e.to_string();
+        assert!(
+            message.starts_with(&format!("unknown limit `{key}` (expected one of: ")),
+            "{message}"
+        );
+        for valid in LimitKey::ALL {
+            assert!(message.contains(valid.as_str()), "{message}");
         }
     }
 }

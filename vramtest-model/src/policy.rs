@@ -4,7 +4,7 @@
 
 use crate::bytes::{HumanBytes, HumanDelta};
 use crate::category::{Category, Phase};
-use crate::limit::Limit;
+use crate::limit::{Limit, LimitKey};
 use crate::snapshot::Body;
 use std::fmt;
 
@@ -47,48 +47,38 @@ impl Default for Policy {
     }
 }
 
-/// An unknown key in a limits table.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown limit `{0}` (expected `tolerance`, `peak`, `reserved`, `leak`, `cpu_only` or a category: parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked)"
-)]
-pub struct UnknownLimitKey(pub String);
-
 impl Policy {
-    /// Sets one limit by its configuration key: `tolerance` (every category and the
-    /// peak), `peak`, `reserved`, `leak`, `cpu_only`, or a category name.
-    pub fn set(&mut self, key: &str, limit: Limit) -> Result<(), UnknownLimitKey> {
+    /// Sets the limit `key` names, the meaning it has in the `vramtest` metadata and in
+    /// `#[vramtest]` options: [`LimitKey::Tolerance`] sets the peak and every category
+    /// but `untracked` (which keeps its wider slack unless named); it leaves the
+    /// reserved bytes, the leak ceiling and the CPU-only memory alone. Every other key
+    /// sets only its own figure.
+    pub fn set(&mut self, key: LimitKey, limit: Limit) {
         match key {
-            "tolerance" => {
+            LimitKey::Tolerance => {
                 self.peak = limit;
-                self.categories = [limit; 8];
+                for c in Category::ALL {
+                    if c != Category::Untracked {
+                        self.categories[c.index()] = limit;
+                    }
+                }
             }
-            "peak" => self.peak = limit,
-            "reserved" => self.reserved = limit,
-            "leak" => self.leak = limit,
-            "cpu_only" => self.cpu_only = Some(limit),
-            other => {
-                let c: Category = other
-                    .parse()
-                    .map_err(|_| UnknownLimitKey(other.to_owned()))?;
-                self.categories[c.index()] = limit;
-            }
+            LimitKey::Peak => self.peak = limit,
+            LimitKey::Reserved => self.reserved = limit,
+            LimitKey::Leak => self.leak = limit,
+            LimitKey::CpuOnly => self.cpu_only = Some(limit),
+            LimitKey::Category(c) => self.categories[c.index()] = limit,
         }
-        Ok(())
     }
 
-    /// Sets several limits by key. `tolerance` sets every limit, so it is applied
+    /// Sets several limits by key. `tolerance` sets several limits, so it is applied
     /// first, whatever the order given: the specific keys refine it.
-    pub fn set_all<'a>(
-        &mut self,
-        limits: impl IntoIterator<Item = (&'a str, Limit)>,
-    ) -> Result<(), UnknownLimitKey> {
+    pub fn set_all(&mut self, limits: impl IntoIterator<Item = (LimitKey, Limit)>) {
         let mut limits: Vec<_> = limits.into_iter().collect();
-        limits.sort_by_key(|(key, _)| *key != "tolerance");
+        limits.sort_by_key(|(key, _)| *key != LimitKey::Tolerance);
         for (key, limit) in limits {
-            self.set(key, limit)?;
+            self.set(key, limit);
         }
-        Ok(())
     }
 
     /// The limit for one subject.
@@ -121,15 +111,35 @@ pub enum Subject {
 }
 
 impl Subject {
+    /// The key its limit is set under, which is its name too.
+    pub fn key(self) -> LimitKey {
+        match self {
+            Subject::Peak => LimitKey::Peak,
+            Subject::Category(c) => LimitKey::Category(c),
+            Subject::Reserved => LimitKey::Reserved,
+            Subject::Leak => LimitKey::Leak,
+            Subject::CpuOnly => LimitKey::CpuOnly,
+        }
+    }
+
     /// The stable name: `peak`, `reserved`, `leak`, `cpu_only` or a category
     /// (`activations`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Subject::Peak => "peak",
-            Subject::Category(c) => c.as_str(),
-            Subject::Reserved => "reserved",
-            Subject::Leak => "leak",
-            Subject::CpuOnly => "cpu_only",
+        self.key().as_str()
+    }
+}
+
+impl TryFrom<LimitKey> for Subject {
+    /// [`LimitKey::Tolerance`], which names several figures.
+    type Error = LimitKey;
+    fn try_from(key: LimitKey) -> Result<Subject, LimitKey> {
+        match key {
+            LimitKey::Tolerance => Err(key),
+            LimitKey::Peak => Ok(Subject::Peak),
+            LimitKey::Reserved => Ok(Subject::Reserved),
+            LimitKey::Leak => Ok(Subject::Leak),
+            LimitKey::CpuOnly => Ok(Subject::CpuOnly),
+            LimitKey::Category(c) => Ok(Subject::Category(c)),
         }
     }
 }
@@ -143,16 +153,8 @@ impl From<Subject> for String {
 impl TryFrom<String> for Subject {
     type Error = String;
     fn try_from(s: String) -> Result<Subject, String> {
-        match s.as_str() {
-            "peak" => Ok(Subject::Peak),
-            "reserved" => Ok(Subject::Reserved),
-            "leak" => Ok(Subject::Leak),
-            "cpu_only" => Ok(Subject::CpuOnly),
-            other => other
-                .parse::<Category>()
-                .map(Subject::Category)
-                .map_err(|e| e.to_string()),
-        }
+        let key = s.parse::<LimitKey>().map_err(|e| e.to_string())?;
+        Subject::try_from(key).map_err(|_| format!("`{s}` names several figures, not one"))
     }
 }
 

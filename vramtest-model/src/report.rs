@@ -1,13 +1,10 @@
 //! The machine-readable result of one test, written by the harness for
-//! `cargo vramtest` (one JSON file per test in `VRAMTEST_REPORT_DIR`), and the
-//! configuration `cargo vramtest` hands to the harness (`VRAMTEST_CONFIG`).
+//! `cargo vramtest` (one JSON file per test in `VRAMTEST_REPORT_DIR`).
 
-use crate::limit::Limit;
 use crate::policy::{Finding, Movement, Subject};
 use crate::profile::LeakSite;
 use crate::snapshot::{Body, DeviceClass};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The report format's version.
@@ -220,22 +217,6 @@ pub struct Details {
     /// A sweep over named axes: the wall time of its fit, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit_millis: Option<u64>,
-}
-
-/// Settings `cargo vramtest` passes to the harness (from `[*.metadata.vramtest]` and
-/// the command line). Attribute options on a test override them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    /// Default iterations for tests that do not set them.
-    #[serde(default)]
-    pub iterations: Option<u32>,
-    /// Limits by key (`tolerance`, `peak`, `reserved`, `leak`, a category).
-    #[serde(default)]
-    pub limits: BTreeMap<String, Limit>,
-    /// Hard peak budget in bytes.
-    #[serde(default)]
-    pub budget: Option<u64>,
 }
 
 #[cfg(test)]

@@ -465,27 +465,24 @@ mod tests {
     }
 }
 
-/// A snapshot file that is not what it should be.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A snapshot file that is not what it should be. Displayed `line N: what is wrong`;
+/// [`ParseError::line`] and [`ParseError::reason`] give the two apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ParseError {
     /// The file does not start with a `---` line and a `source:` key.
-    #[error("line 1: not a snapshot file: it must start with `---` and a `source:` line")]
     NoHeader,
     /// The file is not UTF-8 text.
-    #[error("line {line}: not UTF-8 text (hint: a snapshot file is UTF-8; re-create it)")]
     NotUtf8 {
         /// The line of the first byte that is not UTF-8 (from 1).
         line: usize,
     },
     /// The header has no closing `---` line.
-    #[error("line {line}: the header is never closed by a `---` line")]
     UnclosedHeader {
         /// The file's last line (from 1).
         line: usize,
     },
     /// The body is not valid JSON or not a valid body.
-    #[error("line {line}: invalid snapshot body: {message}")]
     Body {
         /// The line of the error (from 1).
         line: usize,
@@ -493,9 +490,6 @@ pub enum ParseError {
         message: String,
     },
     /// The body's `schema` is not the one this version reads.
-    #[error(
-        "line {line}: snapshot schema {found} is not supported by this version (schema {SCHEMA}) (hint: upgrade vramtest, or re-create the snapshot)"
-    )]
     Schema {
         /// The line of the `schema` key (from 1).
         line: usize,
@@ -503,6 +497,46 @@ pub enum ParseError {
         found: u64,
     },
 }
+
+impl ParseError {
+    /// The line of the file the error is on (from 1).
+    pub fn line(&self) -> usize {
+        match self {
+            ParseError::NoHeader => 1,
+            ParseError::UnclosedHeader { line }
+            | ParseError::NotUtf8 { line }
+            | ParseError::Body { line, .. }
+            | ParseError::Schema { line, .. } => *line,
+        }
+    }
+
+    /// What is wrong, without the line.
+    pub fn reason(&self) -> String {
+        match self {
+            ParseError::NoHeader => {
+                "not a snapshot file: it must start with `---` and a `source:` line".to_owned()
+            }
+            ParseError::NotUtf8 { .. } => {
+                "not UTF-8 text (hint: a snapshot file is UTF-8; re-create it)".to_owned()
+            }
+            ParseError::UnclosedHeader { .. } => {
+                "the header is never closed by a `---` line".to_owned()
+            }
+            ParseError::Body { message, .. } => format!("invalid snapshot body: {message}"),
+            ParseError::Schema { found, .. } => format!(
+                "snapshot schema {found} is not supported by this version (schema {SCHEMA}) (hint: upgrade vramtest, or re-create the snapshot)"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line(), self.reason())
+    }
+}
+
+impl std::error::Error for ParseError {}
 
 /// What parsing keeps: the body (compared) and the header's raw lines (shown).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -651,8 +685,9 @@ pub enum FileError {
         #[source]
         source: std::io::Error,
     },
-    /// The file's text is not a valid snapshot.
-    #[error("{path}:{}", format_parse(.source))]
+    /// The file's text is not a valid snapshot: `path:line: what is wrong`, the form
+    /// editors and CI annotations understand.
+    #[error("{path}:{}: {}", .source.line(), .source.reason())]
     Parse {
         /// The snapshot file.
         path: PathBuf,
@@ -660,14 +695,6 @@ pub enum FileError {
         #[source]
         source: ParseError,
     },
-}
-
-fn format_parse(e: &ParseError) -> String {
-    // `path:line: message`, the form editors and CI annotations understand.
-    e.to_string()
-        .strip_prefix("line ")
-        .map(str::to_owned)
-        .unwrap_or_else(|| e.to_string())
 }
 
 impl FileError {
@@ -681,13 +708,7 @@ impl FileError {
     /// The line within the file, when the error has one.
     pub fn line(&self) -> Option<usize> {
         match self {
-            FileError::Parse { source, .. } => match source {
-                ParseError::NoHeader => Some(1),
-                ParseError::UnclosedHeader { line }
-                | ParseError::NotUtf8 { line }
-                | ParseError::Body { line, .. }
-                | ParseError::Schema { line, .. } => Some(*line),
-            },
+            FileError::Parse { source, .. } => Some(source.line()),
             FileError::Io { .. } => None,
         }
     }

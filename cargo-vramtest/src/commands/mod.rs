@@ -17,8 +17,8 @@ use crate::filter;
 use crate::progress::Progress;
 use crate::{build, runner};
 use std::path::Path;
-use vramtest_model::config::DeviceSetting;
-use vramtest_model::env;
+use vramtest_model::env::HarnessEnv;
+use vramtest_model::settings::DeviceSetting;
 
 /// cargo's `--color` for its messages on our stderr.
 fn cargo_color() -> &'static str {
@@ -28,55 +28,38 @@ fn cargo_color() -> &'static str {
     }
 }
 
-/// Rejects an environment switch with a value outside its set (`VRAMTEST_UPDATE`,
-/// `INSTA_UPDATE`, `VRAMTEST_DEVICE`, `VRAMTEST_CONFIG`) before anything is built:
-/// the harness would reject it in every test, or worse, read it differently.
-fn validate_env() -> Result<()> {
-    env::validate().map_err(|message| Error::Environment { message })
+/// The environment the user set (`VRAMTEST_*`, `INSTA_UPDATE`, `CI`), read and checked
+/// before anything is built: a value outside its set is an error here, not in every
+/// test (the harness reads it with the same code).
+fn user_env() -> Result<HarnessEnv> {
+    HarnessEnv::from_env().map_err(|message| Error::Environment { message })
 }
 
-/// `VRAMTEST_DEVICE`, once [`validate_env`] has accepted it.
-fn env_device() -> Option<DeviceSetting> {
-    env::device().ok().flatten()
-}
-
-/// The `VRAMTEST_*` variables for each package's tests.
-fn package_env(ws: &Workspace, exec: &ExecArgs) -> runner::PackageEnv {
-    let inherited_device = env_device().is_some();
+/// The environment each package's tests get: the user's, with the settings read from
+/// its metadata, the command line's `--check`, `--strict` and `--device`, and the
+/// device decided for it ([`HarnessEnv::device_for`]: `--device`, else
+/// `VRAMTEST_DEVICE`, else the package's `device`, else `auto`).
+fn package_env(ws: &Workspace, exec: &ExecArgs, user: &HarnessEnv) -> runner::PackageEnv {
     ws.packages
         .iter()
         .map(|p| {
-            let mut vars = vec![(
-                env::CONFIG.to_owned(),
-                serde_json::to_string(&p.settings.to_harness()).expect("configs serialize"),
-            )];
-            if exec.check || env::is_ci() {
-                vars.push(("VRAMTEST_CHECK".into(), "1".into()));
-            }
-            if exec.strict {
-                vars.push(("VRAMTEST_STRICT".into(), "1".into()));
-            }
-            let device = exec
-                .device
-                .or(p.settings.device.filter(|_| !inherited_device));
-            if let Some(d) = device {
-                vars.push(("VRAMTEST_DEVICE".into(), d.as_str().into()));
-            }
-            (p.name.clone(), vars)
+            let mut env = HarnessEnv {
+                settings: Some(p.settings.clone()),
+                device: exec.device.or(user.device),
+                check: user.check || exec.check,
+                strict: user.strict || exec.strict,
+                ..user.clone()
+            };
+            env.device = Some(env.device_for(&p.settings));
+            (p.name.clone(), env)
         })
         .collect()
 }
 
-/// The device the run measures on, for the default of `-j`.
-fn run_device(ws: &Workspace, exec: &ExecArgs) -> DeviceSetting {
-    if let Some(d) = exec.device {
-        return d;
-    }
-    if let Some(d) = env_device() {
-        return d;
-    }
-    let devices: Vec<Option<DeviceSetting>> =
-        ws.packages.iter().map(|p| p.settings.device).collect();
+/// The device the run measures on, for the pre-flight check and the default of `-j`:
+/// the CPU when every package measures on it, CUDA when one asks for it, else `auto`.
+fn run_device(env: &runner::PackageEnv) -> DeviceSetting {
+    let devices: Vec<Option<DeviceSetting>> = env.values().map(|e| e.device).collect();
     if devices.iter().all(|d| *d == Some(DeviceSetting::Cpu)) {
         DeviceSetting::Cpu
     } else if devices.contains(&Some(DeviceSetting::Cuda)) {
@@ -146,4 +129,98 @@ fn append_file(path: &Path, text: &str) -> Result<()> {
         .open(path)
         .map_err(report)?;
     writeln!(f, "{text}").map_err(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discover::Package;
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+    use vramtest_model::settings::Settings;
+
+    /// A workspace of packages, each with the `device` its metadata sets.
+    fn ws(devices: &[Option<DeviceSetting>]) -> Workspace {
+        let packages = devices
+            .iter()
+            .enumerate()
+            .map(|(i, device)| Package {
+                name: format!("p{i}"),
+                id: format!("path+file:///w/p{i}#0.1.0"),
+                version: "0.1.0".into(),
+                dir: format!("/w/p{i}").into(),
+                targets: vec!["vram".into()],
+                settings: Settings {
+                    device: *device,
+                    iterations: Some(i as u32 + 1),
+                    ..Settings::default()
+                },
+            })
+            .collect();
+        Workspace {
+            root: "/w".into(),
+            manifest: "/w/Cargo.toml".into(),
+            packages,
+            target_dir: "/w/target".into(),
+        }
+    }
+
+    /// What the harness of `package` reads back from the variables it is handed.
+    fn harness_reads(env: &runner::PackageEnv, package: &str) -> HarnessEnv {
+        let vars: HashMap<&str, OsString> = env[package].to_vars().into_iter().collect();
+        HarnessEnv::from_lookup(|name| vars.get(name).cloned()).unwrap()
+    }
+
+    #[test]
+    fn each_package_gets_its_settings_and_the_device_decided_for_it() {
+        use DeviceSetting::{Auto, Cpu, Cuda};
+        let ws = ws(&[Some(Cpu), Some(Cuda), None]);
+        // (command line, user's VRAMTEST_DEVICE, each package's device, the run's)
+        let table = [
+            (None, None, [Cpu, Cuda, Auto], Cuda),
+            (None, Some(Cpu), [Cpu, Cpu, Cpu], Cpu),
+            (Some(Auto), Some(Cpu), [Auto, Auto, Auto], Auto),
+            (Some(Cpu), None, [Cpu, Cpu, Cpu], Cpu),
+        ];
+        for (flag, user_device, expected, run) in table {
+            let exec = ExecArgs {
+                device: flag,
+                strict: true,
+                ..ExecArgs::default()
+            };
+            let user = HarnessEnv {
+                device: user_device,
+                ..HarnessEnv::default()
+            };
+            let env = package_env(&ws, &exec, &user);
+            assert_eq!(env.len(), ws.packages.len());
+            for (package, device) in ws.packages.iter().zip(expected) {
+                let read = harness_reads(&env, &package.name);
+                assert_eq!(read, env[&package.name], "{}", package.name);
+                assert_eq!(read.settings.as_ref(), Some(&package.settings));
+                assert!(read.strict && !read.check);
+                // The harness decides the same device with the same function.
+                assert_eq!(
+                    read.device_for(&package.settings),
+                    device,
+                    "{flag:?} {user_device:?}"
+                );
+            }
+            assert_eq!(run_device(&env), run, "{flag:?} {user_device:?}");
+        }
+    }
+
+    #[test]
+    fn the_users_check_mode_and_updates_reach_the_harness() {
+        let user = HarnessEnv::from_lookup(|name| match name {
+            "CI" => Some("true".into()),
+            "INSTA_UPDATE" => Some("new".into()),
+            _ => None,
+        })
+        .unwrap();
+        let env = package_env(&ws(&[None]), &ExecArgs::default(), &user);
+        let read = harness_reads(&env, "p0");
+        assert!(read.check);
+        assert_eq!(read.update(), vramtest_model::env::Update::New);
+    }
 }

@@ -11,7 +11,6 @@ use crate::snapshots::{self, SnapshotFile};
 use anstyle::Style;
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Write};
-use vramtest_model::report::Config;
 use vramtest_model::snapshot;
 use vramtest_model::{HumanBytes, Movement, Policy, compare};
 
@@ -25,14 +24,12 @@ pub fn execute(args: &SnapshotArgs) -> Result<u8> {
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let mut stdin = std::io::stdin().lock();
     let mut stdout = anstream::stdout();
+    // The package's `vramtest` metadata, judged as the harness judges it (the settings
+    // `cargo vramtest` hands it, over the defaults). A test's own attribute options are
+    // not known without building it, and do not apply here.
     let policy_of = |file: &SnapshotFile| -> Result<Policy> {
         let package = ws.packages.iter().find(|p| p.name == file.package);
-        let config = package.map(|p| p.settings.to_harness()).unwrap_or_default();
-        policy(&config).map_err(|e| Error::Config {
-            manifest: package.map_or(ws.manifest.clone(), |p| p.dir.join("Cargo.toml")),
-            line: None,
-            message: e.to_string(),
-        })
+        Ok(package.map(|p| p.settings.policy()).unwrap_or_default())
     };
     let tally = review_files(&files, &policy_of, interactive, &mut stdin, &mut stdout)?;
     if interactive {
@@ -56,14 +53,6 @@ pub struct Tally {
     pub accepted: usize,
     pub rejected: usize,
     pub skipped: usize,
-}
-
-/// The limits a package's results are held to: its `vramtest` metadata, as the harness
-/// receives it (`VRAMTEST_CONFIG`) and applies it, over the defaults. A test's own
-/// attribute options are not known without building it, and do not apply here.
-fn policy(config: &Config) -> std::result::Result<Policy, vramtest_model::config::ConfigError> {
-    // The harness's own path: settings merged key by key, then turned into limits.
-    Ok(vramtest_model::config::Settings::from_harness(config)?.policy())
 }
 
 /// One pending file, described for a reviewer: a header, the figures that moved under
@@ -234,11 +223,11 @@ mod tests {
         // activations grow 10×: past the default limit, within a package's +1000%.
         let bigger = SNAP.replace("\"activations\": 412412", "\"activations\": 4124120");
         let (dir, file) = setup("policy", Some(SNAP), &bigger);
-        let settings = crate::config::Settings::parse(&serde_json::json!({
+        let settings = vramtest_model::settings::Settings::parse(&serde_json::json!({
             "limits": { "activations": "+1000%" }
         }))
         .unwrap();
-        let configured = policy(&settings.to_harness()).unwrap();
+        let configured = settings.policy();
         let text = strip_str(&describe(&file, 0, 1, &configured).unwrap()).to_string();
         assert!(
             text.contains("within  activations: 402.75 KiB → 3.93 MiB"),
@@ -247,8 +236,9 @@ mod tests {
         assert!(!text.contains("grew  activations"), "{text}");
         // A budget from the metadata applies too.
         let settings =
-            crate::config::Settings::parse(&serde_json::json!({ "budget": "1KiB" })).unwrap();
-        let budget = policy(&settings.to_harness()).unwrap();
+            vramtest_model::settings::Settings::parse(&serde_json::json!({ "budget": "1KiB" }))
+                .unwrap();
+        let budget = settings.policy();
         let text = strip_str(&describe(&file, 0, 1, &budget).unwrap()).to_string();
         assert!(
             text.contains("over budget: peak 31.96 MiB over the budget 1.00 KiB"),

@@ -1,7 +1,7 @@
 //! `cargo vramtest [run]`: builds and runs the tests, prints the table (or JSON lines)
 //! and writes the reports asked for.
 
-use super::{append_file, find_tests, package_env, run_device, validate_env, write_file};
+use super::{append_file, find_tests, package_env, run_device, user_env, write_file};
 use crate::case::TestCase;
 use crate::cli::{MessageFormat, RunArgs};
 use crate::discover::{self, Workspace};
@@ -19,10 +19,10 @@ use std::time::Instant;
 const REPORT_NOT_WRITTEN: u8 = 2;
 
 pub fn execute(args: &RunArgs) -> Result<u8> {
-    validate_env()?;
+    let user = user_env()?;
     let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
-    let gpus = device::preflight(run_device(&ws, &args.exec))?;
-    let env = package_env(&ws, &args.exec);
+    let env = package_env(&ws, &args.exec, &user);
+    let gpus = device::preflight(run_device(&env))?;
     let cases: Vec<TestCase> = find_tests(&ws, &args.build, &args.filter, &env)?
         .into_iter()
         .map(|(c, _)| c)

@@ -1,15 +1,16 @@
 //! `cargo vramtest show TEST`: one snapshot's tables and what fits, its timeline as an
 //! SVG (`--svg`), or where its memory was allocated (`--sites`, which re-runs it).
 
-use super::{find_tests, package_env, validate_env, write_file};
+use super::{find_tests, package_env, user_env, write_file};
 use crate::case::TestCase;
 use crate::cli::{ExecArgs, FilterArgs, ShowArgs};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::{discover, output, recorded, runner, snapshots};
 use std::io::IsTerminal;
-use vramtest_model::config::DeviceSetting;
+use vramtest_model::env::{SitesWhen, Update};
 use vramtest_model::report::TestReport;
+use vramtest_model::settings::DeviceSetting;
 
 pub fn execute(args: &ShowArgs) -> Result<u8> {
     if args.sites {
@@ -158,18 +159,17 @@ fn unicode_terminal() -> bool {
 /// `show TEST --sites`: builds the test, re-runs it on the CPU with call sites on, and
 /// prints them. Nothing is written: the run is in check mode.
 fn show_sites(args: &ShowArgs) -> Result<u8> {
-    validate_env()?;
+    let user = user_env()?;
     let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
     let exec = ExecArgs {
         device: Some(DeviceSetting::Cpu),
         check: true,
         ..ExecArgs::default()
     };
-    let mut env = package_env(&ws, &exec);
-    for vars in env.values_mut() {
-        vars.retain(|(k, _)| k != "VRAMTEST_UPDATE");
-        vars.push(("VRAMTEST_SITES".into(), "always".into()));
-        vars.push(("VRAMTEST_UPDATE".into(), "no".into()));
+    let mut env = package_env(&ws, &exec, &user);
+    for package in env.values_mut() {
+        package.sites = SitesWhen::Always;
+        package.update = Some(Update::No);
     }
     let filter = FilterArgs {
         filters: vec![args.test.clone()],
@@ -192,7 +192,7 @@ fn show_sites(args: &ShowArgs) -> Result<u8> {
     };
     print!(
         "{}",
-        output::sites::render(&case.full_name(), report.body.as_ref(), sites)
+        output::site_listing::render(&case.full_name(), report.body.as_ref(), sites)
     );
     Ok(0)
 }

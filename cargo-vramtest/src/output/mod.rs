@@ -12,7 +12,7 @@ pub mod junit;
 pub mod list;
 pub mod markdown;
 pub mod predict;
-pub mod sites;
+pub mod site_listing;
 pub mod table;
 
 use crate::case::Outcome;

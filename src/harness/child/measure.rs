@@ -1,7 +1,7 @@
 //! One test measured in this process: on the CPU heap, or on a CUDA device; either
 //! way a [`ChildResult`].
 
-use super::{sites, timeline};
+use super::{site_capture, timeline};
 use crate::harness::protocol::{ChildResult, Invocation};
 use crate::harness::registry::TestDef;
 use crate::probe::heap;
@@ -22,7 +22,7 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
             message: "the counting allocator is not installed (hint: end the test file with `vramtest::main!();`, which installs it)".into(),
         };
     }
-    let plan = match sites::prepare(&invocation.sites) {
+    let plan = match site_capture::prepare(&invocation.sites) {
         Ok(plan) => plan,
         Err(message) => return ChildResult::Failed { message },
     };
@@ -37,9 +37,11 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
     let (mut profile, timeline) =
         timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
     profile.baseline_bytes = baseline;
-    let sites = sites::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
-    // The pool model as the package's metadata sets it (`pool_alignment`, `pool_granule`).
-    let model = crate::settings::from_manifests(package_dir)
+    let sites = site_capture::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
+    // The pool model as the package's metadata sets it (`pool_alignment`, `pool_granule`),
+    // read as the parent reads it (the parent checked the environment already).
+    let model = vramtest_model::env::HarnessEnv::from_env()
+        .and_then(|env| crate::manifests::of_run(&env, package_dir))
         .map(|s| s.cuda_pool())
         .unwrap_or_default();
     let pool = pool::replay(&events, &model);
@@ -63,7 +65,7 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
 /// Measures `def` on CUDA device `ordinal`.
 #[cfg(feature = "cuda")]
 pub(super) fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
-    use crate::cuda::{failed_request, unavailable};
+    use crate::cuda_tracker::{failed_request, unavailable};
     use crate::probe::cuda;
     if let Err(reason) = cuda::first_device() {
         return ChildResult::Ignored { reason };

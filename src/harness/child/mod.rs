@@ -3,7 +3,7 @@
 
 mod machine;
 mod measure;
-mod sites;
+mod site_capture;
 pub(crate) mod threads;
 mod timeline;
 

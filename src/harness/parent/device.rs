@@ -2,7 +2,7 @@
 
 use crate::probe::cuda::first_device;
 use crate::step::Device;
-use vramtest_model::config::DeviceSetting;
+use vramtest_model::settings::DeviceSetting;
 
 /// The device for `choice`, or why there is none (the tests are then ignored).
 pub(super) fn select(choice: DeviceSetting) -> Result<Device, String> {

@@ -8,7 +8,7 @@ mod files;
 mod grid;
 mod list;
 mod message;
-mod sites;
+mod site_reruns;
 mod spawn;
 mod trial;
 
@@ -20,8 +20,7 @@ use spawn::{ResultDir, Spawner};
 use std::process::ExitCode;
 use std::sync::Arc;
 use trial::{SnapshotMode, Trials};
-use vramtest_model::config::{DeviceSetting, Settings};
-use vramtest_model::env;
+use vramtest_model::env::HarnessEnv;
 use vramtest_model::report::Status;
 
 /// Runs the tests of this binary as libtest does (`--list`, filters, `--ignored`):
@@ -39,11 +38,9 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
     for note in &notes {
         eprintln!("note: {note}");
     }
-    let settings = settings(&target)?;
-    let choice = env::device()?
-        .or(settings.device)
-        .unwrap_or(DeviceSetting::Auto);
-    let device = device::select(choice);
+    let env = HarnessEnv::from_env()?;
+    let settings = crate::manifests::of_run(&env, &target.manifest_dir)?;
+    let device = device::select(env.device_for(&settings));
     if matches!(device, Ok(crate::step::Device::Cuda(_))) && args.test_threads.is_none() {
         // Tests that share one GPU would see each other in its memory figures.
         args.test_threads = Some(1);
@@ -52,23 +49,24 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         target,
         device,
         mode: SnapshotMode {
-            update: env::update()?,
-            check: env::check(),
-            strict: env::strict(),
+            update: env.update(),
+            check: env.check,
+            strict: env.strict,
         },
-        sites: env::sites()?,
+        sites: env.sites,
         spawner: Spawner {
             results: ResultDir::new()?,
             nocapture: args.nocapture,
-            timeout: env::timeout()?,
+            timeout: env.timeout,
+            sites_timeout: env.sites_timeout(),
             iterations: settings.iterations.unwrap_or(DEFAULT_ITERATIONS),
             jobs: args.test_threads.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
             }),
         },
         outputs: Outputs {
-            report_dir: env::report_dir(),
-            references: env::references_file(),
+            report_dir: env.report_dir,
+            references: env.references,
         },
         settings,
         notes,
@@ -83,18 +81,6 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         })
         .collect();
     Ok(libtest_mimic::run(&args, trials).exit_code())
-}
-
-/// The settings of the run. `cargo vramtest` passes its reading of the metadata
-/// tables; under plain `cargo test` the harness reads the same tables itself, with the
-/// same parser. From here on both are one `Settings`, judged the same way.
-fn settings(target: &Target) -> Result<Settings, String> {
-    match env::config()? {
-        Some(config) => {
-            Settings::from_harness(&config).map_err(|e| format!("{}: {e}", env::CONFIG))
-        }
-        None => crate::settings::from_manifests(&target.manifest_dir),
-    }
 }
 
 /// A test its attribute ignores, run by name, still leaves a report: `cargo vramtest`

@@ -48,6 +48,8 @@ pub(super) struct Spawner {
     pub(super) nocapture: bool,
     /// `VRAMTEST_TIMEOUT`.
     pub(super) timeout: Option<Duration>,
+    /// `VRAMTEST_SITES_TIMEOUT`: the call sites' re-runs, all together.
+    pub(super) sites_timeout: Duration,
     /// The iterations of a test whose attribute sets none (the settings', else the
     /// default).
     pub(super) iterations: u32,

@@ -6,20 +6,20 @@ use super::decide::{self, Write};
 use super::files::{self, Outputs};
 use super::grid;
 use super::message::{self, Facts};
-use super::sites;
+use super::site_reruns;
 use super::spawn::{Spawner, output_section};
 use crate::harness::protocol::{ChildResult, RunPoint};
 use crate::harness::registry::TestDef;
 use crate::step::Device;
 use libtest_mimic::{Completion, Failed};
 use vramtest_chart::Timeline;
-use vramtest_model::config::Settings;
 use vramtest_model::env::{SitesWhen, Update};
 use vramtest_model::fit::{SweepFit, SweepPoint, fit_sweep};
 use vramtest_model::pool::{CudaPool, PoolPeaks, PredictedPoint, Prediction};
 use vramtest_model::report::{Details, Status, TestReport};
+use vramtest_model::settings::Settings;
 use vramtest_model::snapshot::{self, Info, SweepScaling};
-use vramtest_model::{Body, DeviceClass, Limit, Policy, Profile, Snapshot};
+use vramtest_model::{Body, DeviceClass, Limit, LimitKey, Policy, Profile, Snapshot};
 
 /// What the snapshots may be: written, compared, failed on any change.
 #[derive(Debug, Clone, Copy)]
@@ -253,12 +253,9 @@ impl Trials {
             ..Settings::default()
         };
         for (key, text) in def.options.limits {
+            let key = key.parse::<LimitKey>().map_err(|e| e.to_string())?;
             let limit = text.parse::<Limit>().map_err(|e| e.to_string())?;
-            if *key == "tolerance" {
-                attribute.tolerance = Some(limit);
-            } else {
-                attribute.limits.insert((*key).to_owned(), limit);
-            }
+            attribute.limits.insert(key, limit);
         }
         let mut policy = self.settings.clone().overridden_by(&attribute).policy();
         policy.strict = self.mode.strict;
@@ -384,7 +381,7 @@ impl Trials {
             SitesWhen::Off => false,
         };
         (wanted && class == DeviceClass::Cpu)
-            .then(|| sites::collect(&self.spawner, name, def, point))
+            .then(|| site_reruns::collect(&self.spawner, name, def, point))
     }
 }
 

@@ -1,7 +1,10 @@
-//! `[workspace.metadata.vramtest]` and `[package.metadata.vramtest]`: validated from
-//! their JSON form (what `cargo metadata` reports, or a manifest parsed as TOML), merged
-//! (the package wins, key by key) and turned into the harness's [`Config`]. Shared by
-//! `cargo vramtest` and the test harness, so both read the same settings the same way.
+//! The settings of a run: `[workspace.metadata.vramtest]` and
+//! `[package.metadata.vramtest]`, validated from their JSON form (what `cargo metadata`
+//! reports, or a manifest parsed as TOML), merged (the package wins, key by key, then a
+//! test's attribute) and turned into the [`Policy`] a result is held to. Shared by
+//! `cargo vramtest` and the test harness, so both read the same settings the same way;
+//! the first hands its reading to the second in the same JSON form
+//! ([`Settings::to_json`], carried by [`crate::env::HarnessEnv`]).
 //!
 //! ```toml
 //! [package.metadata.vramtest]
@@ -10,12 +13,11 @@
 //! budget = "22GiB"          # hard ceiling on the peak
 //! cuda_context = "512MiB"   # device memory a GPU run adds besides the pool's
 //! cublas_workspace = "32MiB"
-//! tolerance = "+2% | 1MiB"  # the peak and every category
+//! tolerance = "+2% | 1MiB"  # the peak and every category but untracked
 //! limits = { activations = "+5%", leak = "0" }
 //! ```
 
-use crate::report::Config;
-use crate::{Category, Limit, Policy, parse_bytes};
+use crate::{Limit, LimitKey, Policy, parse_bytes};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use toml::de::{DeTable, DeValue};
@@ -70,10 +72,8 @@ impl std::str::FromStr for DeviceSetting {
 /// The keys a `vramtest` table may hold.
 const KEYS: &str = "iterations, device, budget, reserve, cuda_context, cublas_workspace, pool_alignment, pool_granule, tolerance, limits";
 
-/// The keys of `limits`.
-const LIMIT_KEYS: &str = "tolerance, peak, reserved, leak, cpu_only, parameters, gradients, optimizer_state, activations, inputs, temporaries, workspace, untracked";
-
-/// One `vramtest` metadata table, validated.
+/// One `vramtest` metadata table, validated; or several merged
+/// ([`Settings::overridden_by`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
     /// Iterations of the training loop for tests that do not set them.
@@ -98,32 +98,33 @@ pub struct Settings {
     /// The CUDA pool model's reservation granule (see
     /// [`crate::pool::DEFAULT_GRANULARITY`]; the GPU bundle's probe measures it).
     pub pool_granule: Option<u64>,
-    /// Every category's and the peak's limit, unless `limits` names them.
-    pub tolerance: Option<Limit>,
-    /// Limits by key: `peak`, `reserved`, `leak` or a category.
-    pub limits: BTreeMap<String, Limit>,
+    /// The limits named, by key: `tolerance` (written at the top of the table or in
+    /// `limits`), `peak`, `reserved`, `leak`, `cpu_only` or a category.
+    pub limits: BTreeMap<LimitKey, Limit>,
 }
 
 /// A key of a `vramtest` table that is unknown or has a bad value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{key}`: {message}")]
-pub struct ConfigError {
+pub struct SettingsError {
     /// The offending key, dotted (`limits.activations`), or empty for the table itself.
     pub key: String,
     /// What is wrong with it.
     pub message: String,
 }
 
-fn bad(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
-    ConfigError {
+fn bad(key: impl Into<String>, message: impl Into<String>) -> SettingsError {
+    SettingsError {
         key: key.into(),
         message: message.into(),
     }
 }
 
 impl Settings {
-    /// Validates the JSON form of a `vramtest` table (`null`: no table).
-    pub fn parse(value: &Value) -> Result<Settings, ConfigError> {
+    /// Validates the JSON form of a `vramtest` table (`null`: no table). A key whose
+    /// value is `null` counts as absent (TOML has no null; an earlier `cargo vramtest`
+    /// wrote one for a setting it did not have).
+    pub fn parse(value: &Value) -> Result<Settings, SettingsError> {
         let table = match value {
             Value::Null => return Ok(Settings::default()),
             Value::Object(t) => t,
@@ -135,7 +136,7 @@ impl Settings {
             }
         };
         let mut s = Settings::default();
-        for (key, value) in table {
+        for (key, value) in table.iter().filter(|(_, v)| !v.is_null()) {
             match key.as_str() {
                 "iterations" => s.iterations = Some(iterations(value)?),
                 "device" => s.device = Some(device(value)?),
@@ -147,41 +148,44 @@ impl Settings {
                 }
                 "pool_alignment" => s.pool_alignment = Some(pool_unit("pool_alignment", value)?),
                 "pool_granule" => s.pool_granule = Some(pool_unit("pool_granule", value)?),
-                "tolerance" => s.tolerance = Some(limit("tolerance", value)?),
-                "limits" => {
-                    let Value::Object(limits) = value else {
-                        return Err(bad(
-                            "limits",
-                            format!(
-                                "expected a table like {{ activations = \"+5%\" }}, found {}",
-                                kind(value)
-                            ),
-                        ));
-                    };
-                    for (k, v) in limits {
-                        let dotted = format!("limits.{k}");
-                        let l = limit(&dotted, v)?;
-                        match k.as_str() {
-                            "tolerance" => s.tolerance = Some(l),
-                            "peak" | "reserved" | "leak" | "cpu_only" => {
-                                s.limits.insert(k.clone(), l);
-                            }
-                            other if other.parse::<Category>().is_ok() => {
-                                s.limits.insert(k.clone(), l);
-                            }
-                            _ => {
-                                return Err(bad(
-                                    dotted,
-                                    format!("unknown limit (expected one of: {LIMIT_KEYS})"),
-                                ));
-                            }
-                        }
-                    }
+                "tolerance" => {
+                    s.limits
+                        .insert(LimitKey::Tolerance, limit("tolerance", value)?);
                 }
+                "limits" => s.limits.extend(limits(value)?),
                 _ => return Err(bad(key, format!("unknown key (expected one of: {KEYS})"))),
             }
         }
         Ok(s)
+    }
+
+    /// The JSON form [`Settings::parse`] reads back to these settings: a `vramtest`
+    /// table, every limit under `limits`. What `cargo vramtest` hands the harness.
+    pub fn to_json(&self) -> Value {
+        let mut table = serde_json::Map::new();
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                table.insert(key.to_owned(), v);
+            }
+        };
+        put("iterations", self.iterations.map(Value::from));
+        put("device", self.device.map(|d| Value::from(d.as_str())));
+        put("budget", self.budget.map(Value::from));
+        put("reserve", self.reserve.map(Value::from));
+        put("cuda_context", self.cuda_context.map(Value::from));
+        put("cublas_workspace", self.cublas_workspace.map(Value::from));
+        put("pool_alignment", self.pool_alignment.map(Value::from));
+        put("pool_granule", self.pool_granule.map(Value::from));
+        let limits: serde_json::Map<String, Value> = self
+            .limits
+            .iter()
+            .map(|(k, l)| (k.as_str().to_owned(), Value::from(String::from(*l))))
+            .collect();
+        put(
+            "limits",
+            (!limits.is_empty()).then_some(Value::Object(limits)),
+        );
+        Value::Object(table)
     }
 
     /// These settings with `over`'s keys taking precedence (a package over its
@@ -197,9 +201,7 @@ impl Settings {
         self.cublas_workspace = over.cublas_workspace.or(self.cublas_workspace);
         self.pool_alignment = over.pool_alignment.or(self.pool_alignment);
         self.pool_granule = over.pool_granule.or(self.pool_granule);
-        self.tolerance = over.tolerance.or(self.tolerance);
-        self.limits
-            .extend(over.limits.iter().map(|(k, v)| (k.clone(), *v)));
+        self.limits.extend(&over.limits);
         self
     }
 
@@ -223,72 +225,44 @@ impl Settings {
         }
     }
 
-    /// What the harness reads from `VRAMTEST_CONFIG`: the named limits, and the
-    /// tolerance under the key `tolerance`. [`Settings::from_harness`] reads it back.
-    pub fn to_harness(&self) -> Config {
-        let mut limits = self.limits.clone();
-        if let Some(t) = self.tolerance {
-            limits.insert("tolerance".to_owned(), t);
-        }
-        Config {
-            iterations: self.iterations,
-            limits,
-            budget: self.budget,
-        }
-    }
-
-    /// The settings `VRAMTEST_CONFIG` carries (see [`Settings::to_harness`]); an
-    /// unknown limit key is an error.
-    pub fn from_harness(config: &Config) -> Result<Settings, ConfigError> {
-        let mut limits = config.limits.clone();
-        let tolerance = limits.remove("tolerance");
-        if let Some(key) = limits.keys().find(|k| {
-            !matches!(k.as_str(), "peak" | "reserved" | "leak" | "cpu_only")
-                && k.parse::<Category>().is_err()
-        }) {
-            return Err(bad(
-                format!("limits.{key}"),
-                format!("unknown limit (expected one of: {LIMIT_KEYS})"),
-            ));
-        }
-        Ok(Settings {
-            iterations: config.iterations,
-            device: None,
-            budget: config.budget,
-            reserve: None,
-            cuda_context: None,
-            cublas_workspace: None,
-            pool_alignment: None,
-            pool_granule: None,
-            tolerance,
-            limits,
-        })
-    }
-
-    /// The limits these settings hold a result to. Each subject takes its limit
-    /// from `limits` if named there, else from `tolerance`, else its default; the
-    /// tolerance covers the peak and every category but `untracked` (which keeps its
-    /// wider default unless named), and neither the reserved bytes nor the leak.
+    /// The limits these settings hold a result to: the defaults, with every named
+    /// limit set by [`Policy::set_all`] (the tolerance first, so the peak and every
+    /// category but `untracked` take it unless named themselves; the reserved bytes and
+    /// the leak follow only their own names), and the budget.
     pub fn policy(&self) -> Policy {
-        let mut policy = Policy::default();
-        let named = |key: &str| self.limits.get(key).copied();
-        let tolerance = |default: Limit| self.tolerance.unwrap_or(default);
-        policy.peak = named("peak").unwrap_or_else(|| tolerance(policy.peak));
-        for c in Category::ALL {
-            let default = policy.categories[c.index()];
-            policy.categories[c.index()] =
-                named(c.as_str()).unwrap_or(if c == Category::Untracked {
-                    default
-                } else {
-                    tolerance(default)
-                });
-        }
-        policy.reserved = named("reserved").unwrap_or(policy.reserved);
-        policy.leak = named("leak").unwrap_or(policy.leak);
-        policy.cpu_only = named("cpu_only");
-        policy.budget = self.budget;
+        let mut policy = Policy {
+            budget: self.budget,
+            ..Policy::default()
+        };
+        policy.set_all(self.limits.iter().map(|(k, l)| (*k, *l)));
         policy
     }
+}
+
+/// The `limits` table: a limit per key.
+fn limits(value: &Value) -> Result<Vec<(LimitKey, Limit)>, SettingsError> {
+    let Value::Object(limits) = value else {
+        return Err(bad(
+            "limits",
+            format!(
+                "expected a table like {{ activations = \"+5%\" }}, found {}",
+                kind(value)
+            ),
+        ));
+    };
+    limits
+        .iter()
+        .map(|(k, v)| {
+            let dotted = format!("limits.{k}");
+            let key = k.parse::<LimitKey>().map_err(|_| {
+                bad(
+                    &dotted,
+                    format!("unknown limit (expected one of: {})", LimitKey::names()),
+                )
+            })?;
+            Ok((key, limit(&dotted, v)?))
+        })
+        .collect()
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -302,7 +276,7 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn iterations(v: &Value) -> Result<u32, ConfigError> {
+fn iterations(v: &Value) -> Result<u32, SettingsError> {
     v.as_u64()
         .filter(|n| (1..=u32::MAX as u64).contains(n))
         .map(|n| n as u32)
@@ -314,11 +288,9 @@ fn iterations(v: &Value) -> Result<u32, ConfigError> {
         })
 }
 
-fn device(v: &Value) -> Result<DeviceSetting, ConfigError> {
-    match v.as_str() {
-        Some("cpu") => Ok(DeviceSetting::Cpu),
-        Some("cuda") => Ok(DeviceSetting::Cuda),
-        Some("auto") => Ok(DeviceSetting::Auto),
+fn device(v: &Value) -> Result<DeviceSetting, SettingsError> {
+    match v.as_str().map(str::parse) {
+        Some(Ok(device)) => Ok(device),
         _ => Err(bad(
             "device",
             format!("expected \"cpu\", \"cuda\" or \"auto\", found {v}"),
@@ -326,7 +298,7 @@ fn device(v: &Value) -> Result<DeviceSetting, ConfigError> {
     }
 }
 
-fn byte_size(key: &str, v: &Value) -> Result<u64, ConfigError> {
+fn byte_size(key: &str, v: &Value) -> Result<u64, SettingsError> {
     match v {
         Value::Number(n) => n
             .as_u64()
@@ -340,7 +312,7 @@ fn byte_size(key: &str, v: &Value) -> Result<u64, ConfigError> {
 }
 
 /// A pool model's alignment or granule: a byte size that is a power of two.
-fn pool_unit(key: &str, v: &Value) -> Result<u64, ConfigError> {
+fn pool_unit(key: &str, v: &Value) -> Result<u64, SettingsError> {
     let bytes = byte_size(key, v)?;
     if bytes.is_power_of_two() {
         Ok(bytes)
@@ -352,7 +324,7 @@ fn pool_unit(key: &str, v: &Value) -> Result<u64, ConfigError> {
     }
 }
 
-fn limit(key: &str, v: &Value) -> Result<Limit, ConfigError> {
+fn limit(key: &str, v: &Value) -> Result<Limit, SettingsError> {
     match v {
         Value::String(s) => s.parse::<Limit>().map_err(|e| bad(key, e.to_string())),
         // `0` as a bare number: no growth.
@@ -401,10 +373,15 @@ pub fn key_line(manifest: &str, table: &str, key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Category, Subject};
     use serde_json::json;
     use test_case::test_case;
 
     fn limit(s: &str) -> Limit {
+        s.parse().unwrap()
+    }
+
+    fn key(s: &str) -> LimitKey {
         s.parse().unwrap()
     }
 
@@ -432,10 +409,10 @@ mod tests {
         assert_eq!(s.reserve, Some(3 << 29));
         assert_eq!(s.cuda_context, Some(300 << 20));
         assert_eq!(s.cublas_workspace, Some(4 << 20));
-        assert_eq!(s.tolerance, Some(limit("+2% | 1MiB")));
-        assert_eq!(s.limits["activations"], limit("+5%"));
-        assert_eq!(s.limits["leak"], Limit::EXACT);
-        assert_eq!(s.limits["peak"], Limit::EXACT);
+        assert_eq!(s.limits[&LimitKey::Tolerance], limit("+2% | 1MiB"));
+        assert_eq!(s.limits[&key("activations")], limit("+5%"));
+        assert_eq!(s.limits[&LimitKey::Leak], Limit::EXACT);
+        assert_eq!(s.limits[&LimitKey::Peak], Limit::EXACT);
     }
 
     #[test_case(json!({"iterations": 0}), "iterations", "at least 1"; "zero iterations")]
@@ -476,8 +453,8 @@ mod tests {
         assert_eq!(merged.iterations, Some(7));
         assert_eq!(merged.device, Some(DeviceSetting::Cpu));
         assert_eq!(merged.budget, Some(100));
-        assert_eq!(merged.limits["activations"], limit("+9%"));
-        assert_eq!(merged.limits["gradients"], limit("+1%"));
+        assert_eq!(merged.limits[&key("activations")], limit("+9%"));
+        assert_eq!(merged.limits[&key("gradients")], limit("+1%"));
     }
 
     #[test]
@@ -511,9 +488,60 @@ mod tests {
         assert_eq!(p.categories[Category::Untracked.index()], Limit::UNTRACKED);
         assert_eq!(p.leak, Policy::default().leak);
         // The harness reads the same settings back from `VRAMTEST_CONFIG`.
-        let json = serde_json::to_string(&s.to_harness()).unwrap();
-        let back = Settings::from_harness(&serde_json::from_str::<Config>(&json).unwrap()).unwrap();
+        let json = serde_json::to_string(&s.to_json()).unwrap();
+        let back = Settings::parse(&serde_json::from_str(&json).unwrap()).unwrap();
         assert_eq!(back, s);
+    }
+
+    /// The public `Policy::set` gives `tolerance` the meaning the settings give it: the
+    /// peak and every category but `untracked`, and nothing else.
+    #[test]
+    fn tolerance_means_one_thing_in_the_settings_and_in_policy_set() {
+        let l = limit("+7% | 3MiB");
+        let from_settings = level(json!({ "tolerance": "+7% | 3MiB" })).policy();
+        let mut set = Policy::default();
+        set.set(LimitKey::Tolerance, l);
+        assert_eq!(from_settings, set);
+        // Worked out independently of both: the defaults with the peak and the seven
+        // categories other than untracked replaced.
+        let mut expected = Policy {
+            peak: l,
+            ..Policy::default()
+        };
+        for c in Category::ALL
+            .into_iter()
+            .filter(|&c| c != Category::Untracked)
+        {
+            expected.categories[c.index()] = l;
+        }
+        assert_eq!(set, expected);
+        assert_eq!(
+            set.categories[Category::Untracked.index()],
+            Limit::UNTRACKED
+        );
+    }
+
+    #[test]
+    fn the_json_form_reads_back_to_the_same_settings() {
+        let every_key = level(json!({
+            "iterations": 4, "device": "auto", "budget": "3GiB", "reserve": "1GiB",
+            "cuda_context": "300MiB", "cublas_workspace": "8MiB", "pool_alignment": 1024,
+            "pool_granule": "4MiB", "tolerance": "+2% | 1MiB",
+            "limits": { "activations": "allow", "leak": 0, "cpu_only": "+10%", "peak": "+3%" }
+        }));
+        for s in [Settings::default(), every_key] {
+            assert_eq!(Settings::parse(&s.to_json()).unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn a_configuration_of_an_earlier_cargo_vramtest_still_reads() {
+        // Its `VRAMTEST_CONFIG`: null for what it did not set, the tolerance in `limits`.
+        let old = json!({ "iterations": null, "budget": null, "limits": { "tolerance": "+5%", "leak": "0" } });
+        let s = Settings::parse(&old).unwrap();
+        assert_eq!(s.iterations, None);
+        assert_eq!(s.limits[&LimitKey::Tolerance], limit("+5%"));
+        assert_eq!(s.limits[&LimitKey::Leak], Limit::EXACT);
     }
 
     /// One level of settings, as a table.
@@ -566,27 +594,23 @@ mod tests {
             acc.overridden_by(&level(v.clone()))
         });
         // The same through `VRAMTEST_CONFIG`, as under `cargo vramtest`.
-        let through_env = Settings::from_harness(&merged.to_harness()).unwrap();
+        let through_env = Settings::parse(&merged.to_json()).unwrap();
         for settings in [&merged, &through_env] {
             let p = settings.policy();
             for (key, text) in expected {
-                let got = match *key {
-                    "peak" => p.peak,
-                    "leak" => p.leak,
-                    "reserved" => p.reserved,
-                    c => p.categories[c.parse::<Category>().unwrap().index()],
-                };
+                let got = p.limit(Subject::try_from((*key).to_owned()).unwrap());
                 assert_eq!(got, limit(text), "{key}");
             }
         }
     }
 
     #[test]
-    fn the_harness_rejects_an_unknown_limit_in_its_config() {
-        let mut config = Settings::default().to_harness();
-        config.limits.insert("activation".into(), Limit::EXACT);
-        let e = Settings::from_harness(&config).unwrap_err();
+    fn an_unknown_limit_names_itself_and_every_valid_key() {
+        let e = Settings::parse(&json!({ "limits": { "activation": "+5%" } })).unwrap_err();
         assert_eq!(e.key, "limits.activation");
+        for valid in LimitKey::ALL {
+            assert!(e.message.contains(valid.as_str()), "{e}");
+        }
     }
 
     #[test]

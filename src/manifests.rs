@@ -1,13 +1,25 @@
-//! Settings under plain `cargo test` (and nextest): the crate's
+//! The settings under plain `cargo test` (and nextest): the crate's
 //! `[package.metadata.vramtest]` over its workspace's `[workspace.metadata.vramtest]`,
-//! read with the parser `cargo vramtest` uses, so both give the same comparison.
-//! `cargo vramtest` hands its own reading over in `VRAMTEST_CONFIG` instead.
+//! found the way cargo finds them and read with the parser `cargo vramtest` uses
+//! ([`Settings::parse`]), so both give the same comparison. `cargo vramtest` hands its
+//! own reading over instead (`VRAMTEST_CONFIG`).
 
 use std::path::{Path, PathBuf};
-use vramtest_model::config::{Settings, key_line};
+use vramtest_model::env::HarnessEnv;
+use vramtest_model::settings::{Settings, key_line};
+
+/// The settings of a run of the crate at `manifest_dir`: those `cargo vramtest` handed
+/// over (`VRAMTEST_CONFIG`, read into `env`), else its manifests'. The one way the
+/// harness's parent and child come to their settings.
+pub fn of_run(env: &HarnessEnv, manifest_dir: &Path) -> Result<Settings, String> {
+    match &env.settings {
+        Some(handed) => Ok(handed.clone()),
+        None => settings(manifest_dir),
+    }
+}
 
 /// The merged settings for the crate at `manifest_dir`.
-pub fn from_manifests(manifest_dir: &Path) -> Result<Settings, String> {
+pub fn settings(manifest_dir: &Path) -> Result<Settings, String> {
     let own = manifest_dir.join("Cargo.toml");
     let own_text = read(&own)?;
     let own_table = parse(&own, &own_text)?;
@@ -145,7 +157,7 @@ mod tests {
                 "[package]\nname = \"a\"\n[package.metadata.vramtest]\niterations = 2\n",
             ),
         ]);
-        let s = from_manifests(&root.path().join("a")).unwrap();
+        let s = settings(&root.path().join("a")).unwrap();
         assert_eq!(s.iterations, Some(2));
         assert_eq!(s.budget, Some(1 << 30));
     }
@@ -156,7 +168,7 @@ mod tests {
             "Cargo.toml",
             "[package]\nname = \"a\"\n\n[package.metadata.vramtest]\niteration = 2\n[workspace]\n",
         )]);
-        let e = from_manifests(root.path()).unwrap_err();
+        let e = settings(root.path()).unwrap_err();
         assert!(
             e.contains("Cargo.toml:5: [package.metadata.vramtest] `iteration`"),
             "{e}"
@@ -164,9 +176,29 @@ mod tests {
     }
 
     #[test]
+    fn settings_handed_over_win_over_the_manifests() {
+        let root = crate_dir(&[(
+            "Cargo.toml",
+            "[package]\nname = \"a\"\n[package.metadata.vramtest]\niterations = 2\n",
+        )]);
+        let plain = of_run(&HarnessEnv::default(), root.path()).unwrap();
+        assert_eq!(plain, settings(root.path()).unwrap());
+        assert_eq!(plain.iterations, Some(2));
+        let handed = Settings {
+            iterations: Some(9),
+            ..Settings::default()
+        };
+        let env = HarnessEnv {
+            settings: Some(handed.clone()),
+            ..HarnessEnv::default()
+        };
+        assert_eq!(of_run(&env, root.path()).unwrap(), handed);
+    }
+
+    #[test]
     fn no_tables_are_the_defaults() {
         let root = crate_dir(&[("Cargo.toml", "[package]\nname = \"a\"\n")]);
-        assert_eq!(from_manifests(root.path()).unwrap(), Settings::default());
+        assert_eq!(settings(root.path()).unwrap(), Settings::default());
     }
 
     const WORKSPACE: &str = "[workspace]\nmembers = [\"a\"]\nexclude = [\"fixtures\"]\n[workspace.metadata.vramtest]\niterations = 5\n";
@@ -179,7 +211,7 @@ mod tests {
             ("a/Cargo.toml", "[package]\nname = \"a\"\n"),
             ("fixtures/b/Cargo.toml", "[package]\nname = \"b\"\n"),
         ]);
-        let s = from_manifests(&root.path().join(dir)).unwrap();
+        let s = settings(&root.path().join(dir)).unwrap();
         assert_eq!(s.iterations, iterations);
     }
 
@@ -196,7 +228,7 @@ mod tests {
             ),
             ("inner/b/Cargo.toml", "[package]\nname = \"b\"\n"),
         ]);
-        let s = from_manifests(&root.path().join("inner/b")).unwrap();
+        let s = settings(&root.path().join("inner/b")).unwrap();
         assert_eq!(s.iterations, Some(7));
     }
 }

@@ -26,7 +26,7 @@ pub(super) fn collect(
     def: &TestDef,
     point: &RunPoint,
 ) -> Result<Sites, String> {
-    let budget = vramtest_model::env::sites_timeout()?;
+    let budget = spawner.sites_timeout;
     let deadline = Instant::now() + budget;
     let cut_short = || {
         format!(
