@@ -33,7 +33,10 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2);
-    let f = Fixture::copy(&common::repo().join("fixtures").join(fixture), "bench-sweep");
+    let f = Fixture::copy(
+        &common::repo().join("fixtures").join(fixture),
+        "bench-sweep",
+    );
     let exe = build(&f, target);
     let reports = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
@@ -74,14 +77,24 @@ fn main() {
     let (ratio, wall, ideal, fit, n) = rows[rows.len() / 2];
     println!(
         "sweep of {fixture} ({n} points, {jobs} jobs): median ratio {ratio:.2}× (wall {wall:.2} s, Σ ÷ jobs {ideal:.2} s, fit {fit:.2} s); target ≤ {TARGET_RATIO}×: {}",
-        if ratio <= TARGET_RATIO { "met" } else { "MISSED" }
+        if ratio <= TARGET_RATIO {
+            "met"
+        } else {
+            "MISSED"
+        }
     );
 }
 
 /// Builds the fixture's test target; its executable.
 fn build(f: &Fixture, target: &str) -> PathBuf {
     let out = f
-        .cargo(&["test", "--no-run", "--test", target, "--message-format=json"])
+        .cargo(&[
+            "test",
+            "--no-run",
+            "--test",
+            target,
+            "--message-format=json",
+        ])
         .output()
         .unwrap();
     assert!(

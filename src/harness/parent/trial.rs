@@ -156,9 +156,7 @@ impl Trials {
             report.message = format!("{name}: {e}");
             Failed::from(report.message.clone())
         })?;
-        let fit_millis = axes
-            .is_some()
-            .then(|| fitting.elapsed().as_millis() as u64);
+        let fit_millis = axes.is_some().then(|| fitting.elapsed().as_millis() as u64);
         if axes.is_some() {
             // The pool model's batch lines read a batch sweep; a grid keeps its first
             // point's replay, and its own fits of the allocated and reserved peaks.
