@@ -7,6 +7,8 @@ mod device;
 mod files;
 mod list;
 mod message;
+mod outcome;
+mod report;
 mod sites;
 mod spawn;
 mod trial;
@@ -15,13 +17,13 @@ use crate::harness::registry::{self, DEFAULT_ITERATIONS};
 use checkout::Target;
 use files::Outputs;
 use libtest_mimic::{Arguments, Trial};
+use outcome::{Outcome, Unmeasured};
 use spawn::{ResultDir, Spawner};
 use std::process::ExitCode;
 use std::sync::Arc;
-use trial::{SnapshotMode, Trials};
+use trial::{RunContext, SnapshotMode};
 use vramtest_model::config::{DeviceSetting, Settings};
 use vramtest_model::env;
-use vramtest_model::report::Status;
 
 /// Runs the tests of this binary as libtest does (`--list`, filters, `--ignored`):
 /// each in a child process, judged against its snapshot. `Err` is a usage or
@@ -47,7 +49,7 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         // Tests that share one GPU would see each other in its memory figures.
         args.test_threads = Some(1);
     }
-    let trials = Arc::new(Trials {
+    let context = Arc::new(RunContext {
         target,
         device,
         mode: SnapshotMode {
@@ -69,12 +71,12 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         settings,
         notes,
     });
-    report_ignored(&args, &tests, &trials);
+    report_ignored(&args, &tests, &context);
     let trials = tests
         .into_iter()
         .map(|(name, def)| {
-            let trials = Arc::clone(&trials);
-            Trial::ignorable_test(name.clone(), move || trials.trial(&name, def))
+            let context = Arc::clone(&context);
+            Trial::ignorable_test(name.clone(), move || context.trial(&name, def))
                 .with_ignored_flag(def.options.ignore.is_some())
         })
         .collect();
@@ -98,9 +100,9 @@ fn settings(target: &Target) -> Result<Settings, String> {
 fn report_ignored(
     args: &Arguments,
     tests: &[(String, &'static registry::TestDef)],
-    trials: &Trials,
+    context: &RunContext,
 ) {
-    let Some(dir) = &trials.outputs.report_dir else {
+    let Some(dir) = &context.outputs.report_dir else {
         return;
     };
     for (name, def) in tests {
@@ -109,8 +111,8 @@ fn report_ignored(
         };
         let trial = Trial::test(name.clone(), || Ok(())).with_ignored_flag(true);
         if args.is_ignored(&trial) && !args.is_filtered_out(&trial) {
-            let mut report = trials.report(name, def, Status::Ignored);
-            report.ignore(reason);
+            let skipped = Outcome::Unmeasured(Unmeasured::Skipped(reason.to_owned()));
+            let report = report::build(&context.head(name, def, None), &skipped);
             files::write_report(dir, &report);
         }
     }
