@@ -14,8 +14,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+use vramtest_model::HumanBytes;
 use vramtest_model::report::{Status, TestReport};
-use vramtest_model::{Body, HumanBytes};
 
 /// Environment variables for the tests of each package (`VRAMTEST_*`).
 pub type PackageEnv = BTreeMap<String, Vec<(String, String)>>;
@@ -276,22 +276,11 @@ fn run_one(case: &TestCase, env: &PackageEnv, dir: &Path, gpu: Option<&str>) -> 
         Ok(out) => reconcile(case, &Exit::of(&out), find_report(dir)),
         Err(message) => synthetic(case, Status::Failed, message, None),
     };
-    let old = old_body(case, &report);
     Outcome {
         case: case.clone(),
         report,
         duration,
-        old,
     }
-}
-
-/// The body of the snapshot a report was judged against, when it can be read.
-fn old_body(case: &TestCase, report: &TestReport) -> Option<Body> {
-    let path = case.binary.package_dir.join(report.snapshot.as_deref()?);
-    vramtest_model::snapshot::read(&path)
-        .ok()
-        .flatten()
-        .map(|p| p.body)
 }
 
 /// How a test's process ended.

@@ -20,7 +20,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use vramtest_model::Body;
 use vramtest_model::report::{Status, TestReport};
 
 /// One shard's report, read back.
@@ -56,8 +55,6 @@ struct TestLine {
     package: String,
     name: String,
     duration_secs: f64,
-    #[serde(default)]
-    old_body: Option<Body>,
     #[serde(flatten)]
     report: TestReport,
 }
@@ -226,7 +223,6 @@ fn outcome(
     Ok(Outcome {
         case,
         duration: duration(line.duration_secs),
-        old: line.old_body,
         report,
     })
 }
@@ -406,7 +402,6 @@ mod tests {
         assert_eq!(s.outcomes.len(), outcomes.len());
         for (read, written) in s.outcomes.iter().zip(&outcomes) {
             assert_eq!(read.report, written.report);
-            assert_eq!(read.old, written.old);
             assert_eq!(read.duration, written.duration);
             assert_eq!(read.case.full_name(), written.case.full_name());
             assert_eq!(read.fails(), written.fails());

@@ -108,8 +108,14 @@ pub struct TestReport {
     pub status: Status,
     /// The new result's body (absent when the test did not measure).
     pub body: Option<Body>,
-    /// The committed snapshot's peak, when there is one.
+    /// The committed snapshot's peak, when there is one (`old_body`'s peak).
     pub old_peak_bytes: Option<u64>,
+    /// The committed snapshot's body the result was judged against, when there is
+    /// one: read by the harness before the run wrote anything, so that under
+    /// `VRAMTEST_UPDATE=always` it still holds the old figures. Every old figure a
+    /// report shows comes from here.
+    #[serde(default)]
+    pub old_body: Option<Body>,
     /// Every figure that moved, regressions first.
     pub changes: Vec<Change>,
     /// The full human message (failure text, improvement note, error).
@@ -158,6 +164,7 @@ impl TestReport {
             status,
             body: None,
             old_peak_bytes: None,
+            old_body: None,
             changes: Vec::new(),
             message: String::new(),
             diff: None,
@@ -237,10 +244,17 @@ mod tests {
 
     #[test]
     fn a_report_of_an_earlier_release_still_reads() {
-        // Written before `notes`, `ignore_reason` and `sites_error` existed.
+        // Written before `notes`, `ignore_reason`, `sites_error` and `old_body` existed.
         let mut old = serde_json::to_value(TestReport::new("vram", "t", Status::Passed)).unwrap();
         let fields = old.as_object_mut().unwrap();
-        for key in ["notes", "ignore_reason", "sites_error", "details", "sites"] {
+        for key in [
+            "notes",
+            "ignore_reason",
+            "sites_error",
+            "details",
+            "sites",
+            "old_body",
+        ] {
             fields.remove(key);
         }
         let read: TestReport = serde_json::from_value(old).unwrap();

@@ -98,7 +98,7 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
             };
         }
     };
-    let old = verdict.old.as_ref().map(|o| &o.body);
+    let old = verdict.old.as_ref().map(|o| o.body.clone());
     let (sites, sites_error) = match &verdict.sites {
         Some(Ok(found)) => (Some(found.clone()), None),
         Some(Err(e)) => (None, Some(e.clone())),
@@ -106,6 +106,7 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
     };
     let report = TestReport {
         old_peak_bytes: old.as_ref().map(|o| o.peak_bytes),
+        old_body: old,
         notes: report
             .notes
             .into_iter()
