@@ -309,21 +309,29 @@ impl RunContext {
     }
 
     /// Writes what the judgement asks for: the snapshot or its pending result (a stale
-    /// pending result cleared), the snapshot's entry in insta's references file, the
-    /// timeline and prediction kept for `cargo vramtest`.
+    /// pending result cleared), the snapshot's entry in insta's references file, then
+    /// the timeline and prediction kept for `cargo vramtest` (found by the snapshot's
+    /// path, once it is written).
     fn record(&self, measured: &Measured, judged: &Judged) -> Recorded {
         if let Some(refs) = &self.outputs.references {
             files::append_reference(refs, &judged.path);
         }
+        let recorded = match &judged.verdict {
+            Ok(verdict) => self.write(verdict, judged),
+            Err(_) => Recorded::nothing(),
+        };
         if let Some(timeline) = &measured.first.timeline {
             files::keep_timeline(timeline, &judged.path);
         }
         if let Some(prediction) = &measured.prediction {
             files::keep_prediction(prediction, &judged.path);
         }
-        let Ok(verdict) = &judged.verdict else {
-            return Recorded::nothing();
-        };
+        recorded
+    }
+
+    /// Writes the snapshot or pending result the verdict asks for, and clears a
+    /// pending result it makes stale.
+    fn write(&self, verdict: &Verdict, judged: &Judged) -> Recorded {
         let decision = &verdict.decision;
         let written = files::write_result(decision, &judged.path, &judged.new);
         if written.is_err() {
