@@ -5,7 +5,6 @@ use crate::filter::TestName;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use vramtest_model::Body;
 use vramtest_model::report::TestReport;
 
 /// A built test executable of one vramtest target.
@@ -63,9 +62,6 @@ pub struct Outcome {
     pub case: TestCase,
     pub report: TestReport,
     pub duration: Duration,
-    /// The committed snapshot's body the result was judged against, for the reports'
-    /// old-against-new charts.
-    pub old: Option<Body>,
 }
 
 impl Outcome {

@@ -26,9 +26,10 @@ Exit codes:
   1    a shard had a failing test (a regression, a failing or crashing test, a missing
        snapshot, a result left pending)
   2    a shard had an error (a snapshot-format error), a shard's report is missing,
-       empty, truncated or unreadable, the shards disagree (the same test in two,
-       another cargo-vramtest version, report or snapshot schema, or partition), or a
-       report could not be written; the message names the file";
+       empty, truncated, unreadable or of a report schema this release does not read,
+       the shards disagree (the same test in two, another cargo-vramtest version,
+       snapshot schema, or partition), or a report could not be written; the message
+       names the file";
 
 /// Run `#[vramtest]` peak-memory tests across a workspace, and review their snapshots.
 ///

@@ -61,6 +61,20 @@ pub enum Error {
     #[error("{binary}: cannot list its tests: {message}")]
     List { binary: PathBuf, message: String },
 
+    /// A test binary's harness wrote a report of a schema this cargo-vramtest does not
+    /// read: the tests were built with another release of vramtest.
+    #[error(
+        "{}: its harness wrote {error} ({}) (hint: build the tests with the vramtest release of this cargo-vramtest)",
+        .binary.display(),
+        .report.display()
+    )]
+    ReportSchema {
+        binary: PathBuf,
+        /// The report file.
+        report: PathBuf,
+        error: vramtest_model::report::UnknownSchema,
+    },
+
     /// A snapshot file is malformed.
     #[error("{}", .0)]
     Snapshot(#[from] vramtest_model::snapshot::FileError),

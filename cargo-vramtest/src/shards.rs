@@ -1,11 +1,12 @@
 //! The JSON reports of several shards of one run (`--message-format json`, one file per
 //! shard), read back and checked against each other for `cargo vramtest merge`.
 //!
-//! A file that cannot be read as a whole report (missing, empty, truncated, not JSON)
-//! and a shard of the partition that no file holds are *problems*: the merge goes on
-//! with the others and says so in every report it writes. Shards that contradict each
-//! other (the same test twice, another cargo-vramtest version, another report or
-//! snapshot schema, another partition) are an error: there is nothing sound to merge.
+//! A file that cannot be read as a whole report (missing, empty, truncated, not JSON,
+//! a test report of a schema this release does not read) and a shard of the partition
+//! that no file holds are *problems*: the merge goes on with the others and says so in
+//! every report it writes. Shards that contradict each other (the same test twice,
+//! another cargo-vramtest version, another snapshot schema, another partition) are an
+//! error: there is nothing sound to merge.
 //!
 //! The report types are the harness's own (`vramtest_model::report::TestReport`,
 //! `vramtest_model::Body`), deserialized as the run serialized them, so a field added
@@ -20,7 +21,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use vramtest_model::Body;
 use vramtest_model::report::{Status, TestReport};
 
 /// One shard's report, read back.
@@ -56,8 +56,6 @@ struct TestLine {
     package: String,
     name: String,
     duration_secs: f64,
-    #[serde(default)]
-    old_body: Option<Body>,
     #[serde(flatten)]
     report: TestReport,
 }
@@ -167,6 +165,9 @@ fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String>
         }
         match head.kind.as_deref() {
             Some("test") => {
+                vramtest_model::report::check_schema(&value).map_err(|e| {
+                    format!("line {n} is {e} (hint: merge with the cargo-vramtest that wrote it)")
+                })?;
                 let line = TestLine::deserialize(value)
                     .map_err(|e| format!("line {n} is not a test's report: {e}"))?;
                 outcomes.push(outcome(line, &mut binaries).map_err(|e| format!("line {n}: {e}"))?);
@@ -226,14 +227,14 @@ fn outcome(
     Ok(Outcome {
         case,
         duration: duration(line.duration_secs),
-        old: line.old_body,
         report,
     })
 }
 
-/// Checks that the shards are parts of one run: one cargo-vramtest version, one report
-/// and snapshot schema, one partition kind and count with each shard once, and each
-/// test in one shard. The error names the files that disagree.
+/// Checks that the shards are parts of one run: one cargo-vramtest version, one
+/// snapshot schema (the report schema is checked as each file is read), one partition
+/// kind and count with each shard once, and each test in one shard. The error names
+/// the files that disagree.
 pub fn check(shards: &[Shard]) -> Result<(), String> {
     let versions = shards.iter().map(|s| {
         let v = s.version.clone();
@@ -246,15 +247,6 @@ pub fn check(shards: &[Shard]) -> Result<(), String> {
         return Err(format!(
             "{a} was written by cargo-vramtest {va}, {b} by {vb}: the shards of one run \
              come from one cargo-vramtest (hint: install one version for every shard)"
-        ));
-    }
-    let report_schemas = shards
-        .iter()
-        .map(|s| (s, schemas(s, |o| Some(o.report.schema))));
-    if let Some([a, b, va, vb]) = disagree(report_schemas) {
-        return Err(format!(
-            "{a} holds test reports of schema {va}, {b} of schema {vb}: the shards of one \
-             run share one report schema"
         ));
     }
     let snapshot_schemas = shards.iter().map(|s| {
@@ -406,7 +398,6 @@ mod tests {
         assert_eq!(s.outcomes.len(), outcomes.len());
         for (read, written) in s.outcomes.iter().zip(&outcomes) {
             assert_eq!(read.report, written.report);
-            assert_eq!(read.old, written.old);
             assert_eq!(read.duration, written.duration);
             assert_eq!(read.case.full_name(), written.case.full_name());
             assert_eq!(read.fails(), written.fails());
@@ -459,6 +450,14 @@ mod tests {
             "{}",
             err(&newer)
         );
+        // A test report of another schema: named with the schema this one reads.
+        let other = text.replacen("\"schema\":1,\"target\"", "\"schema\":7,\"target\"", 1);
+        assert_ne!(other, text);
+        assert_eq!(
+            err(&other),
+            "line 1 is a test report of schema 7, and this release reads schema 1 only \
+             (hint: merge with the cargo-vramtest that wrote it)"
+        );
         let list = "{\"format_version\":1,\"type\":\"list\",\"name\":\"a\"}\n";
         assert!(err(list).contains("a `list` line"), "{}", err(list));
         let after = format!("{text}{}", text.lines().next().unwrap());
@@ -500,14 +499,6 @@ mod tests {
         let e = check(&[a.clone(), schema]).unwrap_err();
         assert!(
             e.starts_with("a.jsonl holds snapshots of schema 1, b.jsonl of schema 2"),
-            "{e}"
-        );
-
-        let mut report_schema = b.clone();
-        report_schema.outcomes[0].report.schema = 7;
-        let e = check(&[a.clone(), report_schema]).unwrap_err();
-        assert!(
-            e.starts_with("a.jsonl holds test reports of schema 1, b.jsonl of schema 7"),
             "{e}"
         );
 

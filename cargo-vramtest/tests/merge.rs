@@ -2,8 +2,8 @@
 //! unsharded and once as three `hash` shards; the shards' JSON reports, merged, are the
 //! unsharded run's (tests, verdicts, figures) apart from timings, and the merged
 //! markdown and JUnit list every test once. A shard with a failing test makes the merge
-//! exit 1 and the PR comment show the failure; a missing, truncated or doubled shard is
-//! an error naming the file.
+//! exit 1 and the PR comment show the failure; a missing, truncated or doubled shard,
+//! or one of another report schema, is an error naming the file.
 
 mod common;
 
@@ -260,6 +260,27 @@ fn broken_shards_are_named(f: &Fixture, shards: &[PathBuf]) {
         "{}",
         ran.text()
     );
+
+    // A shard written by another release, of another report schema: named with both
+    // schemas, the others merged, exit 2.
+    let (k, text) = shards
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .enumerate()
+        .find(|(_, t)| t.contains("\"schema\":1,\"target\""))
+        .expect("a shard with a test");
+    let other = f.dir.join("other-schema.jsonl");
+    let newer = text.replacen("\"schema\":1,\"target\"", "\"schema\":2,\"target\"", 1);
+    std::fs::write(&other, newer).unwrap();
+    let mut files: Vec<&Path> = shards.iter().map(PathBuf::as_path).collect();
+    files[k] = &other;
+    let ran = merge(f, &files, &[]);
+    assert_code(&ran, 2);
+    let named = format!(
+        "error: {}: line 1 is a test report of schema 2, and this release reads schema 1 only",
+        other.display()
+    );
+    assert!(ran.stderr.contains(&named), "{}", ran.text());
 
     // One shard twice: nothing to merge, no report written.
     std::fs::remove_file(&md).unwrap();

@@ -10,6 +10,29 @@ use std::path::PathBuf;
 /// The report format's version.
 pub const REPORT_SCHEMA: u32 = 1;
 
+/// A report read back whose `schema` is not [`REPORT_SCHEMA`]: written by another
+/// release, which this one cannot read soundly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a test report of schema {}, and this release reads schema {REPORT_SCHEMA} only",
+    found.map_or_else(|| "(none)".to_owned(), |s| s.to_string())
+)]
+pub struct UnknownSchema {
+    /// The report's `schema` (`None`: it has none, or not a number).
+    pub found: Option<u64>,
+}
+
+/// Checks the `schema` of a report read back as JSON before it is read as a
+/// [`TestReport`]: a report of another release is named as such, not as a malformed one.
+pub fn check_schema(report: &serde_json::Value) -> Result<(), UnknownSchema> {
+    let found = report.get("schema").and_then(serde_json::Value::as_u64);
+    if found == Some(u64::from(REPORT_SCHEMA)) {
+        Ok(())
+    } else {
+        Err(UnknownSchema { found })
+    }
+}
+
 /// How a test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,8 +128,14 @@ pub struct TestReport {
     pub status: Status,
     /// The new result's body (absent when the test did not measure).
     pub body: Option<Body>,
-    /// The committed snapshot's peak, when there is one.
+    /// The committed snapshot's peak, when there is one (`old_body`'s peak).
     pub old_peak_bytes: Option<u64>,
+    /// The committed snapshot's body the result was judged against, when there is
+    /// one: read by the harness before the run wrote anything, so that under
+    /// `VRAMTEST_UPDATE=always` it still holds the old figures. Every old figure a
+    /// report shows comes from here.
+    #[serde(default)]
+    pub old_body: Option<Body>,
     /// Every figure that moved, regressions first.
     pub changes: Vec<Change>,
     /// The full human message (failure text, improvement note, error).
@@ -155,6 +184,7 @@ impl TestReport {
             status,
             body: None,
             old_peak_bytes: None,
+            old_body: None,
             changes: Vec::new(),
             message: String::new(),
             diff: None,
@@ -225,10 +255,17 @@ mod tests {
 
     #[test]
     fn a_report_of_an_earlier_release_still_reads() {
-        // Written before `notes`, `ignore_reason` and `sites_error` existed.
+        // Written before `notes`, `ignore_reason`, `sites_error` and `old_body` existed.
         let mut old = serde_json::to_value(TestReport::new("vram", "t", Status::Passed)).unwrap();
         let fields = old.as_object_mut().unwrap();
-        for key in ["notes", "ignore_reason", "sites_error", "details", "sites"] {
+        for key in [
+            "notes",
+            "ignore_reason",
+            "sites_error",
+            "details",
+            "sites",
+            "old_body",
+        ] {
             fields.remove(key);
         }
         let read: TestReport = serde_json::from_value(old).unwrap();
@@ -257,5 +294,31 @@ mod tests {
         report.sites_error = Some("cut short after 1s".into());
         let text = serde_json::to_string(&report).unwrap();
         assert_eq!(serde_json::from_str::<TestReport>(&text).unwrap(), report);
+    }
+
+    #[test]
+    fn a_report_of_another_schema_is_named_with_both_schemas() {
+        let mut report =
+            serde_json::to_value(TestReport::new("vram", "t", Status::Passed)).unwrap();
+        assert_eq!(check_schema(&report), Ok(()));
+        report["schema"] = (REPORT_SCHEMA + 6).into();
+        let e = check_schema(&report).unwrap_err();
+        assert_eq!(e.found, Some(u64::from(REPORT_SCHEMA) + 6));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "a test report of schema {}, and this release reads schema {REPORT_SCHEMA} only",
+                REPORT_SCHEMA + 6
+            )
+        );
+        report.as_object_mut().unwrap().remove("schema");
+        let e = check_schema(&report).unwrap_err();
+        assert_eq!(e.found, None);
+        assert!(
+            e.to_string().starts_with("a test report of schema (none),"),
+            "{e}"
+        );
+        report["schema"] = "1".into();
+        assert_eq!(check_schema(&report), Err(UnknownSchema { found: None }));
     }
 }

@@ -416,13 +416,17 @@ mod timeline_tests {
     use super::*;
 
     #[test]
-    fn a_timeline_path_is_the_same_before_and_after_the_snapshot_directory_exists() {
+    fn a_timeline_path_is_the_same_before_and_after_the_snapshot_and_its_directory_exist() {
         let dir = tempfile::tempdir().unwrap();
         let target = Path::new("/t");
         let snap = path_for(dir.path(), "vram", "mod::mlp", DeviceClass::Cpu);
         let before = timeline_path(target, &snap);
         std::fs::create_dir_all(snap.parent().unwrap()).unwrap();
         assert_eq!(timeline_path(target, &snap), before);
+        // And once the snapshot itself is written (a first run under `always` keeps
+        // its timeline after writing it; `show` looks it up beside the file).
+        std::fs::write(&snap, "---").unwrap();
+        assert_eq!(timeline_path(target, &snap), before, "with the file");
         assert!(before.starts_with("/t/vramtest/timelines"));
         let name = before.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
@@ -646,7 +650,13 @@ fn kept_path(target_dir: &Path, snap: &Path, folder: &str) -> PathBuf {
         .ancestors()
         .find_map(|a| {
             let rest = snap.strip_prefix(a).ok()?;
-            Some(a.canonicalize().ok()?.join(rest))
+            let canonical = a.canonicalize().ok()?;
+            // Joining an empty rest would add a trailing separator, and another hash.
+            Some(if rest.as_os_str().is_empty() {
+                canonical
+            } else {
+                canonical.join(rest)
+            })
         })
         .unwrap_or_else(|| snap.to_path_buf());
     // FNV-1a, 64 bits: stable across builds and platforms (std's hasher is not).

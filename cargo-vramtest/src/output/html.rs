@@ -39,11 +39,11 @@ fn entry(o: &Outcome, timeline: Option<Timeline>) -> TestEntry {
     TestEntry {
         name: o.case.full_name(),
         status,
-        old: o.old.as_ref().map(|b| b.category_peaks),
+        old: r.old_body.as_ref().map(|b| b.category_peaks),
         new: r.body.as_ref().map(|b| b.category_peaks),
         peak_old: r.old_peak_bytes,
         peak_new: r.body.as_ref().map(|b| b.peak_bytes),
-        cpu_only_old: o.old.as_ref().and_then(|b| b.cpu_only),
+        cpu_only_old: r.old_body.as_ref().and_then(|b| b.cpu_only),
         cpu_only_new: r.body.as_ref().and_then(|b| b.cpu_only),
         diff: failing
             .then(|| {

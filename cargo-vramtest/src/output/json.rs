@@ -3,11 +3,12 @@
 //! Every object has `"format_version": 1` and a `"type"`:
 //! - `"test"`: one per test, in list order: `package`, `binary_id`
 //!   (`package::target`), `name` (`package::target::test`), `duration_secs`, `fails`
-//!   (whether it fails the run), `old_body` (the committed snapshot's body the test was
-//!   judged against, or `null`), then every field of the harness's `TestReport`
-//!   (`target`, `test`, `source`, `line`, `device_class`, `status`, `body`,
-//!   `old_peak_bytes`, `changes`, `message`, `diff`, `snapshot`, `written`, `output`,
-//!   `details`, and when set `sites`, `sites_error`, `ignore_reason`, `notes`);
+//!   (whether it fails the run), then every field of the harness's `TestReport`
+//!   (`schema`, `target`, `test`, `source`, `line`, `device_class`, `status`, `body`,
+//!   `old_peak_bytes`, `old_body` (the committed snapshot's body the test was judged
+//!   against, as the harness read it before writing anything, or `null`), `changes`,
+//!   `message`, `diff`, `snapshot`, `written`, `output`, `details`, and when set
+//!   `sites`, `sites_error`, `ignore_reason`, `notes`);
 //! - `"summary"`: the last line: `tests`, `counts` (by status), `pending`, `failing`,
 //!   `duration_secs`, `exit_code`, `cargo_vramtest_version` (the cargo-vramtest that
 //!   ran the tests), and when set `partition` (the shard, `hash:2/4`) and `problems`
@@ -24,7 +25,6 @@ use super::{Results, Summary};
 use crate::case::Outcome;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use vramtest_model::Body;
 use vramtest_model::report::TestReport;
 
 /// The version of this format; bumped on incompatible changes.
@@ -40,7 +40,6 @@ struct TestLine<'a> {
     name: String,
     duration_secs: f64,
     fails: bool,
-    old_body: Option<&'a Body>,
     #[serde(flatten)]
     report: &'a TestReport,
 }
@@ -94,7 +93,6 @@ fn test_object(o: &Outcome) -> TestLine<'_> {
         name: o.case.full_name(),
         duration_secs: o.duration.as_secs_f64(),
         fails: o.fails(),
-        old_body: o.old.as_ref(),
         report: &o.report,
     }
 }
@@ -151,6 +149,7 @@ mod tests {
     use crate::output::fixtures::*;
     use serde_json::Value;
     use std::time::Duration;
+    use vramtest_model::Body;
 
     #[test]
     fn one_object_per_line_then_a_summary() {
@@ -191,7 +190,7 @@ mod tests {
         );
         // The old body travels too, for the charts of a merged report.
         let old: Body = serde_json::from_value(first["old_body"].clone()).unwrap();
-        assert_eq!(Some(old), outcomes[0].old);
+        assert_eq!(Some(old), outcomes[0].report.old_body);
         assert_eq!(lines[3]["old_body"], Value::Null, "a new test has none");
     }
 

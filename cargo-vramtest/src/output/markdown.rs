@@ -71,7 +71,7 @@ fn failure_block(o: &crate::case::Outcome) -> String {
         html(&super::status_label(r))
     );
     out += &fenced("text", r.message.trim_end());
-    if let (Some(old), Some(new)) = (&o.old, &r.body) {
+    if let (Some(old), Some(new)) = (&r.old_body, &r.body) {
         out.push('\n');
         out += &vramtest_chart::mermaid_xychart(
             &format!("{}: category peaks", o.case.name),

@@ -285,6 +285,8 @@ pub(crate) mod fixtures {
             }
             _ => {}
         }
+        // The committed snapshot the result was judged against, when there is one.
+        report.old_body = report.old_peak_bytes.map(body);
         Outcome {
             case: TestCase {
                 binary: Arc::new(Binary {
@@ -297,7 +299,6 @@ pub(crate) mod fixtures {
                 name: test.into(),
                 ignored: false,
             },
-            old: report.old_peak_bytes.map(body),
             report,
             duration: Duration::from_millis(1250),
         }
@@ -356,7 +357,7 @@ pub(crate) mod fixtures {
                 .to_string(),
         );
         r.body = Some(new);
-        o.old = Some(old);
+        r.old_body = Some(old);
         let r = &mut o.report;
         r.details = Some(vramtest_model::report::Details {
             baseline_bytes: 10_240,

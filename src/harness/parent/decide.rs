@@ -5,8 +5,12 @@ use vramtest_model::env::Update;
 use vramtest_model::fit::{self, PerSampleChange, Scaling};
 use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;
+use vramtest_model::sites::Site;
 use vramtest_model::sweep::{TargetCheck, compare_target};
 use vramtest_model::{Body, Category, Policy, Subject, Verdict, compare};
+
+/// The call sites a snapshot's `info` keeps, per category.
+pub type SnapshotSites = [(Category, Vec<Site>)];
 
 /// Which file a result goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +197,31 @@ fn axes_changed(old: &Body, new: &Body) -> Option<String> {
     }
 }
 
+/// `decision` once the call sites are known: `VRAMTEST_UPDATE=always` also records
+/// new call sites (`new_sites`, not empty) in a snapshot whose figures did not change,
+/// its `info` only. `old` is the committed snapshot's body and sites.
+pub fn record_new_sites(
+    decision: Decision,
+    update: Update,
+    old: Option<(&Body, &SnapshotSites)>,
+    new: &Body,
+    new_sites: &SnapshotSites,
+) -> Decision {
+    let sites_moved = old.is_some_and(|(body, sites)| body == new && sites != new_sites);
+    if decision.write.is_none()
+        && decision.status == Status::Passed
+        && update == Update::Always
+        && !new_sites.is_empty()
+        && sites_moved
+    {
+        return Decision {
+            write: Some(Write::Snapshot),
+            ..decision
+        };
+    }
+    decision
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -316,5 +345,65 @@ pub(crate) mod tests {
         // CI with VRAMTEST_UPDATE=new: pending files for an artifact, still a failure.
         let d = decide(None, &body(1), &p, Update::New, true);
         assert_eq!((d.status, d.write), (Status::Missing, Some(Write::Pending)));
+    }
+
+    fn sites(bytes: u64) -> Vec<(Category, Vec<Site>)> {
+        let site =
+            Site::from_line(&format!("{bytes} | 1 | src/lib.rs:3 | -")).expect("a site line");
+        vec![(Category::Activations, vec![site])]
+    }
+
+    #[test]
+    fn always_records_new_call_sites_of_unchanged_figures_and_nothing_else() {
+        let p = Policy::default();
+        let (base, grown) = (body(10 << 20), body(20 << 20));
+        let (a, b) = (sites(1 << 20), sites(2 << 20));
+        let same = |old: &Body, new: &Body, update| decide(Some(old), new, &p, update, false);
+        // Figures unchanged, sites moved, `always`: the snapshot is rewritten.
+        let d = record_new_sites(
+            same(&base, &base, Update::Always),
+            Update::Always,
+            Some((&base, &a)),
+            &base,
+            &b,
+        );
+        assert_eq!((d.status, d.write), (Status::Passed, Some(Write::Snapshot)));
+        assert_eq!(
+            d,
+            Decision {
+                write: Some(Write::Snapshot),
+                ..same(&base, &base, Update::Always)
+            },
+            "only the write changes"
+        );
+        // Anything else leaves the decision as it was. Rows: the update mode, the
+        // snapshot's sites (`None`: no snapshot), this run's sites.
+        type Row<'a> = (Update, Option<&'a SnapshotSites>, &'a SnapshotSites);
+        #[rustfmt::skip]
+        let rows: &[Row] = &[
+            (Update::Always, Some(&a), &a), // the same sites
+            (Update::Always, Some(&a), &[]), // no sites captured this time
+            (Update::New, Some(&a), &b), // `new`: sites never rewrite a snapshot
+            (Update::No, Some(&a), &b),
+            (Update::Always, None, &b), // no snapshot: the decision writes one already
+        ];
+        for (i, (update, old_sites, new_sites)) in rows.iter().enumerate() {
+            let decision = decide(old_sites.map(|_| &base), &base, &p, *update, false);
+            let old = old_sites.map(|s| (&base, s));
+            let d = record_new_sites(decision.clone(), *update, old, &base, new_sites);
+            assert_eq!(d, decision, "row {i}");
+        }
+        // Figures that changed: `always` already writes the snapshot, sites or not;
+        // a regression under `new` is left pending, never written over the snapshot.
+        let regressed = same(&base, &grown, Update::New);
+        let d = record_new_sites(
+            regressed.clone(),
+            Update::Always,
+            Some((&base, &a)),
+            &grown,
+            &b,
+        );
+        assert_eq!(d, regressed);
+        assert_eq!(d.write, Some(Write::Pending));
     }
 }

@@ -8,6 +8,8 @@ mod files;
 mod grid;
 mod list;
 mod message;
+mod outcome;
+mod report;
 mod site_reruns;
 mod spawn;
 mod trial;
@@ -16,12 +18,12 @@ use crate::harness::registry::{self, DEFAULT_ITERATIONS};
 use checkout::Target;
 use files::Outputs;
 use libtest_mimic::{Arguments, Trial};
+use outcome::{Outcome, Unmeasured};
 use spawn::{ResultDir, Spawner};
 use std::process::ExitCode;
 use std::sync::Arc;
-use trial::{SnapshotMode, Trials};
+use trial::{RunContext, SnapshotMode};
 use vramtest_model::env::HarnessEnv;
-use vramtest_model::report::Status;
 
 /// Runs the tests of this binary as libtest does (`--list`, filters, `--ignored`):
 /// each in a child process, judged against its snapshot. `Err` is a usage or
@@ -45,7 +47,7 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         // Tests that share one GPU would see each other in its memory figures.
         args.test_threads = Some(1);
     }
-    let trials = Arc::new(Trials {
+    let context = Arc::new(RunContext {
         target,
         device,
         mode: SnapshotMode {
@@ -71,12 +73,12 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         settings,
         notes,
     });
-    report_ignored(&args, &tests, &trials);
+    report_ignored(&args, &tests, &context);
     let trials = tests
         .into_iter()
         .map(|(name, def)| {
-            let trials = Arc::clone(&trials);
-            Trial::ignorable_test(name.clone(), move || trials.trial(&name, def))
+            let context = Arc::clone(&context);
+            Trial::ignorable_test(name.clone(), move || context.trial(&name, def))
                 .with_ignored_flag(def.options.ignore.is_some())
         })
         .collect();
@@ -88,9 +90,9 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
 fn report_ignored(
     args: &Arguments,
     tests: &[(String, &'static registry::TestDef)],
-    trials: &Trials,
+    context: &RunContext,
 ) {
-    let Some(dir) = &trials.outputs.report_dir else {
+    let Some(dir) = &context.outputs.report_dir else {
         return;
     };
     for (name, def) in tests {
@@ -99,8 +101,8 @@ fn report_ignored(
         };
         let trial = Trial::test(name.clone(), || Ok(())).with_ignored_flag(true);
         if args.is_ignored(&trial) && !args.is_filtered_out(&trial) {
-            let mut report = trials.report(name, def, Status::Ignored);
-            report.ignore(reason);
+            let skipped = Outcome::Unmeasured(Unmeasured::Skipped(reason.to_owned()));
+            let report = report::build(&context.head(name, def, None), &skipped);
             files::write_report(dir, &report);
         }
     }

@@ -1,25 +1,29 @@
-//! One test as a libtest trial: measured in a child process per batch size, judged
-//! against its snapshot, the verdict written and reported.
+//! One test as a libtest trial, a pipeline of steps that each return a value
+//! ([`super::outcome`]): measure (a child process per point of a sweep, up to `-j` at
+//! once, see [`super::grid`]), fit the sweep,
+//! judge against the snapshot (decide, find call sites where wanted), record the files
+//! the decision asks for; then the report is built once from what they returned
+//! ([`super::report`]), written, and turned into libtest's verdict.
 
 use super::checkout::{Target, display_path, relative_source};
-use super::decide::{self, Write};
+use super::decide;
 use super::files::{self, Outputs};
 use super::grid;
-use super::message::{self, Facts};
+use super::outcome::{Judged, Measured, Outcome, Point, Recorded, Steps, Unmeasured, Verdict};
+use super::report::{self, Head};
 use super::site_reruns;
 use super::spawn::{Spawner, output_section};
 use crate::harness::protocol::{ChildResult, RunPoint};
 use crate::harness::registry::TestDef;
 use crate::step::Device;
 use libtest_mimic::{Completion, Failed};
-use vramtest_chart::Timeline;
 use vramtest_model::env::{SitesWhen, Update};
 use vramtest_model::fit::{SweepFit, SweepPoint, fit_sweep};
-use vramtest_model::pool::{CudaPool, PoolPeaks, PredictedPoint, Prediction};
-use vramtest_model::report::{Details, Status, TestReport};
+use vramtest_model::pool::{CudaPool, PredictedPoint, Prediction};
+use vramtest_model::report::{Status, TestReport};
 use vramtest_model::settings::Settings;
 use vramtest_model::snapshot::{self, Info, SweepScaling};
-use vramtest_model::{Body, DeviceClass, Limit, LimitKey, Policy, Profile, Snapshot};
+use vramtest_model::{Body, DeviceClass, Limit, LimitKey, Policy, Snapshot};
 
 /// What the snapshots may be: written, compared, failed on any change.
 #[derive(Debug, Clone, Copy)]
@@ -32,8 +36,9 @@ pub(super) struct SnapshotMode {
     pub(super) strict: bool,
 }
 
-/// What every trial of a run shares.
-pub(super) struct Trials {
+/// What every trial of a run shares: the target, the device, the settings and the
+/// run's switches.
+pub(super) struct RunContext {
     pub(super) target: Target,
     /// The device tests measure on, or why there is none.
     pub(super) device: Result<Device, String>,
@@ -48,62 +53,39 @@ pub(super) struct Trials {
     pub(super) notes: Vec<String>,
 }
 
-/// One measurement: a batch size's profile, what the device reported, its timeline,
-/// the pool model's peaks.
-struct Measurement {
-    point: RunPoint,
-    /// The child process's wall time.
-    wall: std::time::Duration,
-    profile: Box<Profile>,
-    info: Info,
-    timeline: Option<Box<Timeline>>,
-    pool: Option<PoolPeaks>,
-}
-
-/// How a test's measurement ended, when it did not measure.
-enum Unmeasured {
-    Ignored(String),
-    Failed(Failed),
-}
-
-impl Trials {
-    /// The report every test of this run starts from.
-    pub(super) fn report(&self, name: &str, def: &TestDef, status: Status) -> TestReport {
-        TestReport {
+impl RunContext {
+    /// What every report of `name` says about the test itself; `class` is the device
+    /// it ran on, if any.
+    pub(super) fn head<'a>(
+        &'a self,
+        name: &'a str,
+        def: &TestDef,
+        class: Option<DeviceClass>,
+    ) -> Head<'a> {
+        Head {
+            target: &self.target.name,
+            test: name,
             source: relative_source(&self.target, def.file),
             line: def.line,
-            notes: self.notes.clone(),
-            ..TestReport::new(&self.target.name, name, status)
+            class,
+            notes: &self.notes,
+            manifest_dir: &self.target.manifest_dir,
         }
     }
 
-    /// Runs one test: measures, judges and reports it.
+    /// Runs one test: measures, judges and records it, then writes its report.
     pub(super) fn trial(&self, name: &str, def: &TestDef) -> Result<Completion, Failed> {
-        let mut report = self.report(name, def, Status::Failed);
-        report.device_class = self.device.as_ref().ok().map(|d| d.class());
-        let outcome = match (self.skip_reason(def, report.device_class), &self.device) {
-            (Some(reason), _) => {
-                report.ignore(&reason);
-                Ok(Completion::ignored_with(reason))
-            }
-            (None, Ok(device)) => self.measure_and_judge(name, def, *device, &mut report),
+        let class = self.device.as_ref().ok().map(|d| d.class());
+        let outcome = match (self.skip_reason(def, class), &self.device) {
+            (Some(reason), _) => Outcome::Unmeasured(Unmeasured::Skipped(reason)),
+            (None, Ok(device)) => self.run(name, def, *device),
             (None, Err(_)) => unreachable!("no device is a skip"),
         };
-        if let Err(failed) = &outcome {
-            // Whatever went wrong after the verdict (a snapshot that could not be
-            // written, a bad limit) fails the test in the report too.
-            // (A new result left pending fails the run but keeps its status.)
-            if !report.status.is_failure() && report.status != Status::New {
-                report.status = Status::Failed;
-            }
-            if report.message.is_empty() {
-                report.message = failed.message().unwrap_or("failed").to_owned();
-            }
-        }
+        let report = report::build(&self.head(name, def, class), &outcome);
         if let Some(dir) = &self.outputs.report_dir {
             files::write_report(dir, &report);
         }
-        outcome
+        completion(&report)
     }
 
     /// Why the test does not run here: no device, or a device it does not support.
@@ -120,86 +102,31 @@ impl Trials {
         }
     }
 
-    fn measure_and_judge(
-        &self,
-        name: &str,
-        def: &TestDef,
-        device: Device,
-        report: &mut TestReport,
-    ) -> Result<Completion, Failed> {
-        let mut measured = match self.measure(name, def, device, report) {
+    /// The pipeline of a test that runs here: measure every point, fit, judge, record.
+    fn run(&self, name: &str, def: &TestDef, device: Device) -> Outcome {
+        let measured = match self
+            .measure(name, def, device)
+            .and_then(|points| self.fit(name, def, points))
+        {
             Ok(measured) => measured,
-            Err(Unmeasured::Ignored(reason)) => {
-                report.ignore(&reason);
-                return Ok(Completion::ignored_with(reason));
-            }
-            Err(Unmeasured::Failed(failed)) => return Err(failed),
+            Err(unmeasured) => return Outcome::Unmeasured(unmeasured),
         };
-        let fit = if def.options.batch.is_empty() {
-            None
-        } else {
-            Some(fit(&measured).map_err(|e| {
-                report.message = format!("{name}: {e}");
-                Failed::from(report.message.clone())
-            })?)
+        let judged = self.judge(name, def, &measured, device.class());
+        let recorded = match &judged {
+            Ok(judged) => self.record(&measured, judged),
+            Err(_) => Recorded::nothing(),
         };
-        let runs: Vec<_> = measured
-            .iter()
-            .map(|m| grid::grid_run(&m.point, &m.profile, m.pool))
-            .collect();
-        let point_millis: Vec<u64> = match measured.len() {
-            1 => Vec::new(),
-            _ => measured.iter().map(|m| m.wall.as_millis() as u64).collect(),
-        };
-        let fitting = std::time::Instant::now();
-        let axes = grid::fit(def, &runs, self.settings.cuda_pool().granularity).map_err(|e| {
-            report.message = format!("{name}: {e}");
-            Failed::from(report.message.clone())
-        })?;
-        let fit_millis = axes.is_some().then(|| fitting.elapsed().as_millis() as u64);
-        if axes.is_some() {
-            // The pool model's batch lines read a batch sweep; a grid keeps its first
-            // point's replay, and its own fits of the allocated and reserved peaks.
-            measured.truncate(1);
-        }
-        let prediction = prediction(&measured, self.settings.cuda_pool());
-        let first = measured.swap_remove(0);
-        report.details = Some(Details {
-            baseline_bytes: first.profile.baseline_bytes,
-            allocations: first.profile.allocations,
-            reserved_peak_bytes: first.profile.reserved_peak_bytes,
-            leak_sites: first.profile.leak_sites.clone(),
-            predicted_pool: first.pool,
-            point_millis,
-            fit_millis,
-        });
-        let scaling = match (&fit, axes) {
-            (Some(fit), _) => Some(SweepScaling::Batch(fit.scaling.clone())),
-            (None, Some(axes)) => Some(SweepScaling::Axes(axes)),
-            (None, None) => None,
-        };
-        let verdict = self.judge(name, def, &first, fit.as_ref(), scaling, report);
-        if let (Some(timeline), Some(snap)) = (&first.timeline, &report.snapshot) {
-            files::keep_timeline(timeline, snap);
-        }
-        if let (Some(prediction), Some(snap)) = (&prediction, &report.snapshot) {
-            files::keep_prediction(prediction, snap);
-        }
-        verdict
-            .map(|()| Completion::Completed)
-            .map_err(Failed::from)
+        Outcome::Measured(Box::new(Steps {
+            measured,
+            judged,
+            recorded,
+        }))
     }
 
     /// Measures the test in a child process per point (one for a test without a
     /// sweep), up to `-j` at once; the first point that failed, in the points' order,
     /// fails the test.
-    fn measure(
-        &self,
-        name: &str,
-        def: &TestDef,
-        device: Device,
-        report: &mut TestReport,
-    ) -> Result<Vec<Measurement>, Unmeasured> {
+    fn measure(&self, name: &str, def: &TestDef, device: Device) -> Result<Vec<Point>, Unmeasured> {
         let points = grid::points(def);
         let runs = grid::run_all(&points, self.spawner.jobs, |point| {
             let started = std::time::Instant::now();
@@ -209,11 +136,11 @@ impl Trials {
         let mut measured = Vec::with_capacity(points.len());
         for (point, (run, wall)) in points.into_iter().zip(runs) {
             let label = grid::label(name, def, &point);
-            let (result, output) = run.map_err(|e| {
-                report.message = e.clone();
-                Unmeasured::Failed(Failed::from(e))
+            let (result, output) = run.map_err(|message| Unmeasured::Failed {
+                message,
+                output: None,
             })?;
-            let failure = match result {
+            let message = match result {
                 Some(ChildResult::Measured {
                     profile,
                     info,
@@ -221,7 +148,7 @@ impl Trials {
                     pool,
                     ..
                 }) => {
-                    measured.push(Measurement {
+                    measured.push(Point {
                         point,
                         wall,
                         profile,
@@ -231,16 +158,61 @@ impl Trials {
                     });
                     continue;
                 }
-                Some(ChildResult::Ignored { reason }) => return Err(Unmeasured::Ignored(reason)),
+                Some(ChildResult::Ignored { reason }) => return Err(Unmeasured::Skipped(reason)),
                 Some(ChildResult::Failed { message }) => format!("{label} failed: {message}"),
                 None => format!("{label} crashed before reporting a result"),
             };
-            report.output = Some(output.clone());
-            report.message = failure;
-            let text = format!("{}{}", report.message, output_section(&output));
-            return Err(Unmeasured::Failed(Failed::from(text)));
+            return Err(Unmeasured::Failed {
+                message,
+                output: Some(output),
+            });
         }
         Ok(measured)
+    }
+
+    /// The measurement of a test: the sweep's fit over its points (a batch sweep's
+    /// lines, or a sweep over named axes with its target), their GPU prediction and
+    /// timings; the first point is the one judged.
+    fn fit(
+        &self,
+        name: &str,
+        def: &TestDef,
+        mut points: Vec<Point>,
+    ) -> Result<Measured, Unmeasured> {
+        let failed = |e: String| Unmeasured::Failed {
+            message: format!("{name}: {e}"),
+            output: None,
+        };
+        let fit = if def.options.batch.is_empty() {
+            None
+        } else {
+            Some(fit(&points).map_err(failed)?)
+        };
+        let point_millis: Vec<u64> = match points.len() {
+            1 => Vec::new(),
+            _ => points.iter().map(|p| p.wall.as_millis() as u64).collect(),
+        };
+        let runs: Vec<_> = points
+            .iter()
+            .map(|p| grid::grid_run(&p.point, &p.profile, p.pool))
+            .collect();
+        let fitting = std::time::Instant::now();
+        let axes = grid::fit(def, &runs, self.settings.cuda_pool().granularity).map_err(failed)?;
+        let fit_millis = axes.is_some().then(|| fitting.elapsed().as_millis() as u64);
+        if axes.is_some() {
+            // The pool model's batch lines read a batch sweep; a grid keeps its first
+            // point's replay, and its own fits of the allocated and reserved peaks.
+            points.truncate(1);
+        }
+        let prediction = prediction(&points, self.settings.cuda_pool());
+        Ok(Measured {
+            first: points.swap_remove(0),
+            fit,
+            axes,
+            prediction,
+            point_millis,
+            fit_millis,
+        })
     }
 
     /// The limits for `def`: the settings (workspace, package) refined by the test's
@@ -260,108 +232,84 @@ impl Trials {
         Ok(policy)
     }
 
-    /// Judges a measurement against its snapshot: decides, finds call sites where they
-    /// are wanted, writes what the decision says, and fills in the report. `Err` is the
-    /// failure's text.
+    /// Judges a measurement against its snapshot: reads it, decides (see
+    /// [`decide`]), finds call sites where they are wanted. Writes nothing. `Err`: a
+    /// limit of the test cannot be read.
     fn judge(
         &self,
         name: &str,
         def: &TestDef,
-        measured: &Measurement,
-        fit: Option<&SweepFit>,
-        scaling: Option<SweepScaling>,
-        report: &mut TestReport,
-    ) -> Result<(), String> {
-        let class = report.device_class.expect("set for measured tests");
+        measured: &Measured,
+        class: DeviceClass,
+    ) -> Result<Judged, String> {
         let policy = self.policy(def)?;
-        let mut body = Body::from_profile(&measured.profile, class);
-        body.scaling = scaling.map(|s| match s {
-            SweepScaling::Batch(b) => SweepScaling::Batch(b.with_budget(policy.budget)),
-            axes => axes,
-        });
-        let snap_path =
-            snapshot::path_for(&self.target.manifest_dir, &self.target.name, name, class);
-        report.snapshot = Some(snap_path.clone());
-        report.body = Some(body.clone());
-        if let Some(refs) = &self.outputs.references {
-            files::append_reference(refs, &snap_path);
-        }
-        let old = snapshot::read(&snap_path).map_err(|e| {
-            report.status = Status::SnapshotError;
-            report.message = format!("invalid snapshot: {e}");
-            report.message.clone()
-        })?;
-        report.old_peak_bytes = old.as_ref().map(|o| o.body.peak_bytes);
-        if let Some(note) = old
-            .as_ref()
-            .and_then(|o| machine_note(&o.header, measured.info.machine.as_ref()))
-        {
-            report.notes.push(note);
-        }
-        let mut decision = decide::decide(
-            old.as_ref().map(|o| &o.body),
-            &body,
-            &policy,
-            self.mode.update,
-            self.mode.check,
-        );
-        report.status = decision.status;
-        let sites = self.sites(name, def, &measured.point, class, decision.status);
-        let mut info = measured.info.clone();
-        match &sites {
-            Some(Ok(found)) => {
-                info.sites = found.for_snapshot();
-                report.sites = Some(found.clone());
-            }
-            Some(Err(e)) => report.sites_error = Some(e.clone()),
-            None => {}
-        }
-        // `VRAMTEST_UPDATE=always` with call sites on also records new sites in a
-        // snapshot whose figures did not change (its `info` only).
-        if decision.write.is_none()
-            && decision.status == Status::Passed
-            && self.mode.update == Update::Always
-            && !info.sites.is_empty()
-            && old
-                .as_ref()
-                .is_some_and(|o| o.body == body && Info::sites_in_header(&o.header) != info.sites)
-        {
-            decision.write = Some(Write::Snapshot);
-        }
-        let snapshot = Snapshot {
-            source: report.source.clone(),
+        let point = &measured.first;
+        let mut body = Body::from_profile(&point.profile, class);
+        body.scaling = match (&measured.fit, &measured.axes) {
+            (Some(f), _) => Some(SweepScaling::Batch(
+                f.scaling.clone().with_budget(policy.budget),
+            )),
+            (None, Some(axes)) => Some(SweepScaling::Axes(axes.clone())),
+            (None, None) => None,
+        };
+        let path = snapshot::path_for(&self.target.manifest_dir, &self.target.name, name, class);
+        let mut new = Snapshot {
+            source: relative_source(&self.target, def.file),
             test: name.to_owned(),
-            info,
+            info: point.info.clone(),
             body,
         };
-        let written = files::write_result(&decision, &snap_path, &snapshot).map_err(|e| {
-            report.status = Status::Failed;
-            report.message = e;
-            report.message.clone()
-        })?;
-        let shown = |p: &std::path::Path| display_path(&self.target.manifest_dir, p);
-        let pending = snapshot::pending_path(&snap_path);
-        let kept = if decision.write == Some(Write::Snapshot) || decision.remove_pending {
-            files::clear_pending(&pending, &snapshot.body, &shown(&pending))
-        } else {
-            None
+        let verdict = match snapshot::read(&path) {
+            Ok(old) => Ok(self.verdict(name, def, &point.point, old, &mut new, policy)),
+            Err(e) => Err(format!("invalid snapshot: {e}")),
         };
-        report.written = written.as_ref().map(|w| w.path.clone());
-        let message = message::compose(&Facts {
-            name,
-            class,
-            decision: &decision,
-            policy: &policy,
-            body: &snapshot.body,
-            profile: &measured.profile,
-            fit,
-            old: old.as_ref(),
-            sites: sites.as_ref(),
-            snapshot: shown(&snap_path),
-            written: written.map(|w| (shown(&w.path), w.replaced)),
-            kept,
-        });
-        finish(name, report, message)
+        Ok(Judged { path, new, verdict })
+    }
+
+    /// The verdict on `new` against the committed snapshot `old`; the call sites
+    /// found go into `new`'s `info`.
+    fn verdict(
+        &self,
+        name: &str,
+        def: &TestDef,
+        point: &RunPoint,
+        old: Option<snapshot::Parsed>,
+        new: &mut Snapshot,
+        policy: Policy,
+    ) -> Verdict {
+        let class = new.body.device_class;
+        let note = old
+            .as_ref()
+            .and_then(|o| machine_note(&o.header, new.info.machine.as_ref()));
+        let (update, check) = (self.mode.update, self.mode.check);
+        let decision = decide::decide(
+            old.as_ref().map(|o| &o.body),
+            &new.body,
+            &policy,
+            update,
+            check,
+        );
+        let sites = self.sites(name, def, point, class, decision.status);
+        if let Some(Ok(found)) = &sites {
+            new.info.sites = found.for_snapshot();
+        }
+        let old_sites = old.as_ref().map(|o| Info::sites_in_header(&o.header));
+        let decision = decide::record_new_sites(
+            decision,
+            update,
+            old.as_ref()
+                .zip(old_sites.as_deref())
+                .map(|(o, s)| (&o.body, s)),
+            &new.body,
+            &new.info.sites,
+        );
+        Verdict {
+            old,
+            policy,
+            decision,
+            sites,
+            note,
+        }
     }
 
     /// Call sites, when this run wants them for a result of `status`: CPU only.
@@ -381,11 +329,79 @@ impl Trials {
         (wanted && class == DeviceClass::Cpu)
             .then(|| site_reruns::collect(&self.spawner, name, def, point))
     }
+
+    /// Writes what the judgement asks for: the snapshot or its pending result (a stale
+    /// pending result cleared), the snapshot's entry in insta's references file, then
+    /// the timeline and prediction kept for `cargo vramtest` (found by the snapshot's
+    /// path, once it is written).
+    fn record(&self, measured: &Measured, judged: &Judged) -> Recorded {
+        if let Some(refs) = &self.outputs.references {
+            files::append_reference(refs, &judged.path);
+        }
+        let recorded = match &judged.verdict {
+            Ok(verdict) => self.write(verdict, judged),
+            Err(_) => Recorded::nothing(),
+        };
+        if let Some(timeline) = &measured.first.timeline {
+            files::keep_timeline(timeline, &judged.path);
+        }
+        if let Some(prediction) = &measured.prediction {
+            files::keep_prediction(prediction, &judged.path);
+        }
+        recorded
+    }
+
+    /// Writes the snapshot or pending result the verdict asks for, and clears a
+    /// pending result it makes stale.
+    fn write(&self, verdict: &Verdict, judged: &Judged) -> Recorded {
+        let decision = &verdict.decision;
+        let written = files::write_result(decision, &judged.path, &judged.new);
+        if written.is_err() {
+            return Recorded {
+                written,
+                kept: None,
+            };
+        }
+        let pending = snapshot::pending_path(&judged.path);
+        let kept = (decision.write == Some(decide::Write::Snapshot) || decision.remove_pending)
+            .then(|| {
+                let shown = display_path(&self.target.manifest_dir, &pending);
+                files::clear_pending(&pending, &judged.new.body, &shown)
+            })
+            .flatten();
+        Recorded { written, kept }
+    }
 }
 
-/// A sweep's fit over its measurements.
-fn fit(measured: &[Measurement]) -> Result<SweepFit, String> {
-    let points: Vec<SweepPoint> = measured
+/// libtest's verdict on a report: a failure with its text (the message, the child's
+/// output, the diff) when the report fails the run; else a pass, whose message (an
+/// improvement, a snapshot written) is printed.
+fn completion(report: &TestReport) -> Result<Completion, Failed> {
+    if report.status == Status::Ignored {
+        return Ok(Completion::ignored_with(
+            report.ignore_reason.clone().unwrap_or_default(),
+        ));
+    }
+    if report.fails() {
+        let mut text = report.message.clone();
+        if let Some(output) = &report.output {
+            text += &output_section(output);
+        }
+        if let Some(diff) = &report.diff {
+            text += "\n\n";
+            text += diff;
+        }
+        return Err(Failed::from(text));
+    }
+    if !report.message.is_empty() {
+        println!("{}: {}", report.test, report.message);
+    }
+    Ok(Completion::Completed)
+}
+
+/// A sweep's fit over its points.
+fn fit(points: &[Point]) -> Result<SweepFit, String> {
+    let points: Vec<SweepPoint> = points
         .iter()
         .map(|m| SweepPoint {
             batch: m.point.batch as u64,
@@ -397,9 +413,9 @@ fn fit(measured: &[Measurement]) -> Result<SweepFit, String> {
 }
 
 /// The GPU prediction of a CPU run: every batch size's pool peaks (none when a
-/// measurement has none, as on a CUDA device).
-fn prediction(measured: &[Measurement], pool: CudaPool) -> Option<Prediction> {
-    let points = measured
+/// point has none, as on a CUDA device).
+fn prediction(points: &[Point], pool: CudaPool) -> Option<Prediction> {
+    let points = points
         .iter()
         .map(|m| {
             m.pool.map(|peaks| PredictedPoint {
@@ -411,8 +427,6 @@ fn prediction(measured: &[Measurement], pool: CudaPool) -> Option<Prediction> {
     Some(Prediction { pool, points })
 }
 
-/// Puts the message in the report: `Err` with the failure's text (and diff) when the
-/// report fails the run; else prints a passing test's message, if it has one.
 /// A note when the snapshot was recorded on another machine (CPU, instruction set,
 /// caches or threads) than this run: CPU-only memory differs between them, the gated
 /// figures do not. Never a failure; shown once per run (by the plain harness too).
@@ -432,23 +446,4 @@ fn machine_note(old_header: &str, new: Option<&snapshot::CpuFingerprint>) -> Opt
         said.push(note.clone());
     }
     Some(note)
-}
-
-fn finish(name: &str, report: &mut TestReport, message: message::Message) -> Result<(), String> {
-    report.message = message.text;
-    report.changes = message.changes;
-    report.diff = message.diff;
-    if report.fails() {
-        let mut text = report.message.clone();
-        if let Some(diff) = &report.diff {
-            text += "\n\n";
-            text += diff;
-        }
-        return Err(text);
-    }
-    if !report.message.is_empty() {
-        // Passing with something to say (improved, new snapshot written).
-        println!("{name}: {}", report.message);
-    }
-    Ok(())
 }

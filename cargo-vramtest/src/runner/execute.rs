@@ -1,0 +1,413 @@
+//! Running one test: its binary in a process of its own (`<bin> <name> --exact`, which
+//! itself measures in a child process), in the package's directory like `cargo test`,
+//! and its result read back from the report its harness wrote. A test that panics,
+//! aborts or segfaults fails with its output.
+
+use super::list::{PackageEnv, command, harness_env};
+use crate::case::{Outcome, TestCase};
+use crate::error::{Error, Result};
+use anstream::adapter::strip_str;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Instant;
+use vramtest_model::env::HarnessEnv;
+use vramtest_model::report::{Status, TestReport, UnknownSchema, check_schema};
+
+/// Runs one test in a process of its own; `gpu` pins it to that GPU. `Err`: its
+/// harness wrote a report of a schema this cargo-vramtest does not read.
+pub(super) fn run_one(
+    case: &TestCase,
+    env: &PackageEnv,
+    dir: &Path,
+    gpu: Option<&str>,
+) -> Result<Outcome> {
+    let start = Instant::now();
+    let result = std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            let env = HarnessEnv {
+                report_dir: Some(dir.to_owned()),
+                ..harness_env(env, &case.binary)
+            };
+            let mut cmd = command(&case.binary, &env);
+            if let Some(id) = gpu {
+                cmd.env("CUDA_VISIBLE_DEVICES", id);
+            }
+            cmd.arg(&case.name)
+                .arg("--exact")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .output()
+        })
+        .map_err(|e| format!("cannot run {}: {e}", case.binary.path.display()));
+    let duration = start.elapsed();
+    let report = match result {
+        Ok(out) => {
+            let found = find_report(dir).map_err(|(report, error)| Error::ReportSchema {
+                binary: case.binary.path.clone(),
+                report,
+                error,
+            })?;
+            reconcile(case, &Exit::of(&out), found)
+        }
+        Err(message) => synthetic(case, Status::Failed, message, None),
+    };
+    Ok(Outcome {
+        case: case.clone(),
+        report,
+        duration,
+    })
+}
+
+/// How a test's process ended.
+#[derive(Debug, Clone)]
+pub struct Exit {
+    pub success: bool,
+    /// `exit status: 101`, `signal: 6 (SIGABRT)`.
+    pub status: String,
+    /// stdout then stderr, without color.
+    pub output: String,
+}
+
+impl Exit {
+    fn of(out: &Output) -> Exit {
+        let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
+        output += &String::from_utf8_lossy(&out.stderr);
+        Exit {
+            success: out.status.success(),
+            status: out.status.to_string(),
+            output: strip_str(&output).to_string(),
+        }
+    }
+}
+
+/// What the harness left in the report directory.
+#[derive(Debug, Clone)]
+pub enum Found {
+    /// No report: the process crashed before the harness judged, or it is not a
+    /// vramtest harness at all.
+    Nothing,
+    Report(Box<TestReport>),
+    /// A report file that cannot be read or parsed.
+    Unreadable {
+        path: PathBuf,
+        error: String,
+    },
+}
+
+/// The report the harness wrote in `dir` (the first `.json` file by name; one test
+/// runs, so there is one). `Err`: a report of a schema this release does not read,
+/// with its file.
+fn find_report(dir: &Path) -> Result<Found, (PathBuf, UnknownSchema)> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            return Ok(Found::Unreadable {
+                path: dir.to_owned(),
+                error: e.to_string(),
+            });
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    let Some(path) = paths.into_iter().next() else {
+        return Ok(Found::Nothing);
+    };
+    let unreadable = |path: PathBuf, error: String| Ok(Found::Unreadable { path, error });
+    let value: serde_json::Value = match std::fs::read(&path) {
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(value) => value,
+            Err(e) => return unreadable(path, e.to_string()),
+        },
+        Err(e) => return unreadable(path, e.to_string()),
+    };
+    if let Err(e) = check_schema(&value) {
+        return Err((path, e));
+    }
+    match serde_json::from_value(value) {
+        Ok(report) => Ok(Found::Report(Box::new(report))),
+        Err(e) => unreadable(path, e.to_string()),
+    }
+}
+
+/// A test's result from how its process ended and the report it left. A report is
+/// trusted only as far as the exit status agrees: a process that failed while its
+/// report says the run should pass (passed, improved, ignored, a `.snap` written) fails,
+/// with its output. A report that fails the run already explains the exit status (a
+/// pending new result exits unsuccessfully too, like insta).
+pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
+    let output = || Some(exit.output.clone());
+    match found {
+        // A harness that gives no reason for an ignored test.
+        Found::Nothing if case.ignored && exit.success => {
+            let mut report = TestReport::new(&case.binary.target, &case.name, Status::Ignored);
+            report.ignore("");
+            report
+        }
+        Found::Nothing => synthetic(
+            case,
+            Status::Failed,
+            format!(
+                "{} ended ({}) without a report",
+                case.full_name(),
+                exit.status
+            ),
+            output(),
+        ),
+        Found::Unreadable { path, error } => synthetic(
+            case,
+            Status::Failed,
+            format!(
+                "{} ended ({}) with an unreadable report {}: {error}",
+                case.full_name(),
+                exit.status,
+                path.display()
+            ),
+            output(),
+        ),
+        Found::Report(report) if exit.success || report.fails() => *report,
+        Found::Report(mut report) => {
+            let mut message = format!(
+                "the test process of {} failed ({}) although its report says `{}`",
+                case.full_name(),
+                exit.status,
+                report.status.as_str()
+            );
+            if !report.message.trim().is_empty() {
+                message += "\n  ";
+                message += report.message.trim_end();
+            }
+            report.status = Status::Failed;
+            report.message = message;
+            report.output = output();
+            *report
+        }
+    }
+}
+
+fn synthetic(
+    case: &TestCase,
+    status: Status,
+    message: String,
+    output: Option<String>,
+) -> TestReport {
+    TestReport {
+        message,
+        output,
+        ..TestReport::new(&case.binary.target, &case.name, status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::tests::case;
+    use test_case::test_case;
+
+    fn report(status: Status, written: Option<&str>) -> TestReport {
+        let mut r = synthetic(&case("t"), status, String::new(), None);
+        r.written = written.map(PathBuf::from);
+        r
+    }
+
+    #[test_case(Status::Passed, None, false)]
+    #[test_case(Status::Improved, Some("s/x.snap.new"), false)]
+    #[test_case(Status::New, Some("s/x.snap"), false; "new snapshot written")]
+    #[test_case(Status::New, Some("s/x.snap.new"), true; "new result pending review")]
+    #[test_case(Status::Regressed, None, true)]
+    #[test_case(Status::Missing, None, true)]
+    #[test_case(Status::Failed, None, true)]
+    #[test_case(Status::SnapshotError, None, true)]
+    #[test_case(Status::Ignored, None, false)]
+    fn what_fails(status: Status, written: Option<&str>, expected: bool) {
+        assert_eq!(report(status, written).fails(), expected);
+    }
+
+    fn exit(success: bool) -> Exit {
+        Exit {
+            success,
+            status: if success {
+                "exit status: 0"
+            } else {
+                "exit status: 101"
+            }
+            .into(),
+            output: "thread 'main' panicked at writing the snapshot".into(),
+        }
+    }
+
+    fn found(status: Status, written: Option<&str>) -> Found {
+        let mut r = report(status, written);
+        r.message = "peak 1.00 KiB".into();
+        Found::Report(Box::new(r))
+    }
+
+    #[test_case(Status::Passed, None; "passed")]
+    #[test_case(Status::Improved, None; "improved")]
+    #[test_case(Status::New, Some("s/x.snap"); "new snapshot written")]
+    #[test_case(Status::New, None; "new, nothing written")]
+    #[test_case(Status::Ignored, None; "ignored")]
+    fn a_failed_process_fails_a_passing_report(status: Status, written: Option<&str>) {
+        let r = reconcile(&case("t"), &exit(false), found(status, written));
+        assert_eq!(r.status, Status::Failed);
+        assert!(
+            r.message.contains("failed (exit status: 101)"),
+            "{}",
+            r.message
+        );
+        assert!(
+            r.message.contains(&format!("`{}`", status.as_str())),
+            "{}",
+            r.message
+        );
+        assert!(r.message.ends_with("\n  peak 1.00 KiB"), "{}", r.message);
+        assert_eq!(
+            r.output.as_deref(),
+            Some("thread 'main' panicked at writing the snapshot")
+        );
+        assert!(r.fails());
+    }
+
+    #[test_case(Status::Regressed, None; "regressed")]
+    #[test_case(Status::Missing, None; "missing")]
+    #[test_case(Status::SnapshotError, None; "snapshot error")]
+    #[test_case(Status::New, Some("s/x.snap.new"); "new result pending review")]
+    fn a_failing_report_explains_the_exit_status(status: Status, written: Option<&str>) {
+        let r = reconcile(&case("t"), &exit(false), found(status, written));
+        assert_eq!(r.status, status);
+        assert_eq!(r.message, "peak 1.00 KiB");
+        assert_eq!(r.output, None);
+    }
+
+    #[test_case(Status::Passed; "passed")]
+    #[test_case(Status::Regressed; "regressed")]
+    fn a_successful_process_keeps_its_report(status: Status) {
+        let r = reconcile(&case("t"), &exit(true), found(status, None));
+        assert_eq!(r.status, status);
+        assert_eq!(r.message, "peak 1.00 KiB");
+    }
+
+    #[test]
+    fn an_ignored_test_says_why_when_its_report_does() {
+        let mut slow = case("slow");
+        slow.ignored = true;
+        let mut r = report(Status::Ignored, None);
+        r.ignore("too slow for CI");
+        let got = reconcile(&slow, &exit(true), Found::Report(Box::new(r)));
+        assert_eq!(got.status, Status::Ignored);
+        assert_eq!(got.ignore_reason.as_deref(), Some("too slow for CI"));
+        assert_eq!(got.message, "too slow for CI");
+        assert!(!got.fails());
+        // A harness that writes no report for it: plainly ignored, not a crash.
+        let got = reconcile(&slow, &exit(true), Found::Nothing);
+        assert_eq!(
+            (got.status, got.message.as_str(), got.ignore_reason),
+            (Status::Ignored, "ignored", None)
+        );
+        // A test that is not ignored and leaves no report still fails.
+        let got = reconcile(&case("t"), &exit(true), Found::Nothing);
+        assert_eq!(got.status, Status::Failed);
+    }
+
+    #[test]
+    fn no_report_or_an_unreadable_one_fails_naming_it() {
+        let r = reconcile(&case("t"), &exit(false), Found::Nothing);
+        assert_eq!(r.status, Status::Failed);
+        assert_eq!(
+            r.message,
+            "pkg::vram::t ended (exit status: 101) without a report"
+        );
+        assert!(r.output.is_some());
+
+        let dir = std::env::temp_dir().join(format!("cargo-vramtest-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(matches!(find_report(&dir), Ok(Found::Nothing)));
+        let path = dir.join("vram__t.json");
+        std::fs::write(&path, "{\"schema\": 1,").unwrap();
+        let found = find_report(&dir).unwrap();
+        assert!(
+            matches!(&found, Found::Unreadable { path: p, .. } if *p == path),
+            "{found:?}"
+        );
+        let r = reconcile(&case("t"), &exit(true), found);
+        assert_eq!(r.status, Status::Failed);
+        assert!(
+            r.message.starts_with(&format!(
+                "pkg::vram::t ended (exit status: 0) with an unreadable report {}: EOF while parsing",
+                path.display()
+            )),
+            "{}",
+            r.message
+        );
+        assert!(!r.message.contains("without a report"), "{}", r.message);
+
+        let good = report(Status::Passed, None);
+        std::fs::write(&path, serde_json::to_string(&good).unwrap()).unwrap();
+        assert!(matches!(find_report(&dir), Ok(Found::Report(r)) if *r == good));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_report_of_another_schema_is_an_error_naming_the_file_and_both_schemas() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vram__t.json");
+        let mut other = serde_json::to_value(report(Status::Passed, None)).unwrap();
+        other["schema"] = 7.into();
+        std::fs::write(&path, other.to_string()).unwrap();
+        let (file, e) = find_report(dir.path()).unwrap_err();
+        assert_eq!((file, e.found), (path, Some(7)));
+    }
+
+    /// A stand-in for a test binary: a script whose harness writes `report` in
+    /// `VRAMTEST_REPORT_DIR`.
+    #[cfg(unix)]
+    fn fake_binary(dir: &Path, report: &str) -> TestCase {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("vram-0123");
+        let script = format!(
+            "#!/bin/sh\ncat > \"$VRAMTEST_REPORT_DIR/vram__t.json\" <<'EOF'\n{report}\nEOF\n"
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut t = case("t");
+        t.binary = std::sync::Arc::new(crate::case::Binary {
+            path,
+            package_dir: dir.to_owned(),
+            ..(*t.binary).clone()
+        });
+        t
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_harness_of_another_report_schema_stops_the_run_with_exit_code_2() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut other = serde_json::to_value(report(Status::Passed, None)).unwrap();
+        other["schema"] = 7.into();
+        let t = fake_binary(dir.path(), &other.to_string());
+        let reports = dir.path().join("reports");
+        let e = run_one(&t, &PackageEnv::new(), &reports, None).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: its harness wrote a test report of schema 7, and this release reads \
+                 schema 1 only ({}) (hint: build the tests with the vramtest release of \
+                 this cargo-vramtest)",
+                t.binary.path.display(),
+                reports.join("vram__t.json").display()
+            )
+        );
+        // The same binary with a report of this schema: its outcome.
+        let t = fake_binary(
+            dir.path(),
+            &serde_json::to_string(&report(Status::Passed, None)).unwrap(),
+        );
+        let outcome = run_one(&t, &PackageEnv::new(), &reports, None).unwrap();
+        assert_eq!(outcome.report, report(Status::Passed, None));
+    }
+}

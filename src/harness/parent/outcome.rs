@@ -1,0 +1,109 @@
+//! What each step of a trial returns: measuring gives [`Measured`] (or why not),
+//! judging a [`Judged`], recording the files a [`Recorded`]. Plain values: the report
+//! is built from them once, by [`super::report::build`].
+
+use super::decide::Decision;
+use super::files::Written;
+use crate::harness::protocol::RunPoint;
+use std::path::PathBuf;
+use vramtest_chart::Timeline;
+use vramtest_model::fit::SweepFit;
+use vramtest_model::pool::{PoolPeaks, Prediction};
+use vramtest_model::sites::Sites;
+use vramtest_model::snapshot::{self, Info};
+use vramtest_model::sweep::AxesSweep;
+use vramtest_model::{Policy, Profile, Snapshot};
+
+/// One point's measurement: where in the sweep it is, its child process's wall time,
+/// its profile, what the device reported, its timeline, the pool model's peaks.
+pub(super) struct Point {
+    pub(super) point: RunPoint,
+    pub(super) wall: std::time::Duration,
+    pub(super) profile: Box<Profile>,
+    pub(super) info: Info,
+    pub(super) timeline: Option<Box<Timeline>>,
+    pub(super) pool: Option<PoolPeaks>,
+}
+
+/// A measured test: the point judged against the snapshot (the first batch size), the
+/// sweep's fit over every point, and a CPU run's GPU prediction.
+pub(super) struct Measured {
+    pub(super) first: Point,
+    /// A batch sweep's fit (`None` without a sweep).
+    pub(super) fit: Option<SweepFit>,
+    /// A sweep over named axes, fitted, with its target (`None` without one).
+    pub(super) axes: Option<AxesSweep>,
+    /// Every batch size's pool peaks (`None` when a point has none, as on a GPU).
+    pub(super) prediction: Option<Prediction>,
+    /// A sweep's child processes' wall times, in milliseconds (empty without one).
+    pub(super) point_millis: Vec<u64>,
+    /// A sweep over named axes: its fit's wall time, in milliseconds.
+    pub(super) fit_millis: Option<u64>,
+}
+
+/// Why a test has no measurement.
+pub(super) enum Unmeasured {
+    /// It does not run here, or it skipped itself: the reason (empty: none given).
+    Skipped(String),
+    /// It failed, crashed or could not start, or its sweep cannot be fitted: the
+    /// message, and the child's output when the child ran.
+    Failed {
+        message: String,
+        output: Option<String>,
+    },
+}
+
+/// A measurement judged against its snapshot.
+pub(super) struct Judged {
+    /// The snapshot file.
+    pub(super) path: PathBuf,
+    /// The new result as a snapshot holds it (its `info` with the call sites found).
+    pub(super) new: Snapshot,
+    /// The verdict, or why the committed snapshot cannot be read.
+    pub(super) verdict: Result<Verdict, String>,
+}
+
+/// The verdict on a measurement whose snapshot could be read.
+pub(super) struct Verdict {
+    /// The committed snapshot, when there is one: the one source of the old figures.
+    pub(super) old: Option<snapshot::Parsed>,
+    /// The limits the result was held to.
+    pub(super) policy: Policy,
+    pub(super) decision: Decision,
+    /// Call sites, when this run wanted them.
+    pub(super) sites: Option<Result<Sites, String>>,
+    /// The snapshot was recorded on another machine (see `trial::machine_note`).
+    pub(super) note: Option<String>,
+}
+
+/// What recording a verdict wrote: nothing when there was nothing to record.
+pub(super) struct Recorded {
+    /// The snapshot or pending result written, or why it could not be.
+    pub(super) written: Result<Option<Written>, String>,
+    /// Why a stale pending result was kept.
+    pub(super) kept: Option<String>,
+}
+
+impl Recorded {
+    /// Nothing written, nothing kept.
+    pub(super) fn nothing() -> Recorded {
+        Recorded {
+            written: Ok(None),
+            kept: None,
+        }
+    }
+}
+
+/// How a trial ended.
+pub(super) enum Outcome {
+    Unmeasured(Unmeasured),
+    Measured(Box<Steps>),
+}
+
+/// What each step of a measured test returned.
+pub(super) struct Steps {
+    pub(super) measured: Measured,
+    /// The judgement, or why the test's limits cannot be read.
+    pub(super) judged: Result<Judged, String>,
+    pub(super) recorded: Recorded,
+}

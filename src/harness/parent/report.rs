@@ -1,0 +1,340 @@
+//! A test's report, built in one place from what the steps of its trial returned
+//! ([`super::outcome`]): each field set once, the old figures from the one snapshot
+//! the result was judged against.
+
+use super::checkout::display_path;
+use super::message::{self, Facts};
+use super::outcome::{Outcome, Steps, Unmeasured};
+use std::path::Path;
+use vramtest_model::DeviceClass;
+use vramtest_model::report::{Details, Status, TestReport};
+
+/// What every report of a test says about the test itself.
+pub(super) struct Head<'a> {
+    /// The test target (`vram`).
+    pub(super) target: &'a str,
+    pub(super) test: &'a str,
+    /// The source file, relative to the crate.
+    pub(super) source: String,
+    pub(super) line: u32,
+    /// The device it ran on, if any.
+    pub(super) class: Option<DeviceClass>,
+    /// What the harness says about the run.
+    pub(super) notes: &'a [String],
+    /// The crate's directory: paths in messages are shown relative to it.
+    pub(super) manifest_dir: &'a Path,
+}
+
+impl Head<'_> {
+    /// A report of the test with `status` and nothing else known.
+    fn report(&self, status: Status) -> TestReport {
+        TestReport {
+            source: self.source.clone(),
+            line: self.line,
+            device_class: self.class,
+            notes: self.notes.to_vec(),
+            ..TestReport::new(self.target, self.test, status)
+        }
+    }
+}
+
+/// The report of a trial that ended with `outcome`.
+pub(super) fn build(head: &Head, outcome: &Outcome) -> TestReport {
+    match outcome {
+        Outcome::Unmeasured(Unmeasured::Skipped(reason)) => {
+            let mut report = head.report(Status::Ignored);
+            report.ignore(reason);
+            report
+        }
+        Outcome::Unmeasured(Unmeasured::Failed { message, output }) => TestReport {
+            message: message.clone(),
+            output: output.clone(),
+            ..head.report(Status::Failed)
+        },
+        Outcome::Measured(steps) => measured_report(head, steps),
+    }
+}
+
+/// The report of a measured test: failed when its limits, its snapshot or the file
+/// its verdict asks for cannot be read or written; else the verdict in words.
+fn measured_report(head: &Head, steps: &Steps) -> TestReport {
+    let Steps {
+        measured,
+        judged,
+        recorded,
+    } = steps;
+    let first = &measured.first;
+    let report = TestReport {
+        details: Some(Details {
+            baseline_bytes: first.profile.baseline_bytes,
+            allocations: first.profile.allocations,
+            reserved_peak_bytes: first.profile.reserved_peak_bytes,
+            leak_sites: first.profile.leak_sites.clone(),
+            predicted_pool: first.pool,
+            point_millis: measured.point_millis.clone(),
+            fit_millis: measured.fit_millis,
+        }),
+        ..head.report(Status::Failed)
+    };
+    let judged = match judged {
+        Ok(judged) => judged,
+        Err(message) => {
+            return TestReport {
+                message: message.clone(),
+                ..report
+            };
+        }
+    };
+    let report = TestReport {
+        snapshot: Some(judged.path.clone()),
+        body: Some(judged.new.body.clone()),
+        ..report
+    };
+    let verdict = match &judged.verdict {
+        Ok(verdict) => verdict,
+        Err(message) => {
+            return TestReport {
+                status: Status::SnapshotError,
+                message: message.clone(),
+                ..report
+            };
+        }
+    };
+    let old = verdict.old.as_ref().map(|o| o.body.clone());
+    let (sites, sites_error) = match &verdict.sites {
+        Some(Ok(found)) => (Some(found.clone()), None),
+        Some(Err(e)) => (None, Some(e.clone())),
+        None => (None, None),
+    };
+    let report = TestReport {
+        old_peak_bytes: old.as_ref().map(|o| o.peak_bytes),
+        old_body: old,
+        notes: report
+            .notes
+            .into_iter()
+            .chain(verdict.note.clone())
+            .collect(),
+        sites,
+        sites_error,
+        ..report
+    };
+    let written = match &recorded.written {
+        Ok(written) => written,
+        Err(message) => {
+            return TestReport {
+                message: message.clone(),
+                ..report
+            };
+        }
+    };
+    let shown = |p: &Path| display_path(head.manifest_dir, p);
+    let message = message::compose(&Facts {
+        name: head.test,
+        class: judged.new.body.device_class,
+        decision: &verdict.decision,
+        policy: &verdict.policy,
+        body: &judged.new.body,
+        profile: &first.profile,
+        fit: measured.fit.as_ref(),
+        old: verdict.old.as_ref(),
+        sites: verdict.sites.as_ref(),
+        snapshot: shown(&judged.path),
+        written: written.as_ref().map(|w| (shown(&w.path), w.replaced)),
+        kept: recorded.kept.clone(),
+    });
+    TestReport {
+        status: verdict.decision.status,
+        message: message.text,
+        changes: message.changes,
+        diff: message.diff,
+        written: written.as_ref().map(|w| w.path.clone()),
+        ..report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::decide::decide;
+    use super::super::files::Written;
+    use super::super::outcome::{Judged, Measured, Point, Recorded, Verdict};
+    use super::*;
+    use std::path::PathBuf;
+    use vramtest_model::env::Update;
+    use vramtest_model::ledger::{self, Event};
+    use vramtest_model::snapshot::{self, Info};
+    use vramtest_model::{Body, Phase, Policy, Snapshot};
+
+    const PARAMS: u64 = 4096;
+
+    /// A step that allocates `PARAMS` bytes of parameters.
+    fn measured() -> Measured {
+        let profile = ledger::profile(&[
+            Event::PhaseStart(Phase::Params),
+            Event::Alloc {
+                id: 1,
+                bytes: PARAMS,
+            },
+            Event::PhaseEnd,
+        ]);
+        Measured {
+            first: Point {
+                point: crate::harness::protocol::RunPoint::batch(1),
+                wall: std::time::Duration::ZERO,
+                profile: Box::new(profile),
+                info: Info::default(),
+                timeline: None,
+                pool: None,
+            },
+            fit: None,
+            axes: None,
+            prediction: None,
+            point_millis: Vec::new(),
+            fit_millis: None,
+        }
+    }
+
+    fn head() -> Head<'static> {
+        Head {
+            target: "vram",
+            test: "t",
+            source: "tests/vram.rs".into(),
+            line: 7,
+            class: Some(DeviceClass::Cpu),
+            notes: &[],
+            manifest_dir: Path::new("/w"),
+        }
+    }
+
+    /// The committed snapshot: the measured body with `params` bytes of parameters.
+    fn committed(new: &Body, params: u64) -> snapshot::Parsed {
+        let mut body = new.clone();
+        body.category_peaks.parameters = params;
+        body.at_peak.parameters = params;
+        body.peak_bytes = params;
+        let snap = Snapshot {
+            source: "tests/vram.rs".into(),
+            test: "t".into(),
+            info: Info::default(),
+            body,
+        };
+        snapshot::parse(&snap.to_text()).unwrap()
+    }
+
+    /// The steps of `measured()` judged against `old` under `update`, `written` as
+    /// recording went.
+    fn steps(old: Option<snapshot::Parsed>, update: Update, written: Result<bool, &str>) -> Steps {
+        let measured = measured();
+        let body = Body::from_profile(&measured.first.profile, DeviceClass::Cpu);
+        let path = PathBuf::from("/w/tests/snapshots/vram__t@cpu.snap");
+        let decision = decide(
+            old.as_ref().map(|o| &o.body),
+            &body,
+            &Policy::default(),
+            update,
+            false,
+        );
+        let written = match written {
+            Ok(true) => Ok(Some(Written {
+                path: path.clone(),
+                replaced: false,
+            })),
+            Ok(false) => Ok(None),
+            Err(e) => Err(e.to_owned()),
+        };
+        Steps {
+            measured,
+            judged: Ok(Judged {
+                path,
+                new: Snapshot {
+                    source: "tests/vram.rs".into(),
+                    test: "t".into(),
+                    info: Info::default(),
+                    body,
+                },
+                verdict: Ok(Verdict {
+                    old,
+                    policy: Policy::default(),
+                    decision,
+                    sites: Some(Err("cut short".into())),
+                    note: Some("another machine".into()),
+                }),
+            }),
+            recorded: Recorded {
+                written,
+                kept: None,
+            },
+        }
+    }
+
+    #[test]
+    fn the_old_figures_are_the_committed_snapshots_even_when_it_was_written_over() {
+        let m = measured();
+        let new = Body::from_profile(&m.first.profile, DeviceClass::Cpu);
+        let old = committed(&new, PARAMS / 2);
+        let s = steps(Some(old.clone()), Update::Always, Ok(true));
+        let r = build(&head(), &Outcome::Measured(Box::new(s)));
+        assert_eq!(r.status, Status::Passed, "{}", r.message);
+        assert_eq!(r.old_body.as_ref(), Some(&old.body));
+        assert_eq!(r.old_peak_bytes, Some(PARAMS / 2));
+        assert_eq!(r.body.as_ref(), Some(&new));
+        assert_eq!(r.body.as_ref().map(|b| b.peak_bytes), Some(PARAMS));
+        assert_eq!(r.written, r.snapshot, "the snapshot itself was written");
+        assert_eq!(r.sites_error.as_deref(), Some("cut short"));
+        assert_eq!(r.notes, ["another machine"]);
+        assert_eq!(r.details.as_ref().map(|d| d.allocations), Some(1));
+        assert!(!r.changes.is_empty(), "the peak moved");
+        assert_eq!((r.source.as_str(), r.line), ("tests/vram.rs", 7));
+    }
+
+    #[test]
+    fn what_could_not_be_done_fails_with_what_was_known_by_then() {
+        let m = measured();
+        let new = Body::from_profile(&m.first.profile, DeviceClass::Cpu);
+        // The verdict's file could not be written: failed, the judgement's facts kept.
+        let s = steps(Some(committed(&new, 1)), Update::Always, Err("disk full"));
+        let r = build(&head(), &Outcome::Measured(Box::new(s)));
+        assert_eq!(
+            (r.status, r.message.as_str()),
+            (Status::Failed, "disk full")
+        );
+        assert_eq!((r.old_peak_bytes, r.written.as_ref()), (Some(1), None));
+        assert!(r.changes.is_empty() && r.diff.is_none());
+        assert!(r.fails());
+        // The snapshot cannot be read: a snapshot error, with the new body.
+        let mut s = steps(None, Update::New, Ok(false));
+        if let Ok(judged) = &mut s.judged {
+            judged.verdict = Err("invalid snapshot: line 3: oops".into());
+        }
+        let r = build(&head(), &Outcome::Measured(Box::new(s)));
+        assert_eq!(r.status, Status::SnapshotError);
+        assert_eq!(r.message, "invalid snapshot: line 3: oops");
+        assert_eq!(r.body.as_ref(), Some(&new));
+        assert!(r.snapshot.is_some() && r.old_body.is_none() && r.notes.is_empty());
+        // A limit of the test cannot be read: failed, measured but not judged.
+        let mut s = steps(None, Update::New, Ok(false));
+        s.judged = Err("bad limit `+x%`".into());
+        let r = build(&head(), &Outcome::Measured(Box::new(s)));
+        assert_eq!(
+            (r.status, r.message.as_str()),
+            (Status::Failed, "bad limit `+x%`")
+        );
+        assert!(r.body.is_none() && r.snapshot.is_none() && r.details.is_some());
+    }
+
+    #[test]
+    fn a_test_not_measured_says_why() {
+        let skipped = Outcome::Unmeasured(Unmeasured::Skipped("no CUDA driver".into()));
+        let r = build(&head(), &skipped);
+        assert_eq!(r.status, Status::Ignored);
+        assert_eq!(r.ignore_reason.as_deref(), Some("no CUDA driver"));
+        let crashed = Outcome::Unmeasured(Unmeasured::Failed {
+            message: "t crashed before reporting a result".into(),
+            output: Some("segfault".into()),
+        });
+        let r = build(&head(), &crashed);
+        assert_eq!(r.status, Status::Failed);
+        assert_eq!(r.message, "t crashed before reporting a result");
+        assert_eq!(r.output.as_deref(), Some("segfault"));
+        assert!(r.body.is_none() && r.details.is_none());
+    }
+}
