@@ -16,7 +16,7 @@
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// One thing a probe observed, in the order it happened.
@@ -143,13 +143,30 @@ pub fn profile_observing(
     // Observation `k` is the stream's event `k` plus the markers before it.
     let mut markers = walk.tape.markers.iter().peekable();
     let mut skipped = 0;
+    // The phases open now (innermost last) and each one's highest live temporaries.
+    let mut open: Vec<Phase> = Vec::new();
+    let mut phase_temporaries: BTreeMap<Phase, u64> = BTreeMap::new();
+    let temporaries = Category::Temporaries.index();
     let totals = walk.tape.replay(|k, live| {
-        while markers.next_if(|&&(before, _)| before <= k).is_some() {
+        while let Some(&(_, marker)) = markers.next_if(|&&(before, _)| before <= k) {
             skipped += 1;
+            match marker {
+                Event::PhaseStart(phase) => open.push(phase),
+                Event::PhaseEnd => {
+                    open.pop();
+                }
+                _ => {}
+            }
+        }
+        if let Some(&phase) = open.last() {
+            let peak = phase_temporaries.entry(phase).or_insert(0);
+            *peak = (*peak).max(live[temporaries]);
         }
         observe(k + skipped, &to_bytes(live));
     });
-    walk.into_profile(totals)
+    let mut profile = walk.into_profile(totals);
+    profile.phase_temporaries = phase_temporaries;
+    profile
 }
 
 /// The category of every allocation, in the order they were made (a resize of a known
@@ -683,6 +700,7 @@ impl Walk {
             first_forward_kept_bytes: self.first_forward_kept_bytes,
             not_seen_bytes: None,
             cpu_only_peak_bytes: self.cpu_only_peak,
+            phase_temporaries: BTreeMap::new(),
         }
     }
 }

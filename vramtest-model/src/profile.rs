@@ -3,6 +3,7 @@
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::{Index, IndexMut};
 
@@ -172,6 +173,14 @@ pub struct Profile {
     /// category, not in `peak_bytes`. 0 on a GPU.
     #[serde(default)]
     pub cpu_only_peak_bytes: u64,
+    /// Each phase's highest live `temporaries` (over every run of the phase): the
+    /// category's own peak is the highest of them, and which phase holds it can change
+    /// with the model's dimensions (the optimizer step's per-parameter temporaries at
+    /// small batches, the backward pass's at long sequences), so a sweep over named axes
+    /// predicts each phase's and takes the maximum. Empty where not measured (a GPU's
+    /// pool watermarks, a profile from before this field).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub phase_temporaries: BTreeMap<Phase, u64>,
 }
 
 impl Profile {

@@ -15,7 +15,10 @@
 //! is a maximum over time changes which phase it comes from as the axes grow (the
 //! optimizer step at small sequence lengths, the backward pass at long ones), so the
 //! peak is predicted per phase and the maximum taken at the predicted point; when a run
-//! peaked outside every phase, the peak is fitted as a whole.
+//! peaked outside every phase, the peak is fitted as a whole. `temporaries`, freed
+//! within their phase, are a maximum over the phases too: where the runs measured each
+//! phase's highest live temporaries (`temporaries in backward`, …), the category is
+//! predicted as the highest of those phases' predictions.
 
 use crate::axes::{AxesError, AxesScaling, Fit, Grid, Point, predict_max};
 use crate::bytes::HumanBytes;
@@ -40,6 +43,8 @@ pub const ALLOCATED: &str = "allocated over peak";
 pub const RESERVED: &str = "reserved over allocated";
 /// The prefix of a phase's peak (`phase forward`).
 pub const PHASE_PREFIX: &str = "phase ";
+/// The prefix of a phase's highest live `temporaries` (`temporaries in backward`).
+pub const TEMPORARIES_PREFIX: &str = "temporaries in ";
 
 /// What one run of a grid measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +59,8 @@ pub struct GridRun {
     pub phase_peaks: BTreeMap<Phase, u64>,
     /// Whether the peak came outside every phase.
     pub peak_outside_phases: bool,
+    /// Each phase's highest live `temporaries` (empty where not measured).
+    pub phase_temporaries: BTreeMap<Phase, u64>,
     /// The CUDA pool model's peaks (CPU runs), or the device's allocated and reserved
     /// peaks (CUDA runs), when known.
     pub pool: Option<PoolPeaks>,
@@ -132,6 +139,10 @@ impl AxesSweep {
             .into_iter()
             .filter(|p| runs.iter().all(|r| r.phase_peaks.contains_key(p)))
             .collect();
+        let temporaries_phases: Vec<Phase> = Phase::ALL
+            .into_iter()
+            .filter(|p| runs.iter().all(|r| r.phase_temporaries.contains_key(p)))
+            .collect();
         let with_pool = runs.iter().all(|r| r.pool.is_some());
         for run in runs {
             add(PEAK.to_owned(), &run.point, run.peak_bytes);
@@ -142,6 +153,10 @@ impl AxesSweep {
                 for phase in &common_phases {
                     add(phase_figure(*phase), &run.point, run.phase_peaks[phase]);
                 }
+            }
+            for phase in &temporaries_phases {
+                let bytes = run.phase_temporaries[phase];
+                add(temporaries_figure(*phase), &run.point, bytes);
             }
             if let (true, Some(pool)) = (with_pool, run.pool) {
                 let over_peak = pool.allocated_bytes.saturating_sub(run.peak_bytes);
@@ -168,6 +183,13 @@ impl AxesSweep {
         self.figures
             .iter()
             .filter_map(|(k, f)| k.strip_prefix(PHASE_PREFIX).map(|p| (p, f)))
+    }
+
+    /// The fits of each phase's highest live temporaries, by phase name.
+    fn temporaries_fits(&self) -> impl Iterator<Item = (&str, &Fit)> {
+        self.figures
+            .iter()
+            .filter_map(|(k, f)| k.strip_prefix(TEMPORARIES_PREFIX).map(|p| (p, f)))
     }
 
     fn figure(&self, name: &str) -> Result<&Fit, AxesError> {
@@ -205,8 +227,14 @@ impl AxesSweep {
             }
         }
         for category in Category::ALL {
-            let p = self.figure(category.as_str())?.predict(at)?;
-            estimate.category_bytes.insert(category, p.bytes);
+            let bytes =
+                if category == Category::Temporaries && self.temporaries_fits().next().is_some() {
+                    // A maximum over the phases: each phase's predicted, the highest kept.
+                    predict_max(self.temporaries_fits(), at)?.bytes
+                } else {
+                    self.figure(category.as_str())?.predict(at)?.bytes
+                };
+            estimate.category_bytes.insert(category, bytes);
         }
         if self.phase_fits().next().is_some() {
             let max = predict_max(self.phase_fits(), at)?;
@@ -327,6 +355,11 @@ impl Estimate {
 /// The figure name of `phase`'s peak.
 pub fn phase_figure(phase: Phase) -> String {
     format!("{PHASE_PREFIX}{phase}")
+}
+
+/// The figure name of `phase`'s highest live temporaries.
+pub fn temporaries_figure(phase: Phase) -> String {
+    format!("{TEMPORARIES_PREFIX}{phase}")
 }
 
 /// `layers=32,seq=4096`: each axis once, each value a positive integer. Errors name the

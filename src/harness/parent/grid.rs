@@ -98,6 +98,7 @@ pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPea
         category_peaks: profile.category_peaks,
         phase_peaks,
         peak_outside_phases: profile.peak_phase.is_none(),
+        phase_temporaries: profile.phase_temporaries.clone(),
         pool,
     }
 }
