@@ -24,7 +24,13 @@
 //! one point to spare; a model in which a point alone determines a coefficient
 //! (leverage 1) cannot be checked and is not considered.
 //!
-//! **Search strategy:** exhaustive over every subset of the candidates of 1, 2, …
+//! **Search strategy:** first, the least-squares fit of every candidate at once (up to
+//! 100 candidates): when
+//! it fits every point exactly with at most `points − 2` nonzero terms, those terms are
+//! the model (the candidates are linearly independent on the grid, so an exact model
+//! is unique, and it ranks first: no error, then no exact model has fewer terms). This
+//! finds a sparse polynomial on a grid of many axes, where the steps below may stray.
+//! Otherwise, exhaustive over every subset of the candidates of 1, 2, …
 //! terms while the number of subsets enumerated stays within 1024 (every subset of
 //! every size for small grids); beyond that size, greedy forward selection from the
 //! best model of the largest size searched exhaustively: add the candidate that gives
@@ -71,6 +77,10 @@ pub const MAX_DEGREE: u8 = 2;
 /// How many subsets of candidate monomials are scored exhaustively before the search
 /// goes on greedily.
 const EXHAUSTIVE_BUDGET: u64 = 1024;
+
+/// The most candidates whose joint least-squares fit is tried first (see the search
+/// strategy): its elimination takes a cubic number of big-integer steps.
+const EXACT_MAX_CANDIDATES: usize = 100;
 
 /// How many sizes in a row greedy forward selection goes on without a better model
 /// before it stops.
@@ -640,7 +650,7 @@ impl Fit {
         let candidates = candidates(grid, series);
         let design = Design::new(&candidates, series)?;
         let max_terms = (series.len() - 2).min(candidates.len());
-        let best = search(&design, max_terms);
+        let best = exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms));
         let mut terms: Vec<(Term, Vec<u8>)> = best
             .subset
             .iter()
@@ -1018,6 +1028,44 @@ fn next_subset(subset: &mut [usize], n: usize) -> bool {
         }
     }
     false
+}
+
+/// The model that fits every point exactly, when the series has one within
+/// `max_terms` terms: the least-squares fit of every candidate at once, kept to its
+/// nonzero terms. The candidates are linearly independent on the grid (each axis's
+/// powers stay below its number of values), so an exact model is unique: no other
+/// subset fits exactly, and none ranks before it (no error, then fewest terms).
+/// `None` when the fit of every candidate misses a point, or its terms are too many or
+/// cannot be checked by leave-one-out.
+fn exact(design: &Design, max_terms: usize) -> Option<Scored> {
+    let k = design.columns.len();
+    if k > EXACT_MAX_CANDIDATES {
+        return None;
+    }
+    let mut m: Vec<Vec<BigInt>> = (0..k)
+        .map(|r| {
+            let mut row: Vec<BigInt> = design
+                .columns
+                .iter()
+                .map(|c| dot(&design.columns[r], c))
+                .collect();
+            row.push(dot(&design.columns[r], &design.y));
+            row
+        })
+        .collect();
+    let d = gauss_jordan(&mut m, k)?;
+    let misses = design.y.iter().enumerate().any(|(i, y)| {
+        let fitted: BigInt = (0..k).map(|j| &design.columns[j][i] * &m[j][k]).sum();
+        &d * y != fitted
+    });
+    if misses {
+        return None;
+    }
+    let support: Vec<usize> = (0..k).filter(|&j| !m[j][k].is_zero()).collect();
+    if support.is_empty() || support.len() > max_terms {
+        return None;
+    }
+    score(design, &support).filter(|s| s.worst.is_zero())
 }
 
 /// The best model of at most `max_terms` terms: exhaustive while the subsets stay

@@ -141,6 +141,60 @@ fn a_whole_step_is_the_sum_of_its_tensors() {
     recovers(&g, f, 5, &far);
 }
 
+/// A decoder's grid of four axes: 36 points, 36 candidate monomials, far too many
+/// subsets to score them all.
+fn decoder_grid() -> Grid {
+    grid(&[
+        ("batch", &[1, 2]),
+        ("seq", &[96, 128, 160]),
+        ("layers", &[1, 2]),
+        ("hidden", &[16, 24, 32]),
+    ])
+}
+
+#[test]
+fn a_decoders_parameters_come_back_from_four_axes() {
+    // Weights, biases, norms and their tensor headers, as candle holds them: a sparse
+    // polynomial greedy forward selection alone strays from, one term at a time.
+    let f = |p: &Point| {
+        let (l, h) = (ax(p, "layers"), ax(p, "hidden"));
+        2900 + 48 * l * h * h + 52 * l * h + 5318 * l + 1032 * h
+    };
+    let far = [point(&[
+        ("batch", 8),
+        ("seq", 4096),
+        ("layers", 32),
+        ("hidden", 4096),
+    ])];
+    recovers(&decoder_grid(), f, 5, &far);
+}
+
+#[test]
+fn a_decoders_activations_come_back_from_four_axes() {
+    // Attention scores (batch·seq²·layers), the layers' activations, the logits.
+    let f = |p: &Point| {
+        let (b, s, l, h) = (
+            ax(p, "batch"),
+            ax(p, "seq"),
+            ax(p, "layers"),
+            ax(p, "hidden"),
+        );
+        9088 + 96 * b * s * s * l
+            + 156 * b * s * l * h
+            + 80 * b * s * l
+            + 24 * b * s * h
+            + 2600 * b * s
+            + 22164 * l
+    };
+    let far = [point(&[
+        ("batch", 8),
+        ("seq", 4096),
+        ("layers", 32),
+        ("hidden", 4096),
+    ])];
+    recovers(&decoder_grid(), f, 7, &far);
+}
+
 #[test]
 fn a_noisy_series_is_flagged_and_not_trusted() {
     let g = grid(&[("batch", &[1, 2, 3, 4]), ("seq", &[8, 16])]);

@@ -90,6 +90,52 @@ fn a_temporary_freed_in_a_nested_phase_is_judged_by_the_phase_that_made_it() {
     assert_eq!(categories(&events), [Category::Temporaries]);
 }
 
+#[test]
+fn each_phase_keeps_its_own_highest_temporaries() {
+    // Backward's temporaries peak at 3000 in iteration 0 and 5000 in iteration 1; the
+    // optimizer step's at 800 (two at once), beside 100 kept bytes; forward has none.
+    let mut events = vec![PhaseStart(Phase::Params), a(1, 100), PhaseEnd];
+    for (i, big) in [(0u32, 3000u64), (1, 5000)] {
+        let id = 10 + 10 * u64::from(i);
+        events.extend([
+            IterationStart(i),
+            PhaseStart(Phase::Forward),
+            a(id, 64),
+            PhaseEnd,
+            PhaseStart(Phase::Backward),
+            a(id + 1, big),
+            f(id + 1),
+            a(id + 2, 1000),
+            f(id + 2),
+            PhaseEnd,
+            PhaseStart(Phase::OptimizerStep),
+            a(id + 3, 400),
+            a(id + 4, 400),
+            f(id + 3),
+            f(id + 4),
+            PhaseEnd,
+            f(id),
+            IterationEnd,
+        ]);
+    }
+    let p = profile(&events);
+    let temporaries: std::collections::BTreeMap<Phase, u64> = p
+        .phase_category_peaks
+        .iter()
+        .map(|(phase, peaks)| (*phase, peaks.temporaries))
+        .collect();
+    assert_eq!(
+        temporaries,
+        std::collections::BTreeMap::from([
+            (Phase::Params, 0),
+            (Phase::Forward, 0),
+            (Phase::Backward, 5000),
+            (Phase::OptimizerStep, 800),
+        ])
+    );
+    assert_eq!(p.category_peaks.temporaries, 5000);
+}
+
 // ---------------------------------------------------------------------------------------
 // Survivors of each phase.
 

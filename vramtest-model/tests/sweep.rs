@@ -123,6 +123,67 @@ fn every_category_is_predicted_exactly_far_outside_the_grid() {
     assert_eq!(e.terms["activations"], "64 B × batch·seq·layers");
 }
 
+/// The optimizer step's temporaries: three copies of the largest parameter, whatever
+/// the batch and sequence.
+fn optimizer_temporaries(l: u64) -> u64 {
+    3 * (2048 * l + 20_000)
+}
+
+/// The backward pass's temporaries: the scores' gradients, batch·seq²·layers.
+fn backward_temporaries(b: u64, s: u64, l: u64) -> u64 {
+    24 * b * s * s * l + 512
+}
+
+#[test]
+fn temporaries_follow_the_phase_that_holds_them_as_the_axes_grow() {
+    // On the grid the optimizer step's temporaries are the highest at short sequences
+    // and the backward pass's at long ones: their maximum is no polynomial, each
+    // phase's is.
+    let model = Model { act: 64 };
+    let grid = grid();
+    let runs: Vec<GridRun> = grid
+        .points()
+        .iter()
+        .map(|p| {
+            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
+            let mut run = model.run(b, s, l);
+            let (opt, bwd) = (optimizer_temporaries(l), backward_temporaries(b, s, l));
+            run.category_peaks.temporaries = opt.max(bwd);
+            run.phase_temporaries = BTreeMap::from([
+                (Phase::Forward, 0),
+                (Phase::Backward, bwd),
+                (Phase::OptimizerStep, opt),
+            ]);
+            run
+        })
+        .collect();
+    let small = runs.iter().find(|r| r.point == point(1, 8, 1)).unwrap();
+    let large = runs.iter().find(|r| r.point == point(2, 24, 3)).unwrap();
+    assert!(optimizer_temporaries(1) > backward_temporaries(1, 8, 1));
+    assert!(small.category_peaks.temporaries > small.phase_temporaries[&Phase::Backward]);
+    assert_eq!(
+        large.category_peaks.temporaries,
+        large.phase_temporaries[&Phase::Backward]
+    );
+    let sweep = AxesSweep::fit(&grid, &runs).unwrap();
+    assert_eq!(sweep.figures["temporaries in backward"].loo_error_ppm, 0);
+    assert_eq!(
+        sweep.figures["temporaries in optimizer_step"].loo_error_ppm,
+        0
+    );
+    for (b, s, l) in [(8, 4096, 32), (1, 8, 64), (1, 1, 1), (4, 48, 6)] {
+        let e = sweep.estimate(&point(b, s, l), 2 << 20).unwrap();
+        let want = optimizer_temporaries(l).max(backward_temporaries(b, s, l));
+        assert_eq!(
+            e.category_bytes[&Category::Temporaries],
+            want,
+            "at batch {b}, seq {s}, layers {l}"
+        );
+    }
+    // Fitted as one figure, the maximum misses its own grid.
+    assert!(sweep.figures["temporaries"].loo_error_ppm > 0);
+}
+
 #[test]
 fn solve_finds_the_largest_batch_a_memory_size_holds() {
     let model = Model { act: 64 };
