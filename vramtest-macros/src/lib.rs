@@ -295,17 +295,8 @@ fn registration(func: &ItemFn, options: &Options) -> proc_macro2::TokenStream {
 fn axes(list: &syn::MetaList) -> syn::Result<Vec<(String, Vec<usize>)>> {
     const HINT: &str =
         "`axes` takes named lists of integers, like `axes(batch = [2, 4], seq = [16, 32, 48])`";
-    let metas = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)?;
     let mut axes: Vec<(String, Vec<usize>)> = Vec::new();
-    for meta in &metas {
-        let Meta::NameValue(nv) = meta else {
-            return Err(syn::Error::new_spanned(meta, HINT));
-        };
-        let name = nv
-            .path
-            .get_ident()
-            .map(|i| i.to_string())
-            .ok_or_else(|| syn::Error::new_spanned(&nv.path, HINT))?;
+    for (name, nv) in named_values(list, HINT)? {
         let Expr::Array(array) = &nv.value else {
             return Err(syn::Error::new_spanned(
                 &nv.value,
@@ -336,20 +327,34 @@ fn axes(list: &syn::MetaList) -> syn::Result<Vec<(String, Vec<usize>)>> {
     Ok(axes)
 }
 
+/// The `name = value` pairs inside `axes(..)` or `target(..)`, each name an identifier;
+/// anything else is an error with `hint`.
+fn named_values(
+    list: &syn::MetaList,
+    hint: &str,
+) -> syn::Result<Vec<(String, syn::MetaNameValue)>> {
+    let metas = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)?;
+    metas
+        .into_iter()
+        .map(|meta| {
+            let Meta::NameValue(nv) = meta else {
+                return Err(syn::Error::new_spanned(meta, hint));
+            };
+            let name = nv
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .ok_or_else(|| syn::Error::new_spanned(&nv.path, hint))?;
+            Ok((name, nv))
+        })
+        .collect()
+}
+
 /// `target(layers = 32, seq = 4096, batch = 8)`: a positive integer per axis.
 fn target(list: &syn::MetaList) -> syn::Result<Vec<(String, usize)>> {
     const HINT: &str = "`target` takes a value per axis, like `target(layers = 32, seq = 4096)`";
-    let metas = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)?;
     let mut target: Vec<(String, usize)> = Vec::new();
-    for meta in &metas {
-        let Meta::NameValue(nv) = meta else {
-            return Err(syn::Error::new_spanned(meta, HINT));
-        };
-        let name = nv
-            .path
-            .get_ident()
-            .map(|i| i.to_string())
-            .ok_or_else(|| syn::Error::new_spanned(&nv.path, HINT))?;
+    for (name, nv) in named_values(list, HINT)? {
         let value = positive(&nv.value, &name)? as usize;
         if target.iter().any(|(k, _)| *k == name) {
             return Err(syn::Error::new_spanned(

@@ -47,12 +47,7 @@ pub fn execute(args: &ShowArgs) -> Result<u8> {
             println!();
         }
         anstream::print!("{}", output::table::render_snapshot(&file.path, &parsed));
-        let settings = ws
-            .packages
-            .iter()
-            .find(|p| p.name == file.package)
-            .map(|p| p.settings.clone())
-            .unwrap_or_default();
+        let settings = package_settings(&ws, &file.package);
         let draw = output::fits::Drawing {
             unicode: unicode_terminal(),
         };
@@ -126,12 +121,7 @@ fn show_prediction(
                 "{name} holds no sweep over named axes, so --at has nothing to predict from (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`; a batch sweep answers under `what fits` without --at)"
             ))
         })?;
-        let settings = ws
-            .packages
-            .iter()
-            .find(|p| p.name == file.package)
-            .map(|p| p.settings.clone())
-            .unwrap_or_default();
+        let settings = package_settings(ws, &file.package);
         let a = answer(
             sweep,
             &request,
@@ -146,6 +136,15 @@ fn show_prediction(
     }
     print!("{}", out.join("\n"));
     Ok(0)
+}
+
+/// The settings of the workspace's package `name` (the defaults when it has none).
+fn package_settings(ws: &discover::Workspace, name: &str) -> vramtest_model::settings::Settings {
+    ws.packages
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.settings.clone())
+        .unwrap_or_default()
 }
 
 /// Whether to draw with Unicode blocks: a terminal that has not asked for plain
