@@ -143,3 +143,55 @@ pub(super) fn fit(
     }
     Ok(Some(sweep))
 }
+
+/// A note per figure of `sweep` whose best model misses a held-out point by more than
+/// 2%: its predictions are flagged, never trusted silently. The pool figures' own
+/// fallbacks are documented (see [`vramtest_model::sweep::Estimate`]) and not noted.
+pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep) -> Vec<String> {
+    use vramtest_model::sweep::{ALLOCATED, RESERVED};
+    sweep
+        .figures
+        .iter()
+        .filter(|(figure, fit)| fit.flagged() && *figure != ALLOCATED && *figure != RESERVED)
+        .map(|(figure, fit)| {
+            format!(
+                "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the README's \"Predict the full-size model\")",
+                fit.loo_error_ppm as f64 / 10_000.0
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramtest_model::axes::{Fit, Formula};
+
+    #[test]
+    fn a_flagged_figure_is_noted_and_the_pool_figures_are_not() {
+        let fit = |ppm| Fit {
+            terms: Formula::default(),
+            loo_error_ppm: ppm,
+        };
+        let sweep = AxesSweep {
+            axes: BTreeMap::from([("seq".to_owned(), vec![1, 2, 3])]),
+            figures: BTreeMap::from([
+                ("activations".to_owned(), fit(0)),
+                ("temporaries".to_owned(), fit(20_001)),
+                ("phase backward".to_owned(), fit(20_000)),
+                (vramtest_model::sweep::ALLOCATED.to_owned(), fit(90_000)),
+                (vramtest_model::sweep::RESERVED.to_owned(), fit(90_000)),
+            ]),
+            target: None,
+        };
+        let notes = flagged_notes("step", &sweep);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with(
+                "step: `temporaries` misses a held-out point of the grid by 2.00% (over 2%)"
+            ),
+            "{}",
+            notes[0]
+        );
+    }
+}

@@ -39,6 +39,8 @@ pub(super) struct Measured {
     pub(super) point_millis: Vec<u64>,
     /// A sweep over named axes: its fit's wall time, in milliseconds.
     pub(super) fit_millis: Option<u64>,
+    /// What the fit says beside its figures (a flagged figure).
+    pub(super) notes: Vec<String>,
 }
 
 /// Why a test has no measurement.

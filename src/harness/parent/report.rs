@@ -76,6 +76,14 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
         }),
         ..head.report(Status::Failed)
     };
+    let report = TestReport {
+        notes: report
+            .notes
+            .into_iter()
+            .chain(measured.notes.iter().cloned())
+            .collect(),
+        ..report
+    };
     let judged = match judged {
         Ok(judged) => judged,
         Err(message) => {
@@ -190,6 +198,7 @@ mod tests {
             prediction: None,
             point_millis: Vec::new(),
             fit_millis: None,
+            notes: Vec::new(),
         }
     }
 

@@ -199,6 +199,13 @@ impl RunContext {
         let fitting = std::time::Instant::now();
         let axes = grid::fit(def, &runs, self.settings.cuda_pool().granularity).map_err(failed)?;
         let fit_millis = axes.is_some().then(|| fitting.elapsed().as_millis() as u64);
+        let notes = axes
+            .as_ref()
+            .map(|a| grid::flagged_notes(name, a))
+            .unwrap_or_default();
+        for note in &notes {
+            eprintln!("note: {note}");
+        }
         if axes.is_some() {
             // The pool model's batch lines read a batch sweep; a grid keeps its first
             // point's replay, and its own fits of the allocated and reserved peaks.
@@ -212,6 +219,7 @@ impl RunContext {
             prediction,
             point_millis,
             fit_millis,
+            notes,
         })
     }
 
