@@ -74,15 +74,8 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
             point_millis: measured.point_millis.clone(),
             fit_millis: measured.fit_millis,
         }),
+        notes: head.notes.iter().chain(&measured.notes).cloned().collect(),
         ..head.report(Status::Failed)
-    };
-    let report = TestReport {
-        notes: report
-            .notes
-            .into_iter()
-            .chain(measured.notes.iter().cloned())
-            .collect(),
-        ..report
     };
     let judged = match judged {
         Ok(judged) => judged,
