@@ -133,4 +133,35 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
         misses.join("\n"),
         predicted.terms
     );
+
+    // Two more activations kept per layer: against the snapshot the sweep just wrote,
+    // the target gate fails on activations and names the term that grew, one that
+    // grows with every layer.
+    let r = run(
+        &dir,
+        &exe,
+        &["decoder", "--exact"],
+        &[("CANDLE_TRANSFORMER_BLOAT", "activations")],
+    );
+    let report = r.report("decoder");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    let target = sweep.target.as_ref().expect("the fixture names a target");
+    let line = report
+        .message
+        .lines()
+        .find(|l| l.contains("activations") && l.contains("target ("))
+        .unwrap_or_else(|| panic!("no target line for activations:\n{}", report.message));
+    eprintln!("{line}");
+    let grew = line
+        .rsplit_once("activations: ")
+        .map(|(_, why)| why)
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        grew.starts_with('+') && grew.contains("batch·seq·layers·hidden"),
+        "the term that grew is per layer, per token, per hidden unit: {line}"
+    );
+    assert!(
+        line.contains(&vramtest_model::sweep::show_point(&target.at)),
+        "{line}"
+    );
 }
