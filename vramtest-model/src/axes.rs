@@ -360,15 +360,21 @@ impl Grid {
         names.join(", ")
     }
 
+    /// The axis called `name`, or [`AxesError::UnknownAxis`] naming the grid's axes.
+    pub fn axis(&self, name: &str) -> Result<&Axis, AxesError> {
+        self.axes
+            .iter()
+            .find(|a| a.name == name)
+            .ok_or_else(|| AxesError::UnknownAxis {
+                axis: name.to_owned(),
+                known: self.known(),
+            })
+    }
+
     /// Checks that `point` gives every axis a positive value and names no other.
     pub fn check_point(&self, point: &Point) -> Result<(), AxesError> {
         for name in point.keys() {
-            if !self.axes.iter().any(|a| &a.name == name) {
-                return Err(AxesError::UnknownAxis {
-                    axis: name.clone(),
-                    known: self.known(),
-                });
-            }
+            self.axis(name)?;
         }
         for axis in &self.axes {
             match point.get(&axis.name) {
@@ -728,38 +734,18 @@ impl AxesScaling {
                 distinct.push(points);
             }
         }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let fits: std::sync::Mutex<Vec<Option<Result<Fit, AxesError>>>> =
-            std::sync::Mutex::new(vec![None; distinct.len()]);
-        let workers = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZero::get)
-            .min(distinct.len().max(1));
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(points) = distinct.get(i) else { break };
-                        let fit = Fit::new(grid, points);
-                        fits.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(fit);
-                    }
-                });
-            }
-        });
-        let fits = fits.into_inner().unwrap_or_else(|e| e.into_inner());
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let fits = crate::parallel::map(&distinct, cores, |points| Fit::new(grid, points));
         let mut figures = BTreeMap::new();
         for (figure, points) in series {
             let i = distinct
                 .iter()
                 .position(|d| *d == points)
                 .expect("every series is among the distinct ones");
-            let fit = fits[i]
-                .clone()
-                .expect("every distinct series was fitted")
-                .map_err(|e| AxesError::Figure {
-                    figure: figure.clone(),
-                    source: Box::new(e),
-                })?;
+            let fit = fits[i].clone().map_err(|e| AxesError::Figure {
+                figure: figure.clone(),
+                source: Box::new(e),
+            })?;
             figures.insert(figure.clone(), fit);
         }
         Ok(AxesScaling {

@@ -23,6 +23,7 @@ pub mod explain;
 pub mod fit;
 pub mod ledger;
 pub mod limit;
+pub mod parallel;
 pub mod policy;
 pub mod pool;
 pub mod profile;

@@ -314,18 +314,7 @@ impl AxesSweep {
         fits: impl Fn(&Estimate) -> Result<bool, AxesError>,
     ) -> Result<Option<u64>, AxesError> {
         const CAP: u64 = 1 << 32;
-        let grid = self.grid()?;
-        if !grid.axes().iter().any(|a| a.name == axis) {
-            return Err(AxesError::UnknownAxis {
-                axis: axis.to_owned(),
-                known: grid
-                    .axes()
-                    .iter()
-                    .map(|a| a.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        }
+        self.grid()?.axis(axis)?;
         let fits_at = |v: u64| -> Result<bool, AxesError> {
             let mut point = at.clone();
             point.insert(axis.to_owned(), v);

@@ -56,17 +56,13 @@ pub fn answer(
     let mut at = request.at.clone();
     let mut solved = None;
     if let Some(axis) = &request.solve {
-        if !sweep.axes.contains_key(axis) {
-            return Err(AxesError::UnknownAxis {
-                axis: axis.clone(),
-                known: sweep.axes.keys().cloned().collect::<Vec<_>>().join(", "),
-            });
-        }
+        let grid = sweep.grid()?;
+        let values = &grid.axis(axis)?.values;
         let filled = match at.get(axis) {
             Some(_) => None,
             None => {
                 // Shown at its smallest measured value; the solve varies it anyway.
-                let first = sweep.axes.get(axis).and_then(|v| v.iter().min().copied());
+                let first = values.iter().min().copied();
                 if let Some(v) = first {
                     at.insert(axis.clone(), v);
                 }

@@ -1,41 +1,47 @@
 //! A test's points: one run, the sizes of a batch sweep (`batch = [..]`), or every
-//! combination of named axes (`axes(..)`); run as children in parallel up to `-j`;
-//! a sweep over named axes fitted and its target predicted.
+//! combination of named axes (`axes(..)`); a sweep over named axes fitted and its
+//! target predicted.
 
 use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use vramtest_model::Profile;
 use vramtest_model::axes::{Grid, Point};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::sweep::{AxesSweep, GridRun};
 
+/// The grid of `def`'s named axes (`None` without `axes(..)`), in the attribute's
+/// order; the macro checked it with the same rules.
+fn named_grid(def: &TestDef) -> Option<Result<Grid, String>> {
+    let axes = def.options.axes;
+    (!axes.is_empty()).then(|| {
+        Grid::new(
+            axes.iter()
+                .map(|&(k, v)| (k, v.iter().map(|&n| n as u64).collect::<Vec<_>>())),
+        )
+        .map_err(|e| e.to_string())
+    })
+}
+
 /// The points `def` runs at, in order: the first is the one its snapshot's figures
 /// describe.
-pub(super) fn points(def: &TestDef) -> Vec<RunPoint> {
-    let options = &def.options;
-    if !options.axes.is_empty() {
-        let mut points = vec![Vec::new()];
-        for &(axis, values) in options.axes {
-            points = points
-                .into_iter()
-                .flat_map(|p: Vec<(String, usize)>| {
-                    values.iter().map(move |&v| {
-                        let mut q = p.clone();
-                        q.push((axis.to_owned(), v));
-                        q
-                    })
-                })
-                .collect();
-        }
-        return points.into_iter().map(RunPoint::axes).collect();
+pub(super) fn points(def: &TestDef) -> Result<Vec<RunPoint>, String> {
+    if let Some(grid) = named_grid(def) {
+        let grid = grid?;
+        let in_order = |p: &Point| {
+            let axes = grid.axes().iter();
+            RunPoint::axes(
+                axes.map(|a| (a.name.clone(), p[&a.name] as usize))
+                    .collect(),
+            )
+        };
+        return Ok(grid.points().iter().map(in_order).collect());
     }
-    if options.batch.is_empty() {
-        return vec![RunPoint::batch(1)];
+    let batch = def.options.batch;
+    if batch.is_empty() {
+        return Ok(vec![RunPoint::batch(1)]);
     }
-    options.batch.iter().map(|&b| RunPoint::batch(b)).collect()
+    Ok(batch.iter().map(|&b| RunPoint::batch(b)).collect())
 }
 
 /// How a run is named in messages: the test, with its point when it is one of several.
@@ -47,35 +53,6 @@ pub(super) fn label(name: &str, def: &TestDef, point: &RunPoint) -> String {
     } else {
         name.to_owned()
     }
-}
-
-/// `run` at every point, at most `jobs` at once; the results in the points' order.
-pub(super) fn run_all<T: Send>(
-    points: &[RunPoint],
-    jobs: usize,
-    run: impl Fn(&RunPoint) -> T + Sync,
-) -> Vec<T> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<T>>> = Mutex::new((0..points.len()).map(|_| None).collect());
-    let workers = jobs.clamp(1, points.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(point) = points.get(i) else { break };
-                    let result = run(point);
-                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .map(|r| r.expect("every point ran"))
-        .collect()
 }
 
 /// One measured point of a sweep over named axes, as the fit reads it.
@@ -121,20 +98,13 @@ pub(super) fn fit(
     runs: &[GridRun],
     granule: u64,
 ) -> Result<Option<AxesSweep>, String> {
-    let options = &def.options;
-    if options.axes.is_empty() {
+    let Some(grid) = named_grid(def) else {
         return Ok(None);
-    }
-    let grid = Grid::new(
-        options
-            .axes
-            .iter()
-            .map(|&(k, v)| (k, v.iter().map(|&n| n as u64).collect::<Vec<_>>())),
-    )
-    .map_err(|e| e.to_string())?;
-    let mut sweep = AxesSweep::fit(&grid, runs).map_err(|e| e.to_string())?;
-    if !options.target.is_empty() {
-        let at = to_point(options.target);
+    };
+    let mut sweep = AxesSweep::fit(&grid?, runs).map_err(|e| e.to_string())?;
+    let target = def.options.target;
+    if !target.is_empty() {
+        let at = to_point(target);
         sweep.target = Some(
             sweep
                 .target_at(&at, granule)

@@ -1,7 +1,6 @@
 //! One test as a libtest trial, a pipeline of steps that each return a value
-//! ([`super::outcome`]): measure (a child process per point of a sweep, up to `-j` at
-//! once, see [`super::grid`]), fit the sweep,
-//! judge against the snapshot (decide, find call sites where wanted), record the files
+//! ([`super::outcome`]): measure (a child process per point of a sweep, the points from
+//! [`super::grid`], up to `-j` at once), fit the sweep, judge against the snapshot (decide, find call sites where wanted), record the files
 //! the decision asks for; then the report is built once from what they returned
 //! ([`super::report`]), written, and turned into libtest's verdict.
 
@@ -127,8 +126,11 @@ impl RunContext {
     /// sweep), up to `-j` at once; the first point that failed, in the points' order,
     /// fails the test.
     fn measure(&self, name: &str, def: &TestDef, device: Device) -> Result<Vec<Point>, Unmeasured> {
-        let points = grid::points(def);
-        let runs = grid::run_all(&points, self.spawner.jobs, |point| {
+        let points = grid::points(def).map_err(|e| Unmeasured::Failed {
+            message: format!("{name}: {e}"),
+            output: None,
+        })?;
+        let runs = vramtest_model::parallel::map(&points, self.spawner.jobs, |point| {
             let started = std::time::Instant::now();
             let run = self.spawner.measure(name, def, device, point);
             (run, started.elapsed())
