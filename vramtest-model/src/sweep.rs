@@ -212,6 +212,23 @@ impl AxesSweep {
     /// [`Estimate::flagged`]. `granule`: the CUDA pool's granule, which the reserved
     /// peak is rounded up to from the allocated one when its own fit is flagged.
     pub fn estimate(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
+        let mut estimate = self.figures_at(at, granule)?;
+        for (name, fit) in &self.figures {
+            estimate
+                .loo_error_ppm
+                .insert(name.clone(), fit.loo_error_ppm);
+            estimate.terms.insert(name.clone(), fit.terms.to_string());
+            if fit.flagged() {
+                estimate.flagged.push(name.clone());
+            }
+        }
+        Ok(estimate)
+    }
+
+    /// [`AxesSweep::estimate`]'s figures at `at`, without the fits' descriptions
+    /// (errors, formulas, flags), which do not depend on the point: what a search
+    /// over an axis needs at each value it tries.
+    fn figures_at(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
         self.grid()?.check_point(at)?;
         let mut estimate = Estimate {
             at: at.clone(),
@@ -224,15 +241,6 @@ impl AxesSweep {
             terms: BTreeMap::new(),
             flagged: Vec::new(),
         };
-        for (name, fit) in &self.figures {
-            estimate
-                .loo_error_ppm
-                .insert(name.clone(), fit.loo_error_ppm);
-            estimate.terms.insert(name.clone(), fit.terms.to_string());
-            if fit.flagged() {
-                estimate.flagged.push(name.clone());
-            }
-        }
         for category in Category::ALL {
             let p = self.figure(category.as_str())?.predict(at)?;
             estimate.category_bytes.insert(category, p.bytes);
@@ -303,8 +311,9 @@ impl AxesSweep {
         self.solve_by(at, axis, granule, |e| Ok(e.fits(memory, allowance)))
     }
 
-    /// The largest value of `axis` (the others from `at`) whose estimate `fits`:
-    /// `None` when not even 1 does. Searched up to 2³² by doubling, then bisection,
+    /// The largest value of `axis` (the others from `at`) whose estimate `fits` (its
+    /// figures: the fits' errors, formulas and flags are left empty): `None` when not
+    /// even 1 does. Searched up to 2³² by doubling, then bisection,
     /// assuming that what fits at a value fits at every smaller one.
     pub fn solve_by(
         &self,
@@ -318,7 +327,7 @@ impl AxesSweep {
         let fits_at = |v: u64| -> Result<bool, AxesError> {
             let mut point = at.clone();
             point.insert(axis.to_owned(), v);
-            fits(&self.estimate(&point, granule)?)
+            fits(&self.figures_at(&point, granule)?)
         };
         if !fits_at(1)? {
             return Ok(None);
