@@ -332,6 +332,92 @@ fn conv_stem_activation_is_its_output_feature_map() {
     }
 }
 
+/// The CPU threads the measured process runs with (the harness's default: README,
+/// "The same figures on every machine").
+const HARNESS_THREADS: u64 = 2;
+
+/// What `conv_stem` holds at its peak, from the stem's dimensions and candle 0.11.1's
+/// CPU kernels, data bytes only (the host-side headers of the tensors alive, their
+/// shapes and layouts, a few KiB, are left out).
+///
+/// The peak comes in backward, in the kernel's gradient: candle computes it as the
+/// convolution `x.transpose(0, 1).conv2d(dy.transpose(0, 1), padding 3, stride 1,
+/// dilation 2)`, whose input is 3 "images" of B channels (`x`'s bytes), whose kernel is
+/// `dy` (64 × B × 32 × 32, the feature map's bytes) and whose output is 3 × 64 × 8 × 8.
+/// Its tiled im2col copies the input to channels-last (`X`) and the kernel to a flat
+/// matrix (`F`), allocates the output, then builds one im2col tile per image (8 × 8 = 64
+/// output pixels: a `B·32·32 × 64` f32 matrix, the pixels' coordinates and the
+/// `64 × 64` f32 product), as many at once as there are threads.
+///
+/// Alive beside it (`F` = the feature map `B × 64 × 32 × 32` f32, `X` = the images):
+/// - temporaries: `y²`, kept by the loss's graph; and what `dy`, the feature map's
+///   gradient, keeps: candle detaches the incoming gradient, but `y · g` mixes it with
+///   `y`, which is in the graph, so `dy = zeros + 2·(y · g)` keeps the zeros, `2·y·g`,
+///   `y · g` and `g` (the gradient of `y²`): 5 `F`;
+/// - gradients: `dy` itself (`F`), and the images' gradient with the transposed
+///   convolution and the zeros it was added to (3 `X`);
+/// - the weights, the feature map (activations) and the images (inputs).
+struct ConvStemPeak {
+    temporaries: u64,
+    peak: u64,
+}
+
+fn conv_stem_peak(batch: u64) -> ConvStemPeak {
+    let side = 64;
+    let feature_map = conv_stem_output_bytes(batch, side);
+    let images = batch * 3 * side * side * F32;
+    let out = (side + 2 * 3 - 7) / 2 + 1;
+    // The kernel gradient's convolution: output side S + 2P − D·(O − 1), D = 2.
+    let grad_side = side + 2 * 3 - 2 * (out - 1);
+    let pixels = grad_side * grad_side;
+    assert!(
+        pixels <= 512,
+        "one im2col tile per image (candle's TILE_SIZE is 512)"
+    );
+    let tile = batch * out * out * pixels * F32 + pixels * 16 + 64 * pixels * F32;
+    let tiles_at_once = HARNESS_THREADS.min(3);
+    let kernel_gradient = images + feature_map + 3 * 64 * pixels * F32 + tiles_at_once * tile;
+    let temporaries = 5 * feature_map + kernel_gradient;
+    let gradients = feature_map + 3 * images;
+    ConvStemPeak {
+        temporaries,
+        peak: CONV_WEIGHT_BYTES + gradients + feature_map + images + temporaries,
+    }
+}
+
+/// `conv_stem`'s temporaries and peak against [`conv_stem_peak`], at two batches: each
+/// at least the formula's data bytes and at most a few KiB of tensor headers above it
+/// (at batch 4 the formula is 8,669,184 B of temporaries in an 11,590,400 B peak).
+#[test]
+#[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
+fn conv_stem_peaks_in_the_kernel_gradients_convolution() {
+    const HEADERS: u64 = 4 << 10;
+    for batch in [4u64, 8] {
+        let (run, r) = run_one(
+            "candle-conv",
+            "conv_stem",
+            &[("CANDLE_CONV_BATCH", &batch.to_string())],
+        );
+        let body = r.body.unwrap_or_else(|| panic!("{}", run.text()));
+        let expected = conv_stem_peak(batch);
+        assert_eq!(body.peak_phase, Some(vramtest_model::Phase::Backward));
+        let temporaries = body.at_peak[Category::Temporaries];
+        assert!(
+            (expected.temporaries..expected.temporaries + HEADERS).contains(&temporaries),
+            "batch {batch}: temporaries at the peak {temporaries} B, expected {} B + at most {HEADERS} B",
+            expected.temporaries
+        );
+        assert_eq!(body.category_peaks[Category::Temporaries], temporaries);
+        assert!(
+            (expected.peak..expected.peak + 2 * HEADERS).contains(&body.peak_bytes),
+            "batch {batch}: peak {} B, expected {} B + at most {} B",
+            body.peak_bytes,
+            expected.peak,
+            2 * HEADERS
+        );
+    }
+}
+
 #[test]
 #[ignore = "slow, builds candle: cargo test -p vramtest --test candle_fixtures -- --ignored"]
 fn the_committed_snapshots_pass() {
