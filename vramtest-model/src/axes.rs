@@ -861,11 +861,15 @@ fn candidates(grid: &Grid, series: &[(Point, u64)]) -> Vec<Candidate> {
         .collect()
 }
 
-/// The candidates' values at every point, and the measured bytes.
+/// The candidates' values at every point, the measured bytes, and the normal
+/// equations of all the candidates at once (`XᵀX` and `Xᵀy`), from which every subset's
+/// are taken instead of computed again.
 struct Design {
     columns: Vec<Vec<BigInt>>,
     degrees: Vec<u32>,
     y: Vec<BigInt>,
+    gram: Vec<Vec<BigInt>>,
+    xty: Vec<BigInt>,
 }
 
 impl Design {
@@ -878,10 +882,18 @@ impl Design {
                 .collect::<Result<Vec<_>, _>>()?;
             columns.push(column);
         }
+        let y: Vec<BigInt> = series.iter().map(|(_, b)| BigInt::from(*b)).collect();
+        let gram = columns
+            .iter()
+            .map(|r| columns.iter().map(|c| dot(r, c)).collect())
+            .collect();
+        let xty = columns.iter().map(|c| dot(c, &y)).collect();
         Ok(Design {
-            columns,
             degrees: candidates.iter().map(|c| c.monomial.degree()).collect(),
-            y: series.iter().map(|(_, b)| BigInt::from(*b)).collect(),
+            columns,
+            y,
+            gram,
+            xty,
         })
     }
 }
@@ -951,16 +963,23 @@ fn gauss_jordan(m: &mut [Vec<BigInt>], k: usize) -> Option<BigInt> {
 fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
     let k = subset.len();
     let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.columns[s]).collect();
-    let mut m: Vec<Vec<BigInt>> = (0..k)
-        .map(|r| {
-            let mut row: Vec<BigInt> = cols.iter().map(|c| dot(cols[r], c)).collect();
+    let mut m: Vec<Vec<BigInt>> = subset
+        .iter()
+        .enumerate()
+        .map(|(r, &sr)| {
+            let mut row: Vec<BigInt> = subset
+                .iter()
+                .map(|&sc| design.gram[sr][sc].clone())
+                .collect();
             row.extend((0..k).map(|c| BigInt::from(u8::from(c == r))));
-            row.push(dot(cols[r], &design.y));
+            row.push(design.xty[sr].clone());
             row
         })
         .collect();
     let d = gauss_jordan(&mut m, k)?;
-    let mut worst = BigRational::zero();
+    // The worst error as an unreduced fraction: compared by cross-multiplication, reduced
+    // once at the end (a gcd per point costs more than the rest of the score).
+    let (mut worst_num, mut worst_den) = (BigInt::zero(), BigInt::one());
     for (i, y) in design.y.iter().enumerate() {
         let x: Vec<&BigInt> = cols.iter().map(|c| &c[i]).collect();
         let fitted: BigInt = x.iter().zip(&m).map(|(xj, row)| *xj * &row[2 * k]).sum();
@@ -980,11 +999,13 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
             return None;
         }
         let scale = y.clone().max(BigInt::one());
-        let error = BigRational::new((&d * y - fitted).abs(), denominator.abs() * scale);
-        worst = worst.max(error);
+        let (num, den) = ((&d * y - fitted).abs(), denominator.abs() * scale);
+        if &num * &worst_den > &worst_num * &den {
+            (worst_num, worst_den) = (num, den);
+        }
     }
     Some(Scored {
-        worst,
+        worst: BigRational::new(worst_num, worst_den),
         degree: subset.iter().map(|&s| design.degrees[s]).sum(),
         subset: subset.to_vec(),
         coefficients: m
@@ -1030,12 +1051,8 @@ fn exact(design: &Design, max_terms: usize) -> Option<Scored> {
     }
     let mut m: Vec<Vec<BigInt>> = (0..k)
         .map(|r| {
-            let mut row: Vec<BigInt> = design
-                .columns
-                .iter()
-                .map(|c| dot(&design.columns[r], c))
-                .collect();
-            row.push(dot(&design.columns[r], &design.y));
+            let mut row = design.gram[r].clone();
+            row.push(design.xty[r].clone());
             row
         })
         .collect();
