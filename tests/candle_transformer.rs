@@ -64,10 +64,15 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
         );
     }
     let predicted = sweep.estimate(&at, DEFAULT_GRANULARITY).unwrap();
+    // The pool's figures have their own fallbacks; `workspace` holds no tensor (see
+    // below), and its bytes come and go with the batch and sequence with no polynomial
+    // behind them: a fit through every one of its (batch, seq) combinations is flagged
+    // as interpolating, which is right. Every other figure must be trusted.
     let trusted: Vec<&String> = predicted
         .flagged
         .iter()
         .filter(|f| !f.starts_with("allocated") && !f.starts_with("reserved"))
+        .filter(|f| *f != "workspace")
         .collect();
     assert!(
         trusted.is_empty(),

@@ -107,6 +107,8 @@ fn show_at_predicts_solves_projects_and_refuses_bad_input() {
         "64 B × batch·seq·layers + 48 B × layers"
     );
     assert_eq!(v["terms"]["temporaries"], "4 B × batch·seq²");
+    // Every figure of the Vec model is a polynomial the grid checks: none interpolates.
+    assert_eq!(v["interpolated"], serde_json::json!({}));
 
     // The largest batch per memory size: it fits there, one more does not.
     let solved = show_json(&f, &["--at", "layers=32,seq=4096", "--solve", "batch"]);

@@ -46,6 +46,17 @@
 //! [flagged](Fit::flagged): its [`Prediction`]s carry the flag and
 //! [`Prediction::trusted`] refuses them, so it is never extrapolated silently.
 //!
+//! So is a fit that **interpolates** ([`Fit::interpolation`]): one with as many terms
+//! as there are combinations of the values of the axes it uses (all 6 monomials of
+//! `batch` in 2 values and `seq` in 3, say). It passes through every one of those
+//! combinations, whatever the figure does between and beyond them; its leave-one-out
+//! error can still be 0, because the points that share a combination (at other values
+//! of the other axes) predict each other, but that only checks that the figure does not
+//! depend on the other axes, never the form the formula gives it along its own. The
+//! one exception is a straight line through the two values of a single axis: an axis
+//! measured at two values is declared linear (everything a layer holds, the same for
+//! every layer), and the line is what it allows; a third value checks it.
+//!
 //! # Exactness
 //!
 //! Everything is exact: the normal equations are solved with fraction-free
@@ -190,6 +201,17 @@ pub enum AxesError {
     TooLarge {
         /// The exact prediction, rounded up.
         bytes: String,
+    },
+    /// A prediction from a fit that interpolates every combination of its axes' values,
+    /// asked to be trusted.
+    #[error(
+        "the fit has as many terms as there are combinations of the values of {axes} ({combinations}): no held-out point checks it, and its prediction is not trusted"
+    )]
+    Interpolated {
+        /// The axes the formula uses, as a list in words (`batch and seq`).
+        axes: String,
+        /// How many combinations of their values the grid has.
+        combinations: u64,
     },
     /// A prediction from a flagged fit, asked to be trusted.
     #[error(
@@ -617,21 +639,30 @@ pub struct Fit {
 }
 
 /// A figure predicted at a point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a prediction may be flagged: check `flagged` or call `trusted`"]
 pub struct Prediction {
     /// The predicted bytes, rounded up (0 where the formula is negative).
     pub bytes: u64,
     /// The fit's worst leave-one-out error, in parts per million.
     pub loo_error_ppm: u64,
-    /// Whether the fit is flagged (the prediction is not to be trusted).
+    /// Whether the fit is flagged (the prediction is not to be trusted): it misses a
+    /// held-out point by over 2%, or it interpolates.
     pub flagged: bool,
+    /// Whether the fit interpolates every combination of its axes' values (known where
+    /// the grid is: [`AxesScaling::predict`]).
+    pub interpolated: Option<Interpolation>,
 }
 
 impl Prediction {
     /// The bytes, or [`AxesError::Flagged`] when the fit is flagged.
     pub fn trusted(self) -> Result<u64, AxesError> {
-        if self.flagged {
+        if let Some(i) = self.interpolated {
+            Err(AxesError::Interpolated {
+                axes: i.axes_in_words(),
+                combinations: i.combinations,
+            })
+        } else if self.flagged {
             Err(AxesError::Flagged {
                 ppm: self.loo_error_ppm,
             })
@@ -688,14 +719,72 @@ impl Fit {
         self.loo_error_ppm > FLAG_PPM
     }
 
+    /// Whether the fit interpolates on `grid` (the grid it was fitted on): it has as
+    /// many terms as there are combinations of the values of the axes its formula uses,
+    /// so it passes through every one and nothing checks its form along them (see the
+    /// module's documentation). `None` for a formula of no axis, whose points all check
+    /// it, and for a straight line through one axis's two values, which is what such an
+    /// axis is declared to be.
+    pub fn interpolation(&self, grid: &Grid) -> Option<Interpolation> {
+        let axes: Vec<&Axis> = grid
+            .axes
+            .iter()
+            .filter(|a| {
+                self.terms
+                    .terms
+                    .iter()
+                    .any(|t| t.monomial.powers.iter().any(|(name, _)| *name == a.name))
+            })
+            .collect();
+        if axes.is_empty() {
+            return None;
+        }
+        let combinations = axes
+            .iter()
+            .fold(1u64, |n, a| n.saturating_mul(a.values.len() as u64));
+        (combinations > 2 && self.terms.terms.len() as u64 >= combinations).then(|| Interpolation {
+            axes: axes.iter().map(|a| a.name.clone()).collect(),
+            combinations,
+        })
+    }
+
+    /// Whether the fit's predictions are flagged on `grid`: [`Fit::flagged`], or
+    /// [`Fit::interpolation`].
+    pub fn flagged_on(&self, grid: &Grid) -> bool {
+        self.flagged() || self.interpolation(grid).is_some()
+    }
+
     /// The figure at `point` (which must give every axis of the formula a value),
-    /// carrying the fit's flag.
+    /// carrying the fit's flag. Without the grid, an interpolation is not known here:
+    /// [`AxesScaling::predict`] adds it.
     pub fn predict(&self, point: &Point) -> Result<Prediction, AxesError> {
         Ok(Prediction {
             bytes: self.terms.bytes(point)?,
             loo_error_ppm: self.loo_error_ppm,
             flagged: self.flagged(),
+            interpolated: None,
         })
+    }
+}
+
+/// A fit that passes through every combination of the values of the axes it uses: see
+/// [`Fit::interpolation`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interpolation {
+    /// The axes the formula uses, in the grid's order.
+    pub axes: Vec<String>,
+    /// How many combinations of their values the grid has (= the formula's terms).
+    pub combinations: u64,
+}
+
+impl Interpolation {
+    /// The axes as a list in words: `seq`, `batch and seq`, `batch, seq and layers`.
+    pub fn axes_in_words(&self) -> String {
+        match self.axes.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        }
     }
 }
 
@@ -762,14 +851,18 @@ impl AxesScaling {
     /// `figure` at `point`, which must give every axis a positive value and name no
     /// other.
     pub fn predict(&self, figure: &str, point: &Point) -> Result<Prediction, AxesError> {
-        self.grid()?.check_point(point)?;
+        let grid = self.grid()?;
+        grid.check_point(point)?;
         let fit = self
             .figures
             .get(figure)
             .ok_or_else(|| AxesError::UnknownFigure {
                 figure: figure.to_owned(),
             })?;
-        fit.predict(point)
+        let mut prediction = fit.predict(point)?;
+        prediction.interpolated = fit.interpolation(&grid);
+        prediction.flagged |= prediction.interpolated.is_some();
+        Ok(prediction)
     }
 }
 

@@ -20,7 +20,7 @@
 //! the backward pass), are predicted the same way from each phase's own peak of them
 //! (`temporaries in forward`, …) when every run's temporaries peaked inside a phase.
 
-use crate::axes::{AxesError, AxesScaling, Fit, Grid, Point, predict_max};
+use crate::axes::{AxesError, AxesScaling, Fit, Grid, Interpolation, Point, predict_max};
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
 use crate::limit::Limit;
@@ -119,9 +119,13 @@ pub struct Estimate {
     pub loo_error_ppm: BTreeMap<String, u64>,
     /// Each figure's formula.
     pub terms: BTreeMap<String, String>,
-    /// The figures whose fit misses a held-out point by more than 2%: their predictions
-    /// are shown, flagged, never trusted silently.
+    /// The figures whose fit misses a held-out point by more than 2%, or interpolates
+    /// ([`Fit::interpolation`]): their predictions are shown, flagged, never trusted
+    /// silently.
     pub flagged: Vec<String>,
+    /// Of the flagged figures, those whose fit interpolates, with the axes it
+    /// interpolates.
+    pub interpolated: BTreeMap<String, Interpolation>,
 }
 
 impl AxesSweep {
@@ -213,13 +217,18 @@ impl AxesSweep {
     /// peak is rounded up to from the allocated one when its own fit is flagged.
     pub fn estimate(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
         let mut estimate = self.figures_at(at, granule)?;
+        let grid = self.grid()?;
         for (name, fit) in &self.figures {
             estimate
                 .loo_error_ppm
                 .insert(name.clone(), fit.loo_error_ppm);
             estimate.terms.insert(name.clone(), fit.terms.to_string());
-            if fit.flagged() {
+            let interpolation = fit.interpolation(&grid);
+            if fit.flagged() || interpolation.is_some() {
                 estimate.flagged.push(name.clone());
+            }
+            if let Some(i) = interpolation {
+                estimate.interpolated.insert(name.clone(), i);
             }
         }
         Ok(estimate)
@@ -229,7 +238,8 @@ impl AxesSweep {
     /// (errors, formulas, flags), which do not depend on the point: what a search
     /// over an axis needs at each value it tries.
     fn figures_at(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
-        self.grid()?.check_point(at)?;
+        let grid = self.grid()?;
+        grid.check_point(at)?;
         let mut estimate = Estimate {
             at: at.clone(),
             category_bytes: BTreeMap::new(),
@@ -240,6 +250,7 @@ impl AxesSweep {
             loo_error_ppm: BTreeMap::new(),
             terms: BTreeMap::new(),
             flagged: Vec::new(),
+            interpolated: BTreeMap::new(),
         };
         for category in Category::ALL {
             let p = self.figure(category.as_str())?.predict(at)?;
@@ -269,11 +280,15 @@ impl AxesSweep {
         if let (Some(a), Some(r)) = (self.figures.get(ALLOCATED), self.figures.get(RESERVED)) {
             // Each block's alignment waste follows the sizes' remainders, not a
             // polynomial: a flagged fit of it is left out rather than extrapolated.
-            let over_peak = if a.flagged() { 0 } else { a.predict(at)?.bytes };
+            let over_peak = if a.flagged_on(&grid) {
+                0
+            } else {
+                a.predict(at)?.bytes
+            };
             let allocated = estimate.peak_bytes.saturating_add(over_peak);
             let granule = granule.max(1);
             let rounded = allocated.div_ceil(granule).saturating_mul(granule);
-            let reserved = if r.flagged() {
+            let reserved = if r.flagged_on(&grid) {
                 rounded
             } else {
                 allocated.saturating_add(r.predict(at)?.bytes).max(rounded)

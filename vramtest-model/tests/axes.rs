@@ -8,8 +8,8 @@ use num_rational::BigRational;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use vramtest_model::axes::{
-    AxesError, AxesScaling, FLAG_PPM, Fit, Formula, Grid, MAX_POINTS, Monomial, Point, Term,
-    predict_max,
+    AxesError, AxesScaling, FLAG_PPM, Fit, Formula, Grid, Interpolation, MAX_POINTS, Monomial,
+    Point, Term, predict_max,
 };
 
 fn point(values: &[(&str, u64)]) -> Point {
@@ -212,6 +212,78 @@ fn a_noisy_series_is_flagged_and_not_trusted() {
     let p = fit.predict(&point(&[("batch", 64), ("seq", 64)])).unwrap();
     assert!(p.flagged);
     assert!(matches!(p.trusted(), Err(AxesError::Flagged { .. })));
+}
+
+/// A figure that depends on `seq` alone, with no polynomial behind it (bookkeeping
+/// that comes and goes), on `batch` × `seq` in 2 × 3 values: the constant, `seq` and
+/// `seq²` pass through its three values exactly, and the leave-one-out error is 0
+/// (each point's twin at the other batch predicts it), yet nothing checks the
+/// parabola: the fit interpolates `seq` and is flagged. A figure whose formula leaves
+/// some combination of its axes to check it is not, nor a straight line through the
+/// two values of one axis.
+#[test]
+fn a_fit_that_interpolates_every_combination_of_its_axes_is_flagged() {
+    let g = grid(&[("batch", &[1, 2]), ("seq", &[8, 16, 24])]);
+    let per_seq = |p: &Point| match ax(p, "seq") {
+        8 => 1871,
+        16 => 0,
+        _ => 3391,
+    };
+    let fit = Fit::new(&g, &series(&g, per_seq)).unwrap();
+    assert_eq!(fit.loo_error_ppm, 0, "{}", fit.terms);
+    assert!(!fit.flagged());
+    assert_eq!(
+        fit.interpolation(&g),
+        Some(Interpolation {
+            axes: vec!["seq".to_owned()],
+            combinations: 3
+        }),
+        "{}",
+        fit.terms
+    );
+    assert!(fit.flagged_on(&g));
+    let scaling = AxesScaling::fit(
+        &g,
+        &BTreeMap::from([("workspace".to_owned(), series(&g, per_seq))]),
+    )
+    .unwrap();
+    let p = scaling
+        .predict("workspace", &point(&[("batch", 8), ("seq", 4096)]))
+        .unwrap();
+    assert!(p.flagged);
+    let e = p.trusted().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            AxesError::Interpolated {
+                combinations: 3,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("combinations of the values of seq (3)"),
+        "{e}"
+    );
+    let two = Interpolation {
+        axes: vec!["batch".to_owned(), "seq".to_owned(), "layers".to_owned()],
+        combinations: 18,
+    };
+    assert_eq!(two.axes_in_words(), "batch, seq and layers");
+
+    // 2 terms over 6 combinations of batch and seq: 4 of them check it.
+    let checked = Fit::new(&g, &series(&g, |p| 7 + 100 * ax(p, "batch") * ax(p, "seq"))).unwrap();
+    assert_eq!(checked.terms.terms.len(), 2, "{}", checked.terms);
+    assert_eq!(checked.interpolation(&g), None);
+    // A constant uses no axis: every point checks it.
+    let constant = Fit::new(&g, &series(&g, |_| 4096)).unwrap();
+    assert_eq!(constant.interpolation(&g), None);
+    // A straight line through batch's two values is what they allow: not flagged.
+    let line = Fit::new(&g, &series(&g, |p| 512 + 4096 * ax(p, "batch"))).unwrap();
+    assert_eq!(line.terms.terms.len(), 2, "{}", line.terms);
+    assert_eq!(line.interpolation(&g), None);
 }
 
 #[test]

@@ -139,7 +139,13 @@ pub fn human(name: &str, sweep: &AxesSweep, a: &Answer) -> String {
     ]];
     let row = |figure: &str, bytes: u64| {
         let ppm = e.loo_error_ppm.get(figure).copied().unwrap_or(0);
-        let flag = if ppm > FLAG_PPM { " (flagged)" } else { "" };
+        let flag = if ppm > FLAG_PPM {
+            " (flagged)"
+        } else if e.interpolated.contains_key(figure) {
+            " (interpolates)"
+        } else {
+            ""
+        };
         vec![
             figure.to_owned(),
             HumanBytes(bytes).to_string(),
@@ -182,11 +188,27 @@ pub fn human(name: &str, sweep: &AxesSweep, a: &Answer) -> String {
 fn fits_section(a: &Answer) -> String {
     let e = &a.estimate;
     let mut out = String::new();
-    if !e.flagged.is_empty() {
+    let (missed, interpolated): (Vec<&String>, Vec<&String>) = e
+        .flagged
+        .iter()
+        .partition(|f| !e.interpolated.contains_key(*f));
+    if !missed.is_empty() {
+        let names: Vec<&str> = missed.iter().map(|f| f.as_str()).collect();
         let _ = writeln!(
             out,
             "  flagged (a held-out point missed by over 2%, not to be trusted): {}",
-            e.flagged.join(", ")
+            names.join(", ")
+        );
+    }
+    if !interpolated.is_empty() {
+        let names: Vec<String> = interpolated
+            .iter()
+            .map(|f| format!("{f} (along {})", e.interpolated[*f].axes_in_words()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  flagged (as many terms as combinations of the axes' values: no held-out point checks the form, not to be trusted): {}",
+            names.join(", ")
         );
     }
     let _ = writeln!(
@@ -281,6 +303,11 @@ pub fn json(test: &str, a: &Answer) -> Value {
         "loo_error": loo,
         "terms": e.terms,
         "flagged": e.flagged,
+        "interpolated": e
+            .interpolated
+            .iter()
+            .map(|(f, i)| (f.clone(), json!(i.axes)))
+            .collect::<Map<String, Value>>(),
     });
     if let Some((axis, _)) = &a.solved {
         out["solve"] = json!(axis);

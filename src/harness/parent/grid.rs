@@ -114,20 +114,32 @@ pub(super) fn fit(
     Ok(Some(sweep))
 }
 
-/// A note per figure of `sweep` whose best model misses a held-out point by more than
-/// 2%: its predictions are flagged, never trusted silently. The pool figures' own
-/// fallbacks are documented (see [`vramtest_model::sweep::Estimate`]) and not noted.
+/// A note per figure of `sweep` whose predictions are flagged, never trusted silently:
+/// its best model misses a held-out point by more than 2%, or it interpolates every
+/// combination of the values of the axes it uses
+/// ([`vramtest_model::axes::Fit::interpolation`]). The pool figures' own fallbacks are
+/// documented (see [`vramtest_model::sweep::Estimate`]) and not noted.
 pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep) -> Vec<String> {
     use vramtest_model::sweep::{ALLOCATED, RESERVED};
+    let grid = sweep.grid().ok();
     sweep
         .figures
         .iter()
-        .filter(|(figure, fit)| fit.flagged() && *figure != ALLOCATED && *figure != RESERVED)
-        .map(|(figure, fit)| {
-            format!(
-                "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the README's \"Predict the full-size model\")",
-                fit.loo_error_ppm as f64 / 10_000.0
-            )
+        .filter(|(figure, _)| *figure != ALLOCATED && *figure != RESERVED)
+        .filter_map(|(figure, fit)| {
+            if fit.flagged() {
+                return Some(format!(
+                    "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the README's \"Predict the full-size model\")",
+                    fit.loo_error_ppm as f64 / 10_000.0
+                ));
+            }
+            let i = fit.interpolation(grid.as_ref()?)?;
+            let axes = i.axes_in_words();
+            Some(format!(
+                "{name}: `{figure}` has as many terms as the grid has combinations of the values of {axes} ({}): it passes through every one, and no held-out point checks its form along {axes}; its predictions are flagged (`show --at` marks them), never trusted silently; give {} another value to check it",
+                i.combinations,
+                if i.axes.len() == 1 { "that axis" } else { "one of these axes" }
+            ))
         })
         .collect()
 }
@@ -160,6 +172,52 @@ mod tests {
             notes[0].starts_with(
                 "step: `temporaries` misses a held-out point of the grid by 2.00% (over 2%)"
             ),
+            "{}",
+            notes[0]
+        );
+    }
+
+    #[test]
+    fn a_figure_that_interpolates_its_axes_is_noted_with_them() {
+        let grid = Grid::new([
+            ("batch", vec![1, 2]),
+            ("seq", vec![8, 16, 24]),
+            ("layers", vec![1, 2]),
+        ])
+        .unwrap();
+        let series = |f: fn(u64, u64) -> u64| -> Vec<(Point, u64)> {
+            grid.points()
+                .into_iter()
+                .map(|p| {
+                    let bytes = f(p["batch"], p["seq"]);
+                    (p, bytes)
+                })
+                .collect()
+        };
+        // Bookkeeping that comes and goes with (batch, seq), the same at both layer
+        // counts: no polynomial, fitted exactly through all 6 combinations, each point
+        // predicted by its twin at the other layer count.
+        let workspace = series(|b, s| {
+            [0, 1871, 3391, 1871, 0, 5262][(b as usize - 1) * 3 + (s as usize / 8 - 1)]
+        });
+        let activations = series(|b, s| 64 * b * s + 512);
+        let sweep = AxesSweep {
+            axes: grid.to_map(),
+            figures: BTreeMap::from([
+                ("workspace".to_owned(), Fit::new(&grid, &workspace).unwrap()),
+                (
+                    "activations".to_owned(),
+                    Fit::new(&grid, &activations).unwrap(),
+                ),
+            ]),
+            target: None,
+        };
+        let notes = flagged_notes("step", &sweep);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with(
+                "step: `workspace` has as many terms as the grid has combinations of the values of batch and seq (6): it passes through every one"
+            ) && notes[0].ends_with("give one of these axes another value to check it"),
             "{}",
             notes[0]
         );
