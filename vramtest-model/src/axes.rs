@@ -52,10 +52,13 @@
 //! combinations, whatever the figure does between and beyond them; its leave-one-out
 //! error can still be 0, because the points that share a combination (at other values
 //! of the other axes) predict each other, but that only checks that the figure does not
-//! depend on the other axes, never the form the formula gives it along its own. The
-//! one exception is a straight line through the two values of a single axis: an axis
-//! measured at two values is declared linear (everything a layer holds, the same for
-//! every layer), and the line is what it allows; a third value checks it.
+//! depend on the other axes, never the form the formula gives it along its own. Only
+//! a fit that chose a degree is flagged, one with an axis of three values or more among
+//! its own: an axis measured at two values is declared linear (everything a layer holds,
+//! the same for every layer), so a fit of two-valued axes alone (`a + b·layers`, or
+//! `a + b·batch + c·layers + d·batch·layers`) is what those values allow, not a choice.
+//! A fourth value of a three-valued axis checks the form: its powers stop at 2, so its
+//! values then outnumber them.
 //!
 //! # Exactness
 //!
@@ -205,7 +208,7 @@ pub enum AxesError {
     /// A prediction from a fit that interpolates every combination of its axes' values,
     /// asked to be trusted.
     #[error(
-        "the fit has as many terms as there are combinations of the values of {axes} ({combinations}): no held-out point checks it, and its prediction is not trusted"
+        "the fit has as many terms as there are combinations of the values of {axes} ({combinations}): no held-out point checks its form along them, and its prediction is not trusted"
     )]
     Interpolated {
         /// The axes the formula uses, as a list in words (`batch and seq`).
@@ -655,9 +658,15 @@ pub struct Prediction {
 }
 
 impl Prediction {
-    /// The bytes, or [`AxesError::Flagged`] when the fit is flagged.
+    /// The bytes, or why not: [`AxesError::Flagged`] when the fit misses a held-out
+    /// point by over 2% (the stronger statement, said first), else
+    /// [`AxesError::Interpolated`] when it interpolates.
     pub fn trusted(self) -> Result<u64, AxesError> {
-        if let Some(i) = self.interpolated {
+        if self.loo_error_ppm > FLAG_PPM {
+            Err(AxesError::Flagged {
+                ppm: self.loo_error_ppm,
+            })
+        } else if let Some(i) = self.interpolated {
             Err(AxesError::Interpolated {
                 axes: i.axes_in_words(),
                 combinations: i.combinations,
@@ -721,10 +730,10 @@ impl Fit {
 
     /// Whether the fit interpolates on `grid` (the grid it was fitted on): it has as
     /// many terms as there are combinations of the values of the axes its formula uses,
-    /// so it passes through every one and nothing checks its form along them (see the
-    /// module's documentation). `None` for a formula of no axis, whose points all check
-    /// it, and for a straight line through one axis's two values, which is what such an
-    /// axis is declared to be.
+    /// so it passes through every one and nothing checks its form along them, while one
+    /// of them has three values or more, so the fit chose its degree (see the module's
+    /// documentation). `None` for a formula of no axis, whose points all check it, and
+    /// for one of two-valued axes alone, which is what such axes are declared to be.
     pub fn interpolation(&self, grid: &Grid) -> Option<Interpolation> {
         let axes: Vec<&Axis> = grid
             .axes
@@ -742,9 +751,15 @@ impl Fit {
         let combinations = axes
             .iter()
             .fold(1u64, |n, a| n.saturating_mul(a.values.len() as u64));
-        (combinations > 2 && self.terms.terms.len() as u64 >= combinations).then(|| Interpolation {
+        let open: Vec<String> = axes
+            .iter()
+            .filter(|a| a.values.len() > 2)
+            .map(|a| a.name.clone())
+            .collect();
+        (!open.is_empty() && self.terms.terms.len() as u64 >= combinations).then(|| Interpolation {
             axes: axes.iter().map(|a| a.name.clone()).collect(),
             combinations,
+            open,
         })
     }
 
@@ -755,8 +770,9 @@ impl Fit {
     }
 
     /// The figure at `point` (which must give every axis of the formula a value),
-    /// carrying the fit's flag. Without the grid, an interpolation is not known here:
-    /// [`AxesScaling::predict`] adds it.
+    /// carrying the fit's 2% flag. Without the grid, an interpolation is not known here
+    /// (`interpolated` is `None` and [`Prediction::trusted`] does not refuse one):
+    /// [`AxesScaling::predict`] adds it, and [`Fit::interpolation`] tells it.
     pub fn predict(&self, point: &Point) -> Result<Prediction, AxesError> {
         Ok(Prediction {
             bytes: self.terms.bytes(point)?,
@@ -775,16 +791,32 @@ pub struct Interpolation {
     pub axes: Vec<String>,
     /// How many combinations of their values the grid has (= the formula's terms).
     pub combinations: u64,
+    /// Those of the axes with three values or more, whose degree the fit chose: a
+    /// fourth value of one of them checks the form.
+    pub open: Vec<String>,
 }
 
 impl Interpolation {
     /// The axes as a list in words: `seq`, `batch and seq`, `batch, seq and layers`.
     pub fn axes_in_words(&self) -> String {
-        match self.axes.split_last() {
-            Some((last, [])) => last.clone(),
-            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-            None => String::new(),
+        in_words(&self.axes)
+    }
+
+    /// What would check the form, in words: `measure seq at a fourth value`.
+    pub fn remedy(&self) -> String {
+        match self.open.as_slice() {
+            [one] => format!("measure {one} at a fourth value"),
+            more => format!("measure one of {} at a fourth value", in_words(more)),
         }
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn in_words(names: &[String]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -876,7 +908,8 @@ pub struct PhaseMax {
     pub bytes: u64,
     /// The worst leave-one-out error among the phases, in parts per million.
     pub loo_error_ppm: u64,
-    /// Whether any phase's fit is flagged (a flagged phase might dominate).
+    /// Whether any phase's fit misses a held-out point by over 2% (a flagged phase might
+    /// dominate). An interpolation needs the grid: [`Fit::interpolation`].
     pub flagged: bool,
 }
 

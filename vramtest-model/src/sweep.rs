@@ -123,8 +123,8 @@ pub struct Estimate {
     /// ([`Fit::interpolation`]): their predictions are shown, flagged, never trusted
     /// silently.
     pub flagged: Vec<String>,
-    /// Of the flagged figures, those whose fit interpolates, with the axes it
-    /// interpolates.
+    /// Of the flagged figures, those whose fit interpolates and misses no held-out
+    /// point by over 2%, with the axes it interpolates.
     pub interpolated: BTreeMap<String, Interpolation>,
 }
 
@@ -223,7 +223,9 @@ impl AxesSweep {
                 .loo_error_ppm
                 .insert(name.clone(), fit.loo_error_ppm);
             estimate.terms.insert(name.clone(), fit.terms.to_string());
-            let interpolation = fit.interpolation(&grid);
+            // A miss over 2% is the stronger statement: such a fit is flagged for it,
+            // and listed as interpolating only when it misses nothing.
+            let interpolation = fit.interpolation(&grid).filter(|_| !fit.flagged());
             if fit.flagged() || interpolation.is_some() {
                 estimate.flagged.push(name.clone());
             }

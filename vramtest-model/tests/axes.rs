@@ -236,7 +236,8 @@ fn a_fit_that_interpolates_every_combination_of_its_axes_is_flagged() {
         fit.interpolation(&g),
         Some(Interpolation {
             axes: vec!["seq".to_owned()],
-            combinations: 3
+            combinations: 3,
+            open: vec!["seq".to_owned()],
         }),
         "{}",
         fit.terms
@@ -267,11 +268,16 @@ fn a_fit_that_interpolates_every_combination_of_its_axes_is_flagged() {
             .contains("combinations of the values of seq (3)"),
         "{e}"
     );
-    let two = Interpolation {
+    let three = Interpolation {
         axes: vec!["batch".to_owned(), "seq".to_owned(), "layers".to_owned()],
         combinations: 18,
+        open: vec!["seq".to_owned(), "layers".to_owned()],
     };
-    assert_eq!(two.axes_in_words(), "batch, seq and layers");
+    assert_eq!(three.axes_in_words(), "batch, seq and layers");
+    assert_eq!(
+        three.remedy(),
+        "measure one of seq and layers at a fourth value"
+    );
 
     // 2 terms over 6 combinations of batch and seq: 4 of them check it.
     let checked = Fit::new(&g, &series(&g, |p| 7 + 100 * ax(p, "batch") * ax(p, "seq"))).unwrap();
@@ -284,6 +290,29 @@ fn a_fit_that_interpolates_every_combination_of_its_axes_is_flagged() {
     let line = Fit::new(&g, &series(&g, |p| 512 + 4096 * ax(p, "batch"))).unwrap();
     assert_eq!(line.terms.terms.len(), 2, "{}", line.terms);
     assert_eq!(line.interpolation(&g), None);
+    // Nor is a plane through two two-valued axes (batch × layers), with its product.
+    let g = grid(&[
+        ("batch", &[1, 2]),
+        ("layers", &[1, 2]),
+        ("seq", &[8, 16, 24]),
+    ]);
+    let bilinear = |p: &Point| {
+        100 + 7 * ax(p, "batch") + 5 * ax(p, "layers") + 3 * ax(p, "batch") * ax(p, "layers")
+    };
+    let plane = Fit::new(&g, &series(&g, bilinear)).unwrap();
+    assert_eq!(plane.terms.terms.len(), 4, "{}", plane.terms);
+    assert_eq!(plane.interpolation(&g), None);
+    // A fourth value of seq checks the parabola: the same figure is not flagged there.
+    let g = grid(&[("batch", &[1, 2]), ("seq", &[8, 16, 24, 32])]);
+    let fit = Fit::new(
+        &g,
+        &series(&g, |p| {
+            64 * ax(p, "seq") * ax(p, "seq") + 8 * ax(p, "seq") + 1
+        }),
+    )
+    .unwrap();
+    assert_eq!(fit.terms.terms.len(), 3, "{}", fit.terms);
+    assert_eq!(fit.interpolation(&g), None);
 }
 
 #[test]

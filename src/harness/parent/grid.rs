@@ -136,9 +136,9 @@ pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep) -> Vec<String> {
             let i = fit.interpolation(grid.as_ref()?)?;
             let axes = i.axes_in_words();
             Some(format!(
-                "{name}: `{figure}` has as many terms as the grid has combinations of the values of {axes} ({}): it passes through every one, and no held-out point checks its form along {axes}; its predictions are flagged (`show --at` marks them), never trusted silently; give {} another value to check it",
+                "{name}: `{figure}` has as many terms as the grid has combinations of the values of {axes} ({}): it passes through every one, and no held-out point checks its form along {axes}; its predictions are flagged (`show --at` marks them), never trusted silently; {} to check it",
                 i.combinations,
-                if i.axes.len() == 1 { "that axis" } else { "one of these axes" }
+                i.remedy()
             ))
         })
         .collect()
@@ -217,7 +217,7 @@ mod tests {
         assert!(
             notes[0].starts_with(
                 "step: `workspace` has as many terms as the grid has combinations of the values of batch and seq (6): it passes through every one"
-            ) && notes[0].ends_with("give one of these axes another value to check it"),
+            ) && notes[0].ends_with("measure seq at a fourth value to check it"),
             "{}",
             notes[0]
         );
