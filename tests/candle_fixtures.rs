@@ -347,7 +347,10 @@ const HARNESS_THREADS: u64 = 2;
 /// Its tiled im2col copies the input to channels-last (`X`) and the kernel to a flat
 /// matrix (`F`), allocates the output, then builds one im2col tile per image (8 × 8 = 64
 /// output pixels: a `B·32·32 × 64` f32 matrix, the pixels' coordinates and the
-/// `64 × 64` f32 product), as many at once as there are threads.
+/// `64 × 64` f32 product), as many at once as there are threads: rayon's two workers
+/// each take an image's tile as the loop starts, and each tile takes milliseconds, so
+/// their tiles overlap (the committed snapshot, whose check allows no such 1 MiB swing,
+/// holds both too). gemm's packing buffers are CPU-only memory, in none of these.
 ///
 /// Alive beside it (`F` = the feature map `B × 64 × 32 × 32` f32, `X` = the images):
 /// - temporaries: `y²`, kept by the loss's graph; and what `dy`, the feature map's
