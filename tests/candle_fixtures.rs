@@ -349,8 +349,9 @@ const HARNESS_THREADS: u64 = 2;
 /// output pixels: a `B·32·32 × 64` f32 matrix, the pixels' coordinates and the
 /// `64 × 64` f32 product), as many at once as there are threads: rayon's two workers
 /// each take an image's tile as the loop starts, and each tile takes milliseconds, so
-/// their tiles overlap (the committed snapshot, whose check allows no such 1 MiB swing,
-/// holds both too). gemm's packing buffers are CPU-only memory, in none of these.
+/// their tiles overlap (`the_users_thread_count_does_not_change_the_snapshot` runs
+/// `conv_stem` four times and requires the same body byte for byte each time).
+/// gemm's packing buffers are CPU-only memory, in none of these.
 ///
 /// Alive beside it (`F` = the feature map `B × 64 × 32 × 32` f32, `X` = the images):
 /// - temporaries: `y²`, kept by the loss's graph; and what `dy`, the feature map's
