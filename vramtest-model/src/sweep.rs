@@ -654,6 +654,7 @@ pub fn compare_target(
         })
         .collect();
     figures.push((PEAK.into(), None, old_target.peak_bytes, target.peak_bytes));
+    let grid = new.grid().ok();
     for (name, category, o, n) in figures {
         if n <= o {
             continue;
@@ -664,13 +665,21 @@ pub fn compare_target(
             Some(_) => name.clone(),
             None => peak_figure(new, &target.at),
         };
+        let mut why = term_that_grew(
+            &name,
+            old.figures.get(&figure),
+            new.figures.get(&figure),
+            &target.at,
+        );
+        if let Some(caveat) = new
+            .figures
+            .get(&figure)
+            .and_then(|fit| flag_caveat(fit, grid.as_ref()?))
+        {
+            why = format!("{why}; {caveat}");
+        }
         check.findings.push(TargetFinding {
-            why: term_that_grew(
-                &name,
-                old.figures.get(&figure),
-                new.figures.get(&figure),
-                &target.at,
-            ),
+            why,
             figure: name,
             old: o,
             new: n,
@@ -680,6 +689,23 @@ pub fn compare_target(
     }
     check.findings.sort_by_key(|f| !f.regressed);
     check
+}
+
+/// Why a fit's prediction is not to be trusted, when it is flagged on `grid`: a finding
+/// on it says so beside the term that grew.
+fn flag_caveat(fit: &Fit, grid: &Grid) -> Option<String> {
+    if fit.flagged() {
+        return Some(format!(
+            "the new fit misses a held-out point by {:.2}% (over 2%): not to be trusted",
+            fit.loo_error_ppm as f64 / 10_000.0
+        ));
+    }
+    fit.interpolation(grid).map(|i| {
+        format!(
+            "the new fit interpolates every combination of the values of {}: not to be trusted",
+            i.axes_in_words()
+        )
+    })
 }
 
 /// The figure the target's peak comes from: the highest phase at `at`, else `peak`.

@@ -275,6 +275,19 @@ fn the_target_gate_names_the_term_that_grew() {
     let loose = compare_target(Some(&old), &new, |_| Limit::ALLOW, None);
     assert!(!loose.fails());
     assert!(!loose.findings.is_empty());
+    // A finding on a flagged fit says it is not to be trusted.
+    let mut noisy = new.clone();
+    noisy.figures.get_mut("activations").unwrap().loo_error_ppm = 30_000;
+    let check = compare_target(Some(&old), &noisy, |_| Limit::DEFAULT, None);
+    let act = check
+        .findings
+        .iter()
+        .find(|f| f.figure == "activations")
+        .expect("activations grew");
+    assert_eq!(
+        act.why,
+        "activations: +512 B × batch·seq·layers; the new fit misses a held-out point by 3.00% (over 2%): not to be trusted"
+    );
 }
 
 #[test]
