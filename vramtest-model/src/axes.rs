@@ -649,36 +649,42 @@ pub struct Prediction {
     pub bytes: u64,
     /// The fit's worst leave-one-out error, in parts per million.
     pub loo_error_ppm: u64,
-    /// Whether the fit is flagged (the prediction is not to be trusted): it misses a
-    /// held-out point by over 2%, or it interpolates.
-    pub flagged: bool,
-    /// Whether the fit interpolates every combination of its axes' values (known where
-    /// the grid is: [`AxesScaling::predict`]).
-    pub interpolated: Option<Interpolation>,
+    /// Why the prediction is not to be trusted, if it is not (an interpolation is known
+    /// where the grid is: [`AxesScaling::predict`]).
+    pub flag: Option<Flag>,
 }
 
 impl Prediction {
+    /// Whether the prediction is flagged: not to be trusted.
+    pub fn flagged(&self) -> bool {
+        self.flag.is_some()
+    }
+
     /// The bytes, or why not: [`AxesError::Flagged`] when the fit misses a held-out
-    /// point by over 2% (the stronger statement, said first), else
-    /// [`AxesError::Interpolated`] when it interpolates.
+    /// point by over 2%, [`AxesError::Interpolated`] when it interpolates.
     pub fn trusted(self) -> Result<u64, AxesError> {
-        if self.loo_error_ppm > FLAG_PPM {
-            Err(AxesError::Flagged {
-                ppm: self.loo_error_ppm,
-            })
-        } else if let Some(i) = self.interpolated {
-            Err(AxesError::Interpolated {
+        match self.flag {
+            None => Ok(self.bytes),
+            Some(Flag::Missed { ppm }) => Err(AxesError::Flagged { ppm }),
+            Some(Flag::Interpolates(i)) => Err(AxesError::Interpolated {
                 axes: i.axes_in_words(),
                 combinations: i.combinations,
-            })
-        } else if self.flagged {
-            Err(AxesError::Flagged {
-                ppm: self.loo_error_ppm,
-            })
-        } else {
-            Ok(self.bytes)
+            }),
         }
     }
+}
+
+/// Why a fit's predictions are not to be trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Flag {
+    /// It misses a held-out point by more than 2% ([`FLAG_PPM`]): its worst
+    /// leave-one-out error, in parts per million.
+    Missed {
+        /// The fit's worst leave-one-out error, in parts per million.
+        ppm: u64,
+    },
+    /// It misses none, but interpolates ([`Fit::interpolation`]).
+    Interpolates(Interpolation),
 }
 
 impl Fit {
@@ -763,22 +769,29 @@ impl Fit {
         })
     }
 
-    /// Whether the fit's predictions are flagged on `grid`: [`Fit::flagged`], or
-    /// [`Fit::interpolation`].
-    pub fn flagged_on(&self, grid: &Grid) -> bool {
-        self.flagged() || self.interpolation(grid).is_some()
+    /// Why the fit's predictions on `grid` are not to be trusted, if they are not: a
+    /// miss over 2% ([`Fit::flagged`]), the stronger statement, said first whenever it
+    /// holds; else an [interpolation](Fit::interpolation).
+    pub fn flag(&self, grid: &Grid) -> Option<Flag> {
+        if self.flagged() {
+            return Some(Flag::Missed {
+                ppm: self.loo_error_ppm,
+            });
+        }
+        self.interpolation(grid).map(Flag::Interpolates)
     }
 
     /// The figure at `point` (which must give every axis of the formula a value),
     /// carrying the fit's 2% flag. Without the grid, an interpolation is not known here
-    /// (`interpolated` is `None` and [`Prediction::trusted`] does not refuse one):
-    /// [`AxesScaling::predict`] adds it, and [`Fit::interpolation`] tells it.
+    /// ([`Prediction::trusted`] does not refuse one): [`AxesScaling::predict`] adds it,
+    /// and [`Fit::flag`] tells it.
     pub fn predict(&self, point: &Point) -> Result<Prediction, AxesError> {
         Ok(Prediction {
             bytes: self.terms.bytes(point)?,
             loo_error_ppm: self.loo_error_ppm,
-            flagged: self.flagged(),
-            interpolated: None,
+            flag: self.flagged().then_some(Flag::Missed {
+                ppm: self.loo_error_ppm,
+            }),
         })
     }
 }
@@ -892,8 +905,7 @@ impl AxesScaling {
                 figure: figure.to_owned(),
             })?;
         let mut prediction = fit.predict(point)?;
-        prediction.interpolated = fit.interpolation(&grid);
-        prediction.flagged |= prediction.interpolated.is_some();
+        prediction.flag = fit.flag(&grid);
         Ok(prediction)
     }
 }
@@ -923,8 +935,11 @@ where
     for (phase, fit) in phases {
         let p = fit.predict(point)?;
         let (worst, flagged) = match &best {
-            Some(b) => (b.loo_error_ppm.max(p.loo_error_ppm), b.flagged || p.flagged),
-            None => (p.loo_error_ppm, p.flagged),
+            Some(b) => (
+                b.loo_error_ppm.max(p.loo_error_ppm),
+                b.flagged || p.flagged(),
+            ),
+            None => (p.loo_error_ppm, p.flagged()),
         };
         let higher = best.as_ref().is_none_or(|b| p.bytes > b.bytes);
         let (phase, bytes) = match (&best, higher) {

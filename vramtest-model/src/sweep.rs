@@ -20,7 +20,7 @@
 //! the backward pass), are predicted the same way from each phase's own peak of them
 //! (`temporaries in forward`, …) when every run's temporaries peaked inside a phase.
 
-use crate::axes::{AxesError, AxesScaling, Fit, Grid, Interpolation, Point, predict_max};
+use crate::axes::{AxesError, AxesScaling, Fit, Flag, Grid, Interpolation, Point, predict_max};
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
 use crate::limit::Limit;
@@ -223,14 +223,13 @@ impl AxesSweep {
                 .loo_error_ppm
                 .insert(name.clone(), fit.loo_error_ppm);
             estimate.terms.insert(name.clone(), fit.terms.to_string());
-            // A miss over 2% is the stronger statement: such a fit is flagged for it,
-            // and listed as interpolating only when it misses nothing.
-            let interpolation = fit.interpolation(&grid).filter(|_| !fit.flagged());
-            if fit.flagged() || interpolation.is_some() {
-                estimate.flagged.push(name.clone());
-            }
-            if let Some(i) = interpolation {
-                estimate.interpolated.insert(name.clone(), i);
+            match fit.flag(&grid) {
+                None => {}
+                Some(Flag::Missed { .. }) => estimate.flagged.push(name.clone()),
+                Some(Flag::Interpolates(i)) => {
+                    estimate.flagged.push(name.clone());
+                    estimate.interpolated.insert(name.clone(), i);
+                }
             }
         }
         Ok(estimate)
@@ -282,7 +281,7 @@ impl AxesSweep {
         if let (Some(a), Some(r)) = (self.figures.get(ALLOCATED), self.figures.get(RESERVED)) {
             // Each block's alignment waste follows the sizes' remainders, not a
             // polynomial: a flagged fit of it is left out rather than extrapolated.
-            let over_peak = if a.flagged_on(&grid) {
+            let over_peak = if a.flag(&grid).is_some() {
                 0
             } else {
                 a.predict(at)?.bytes
@@ -290,7 +289,7 @@ impl AxesSweep {
             let allocated = estimate.peak_bytes.saturating_add(over_peak);
             let granule = granule.max(1);
             let rounded = allocated.div_ceil(granule).saturating_mul(granule);
-            let reserved = if r.flagged_on(&grid) {
+            let reserved = if r.flag(&grid).is_some() {
                 rounded
             } else {
                 allocated.saturating_add(r.predict(at)?.bytes).max(rounded)
@@ -694,17 +693,15 @@ pub fn compare_target(
 /// Why a fit's prediction is not to be trusted, when it is flagged on `grid`: a finding
 /// on it says so beside the term that grew.
 fn flag_caveat(fit: &Fit, grid: &Grid) -> Option<String> {
-    if fit.flagged() {
-        return Some(format!(
+    Some(match fit.flag(grid)? {
+        Flag::Missed { ppm } => format!(
             "the new fit misses a held-out point by {:.2}% (over 2%): not to be trusted",
-            fit.loo_error_ppm as f64 / 10_000.0
-        ));
-    }
-    fit.interpolation(grid).map(|i| {
-        format!(
+            ppm as f64 / 10_000.0
+        ),
+        Flag::Interpolates(i) => format!(
             "the new fit interpolates every combination of the values of {}: not to be trusted",
             i.axes_in_words()
-        )
+        ),
     })
 }
 

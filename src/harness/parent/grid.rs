@@ -6,7 +6,7 @@ use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::collections::BTreeMap;
 use vramtest_model::Profile;
-use vramtest_model::axes::{Grid, Point};
+use vramtest_model::axes::{Flag, Grid, Point};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::sweep::{AxesSweep, GridRun};
 
@@ -126,20 +126,19 @@ pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep) -> Vec<String> {
         .figures
         .iter()
         .filter(|(figure, _)| *figure != ALLOCATED && *figure != RESERVED)
-        .filter_map(|(figure, fit)| {
-            if fit.flagged() {
-                return Some(format!(
-                    "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the README's \"Predict the full-size model\")",
-                    fit.loo_error_ppm as f64 / 10_000.0
-                ));
+        .filter_map(|(figure, fit)| match fit.flag(grid.as_ref()?)? {
+            Flag::Missed { ppm } => Some(format!(
+                "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the README's \"Predict the full-size model\")",
+                ppm as f64 / 10_000.0
+            )),
+            Flag::Interpolates(i) => {
+                let axes = i.axes_in_words();
+                Some(format!(
+                    "{name}: `{figure}` has as many terms as the grid has combinations of the values of {axes} ({}): it passes through every one, and no held-out point checks its form along {axes}; its predictions are flagged (`show --at` marks them), never trusted silently; {} to check it",
+                    i.combinations,
+                    i.remedy()
+                ))
             }
-            let i = fit.interpolation(grid.as_ref()?)?;
-            let axes = i.axes_in_words();
-            Some(format!(
-                "{name}: `{figure}` has as many terms as the grid has combinations of the values of {axes} ({}): it passes through every one, and no held-out point checks its form along {axes}; its predictions are flagged (`show --at` marks them), never trusted silently; {} to check it",
-                i.combinations,
-                i.remedy()
-            ))
         })
         .collect()
 }
