@@ -258,8 +258,13 @@ fn mlp_adamw_peaks_in_adamw_on_the_largest_weight() {
 /// product measured for the fixture's 64 × 64 images in
 /// `conv_stem_activation_is_its_output_feature_map`.
 fn conv_stem_output_bytes(batch: u64, side: u64) -> u64 {
-    let out = (side + 2 * 3 - 7) / 2 + 1;
+    let out = conv_stem_output_side(side);
     batch * 64 * out * out * F32
+}
+
+/// The stem's output side: `(H + 2P − K) / S + 1` with P = 3, K = 7, S = 2.
+fn conv_stem_output_side(side: u64) -> u64 {
+    (side + 2 * 3 - 7) / 2 + 1
 }
 
 /// The stem's weights: `64 × 3 × 7 × 7` f32, no bias.
@@ -370,7 +375,7 @@ fn conv_stem_peak(batch: u64) -> ConvStemPeak {
     let side = 64;
     let feature_map = conv_stem_output_bytes(batch, side);
     let images = batch * 3 * side * side * F32;
-    let out = (side + 2 * 3 - 7) / 2 + 1;
+    let out = conv_stem_output_side(side);
     // The kernel gradient's convolution: output side S + 2P − D·(O − 1), D = 2.
     let grad_side = side + 2 * 3 - 2 * (out - 1);
     let pixels = grad_side * grad_side;

@@ -7,7 +7,8 @@ use vramtest_model::axes::{Grid, Point};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::snapshot::SweepScaling;
 use vramtest_model::sweep::{
-    AxesSweep, GridRun, Shard, compare_target, parse_point, project, show_point,
+    AxesSweep, GridRun, Shard, TargetCheck, TargetFinding, compare_target, parse_point, project,
+    show_point,
 };
 use vramtest_model::{Category, CategoryBytes, Limit, Phase};
 
@@ -240,6 +241,15 @@ fn zero_stages_shard_the_model_states() {
     );
 }
 
+/// The target check's finding on activations, which the test made grow.
+fn activations_finding(check: &TargetCheck) -> &TargetFinding {
+    check
+        .findings
+        .iter()
+        .find(|f| f.figure == "activations")
+        .expect("activations grew")
+}
+
 #[test]
 fn the_target_gate_names_the_term_that_grew() {
     let at = point(8, 4096, 32);
@@ -250,11 +260,7 @@ fn the_target_gate_names_the_term_that_grew() {
     new.target = Some(new.target_at(&at, 2 << 20).unwrap());
     let check = compare_target(Some(&old), &new, |_| Limit::DEFAULT, None);
     assert!(check.fails());
-    let act = check
-        .findings
-        .iter()
-        .find(|f| f.figure == "activations")
-        .expect("activations grew");
+    let act = activations_finding(&check);
     assert!(act.regressed);
     assert_eq!(act.new - act.old, 512 * 8 * 4096 * 32);
     assert_eq!(act.why, "activations: +512 B × batch·seq·layers");
@@ -279,11 +285,7 @@ fn the_target_gate_names_the_term_that_grew() {
     let mut noisy = new.clone();
     noisy.figures.get_mut("activations").unwrap().loo_error_ppm = 30_000;
     let check = compare_target(Some(&old), &noisy, |_| Limit::DEFAULT, None);
-    let act = check
-        .findings
-        .iter()
-        .find(|f| f.figure == "activations")
-        .expect("activations grew");
+    let act = activations_finding(&check);
     assert_eq!(
         act.why,
         "activations: +512 B × batch·seq·layers; the new fit misses a held-out point by 3.00% (over 2%): not to be trusted"
@@ -309,11 +311,7 @@ fn a_new_term_shows_both_formulas() {
     let mut new = AxesSweep::fit(&grid, &runs).unwrap();
     new.target = Some(new.target_at(&at, 2 << 20).unwrap());
     let check = compare_target(Some(&old), &new, |_| Limit::DEFAULT, None);
-    let act = check
-        .findings
-        .iter()
-        .find(|f| f.figure == "activations")
-        .unwrap();
+    let act = activations_finding(&check);
     assert_eq!(
         act.why,
         "activations: was 64 B × batch·seq·layers, now 4 B × batch·seq² + 64 B × batch·seq·layers"
