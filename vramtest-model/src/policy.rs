@@ -219,7 +219,10 @@ impl Finding {
 }
 
 impl fmt::Display for Finding {
-    /// `activations: 1.00 MiB → 2.00 MiB (+1.00 MiB, +100.0%), over the limit +1% | 64.00 KiB; grew most in phase forward (iteration 2)`
+    /// `activations: 1.00 MiB → 2.00 MiB (+1.00 MiB, +100.0%), over the limit +1% | 64.00 KiB; the phase whose peak grew most: forward (iteration 2)`
+    ///
+    /// The phase named is the one whose own peak moved most (the same for every
+    /// finding of a comparison), not where the category's bytes were allocated.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let (Subject::Leak, Some(ceiling), Movement::Regressed, false) =
             (self.subject, self.ceiling, self.movement, self.strict)
@@ -258,8 +261,11 @@ impl fmt::Display for Finding {
         if let Some((phase, iteration)) = self.phase {
             let verb = if self.delta() >= 0 { "grew" } else { "shrank" };
             match iteration {
-                Some(i) => write!(f, "; {verb} most in phase {phase} (iteration {i})")?,
-                None => write!(f, "; {verb} most in phase {phase} (set-up)")?,
+                Some(i) => write!(
+                    f,
+                    "; the phase whose peak {verb} most: {phase} (iteration {i})"
+                )?,
+                None => write!(f, "; the phase whose peak {verb} most: {phase} (set-up)")?,
             }
         }
         if let Some((old, new)) = self.fragmentation {

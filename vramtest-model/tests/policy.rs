@@ -160,7 +160,7 @@ fn growth_beyond_both_slacks_regresses_and_says_where() {
         "+1.00 MiB",
         "+100.0%",
         "over the limit +1% | 64.00 KiB",
-        "grew most in phase forward (iteration 2)",
+        "; the phase whose peak grew most: forward (iteration 2)",
     ] {
         assert!(message.contains(needle), "missing {needle:?} in: {message}");
     }
@@ -188,9 +188,32 @@ fn the_phase_that_grew_most_is_named_even_when_it_is_a_set_up_phase() {
     assert_eq!(f.phase, Some((Phase::OptimizerInit, None)));
     assert!(
         f.to_string()
-            .contains("grew most in phase optimizer_init (set-up)"),
+            .contains("; the phase whose peak grew most: optimizer_init (set-up)"),
         "{f}"
     );
+}
+
+#[test]
+fn the_phase_named_is_the_one_whose_peak_grew_not_where_the_category_was_allocated() {
+    // optimizer_state grows by 4 MiB (it is allocated in optimizer_init and
+    // optimizer_step), but the phase whose own peak grew most is inputs: the line must
+    // not read as if the optimizer state were allocated in inputs.
+    let old = base();
+    let new = moved(
+        &old,
+        Category::OptimizerState,
+        4 * MIB as i64,
+        Phase::Inputs,
+    );
+    let c = compare(&old, &new, &Policy::default());
+    let f = finding_for(&c, Subject::Category(Category::OptimizerState)).unwrap();
+    assert_eq!(f.phase, Some((Phase::Inputs, Some(2))));
+    let message = f.to_string();
+    assert!(
+        message.ends_with("; the phase whose peak grew most: inputs (iteration 2)"),
+        "{message}"
+    );
+    assert!(!message.contains("grew most in phase"), "{message}");
 }
 
 #[test]
@@ -209,7 +232,7 @@ fn shrinking_beyond_the_slack_is_an_improvement_worth_accepting() {
         "-1.00 MiB",
         "-50.0%",
         "improved by 1.00 MiB: accept to lock it in",
-        "shrank most in phase forward (iteration 2)",
+        "; the phase whose peak shrank most: forward (iteration 2)",
     ] {
         assert!(message.contains(needle), "missing {needle:?} in: {message}");
     }
