@@ -765,7 +765,8 @@ fn term_that_grew(name: &str, old: Option<&Fit>, new: Option<&Fit>, at: &Point) 
     }
 }
 
-fn show_axes(axes: &BTreeMap<String, Vec<u64>>) -> String {
+/// A sweep's axes as a message names them: `batch = [1, 2], seq = [8, 16]`.
+pub fn show_axes(axes: &BTreeMap<String, Vec<u64>>) -> String {
     axes.iter()
         .map(|(k, v)| format!("{k} = {v:?}"))
         .collect::<Vec<_>>()

@@ -6,7 +6,7 @@ use vramtest_model::fit::{self, PerSampleChange, Scaling};
 use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;
 use vramtest_model::sites::Site;
-use vramtest_model::sweep::{TargetCheck, compare_target};
+use vramtest_model::sweep::{TargetCheck, compare_target, show_axes};
 use vramtest_model::{Body, Category, Policy, Subject, Verdict, compare};
 
 /// The call sites a snapshot's `info` keeps, per category.
@@ -96,7 +96,7 @@ pub fn decide(
     update: Update,
     check: bool,
 ) -> Decision {
-    let target = check_target(old, new, policy);
+    let mut target = check_target(old, new, policy);
     let Some(old) = old else {
         let over_budget = check_budget(new, policy);
         let (status, write) = match update {
@@ -127,6 +127,9 @@ pub fn decide(
     let (mut per_sample, sweep_changed) =
         compare_sweeps(old.batch_scaling(), new.batch_scaling(), policy);
     let sweep_changed = sweep_changed.or_else(|| axes_changed(old, new));
+    if sweep_changed.is_some() {
+        set_aside(&mut comparison, &mut per_sample, &mut target);
+    }
     if comparison.predates_cpu_only {
         // The snapshot's sweep fitted CPU-only memory into its peak and workspace.
         per_sample.retain(|c| c.category.is_some_and(|c| c != Category::Workspace));
@@ -184,9 +187,36 @@ fn check_target(old: Option<&Body>, new: &Body, policy: &Policy) -> TargetCheck 
     )
 }
 
-/// A sweep over named axes added or removed: the figures are not comparable.
+/// A changed sweep: its figures were measured at other points than the snapshot's, so
+/// none is compared (the change is said first and alone). What fails whatever the
+/// snapshot holds (the budget, the target's budget, the leak ceiling) is kept.
+fn set_aside(
+    comparison: &mut Comparison,
+    per_sample: &mut Vec<PerSampleChange>,
+    target: &mut TargetCheck,
+) {
+    let over_ceiling = comparison.over_leak_ceiling.is_some();
+    comparison
+        .findings
+        .retain(|f| over_ceiling && f.subject == Subject::Leak);
+    comparison.notes.clear();
+    comparison.incomparable = None;
+    per_sample.clear();
+    *target = TargetCheck {
+        over_budget: target.over_budget,
+        ..TargetCheck::default()
+    };
+}
+
+/// A sweep over named axes added or removed, or its grid changed: the figures are not
+/// comparable.
 fn axes_changed(old: &Body, new: &Body) -> Option<String> {
     match (old.axes_sweep(), new.axes_sweep()) {
+        (Some(o), Some(n)) if o.axes != n.axes => Some(format!(
+            "the sweep's axes changed from {} to {}: accept the snapshot again",
+            show_axes(&o.axes),
+            show_axes(&n.axes)
+        )),
         (Some(_), None) => Some(
             "the snapshot holds a sweep over named axes and this run has none: accept it again to drop the sweep".into(),
         ),

@@ -50,6 +50,9 @@ pub(super) fn compose(facts: &Facts) -> Message {
         decision,
         ..
     } = *facts;
+    if let Some(why) = &decision.sweep_changed {
+        return sweep_changed(facts, why);
+    }
     let mut lines = Vec::new();
     lines.extend(limit_lines(facts));
     let changes = changes(decision);
@@ -78,6 +81,45 @@ pub(super) fn compose(facts: &Facts) -> Message {
         .chain(lines)
         .collect::<Vec<_>>()
         .join("\n  ");
+    if let Some(h) = hint(decision) {
+        text += &format!("\n{h}");
+    }
+    Message {
+        text,
+        changes,
+        diff: diff(facts),
+    }
+}
+
+/// The message of a sweep that changed (its sizes, its axes, added or removed): that
+/// is said first and alone, since no figure was compared; only what fails whatever the
+/// snapshot holds (a budget) follows.
+fn sweep_changed(facts: &Facts, why: &str) -> Message {
+    let Facts {
+        name,
+        class,
+        decision,
+        ..
+    } = *facts;
+    let mut lines = vec![format!(
+        "{name} ({class}) was not compared with its snapshot: {why}"
+    )];
+    // Only a leak over its ceiling is left among the findings.
+    let changes = changes(decision);
+    lines.extend(changes.iter().map(|c| c.message.clone()));
+    if let Some((peak, budget)) = decision.over_budget {
+        lines.push(format!(
+            "peak {} is over the budget of {}",
+            HumanBytes(peak),
+            HumanBytes(budget)
+        ));
+    }
+    if let Some(target) = facts.body.axes_sweep().and_then(|s| s.target.as_ref()) {
+        lines.extend(decision.target.lines(&target.at));
+    }
+    lines.extend(written_lines(facts));
+    lines.extend(facts.kept.clone());
+    let mut text = lines.join("\n  ");
     if let Some(h) = hint(decision) {
         text += &format!("\n{h}");
     }
@@ -680,5 +722,56 @@ mod tests {
         );
         assert_eq!(message.diff, None);
         assert!(message.changes.is_empty());
+    }
+
+    /// `body` as a sweep over named axes with the grid `batch` (no figures, no target).
+    fn swept(mut body: Body, batch: &[u64]) -> Body {
+        use vramtest_model::snapshot::SweepScaling;
+        use vramtest_model::sweep::AxesSweep;
+        body.scaling = Some(SweepScaling::Axes(AxesSweep {
+            axes: [("batch".to_owned(), batch.to_vec())].into(),
+            figures: Default::default(),
+            target: None,
+        }));
+        body
+    }
+
+    #[test]
+    fn a_changed_grid_is_said_first_and_alone() {
+        // The grid grew a point, so the new body's figures were measured elsewhere:
+        // activations doubled, which must not read as a regression.
+        let old = committed(&swept(
+            Body::from_profile(&step(1 << 20, 4 << 20, 0), DeviceClass::Cpu),
+            &[1, 2],
+        ));
+        let profile = step(1 << 20, 8 << 20, 0);
+        let body = swept(Body::from_profile(&profile, DeviceClass::Cpu), &[1, 2, 4]);
+        let policy = Policy::default();
+        let decision = decide(Some(&old.body), &body, &policy, Update::New, false);
+        assert_eq!(decision.status, Status::Regressed);
+        let message = compose(&Facts {
+            name: "mlp::adamw",
+            class: DeviceClass::Cpu,
+            decision: &decision,
+            policy: &policy,
+            body: &body,
+            profile: &profile,
+            fit: None,
+            old: Some(&old),
+            sites: Some(&Ok(sites())),
+            snapshot: "tests/snapshots/vram__mlp__adamw@cpu.snap".into(),
+            written: Some((
+                "tests/snapshots/vram__mlp__adamw@cpu.snap.new".into(),
+                false,
+            )),
+            kept: None,
+        });
+        assert!(message.changes.is_empty(), "{:?}", message.changes);
+        assert_eq!(
+            message.text,
+            "mlp::adamw (cpu) was not compared with its snapshot: the sweep's axes changed from batch = [1, 2] to batch = [1, 2, 4]: accept the snapshot again\n  \
+             pending result written: tests/snapshots/vram__mlp__adamw@cpu.snap.new\n\
+             hint: review with `cargo vramtest review` (or `cargo insta review`); accept with `cargo vramtest accept`, or rerun with VRAMTEST_UPDATE=always"
+        );
     }
 }
