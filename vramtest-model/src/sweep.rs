@@ -369,6 +369,24 @@ impl AxesSweep {
 }
 
 impl Estimate {
+    /// The flagged phases the peak is the maximum of, other than the phase that holds
+    /// it (figure names: `phase backward`): the peak is the largest phase's prediction,
+    /// so a flagged phase may hold the real peak, and the peak is not to be trusted
+    /// either. Empty when the peak is fitted as a whole.
+    pub fn flagged_under_peak(&self) -> Vec<&str> {
+        let Some(winner) = &self.peak_phase else {
+            return Vec::new();
+        };
+        self.flagged
+            .iter()
+            .filter(|f| {
+                f.strip_prefix(PHASE_PREFIX)
+                    .is_some_and(|phase| phase != winner.as_str())
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
     /// What the device must hold: the predicted reserved peak where there is one, else
     /// the peak.
     pub fn device_bytes(&self) -> u64 {
@@ -676,6 +694,17 @@ pub fn compare_target(
             .and_then(|fit| flag_caveat(fit, grid.as_ref()?))
         {
             why = format!("{why}; {caveat}");
+        }
+        if category.is_none()
+            && let Some(grid) = &grid
+        {
+            for (phase, fit) in new.phase_fits() {
+                if figure.strip_prefix(PHASE_PREFIX) != Some(phase)
+                    && let Some(caveat) = flag_caveat(fit, grid)
+                {
+                    why = format!("{why}; within the peak's maximum, phase {phase}: {caveat}");
+                }
+            }
         }
         check.findings.push(TargetFinding {
             why,

@@ -293,6 +293,48 @@ fn the_target_gate_names_the_term_that_grew() {
 }
 
 #[test]
+fn a_flagged_phase_within_the_peaks_maximum_flags_the_peak() {
+    let at = point(8, 4096, 32);
+    let mut old = Model { act: 64 }.sweep();
+    old.target = Some(old.target_at(&at, 2 << 20).unwrap());
+    let mut new = Model { act: 64 + 512 }.sweep();
+    // The forward pass holds the peak at the target (its scores grow with seq²); the
+    // backward pass's fit misses a held-out point by 28%: it may hold the real peak.
+    new.figures.get_mut("phase backward").unwrap().loo_error_ppm = 280_000;
+    new.target = Some(new.target_at(&at, 2 << 20).unwrap());
+    let estimate = new.estimate(&at, 2 << 20).unwrap();
+    assert_eq!(estimate.peak_phase.as_deref(), Some("forward"));
+    assert_eq!(estimate.flagged_under_peak(), ["phase backward"]);
+    let check = compare_target(Some(&old), &new, |_| Limit::DEFAULT, None);
+    let peak = check
+        .findings
+        .iter()
+        .find(|f| f.figure == "peak")
+        .expect("the peak grew");
+    assert!(
+        peak.why.ends_with(
+            "; within the peak's maximum, phase backward: the new fit misses a held-out point by 28.00% (over 2%): not to be trusted"
+        ),
+        "{}",
+        peak.why
+    );
+    // Unflagged, the same sweep's peak carries no caveat.
+    let clean = Model { act: 64 + 512 }.sweep();
+    assert!(
+        clean
+            .estimate(&at, 2 << 20)
+            .unwrap()
+            .flagged_under_peak()
+            .is_empty()
+    );
+    let mut clean_target = clean.clone();
+    clean_target.target = Some(clean.target_at(&at, 2 << 20).unwrap());
+    let check = compare_target(Some(&old), &clean_target, |_| Limit::DEFAULT, None);
+    let peak = check.findings.iter().find(|f| f.figure == "peak").unwrap();
+    assert!(!peak.why.contains("not to be trusted"), "{}", peak.why);
+}
+
+#[test]
 fn a_new_term_shows_both_formulas() {
     let at = point(8, 4096, 32);
     let mut old = Model { act: 64 }.sweep();

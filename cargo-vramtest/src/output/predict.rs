@@ -139,13 +139,7 @@ pub fn human(name: &str, sweep: &AxesSweep, a: &Answer) -> String {
     ]];
     let row = |figure: &str, bytes: u64| {
         let ppm = e.loo_error_ppm.get(figure).copied().unwrap_or(0);
-        let flag = if ppm > FLAG_PPM {
-            " (flagged)"
-        } else if e.interpolated.contains_key(figure) {
-            " (interpolates)"
-        } else {
-            ""
-        };
+        let flag = own_flag(e, figure).map_or(String::new(), |f| format!(" ({f})"));
         vec![
             figure.to_owned(),
             HumanBytes(bytes).to_string(),
@@ -165,6 +159,7 @@ pub fn human(name: &str, sweep: &AxesSweep, a: &Answer) -> String {
         Some(p) => format!("peak ({p})"),
         None => "peak".into(),
     };
+    peak[2] = peak_error(e, &peak_figure);
     rows.push(peak);
     if let (Some(alloc), Some(reserved)) = (e.allocated_bytes, e.reserved_bytes) {
         rows.push(vec![
@@ -184,6 +179,42 @@ pub fn human(name: &str, sweep: &AxesSweep, a: &Answer) -> String {
     out + &fits_section(a)
 }
 
+/// The peak's leave-one-out error (that of the phase holding it), flagged when that
+/// phase's fit is, or when any other phase within the maximum is (named, with how it
+/// is flagged): the real peak may be in that phase.
+fn peak_error(e: &Estimate, figure: &str) -> String {
+    let text = percent(e.loo_error_ppm.get(figure).copied().unwrap_or(0));
+    let others: Vec<String> = e
+        .flagged_under_peak()
+        .into_iter()
+        .map(|f| match own_flag(e, f) {
+            Some("interpolates") => format!("{f} interpolates"),
+            _ => format!(
+                "{f} misses by {}",
+                percent(e.loo_error_ppm.get(f).copied().unwrap_or(0))
+            ),
+        })
+        .collect();
+    match (own_flag(e, figure), others.is_empty()) {
+        (None, true) => text,
+        (Some(own), true) => format!("{text} ({own})"),
+        (None, false) => format!("{text} (flagged: {})", others.join("; ")),
+        (Some(own), false) => format!("{text} ({own}; {})", others.join("; ")),
+    }
+}
+
+/// How a figure's fit is flagged: `flagged` (a held-out point missed by over 2%),
+/// `interpolates`, or not at all.
+fn own_flag(e: &Estimate, figure: &str) -> Option<&'static str> {
+    if e.loo_error_ppm.get(figure).copied().unwrap_or(0) > FLAG_PPM {
+        Some("flagged")
+    } else if e.interpolated.contains_key(figure) {
+        Some("interpolates")
+    } else {
+        None
+    }
+}
+
 /// The flagged figures and what fits per memory size.
 fn fits_section(a: &Answer) -> String {
     let e = &a.estimate;
@@ -199,6 +230,15 @@ fn fits_section(a: &Answer) -> String {
             out,
             "  flagged (a held-out point missed by over 2%, not to be trusted): {}",
             names.join(", ")
+        );
+    }
+    let under_peak = e.flagged_under_peak();
+    if !under_peak.is_empty() {
+        let _ = writeln!(
+            out,
+            "  flagged (the peak is the largest phase's prediction, and {} within that maximum {} flagged: the real peak may be there, not to be trusted): peak",
+            under_peak.join(", "),
+            if under_peak.len() == 1 { "is" } else { "are" }
         );
     }
     if !interpolated.is_empty() {
@@ -304,6 +344,7 @@ pub fn json(test: &str, a: &Answer) -> Value {
         "loo_error": loo,
         "terms": e.terms,
         "flagged": e.flagged,
+        "peak_flagged_by": e.flagged_under_peak(),
         "interpolated": e
             .interpolated
             .iter()
@@ -321,4 +362,100 @@ pub fn json(test: &str, a: &Answer) -> Value {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// An estimate whose peak is optimizer_step's (145.40 MiB, 0.02% off), with
+    /// backward's fit `backward_ppm` off, and whose `flagged` list says which.
+    fn estimate(backward_ppm: u64, flagged: &[&str]) -> Estimate {
+        let loo: BTreeMap<String, u64> = [
+            ("phase forward", 100),
+            ("phase backward", backward_ppm),
+            ("phase optimizer_step", 200),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        Estimate {
+            at: [("batch".to_owned(), 64)].into(),
+            category_bytes: Category::ALL.into_iter().map(|c| (c, 0)).collect(),
+            peak_bytes: 152_462_950, // 145.40 MiB
+            peak_phase: Some("optimizer_step".into()),
+            allocated_bytes: None,
+            reserved_bytes: None,
+            loo_error_ppm: loo,
+            terms: BTreeMap::new(),
+            flagged: flagged.iter().map(|f| (*f).to_owned()).collect(),
+            interpolated: BTreeMap::new(),
+        }
+    }
+
+    fn shown(e: Estimate) -> (String, Value) {
+        let sweep = AxesSweep {
+            axes: [("batch".to_owned(), vec![8, 16, 32])].into(),
+            figures: BTreeMap::new(),
+            target: None,
+        };
+        let a = Answer {
+            estimate: e,
+            projection: None,
+            fits: Vec::new(),
+            solved: None,
+            allowance: 0,
+        };
+        (human("t", &sweep, &a), json("t", &a))
+    }
+
+    fn peak_row(text: &str) -> &str {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("peak ("))
+            .unwrap_or_else(|| panic!("no peak row in:\n{text}"))
+    }
+
+    #[test]
+    fn the_peak_is_flagged_when_another_phase_within_its_maximum_is() {
+        // backward misses a held-out point by 28%: it may hold the real peak.
+        let (text, json) = shown(estimate(280_000, &["phase backward"]));
+        let row = peak_row(&text);
+        assert!(
+            row.contains("145.40 MiB  0.02% (flagged: phase backward misses by 28.00%)"),
+            "{row}"
+        );
+        assert!(
+            text.contains(
+                "flagged (the peak is the largest phase's prediction, and phase backward within that maximum is flagged: the real peak may be there, not to be trusted): peak"
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            json["peak_flagged_by"],
+            serde_json::json!(["phase backward"])
+        );
+    }
+
+    #[test]
+    fn an_unflagged_maximum_leaves_the_peak_unflagged() {
+        let (text, json) = shown(estimate(300, &[]));
+        let row = peak_row(&text);
+        assert!(row.trim_end().ends_with("145.40 MiB  0.02%"), "{row}");
+        assert!(!text.contains("flagged"), "{text}");
+        assert_eq!(json["peak_flagged_by"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn a_flagged_winner_keeps_its_own_flag_and_names_the_others() {
+        let mut e = estimate(280_000, &["phase backward", "phase optimizer_step"]);
+        e.loo_error_ppm
+            .insert("phase optimizer_step".into(), 30_000);
+        let (text, _) = shown(e);
+        let row = peak_row(&text);
+        assert!(
+            row.contains("3.00% (flagged; phase backward misses by 28.00%)"),
+            "{row}"
+        );
+    }
 }
