@@ -56,6 +56,8 @@ struct TestLine {
     package: String,
     name: String,
     duration_secs: f64,
+    /// Whether the run counted it as failing: it must agree with the status.
+    fails: bool,
     #[serde(flatten)]
     report: TestReport,
 }
@@ -170,7 +172,12 @@ fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String>
                 })?;
                 let line = TestLine::deserialize(value)
                     .map_err(|e| format!("line {n} is not a test's report: {e}"))?;
-                outcomes.push(outcome(line, &mut binaries).map_err(|e| format!("line {n}: {e}"))?);
+                let said = line.fails;
+                let o = outcome(line, &mut binaries).map_err(|e| format!("line {n}: {e}"))?;
+                if o.fails() != said {
+                    return Err(contradiction(n, &o, said));
+                }
+                outcomes.push(o);
             }
             Some("summary") => {
                 let s = SummaryLine::deserialize(value)
@@ -187,6 +194,23 @@ fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String>
         }
     }
     Ok((outcomes, summary))
+}
+
+/// A test line whose `fails` disagrees with its status: neither is trusted over the
+/// other, so the file is not merged (a line that says it fails never becomes a pass).
+fn contradiction(n: usize, o: &Outcome, said: bool) -> String {
+    let pending = if o.report.is_pending() {
+        " with a pending result"
+    } else {
+        ""
+    };
+    format!(
+        "line {n}: {} has `fails: {said}`, but its status `{}`{pending} {}: the line \
+         contradicts itself (was the report edited?), so it is not merged",
+        o.case.full_name(),
+        o.report.status.as_str(),
+        if o.fails() { "fails" } else { "passes" }
+    )
 }
 
 fn duration(secs: f64) -> Duration {
@@ -475,6 +499,29 @@ mod tests {
         let first = text.lines().next().unwrap();
         let twice = format!("{first}\n{text}").replacen("\"tests\":6", "\"tests\":7", 1);
         assert_eq!(err(&twice), "mlp::vram::adamw is in it twice");
+    }
+
+    #[test]
+    fn a_line_whose_status_and_fails_disagree_is_not_merged_as_a_pass() {
+        let text = report(&[outcome("a", Status::Regressed)], None);
+        assert!(text.contains("\"fails\":true"), "{text}");
+        // Its status edited to a pass, its `fails` left saying it fails.
+        let edited = text.replacen("\"status\":\"regressed\"", "\"status\":\"passed\"", 1);
+        assert_ne!(edited, text);
+        assert_eq!(
+            parse(Path::new("a.jsonl"), &edited).unwrap_err(),
+            "line 1: mlp::vram::a has `fails: true`, but its status `passed` passes: the \
+             line contradicts itself (was the report edited?), so it is not merged"
+        );
+        // The other way round too: neither field is trusted over the other.
+        let quiet = text.replacen("\"fails\":true", "\"fails\":false", 1);
+        assert!(
+            parse(Path::new("a.jsonl"), &quiet)
+                .unwrap_err()
+                .contains("has `fails: false`, but its status `regressed` fails"),
+        );
+        // Unedited, it reads back failing.
+        assert!(parse(Path::new("a.jsonl"), &text).unwrap().outcomes[0].fails());
     }
 
     #[test]
