@@ -36,7 +36,9 @@ pub fn execute(args: &MergeArgs) -> Result<u8> {
     };
     let summary = &merged.summary;
     match args.report.message_format {
-        MessageFormat::Human => anstream::print!("{}", output::table::render(results, summary)),
+        MessageFormat::Human => {
+            anstream::print!("{}", output::table::render_for_terminal(results, summary))
+        }
         MessageFormat::Json => print!("{}", output::json::render(results, summary, &merged.info)),
     }
     let red = anstyle::Style::new()

@@ -44,7 +44,9 @@ pub fn execute(args: &RunArgs) -> Result<u8> {
     };
     let summary = Summary::of(&outcomes);
     match args.report.message_format {
-        MessageFormat::Human => anstream::print!("{}", output::table::render(results, &summary)),
+        MessageFormat::Human => {
+            anstream::print!("{}", output::table::render_for_terminal(results, &summary))
+        }
         MessageFormat::Json => {
             let info = output::json::RunInfo::run(args.filter.partition.map(|p| p.to_string()));
             print!("{}", output::json::render(results, &summary, &info));

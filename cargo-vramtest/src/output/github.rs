@@ -25,6 +25,37 @@ pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
+/// `text` printed so that the runner runs no workflow command in it (a test's own
+/// output may print `::error::` or `::add-mask::`): between `::stop-commands::TOKEN`
+/// and `::TOKEN::`, with a random token that `text` does not hold, so nothing in it
+/// can end the stop early.
+pub fn inert(text: &str) -> String {
+    let token = loop {
+        let t = token();
+        if !text.contains(&t) {
+            break t;
+        }
+    };
+    inert_with(text, &token)
+}
+
+/// [`inert`] with a given `token`.
+pub fn inert_with(text: &str, token: &str) -> String {
+    let end = if text.ends_with('\n') { "" } else { "\n" };
+    format!("::stop-commands::{token}\n{text}{end}::{token}::\n")
+}
+
+/// A fresh random token (`vramtest-` and 32 hex digits).
+fn token() -> String {
+    use std::hash::BuildHasher;
+    let state = std::collections::hash_map::RandomState::new();
+    format!(
+        "vramtest-{:016x}{:016x}",
+        state.hash_one(1u8),
+        state.hash_one(2u8)
+    )
+}
+
 /// `::error file=…,line=…,title=…::message`.
 pub fn command(
     level: &str,
@@ -138,6 +169,27 @@ mod tests {
             command("notice", None, Some(3), "t", "m"),
             "::notice title=t::m"
         );
+    }
+
+    #[test]
+    fn inert_text_stops_commands_with_a_token_it_does_not_hold() {
+        let text = "::error::boom\n::add-mask::secret\n";
+        let a = inert(text);
+        let b = inert(text);
+        let token = a
+            .strip_prefix("::stop-commands::")
+            .and_then(|rest| rest.split_once('\n'))
+            .map(|(t, _)| t.to_owned())
+            .expect("starts by stopping commands");
+        assert_eq!(a, inert_with(text, &token));
+        assert_eq!(
+            inert_with(text, "T"),
+            "::stop-commands::T\n::error::boom\n::add-mask::secret\n::T::\n"
+        );
+        assert_eq!(inert_with("x", "T"), "::stop-commands::T\nx\n::T::\n");
+        // Random: another call picks another token, so a test cannot print the end.
+        assert_ne!(a, b);
+        assert!(token.len() > 20 && !text.contains(&token), "{token}");
     }
 
     #[test]

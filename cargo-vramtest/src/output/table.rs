@@ -47,8 +47,22 @@ pub fn grid(headers: &[&str], rows: &[Vec<Cell>], right: &[bool]) -> String {
     out
 }
 
-/// The whole human report of a run.
+/// The whole human report of a run, as plain as the terminal gets it off GitHub Actions.
+#[cfg(test)]
 pub fn render(results: Results<'_>, summary: &Summary) -> String {
+    render_guarded(results, summary, false)
+}
+
+/// The whole human report of a run, as the terminal gets it: under GitHub Actions the
+/// failures' blocks (the messages, the diffs, the tests' own output) are printed with
+/// workflow commands stopped ([`super::github::inert`]), so an `::error` or
+/// `::add-mask::` a test printed is shown, not run.
+pub fn render_for_terminal(results: Results<'_>, summary: &Summary) -> String {
+    render_guarded(results, summary, super::github::active())
+}
+
+/// The report, with the failures' blocks made inert to the runner when `guard`.
+fn render_guarded(results: Results<'_>, summary: &Summary, guard: bool) -> String {
     let mut out = String::new();
     if !results.outcomes.is_empty() {
         let rows: Vec<Vec<Cell>> = results
@@ -80,6 +94,32 @@ pub fn render(results: Results<'_>, summary: &Summary) -> String {
             &[false, true, true, true, false, false],
         );
     }
+    let failures = failure_blocks(results);
+    if guard && !failures.is_empty() {
+        out += &super::github::inert(&failures);
+    } else {
+        out += &failures;
+    }
+    let style = if summary.exit_code == 0 {
+        Style::new().fg_color(Some(AnsiColor::Green.into())).bold()
+    } else {
+        Style::new().fg_color(Some(AnsiColor::Red.into())).bold()
+    };
+    let _ = writeln!(
+        out,
+        "\n{style}{}{style:#} ({:.2}s)",
+        summary.headline(),
+        results.duration.as_secs_f64()
+    );
+    if summary.pending > 0 {
+        out += "hint: review the pending results with `cargo vramtest review`, or accept them all with `cargo vramtest accept`\n";
+    }
+    out
+}
+
+/// One block per failing test: its status, message, diff and its own output.
+fn failure_blocks(results: Results<'_>) -> String {
+    let mut out = String::new();
     for o in results.outcomes.iter().filter(|o| o.fails()) {
         let style = status_style(o.report.status, true);
         let _ = write!(
@@ -104,20 +144,6 @@ pub fn render(results: Results<'_>, summary: &Summary) -> String {
             let dim = Style::new().fg_color(Some(AnsiColor::BrightBlack.into()));
             let _ = writeln!(out, "{dim}---- output ----{dim:#}\n{output}");
         }
-    }
-    let style = if summary.exit_code == 0 {
-        Style::new().fg_color(Some(AnsiColor::Green.into())).bold()
-    } else {
-        Style::new().fg_color(Some(AnsiColor::Red.into())).bold()
-    };
-    let _ = writeln!(
-        out,
-        "\n{style}{}{style:#} ({:.2}s)",
-        summary.headline(),
-        results.duration.as_secs_f64()
-    );
-    if summary.pending > 0 {
-        out += "hint: review the pending results with `cargo vramtest review`, or accept them all with `cargo vramtest accept`\n";
     }
     out
 }
@@ -277,6 +303,51 @@ mod tests {
         };
         // The styles themselves are part of the design: pinned as escape codes.
         insta::assert_snapshot!(render(results, &Summary::of(&outcomes)));
+    }
+
+    #[test]
+    fn under_github_a_tests_output_runs_no_workflow_command() {
+        let mut failed = outcome("broken", Status::Failed);
+        failed.report.output = Some("::error::forged\n::add-mask::secret".into());
+        let outcomes = [outcome("sgd", Status::Passed), failed];
+        let results = Results {
+            outcomes: &outcomes,
+            duration: std::time::Duration::ZERO,
+        };
+        let summary = Summary::of(&outcomes);
+        let plain = render(results, &summary);
+        let guarded = render_guarded(results, &summary, true);
+        assert!(!plain.contains("::stop-commands::"), "{plain}");
+        let lines: Vec<&str> = guarded.lines().collect();
+        let start = lines
+            .iter()
+            .position(|l| l.starts_with("::stop-commands::"))
+            .unwrap_or_else(|| panic!("no stop in:\n{guarded}"));
+        let token = &lines[start]["::stop-commands::".len()..];
+        let end = lines
+            .iter()
+            .position(|l| *l == format!("::{token}::"))
+            .unwrap_or_else(|| panic!("no end in:\n{guarded}"));
+        // Every line that would run as a command is between the two; the table and
+        // the summary line stay outside.
+        for (i, l) in lines.iter().enumerate() {
+            if l.starts_with("::error")
+                || l.starts_with("::add-mask")
+                || l.contains("──── mlp::vram::broken")
+            {
+                assert!(start < i && i < end, "line {i} {l:?} outside:\n{guarded}");
+            }
+        }
+        assert!(lines[..start].iter().any(|l| l.contains("sgd")));
+        assert!(lines[end + 1..].iter().any(|l| l.contains("failed")));
+        // Without the guard lines, the two reports are the same.
+        let without: Vec<&str> = lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != start && *i != end)
+            .map(|(_, l)| *l)
+            .collect();
+        assert_eq!(without.join("\n"), plain.trim_end_matches('\n'));
     }
 
     #[test]
