@@ -78,6 +78,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+mod residue;
+pub use residue::{COUNT_AXES, is_count_axis};
+
 /// The most points a grid may have (each one is a process of its own).
 pub const MAX_POINTS: u64 = 256;
 
@@ -639,6 +642,17 @@ pub struct Fit {
     pub terms: Formula,
     /// The worst relative leave-one-out error, in parts per million, rounded up.
     pub loo_error_ppm: u64,
+    /// The residue: the worst leave-one-out miss in bytes, when it is bookkeeping-sized
+    /// (at most 2% of the largest measured value); 0 for an exact fit and for one that
+    /// misses by more. What steps with the size of the graph instead of scaling with
+    /// the axes is bounded by it, never extrapolated: see the module's documentation.
+    /// Absent from snapshots written before it existed, and from those of exact fits.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub residue_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A figure predicted at a point.
@@ -649,6 +663,9 @@ pub struct Prediction {
     pub bytes: u64,
     /// The fit's worst leave-one-out error, in parts per million.
     pub loo_error_ppm: u64,
+    /// The fit's [residue](Fit::residue_bytes): the figure is `bytes` within about this
+    /// many bytes of bookkeeping, which the formula bounds instead of extrapolating.
+    pub residue_bytes: u64,
     /// Why the prediction is not to be trusted, if it is not (an interpolation is known
     /// where the grid is: [`AxesScaling::predict`]).
     pub flag: Option<Flag>,
@@ -700,9 +717,15 @@ impl Fit {
             });
         }
         let candidates = candidates(grid, series);
-        let design = Design::new(&candidates, series)?;
-        let max_terms = (series.len() - 2).min(candidates.len());
-        let best = exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms));
+        let best = match residue::linear_model(grid, series, &candidates)? {
+            Some(linear) => linear,
+            None => {
+                let design = Design::new(&candidates, series)?;
+                let max_terms = (series.len() - 2).min(candidates.len());
+                exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms))
+            }
+        };
+        let residue_bytes = residue_of(grid, series, &candidates, &best)?;
         let mut terms: Vec<(Term, Vec<u8>)> = best
             .subset
             .iter()
@@ -726,12 +749,22 @@ impl Fit {
                 terms: terms.into_iter().map(|(t, _)| t).collect(),
             },
             loo_error_ppm: ppm(&best.worst),
+            residue_bytes,
         })
     }
 
-    /// Whether the worst leave-one-out error exceeds 2% ([`FLAG_PPM`]).
+    /// Whether the worst leave-one-out error exceeds 2% ([`FLAG_PPM`]) with no
+    /// bookkeeping-sized [residue](Fit::residue_bytes) to account for it.
     pub fn flagged(&self) -> bool {
+        self.loo_error_ppm > FLAG_PPM && self.residue_bytes == 0
+    }
+
+    /// Whether the fit misses by over 2% on the grid, but by no more than its residue,
+    /// and the residue is over 2% of `bytes` (a prediction): at that point the
+    /// bookkeeping the fit bounds is no longer small beside what it predicts.
+    fn residue_dominates(&self, bytes: u64) -> bool {
         self.loo_error_ppm > FLAG_PPM
+            && u128::from(self.residue_bytes) * 1_000_000 > u128::from(bytes) * u128::from(FLAG_PPM)
     }
 
     /// Whether the fit interpolates on `grid` (the grid it was fitted on): it has as
@@ -786,14 +819,46 @@ impl Fit {
     /// ([`Prediction::trusted`] does not refuse one): [`AxesScaling::predict`] adds it,
     /// and [`Fit::flag`] tells it.
     pub fn predict(&self, point: &Point) -> Result<Prediction, AxesError> {
+        let bytes = self.terms.bytes(point)?;
         Ok(Prediction {
-            bytes: self.terms.bytes(point)?,
+            bytes,
             loo_error_ppm: self.loo_error_ppm,
-            flag: self.flagged().then_some(Flag::Missed {
+            residue_bytes: self.residue_bytes,
+            flag: (self.flagged() || self.residue_dominates(bytes)).then_some(Flag::Missed {
                 ppm: self.loo_error_ppm,
             }),
         })
     }
+}
+
+/// The fit's [residue](Fit::residue_bytes): its worst held-out miss in bytes, when that
+/// is bookkeeping-sized (at most 2% of the largest measured value) and steps with the
+/// counting axes alone (see the `residue` module); 0 otherwise, and for an exact fit.
+fn residue_of(
+    grid: &Grid,
+    series: &[(Point, u64)],
+    candidates: &[Candidate],
+    best: &Scored,
+) -> Result<u64, AxesError> {
+    let largest = series.iter().map(|(_, b)| *b).max().unwrap_or(0);
+    if best.worst_bytes.is_zero() || !residue::bookkeeping_sized(&best.worst_bytes, largest) {
+        return Ok(0);
+    }
+    let chosen: Vec<Candidate> = best.subset.iter().map(|&i| candidates[i].clone()).collect();
+    let design = Design::new(&chosen, series)?;
+    let all: Vec<usize> = (0..chosen.len()).collect();
+    let misses = residue::held_out_misses(&design, &all);
+    Ok(
+        if residue::steps_with_counting_axes(grid, series, &misses) {
+            best.worst_bytes
+                .ceil()
+                .to_integer()
+                .to_u64()
+                .unwrap_or(u64::MAX)
+        } else {
+            0
+        },
+    )
 }
 
 /// A fit that passes through every combination of the values of the axes it uses: see
@@ -905,7 +970,7 @@ impl AxesScaling {
                 figure: figure.to_owned(),
             })?;
         let mut prediction = fit.predict(point)?;
-        prediction.flag = fit.flag(&grid);
+        prediction.flag = fit.flag(&grid).or(prediction.flag);
         Ok(prediction)
     }
 }
@@ -957,6 +1022,7 @@ where
 }
 
 /// A candidate monomial, with its exponents in the grid's axis order.
+#[derive(Clone)]
 struct Candidate {
     monomial: Monomial,
     exponents: Vec<u8>,
@@ -1043,6 +1109,10 @@ impl Design {
 #[derive(Clone)]
 struct Scored {
     worst: BigRational,
+    /// The worst leave-one-out miss in bytes (not divided by the point's value).
+    worst_bytes: BigRational,
+    /// The worst miss of the fit itself at a point, in bytes.
+    residual: BigRational,
     degree: u32,
     subset: Vec<usize>,
     coefficients: Vec<BigRational>,
@@ -1121,6 +1191,8 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
     // The worst error as an unreduced fraction: compared by cross-multiplication, reduced
     // once at the end (a gcd per point costs more than the rest of the score).
     let (mut worst_num, mut worst_den) = (BigInt::zero(), BigInt::one());
+    let (mut bytes_num, mut bytes_den) = (BigInt::zero(), BigInt::one());
+    let mut residual = BigInt::zero();
     for (i, y) in design.y.iter().enumerate() {
         let x: Vec<&BigInt> = cols.iter().map(|c| &c[i]).collect();
         let fitted: BigInt = x.iter().zip(&m).map(|(xj, row)| *xj * &row[2 * k]).sum();
@@ -1140,13 +1212,21 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
             return None;
         }
         let scale = y.clone().max(BigInt::one());
-        let (num, den) = ((&d * y - fitted).abs(), denominator.abs() * scale);
-        if &num * &worst_den > &worst_num * &den {
-            (worst_num, worst_den) = (num, den);
+        let miss = (&d * y - fitted).abs();
+        let denominator = denominator.abs();
+        if &miss * &bytes_den > &bytes_num * &denominator {
+            (bytes_num, bytes_den) = (miss.clone(), denominator.clone());
         }
+        let den = denominator * scale;
+        if &miss * &worst_den > &worst_num * &den {
+            (worst_num, worst_den) = (miss.clone(), den);
+        }
+        residual = residual.max(miss);
     }
     Some(Scored {
         worst: BigRational::new(worst_num, worst_den),
+        worst_bytes: BigRational::new(bytes_num, bytes_den),
+        residual: BigRational::new(residual, d.abs()),
         degree: subset.iter().map(|&s| design.degrees[s]).sum(),
         subset: subset.to_vec(),
         coefficients: m
