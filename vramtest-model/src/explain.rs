@@ -11,12 +11,21 @@ use std::fmt;
 /// How far a multiple may sit from a whole number and still read as that formula.
 pub const FORMULA_SLACK: f64 = 0.05;
 
-/// One category as a multiple of the parameters.
+/// Below this share of the parameter bytes with a gradient, most weights do not train:
+/// flagged. Above it, the rest reads as buffers built with the weights (rotary tables,
+/// masks) or frozen weights, and is said without a flag.
+pub const FEW_GRADIENTS: f64 = 0.5;
+
+/// One category as a multiple of the parameters (or of the gradients: the weights that
+/// train).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ratio {
-    /// The category compared with the parameters.
+    /// The category compared.
     pub category: Category,
-    /// `category bytes / parameter bytes`.
+    /// What it is compared with: `parameters`, or for `optimizer_state` the
+    /// `gradients` when only the weights that train read as a formula.
+    pub base: Category,
+    /// `category bytes / base bytes`.
     pub multiple: f64,
     /// What the multiple means (`two moments per weight: Adam-like`).
     pub meaning: String,
@@ -28,8 +37,8 @@ impl fmt::Display for Ratio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} {:.2}× parameters ({})",
-            self.category, self.multiple, self.meaning
+            "{} {:.2}× {} ({})",
+            self.category, self.multiple, self.base, self.meaning
         )?;
         if self.drift {
             f.write_str(" [check]")?;
@@ -38,26 +47,34 @@ impl fmt::Display for Ratio {
     }
 }
 
+fn near(m: f64, k: f64) -> bool {
+    (m - k).abs() <= FORMULA_SLACK
+}
+
 /// `gradients` and `optimizer_state` against `parameters`, from each category's own
-/// peak. Empty when the test has no parameters to compare with.
+/// peak (or a predicted configuration's figures). Empty when there are no parameters
+/// to compare with.
 pub fn ratios(category_peaks: &CategoryBytes) -> Vec<Ratio> {
     let params = category_peaks.parameters;
     if params == 0 {
         return Vec::new();
     }
-    let multiple = |c: Category| category_peaks[c] as f64 / params as f64;
-    let near = |m: f64, k: f64| (m - k).abs() <= FORMULA_SLACK;
-    let mut out = Vec::new();
+    vec![gradients(category_peaks), optimizer_state(category_peaks)]
+}
 
-    let g = multiple(Category::Gradients);
+/// Gradients against parameters, both ways: more than one per weight (an extra copy),
+/// or a gradient for only a small share of the weights (a backward pass that silently
+/// stops short of most of them).
+fn gradients(c: &CategoryBytes) -> Ratio {
+    let g = c.gradients as f64 / c.parameters as f64;
     let (meaning, drift) = if near(g, 1.0) {
         ("one gradient per weight".to_owned(), false)
-    } else if near(g, 0.0) {
+    } else if c.gradients == 0 {
         (
             "no gradients kept: frozen weights or no backward pass".to_owned(),
             false,
         )
-    } else {
+    } else if g > 1.0 {
         (
             format!(
                 "the formula is 1× (one gradient per weight): {:+.2}× unexplained, e.g. an extra copy or a cache charged to gradients",
@@ -65,42 +82,85 @@ pub fn ratios(category_peaks: &CategoryBytes) -> Vec<Ratio> {
             ),
             true,
         )
-    };
-    out.push(Ratio {
-        category: Category::Gradients,
-        multiple: g,
-        meaning,
-        drift,
-    });
-
-    let o = multiple(Category::OptimizerState);
-    let (meaning, drift) = if near(o, 0.0) {
-        ("no state: SGD without momentum".to_owned(), false)
-    } else if near(o, 1.0) {
-        ("one buffer per weight: momentum".to_owned(), false)
-    } else if near(o, 2.0) {
-        ("two moments per weight: Adam-like".to_owned(), false)
-    } else if near(o, 3.0) {
+    } else if g >= FEW_GRADIENTS {
         (
-            "two moments plus one extra copy per weight, e.g. f32 master weights".to_owned(),
-            true,
+            format!(
+                "{:.0}% of the parameter bytes get no gradient: buffers built with the weights (rotary tables, masks) or frozen weights",
+                (1.0 - g) * 100.0
+            ),
+            false,
         )
     } else {
         (
             format!(
-                "between the formulas (0× SGD, 1× momentum, 2× Adam): {:.2} copies per weight",
-                o
+                "only {:.0}% of the parameter bytes get a gradient: frozen weights, or a backward pass that does not reach most weights (an op without a backward, such as a fused kernel, cuts the graph silently)",
+                g * 100.0
             ),
             true,
         )
     };
-    out.push(Ratio {
-        category: Category::OptimizerState,
-        multiple: o,
+    Ratio {
+        category: Category::Gradients,
+        base: Category::Parameters,
+        multiple: g,
         meaning,
         drift,
-    });
-    out
+    }
+}
+
+/// A multiple of per-weight buffers as an optimizer's formula, when it is one.
+fn optimizer_formula(m: f64) -> Option<(&'static str, bool)> {
+    [
+        (0.0, "no state: SGD without momentum", false),
+        (1.0, "one buffer per weight: momentum", false),
+        (2.0, "two moments per weight: Adam-like", false),
+        (
+            3.0,
+            "two moments plus one extra copy per weight, e.g. f32 master weights",
+            true,
+        ),
+    ]
+    .into_iter()
+    .find(|(k, _, _)| near(m, *k))
+    .map(|(_, meaning, drift)| (meaning, drift))
+}
+
+/// Optimizer state against parameters; where that reads as no formula and only part
+/// of the weights train (gradients under the parameters: buffers such as rotary tables
+/// built in `t.params`), against the gradients, which measure the weights that train.
+fn optimizer_state(c: &CategoryBytes) -> Ratio {
+    let o = c.optimizer_state as f64 / c.parameters as f64;
+    let trained = c.gradients > 0 && c.gradients < c.parameters;
+    let by_gradients = c.optimizer_state as f64 / c.gradients.max(1) as f64;
+    let (base, multiple, meaning, drift) = match optimizer_formula(o) {
+        Some((meaning, drift)) => (Category::Parameters, o, meaning.to_owned(), drift),
+        None => match optimizer_formula(by_gradients).filter(|_| trained && by_gradients > 0.5) {
+            Some((meaning, drift)) => (
+                Category::Gradients,
+                by_gradients,
+                format!(
+                    "{meaning}, counting the weights that train ({:.2}× parameters: the rest get no gradient)",
+                    o
+                ),
+                drift,
+            ),
+            None => (
+                Category::Parameters,
+                o,
+                format!(
+                    "between the formulas (0× SGD, 1× momentum, 2× Adam): {o:.2} copies per weight"
+                ),
+                true,
+            ),
+        },
+    };
+    Ratio {
+        category: Category::OptimizerState,
+        base,
+        multiple,
+        meaning,
+        drift,
+    }
 }
 
 /// What a hint is computed from: one test's measured figures.
@@ -278,6 +338,44 @@ mod tests {
         let r = ratios(&peaks(1000, 2090, 0));
         assert!(r[0].drift);
         assert!(r[0].to_string().contains("2.09×"), "{}", r[0]);
+    }
+
+    #[test]
+    fn tables_built_with_the_weights_give_no_false_optimizer_hint() {
+        // 1000 B of weights that train with AdamW, 227 B of rotary tables built in
+        // `t.params` (no gradient, no state): 1000 / 1227 = 0.815 and 2000 / 1227 =
+        // 1.63× the parameters, exactly 2× the gradients.
+        let r = ratios(&peaks(1227, 1000, 2000));
+        assert!(!r[0].drift, "{}", r[0]);
+        assert_eq!(
+            r[0].to_string(),
+            "gradients 0.81× parameters (19% of the parameter bytes get no gradient: buffers built with the weights (rotary tables, masks) or frozen weights)"
+        );
+        let o = &r[1];
+        assert!(!o.drift, "{o}");
+        assert_eq!((o.base, o.multiple), (Category::Gradients, 2.0));
+        assert!(o.to_string().starts_with("optimizer_state 2.00× gradients (two moments per weight: Adam-like, counting the weights that train (1.63× parameters"), "{o}");
+    }
+
+    #[test]
+    fn a_gradient_for_few_weights_is_flagged() {
+        // candle-transformers' BERT: its fused layer_norm has no backward, so 2 of 39
+        // weights get a gradient (5% of the bytes), while AdamW keeps state for all.
+        let r = ratios(&peaks(1000, 50, 2000));
+        assert!(r[0].drift, "{}", r[0]);
+        assert!(
+            r[0].to_string().starts_with(
+                "gradients 0.05× parameters (only 5% of the parameter bytes get a gradient"
+            ),
+            "{}",
+            r[0]
+        );
+        assert!(!r[1].drift && r[1].base == Category::Parameters, "{}", r[1]);
+        // Half the bytes train: said, not flagged; under half: flagged.
+        assert!(!ratios(&peaks(1000, 500, 1000))[0].drift);
+        assert!(ratios(&peaks(1000, 499, 998))[0].drift);
+        // No gradient at all: frozen, or no backward pass.
+        assert!(!ratios(&peaks(1000, 0, 0))[0].drift);
     }
 
     #[test]

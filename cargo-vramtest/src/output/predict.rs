@@ -176,7 +176,32 @@ pub fn human(name: &str, sweep: &AxesSweep, a: &Answer) -> String {
         ]);
     }
     out += &table(&rows);
+    out += &formula_checks(e);
     out + &fits_section(a)
+}
+
+/// The predicted categories against the formulas practitioners use (the same checks a
+/// run makes on its measured figures): at a target nobody can run, a gradient for only
+/// a few weights or an optimizer state off every formula shows here first.
+fn formula_checks(e: &Estimate) -> String {
+    let ratios = vramtest_model::explain::ratios(&category_bytes(e));
+    let mut out = String::new();
+    if !ratios.is_empty() {
+        let _ = writeln!(out, "\nagainst the formulas (predicted)");
+        for r in &ratios {
+            let _ = writeln!(out, "  {r}");
+        }
+    }
+    out
+}
+
+/// The estimate's categories as the measured figures hold them.
+fn category_bytes(e: &Estimate) -> vramtest_model::CategoryBytes {
+    let mut bytes = vramtest_model::CategoryBytes::default();
+    for (&c, &b) in &e.category_bytes {
+        bytes[c] = b;
+    }
+    bytes
 }
 
 /// The peak's leave-one-out error (that of the phase holding it), flagged when that
@@ -345,6 +370,16 @@ pub fn json(test: &str, a: &Answer) -> Value {
         "terms": e.terms,
         "flagged": e.flagged,
         "peak_flagged_by": e.flagged_under_peak(),
+        "checks": vramtest_model::explain::ratios(&category_bytes(e))
+            .iter()
+            .map(|r| json!({
+                "category": r.category.as_str(),
+                "base": r.base.as_str(),
+                "multiple": r.multiple,
+                "meaning": r.meaning,
+                "check": r.drift,
+            }))
+            .collect::<Vec<Value>>(),
         "interpolated": e
             .interpolated
             .iter()
@@ -435,6 +470,34 @@ mod tests {
             json["peak_flagged_by"],
             serde_json::json!(["phase backward"])
         );
+    }
+
+    #[test]
+    fn the_formula_checks_run_at_the_predicted_point() {
+        // BERT-like at the target: 400 MiB of weights, a gradient for 5% of them,
+        // AdamW state for all.
+        let mut e = estimate(300, &[]);
+        e.category_bytes.insert(Category::Parameters, 400 << 20);
+        e.category_bytes.insert(Category::Gradients, 20 << 20);
+        e.category_bytes.insert(Category::OptimizerState, 800 << 20);
+        let (text, json) = shown(e);
+        assert!(
+            text.contains("against the formulas (predicted)\n  gradients 0.05× parameters (only 5% of the parameter bytes get a gradient"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  optimizer_state 2.00× parameters (two moments per weight: Adam-like)\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(json["checks"][0]["category"], "gradients");
+        assert_eq!(json["checks"][0]["check"], true);
+        assert_eq!(json["checks"][1]["check"], false);
+        // No parameters predicted: nothing to check against.
+        let (text, json) = shown(estimate(300, &[]));
+        assert!(!text.contains("against the formulas"), "{text}");
+        assert_eq!(json["checks"], serde_json::json!([]));
     }
 
     #[test]
