@@ -1,0 +1,134 @@
+//! The full-size prediction on a real burn model (`fixtures/burn-transformer`): a causal
+//! language model built on burn's own `TransformerEncoder` (Flex CPU backend with
+//! autodiff, Adam), swept over layers, sequence length and batch, its figures predicted
+//! at a configuration at least twice outside the grid on layers and sequence length, and
+//! that configuration measured directly. Every tensor category must be within 3% of the
+//! measurement, its fit not flagged, and the peak within 5%.
+//!
+//! Building burn takes longer than the rest of the suite's fixtures together, so this
+//! test is ignored by `cargo test --workspace` and run on its own (a step of `.ci/run`).
+
+mod common;
+
+use common::{build_test_target, copy_fixture, run};
+use vramtest_model::axes::Point;
+use vramtest_model::pool::DEFAULT_GRANULARITY;
+use vramtest_model::report::Status;
+use vramtest_model::sweep::TEMPORARIES_PREFIX;
+use vramtest_model::{Body, Category};
+
+/// The configuration predicted and measured: 2× the grid's layers and sequence length.
+const AT: [(&str, u64); 3] = [("batch", 4), ("layers", 6), ("seq", 48)];
+
+/// The categories that hold tensors, each held to 3%.
+const TENSORS: [Category; 6] = [
+    Category::Parameters,
+    Category::Gradients,
+    Category::OptimizerState,
+    Category::Activations,
+    Category::Inputs,
+    Category::Temporaries,
+];
+
+fn body(r: &common::Run, test: &str) -> Body {
+    let report = r.report(test);
+    assert_eq!(report.status, Status::New, "{}", r.text());
+    report
+        .body
+        .clone()
+        .unwrap_or_else(|| panic!("{test} measured nothing:\n{}", r.text()))
+}
+
+/// `|predicted − measured| / measured`, in percent.
+fn off(predicted: u64, measured: u64) -> f64 {
+    (predicted as f64 - measured as f64).abs() / measured as f64 * 100.0
+}
+
+/// Whether the prediction of `category` rests on a flagged fit: its own, or for
+/// temporaries (predicted as the largest of each phase's own temporaries) a phase's.
+fn flagged(category: Category, flagged: &[String]) -> bool {
+    flagged.iter().any(|f| {
+        f == category.as_str()
+            || (category == Category::Temporaries && f.starts_with(TEMPORARIES_PREFIX))
+    })
+}
+
+#[test]
+#[ignore = "slow, builds burn and runs 19 processes: cargo test -p vramtest --test burn_transformer -- --ignored"]
+fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
+    let dir = copy_fixture("burn-transformer");
+    let exe = build_test_target(&dir, "vram");
+
+    // The sweep, fitted in the test binary as a user's run fits it.
+    let r = run(
+        &dir,
+        &exe,
+        &["burn_transformer", "--exact"],
+        &[("VRAMTEST_UPDATE", "always")],
+    );
+    let swept = body(&r, "burn_transformer");
+    let sweep = swept.axes_sweep().expect("a sweep over named axes");
+    let at: Point = AT.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
+    for axis in ["layers", "seq"] {
+        let largest = sweep.axes[axis].iter().max().unwrap();
+        assert!(
+            at[axis] >= 2 * largest,
+            "{axis} {} is not 2× outside the grid (up to {largest})",
+            at[axis]
+        );
+    }
+    let predicted = sweep.estimate(&at, DEFAULT_GRANULARITY).unwrap();
+
+    // The same configuration, measured.
+    let text = AT
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let r = run(
+        &dir,
+        &exe,
+        &["burn_transformer_at", "--exact", "--include-ignored"],
+        &[
+            ("BURN_TRANSFORMER_AT", &text),
+            ("VRAMTEST_UPDATE", "always"),
+        ],
+    );
+    let measured = body(&r, "burn_transformer_at");
+
+    let mut table = format!(
+        "{:<16} {:>12} {:>12} {:>7}\n",
+        "", "measured", "predicted", "off"
+    );
+    let mut misses = Vec::new();
+    for c in Category::ALL {
+        let (m, p) = (measured.category_peaks[c], predicted.category_bytes[&c]);
+        table += &format!(
+            "{:<16} {m:>12} {p:>12} {:>6.3}%\n",
+            c.as_str(),
+            if m == 0 { 0.0 } else { off(p, m) }
+        );
+        if !TENSORS.contains(&c) {
+            continue;
+        }
+        if m == 0 && p != 0 {
+            misses.push(format!("{c}: measured 0, predicted {p} B"));
+        }
+        if m > 0 && off(p, m) > 3.0 {
+            misses.push(format!("{c}: off by {:.2}%", off(p, m)));
+        }
+        if flagged(c, &predicted.flagged) {
+            misses.push(format!("{c}: its fit is flagged"));
+        }
+    }
+    let (m, p) = (measured.peak_bytes, predicted.peak_bytes);
+    table += &format!("{:<16} {m:>12} {p:>12} {:>6.3}%\n", "peak", off(p, m));
+    if off(p, m) > 5.0 {
+        misses.push(format!("peak: off by {:.2}%", off(p, m)));
+    }
+    eprintln!(
+        "at {text}:\n{table}flagged fits: {:?}\nformulas: {:#?}",
+        predicted.flagged, predicted.terms
+    );
+    assert!(misses.is_empty(), "{}\n{table}", misses.join("\n"));
+}
