@@ -114,18 +114,51 @@ pub(super) fn fit(
     Ok(Some(sweep))
 }
 
+/// Below this share of the largest peak (1 in 10,000: 0.01%), a flagged figure is not
+/// noted: a few hundred KB of thread-pool queues that miss their fit by 26,000% change
+/// no verdict and no prediction that matters.
+const NOTE_SHARE: u64 = 10_000;
+
+/// The largest of `fit`'s predictions at the grid's points.
+fn largest(fit: &vramtest_model::axes::Fit, grid: &Grid) -> Option<u64> {
+    grid.points()
+        .iter()
+        .filter_map(|p| fit.predict(p).ok().map(|p| p.bytes))
+        .max()
+}
+
+/// The largest predicted peak at the grid's points; `None` when the sweep cannot
+/// predict it (a sweep without every category's figure).
+fn largest_peak(sweep: &AxesSweep, grid: &Grid) -> Option<u64> {
+    grid.points()
+        .iter()
+        .map(|p| sweep.estimate(p, 1).ok().map(|e| e.peak_bytes))
+        .collect::<Option<Vec<u64>>>()?
+        .into_iter()
+        .max()
+}
+
 /// A note per figure of `sweep` whose predictions are flagged, never trusted silently:
 /// its best model misses a held-out point by more than 2%, or it interpolates every
 /// combination of the values of the axes it uses
 /// ([`vramtest_model::axes::Fit::interpolation`]). The pool figures' own fallbacks are
-/// documented (see [`vramtest_model::sweep::Estimate`]) and not noted.
+/// documented (see [`vramtest_model::sweep::Estimate`]) and not noted, nor is a figure
+/// that stays under 0.01% of the largest peak ([`NOTE_SHARE`]).
 pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep) -> Vec<String> {
     use vramtest_model::sweep::{ALLOCATED, RESERVED};
     let grid = sweep.grid().ok();
+    let peak = grid.as_ref().and_then(|g| largest_peak(sweep, g));
+    let negligible = |fit: &vramtest_model::axes::Fit| match (peak, grid.as_ref()) {
+        (Some(peak), Some(grid)) => {
+            largest(fit, grid).is_some_and(|b| b.saturating_mul(NOTE_SHARE) < peak)
+        }
+        _ => false,
+    };
     sweep
         .figures
         .iter()
         .filter(|(figure, _)| *figure != ALLOCATED && *figure != RESERVED)
+        .filter(|(_, fit)| !negligible(fit))
         .filter_map(|(figure, fit)| match fit.flag(grid.as_ref()?)? {
             Flag::Missed { ppm } => Some(format!(
                 "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the README's \"Predict the full-size model\")",
@@ -153,6 +186,7 @@ mod tests {
         let fit = |ppm| Fit {
             terms: Formula::default(),
             loo_error_ppm: ppm,
+            residue_bytes: 0,
         };
         let sweep = AxesSweep {
             axes: BTreeMap::from([("seq".to_owned(), vec![1, 2, 3])]),
@@ -219,6 +253,70 @@ mod tests {
             ) && notes[0].ends_with("measure seq at a fourth value to check it"),
             "{}",
             notes[0]
+        );
+    }
+
+    #[test]
+    fn a_flagged_figure_under_a_ten_thousandth_of_the_peak_is_not_noted() {
+        use vramtest_model::Category;
+        let grid = Grid::new([("seq", vec![1, 2, 3, 4])]).unwrap();
+        const GIB: u64 = 1 << 30;
+        // Activations of 1 GiB per seq; a workspace of `workspace` bytes, its fit
+        // flagged 26,893% off (as thread-pool queues can be).
+        let sweep = |workspace: u64| {
+            let mut figures = BTreeMap::new();
+            for c in Category::ALL {
+                let per_seq = match c {
+                    Category::Activations => GIB,
+                    _ => 0,
+                };
+                let fixed = if c == Category::Workspace {
+                    workspace
+                } else {
+                    0
+                };
+                let series: Vec<(Point, u64)> = grid
+                    .points()
+                    .into_iter()
+                    .map(|p| {
+                        let bytes = per_seq * p["seq"] + fixed;
+                        (p, bytes)
+                    })
+                    .collect();
+                let mut fit = Fit::new(&grid, &series).unwrap();
+                if c == Category::Workspace {
+                    fit.loo_error_ppm = 268_930_000;
+                }
+                figures.insert(c.as_str().to_owned(), fit);
+            }
+            let peak: Vec<(Point, u64)> = grid
+                .points()
+                .into_iter()
+                .map(|p| {
+                    let bytes = GIB * p["seq"] + workspace;
+                    (p, bytes)
+                })
+                .collect();
+            figures.insert(
+                vramtest_model::sweep::PEAK.to_owned(),
+                Fit::new(&grid, &peak).unwrap(),
+            );
+            AxesSweep {
+                axes: grid.to_map(),
+                figures,
+                target: None,
+            }
+        };
+        // The largest peak is 4 GiB + workspace; 0.01% of it is about 429.5 KB.
+        assert_eq!(flagged_notes("step", &sweep(100_000)), Vec::<String>::new());
+        assert_eq!(flagged_notes("step", &sweep(429_000)), Vec::<String>::new());
+        let noted = flagged_notes("step", &sweep(430_000));
+        assert_eq!(noted.len(), 1, "{noted:?}");
+        assert!(
+            noted[0]
+                .starts_with("step: `workspace` misses a held-out point of the grid by 26893.00%"),
+            "{}",
+            noted[0]
         );
     }
 }
