@@ -42,9 +42,34 @@
 //! degree (the sum of the degrees of the terms), then the earlier subset in the
 //! candidates' order (by degree, then by the axes' order).
 //!
-//! A fit whose worst leave-one-out error exceeds 2% ([`FLAG_PPM`]) is
-//! [flagged](Fit::flagged): its [`Prediction`]s carry the flag and
-//! [`Prediction::trusted`] refuses them, so it is never extrapolated silently.
+//! # Bookkeeping is not a polynomial
+//!
+//! Frameworks keep the autodiff graph and the gradients in hash tables that double as
+//! the graph grows: a step of tens of kilobytes at some layer count, whatever the
+//! tensor sizes, 10-30% of a small grid's points and a few percent or less of a
+//! full-size configuration. A `layers²` term passes through such a step on three layer
+//! counts and, multiplied by the tensor axes, extrapolates it as if it were tensors.
+//! So when the grid measures an axis that counts identical blocks ([`COUNT_AXES`]:
+//! `layers`, `depth`, …) at three values or more, the candidates first keep it at
+//! degree ≤ 1 (everything a layer holds is the same for every layer), and the model is
+//! the **simplest within the residue of the best**: of the best model of each size
+//! (by worst leave-one-out miss in bytes), the fewest terms whose worst miss is at most
+//! the best's plus the best's own worst miss of a point; a term whose only gain is to
+//! chase a step of that size is refused. That model is kept when its worst held-out
+//! miss is at most 2% of the largest measured value; otherwise the search below, over
+//! every candidate, decides as for any grid.
+//!
+//! A fit's **residue** ([`Fit::residue_bytes`]) is its worst held-out miss in bytes,
+//! when that miss is bookkeeping: at most 2% of the largest measured value, and a step
+//! of the counting axes alone (each point's miss, less the mean miss of the points
+//! that share its counting axes' values, within 2% of the point's value: what varies
+//! with the tensors' sizes is a miss like any). The formula predicts what scales; the
+//! residue bounds what steps, and is never extrapolated.
+//!
+//! A fit whose worst leave-one-out error exceeds 2% ([`FLAG_PPM`]) without a residue to
+//! account for it is [flagged](Fit::flagged): its [`Prediction`]s carry the flag and
+//! [`Prediction::trusted`] refuses them, so it is never extrapolated silently. One that
+//! has a residue is flagged at a point where the residue is over 2% of the prediction.
 //!
 //! So is a fit that **interpolates** ([`Fit::interpolation`]): one with as many terms
 //! as there are combinations of the values of the axes it uses (all 6 monomials of
