@@ -31,6 +31,18 @@ Exit codes:
        snapshot schema, or partition), or a report could not be written; the message
        names the file";
 
+/// The exit codes of `measure`, shown after its `--help`.
+pub const MEASURE_EXIT_CODES: &str = "\
+Exit codes:
+  0    every tensor category (parameters, gradients, optimizer_state, activations,
+       inputs, temporaries) whose fit is not flagged is within 3% of the measurement,
+       and the peak within 5% (workspace and untracked are shown, not held)
+  1    a prediction missed, or the step failed or crashed
+  2    a usage error: no such test, no committed snapshot, a snapshot without a sweep
+       over named axes, an --at that leaves out an axis, names an unknown one or gives
+       a value that is not a positive integer; nothing is run or written
+  101  the build failed";
+
 /// Run `#[vramtest]` peak-memory tests across a workspace, and review their snapshots.
 ///
 /// `cargo vramtest` builds the workspace's test targets that use vramtest, runs every
@@ -77,6 +89,12 @@ pub enum Command {
     Reject(SnapshotArgs),
     /// Show one test's snapshot: its peak, per-category and per-phase tables.
     Show(ShowArgs),
+    /// Measure one point of a test's sweep over named axes (its step run once, in one
+    /// process, at exactly that point) and print it against what the committed
+    /// snapshot's sweep predicts there (`show TEST --at`), every category and the peak.
+    /// Writes nothing.
+    #[command(after_help = MEASURE_EXIT_CODES)]
+    Measure(MeasureArgs),
     /// Merge the JSON reports of a run's shards (`--message-format json`, one file per
     /// shard) into what one run writes: the table (or JSON lines), --junit, --markdown,
     /// --html and the exit code.
@@ -345,6 +363,31 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// The test, named as for `show`: `package::target::test`, `target::test`, the bare
+    /// name, or a unique part of it. It needs a committed snapshot with a sweep over
+    /// named axes; an ignored test is measured too.
+    #[arg(value_name = "TEST")]
+    pub test: String,
+    /// The point to measure: every axis of the test, `--at layers=6,seq=48,batch=8`.
+    #[arg(long, value_name = "AXIS=N,..", required = true)]
+    pub at: String,
+    /// The device to measure on (cpu, cuda, or auto: CUDA when a device is present,
+    /// else the CPU heap). Overrides `device` in the metadata.
+    #[arg(long, value_name = "DEVICE", value_parser = device_parser())]
+    pub device: Option<DeviceSetting>,
+    /// `json` prints one object: `at`, `measured` and `predicted` (each
+    /// `category_bytes` and `peak_bytes`), and `error` (each figure's
+    /// (predicted − measured) / measured).
+    #[arg(long, value_enum, value_name = "FMT", default_value_t)]
+    pub message_format: MessageFormat,
+    #[command(flatten)]
+    pub build: BuildArgs,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// The shards' reports: each shard's `cargo vramtest --message-format json` output,
     /// one file per shard. A shard of the partition that no file holds is named in
@@ -558,6 +601,31 @@ mod tests {
         assert_eq!(merge.report.message_format, MessageFormat::Json);
         let none = Cli::try_parse_from(["cargo-vramtest", "merge"]).unwrap_err();
         assert_eq!(none.exit_code(), 2, "a merge needs files");
+    }
+
+    #[test]
+    fn measure_takes_a_test_a_point_and_the_format() {
+        let cli = parse(&[
+            "cargo-vramtest",
+            "vramtest",
+            "measure",
+            "transformer_like",
+            "--at",
+            "layers=6,seq=48,batch=8",
+            "--message-format",
+            "json",
+            "--device",
+            "cpu",
+        ]);
+        let Command::Measure(m) = cli.into_command() else {
+            panic!("measure")
+        };
+        assert_eq!(m.test, "transformer_like");
+        assert_eq!(m.at, "layers=6,seq=48,batch=8");
+        assert_eq!(m.message_format, MessageFormat::Json);
+        assert_eq!(m.device, Some(DeviceSetting::Cpu));
+        let no_point = Cli::try_parse_from(["cargo-vramtest", "measure", "t"]).unwrap_err();
+        assert_eq!(no_point.exit_code(), 2, "measure needs --at");
     }
 
     #[test]

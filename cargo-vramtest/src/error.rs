@@ -124,6 +124,11 @@ pub enum Error {
     #[error("{snapshot}: {message}")]
     Prediction { snapshot: PathBuf, message: String },
 
+    /// `measure`: the harness did not measure the point (the test does not run on this
+    /// device, or the binary's harness is of a release that does not measure points).
+    #[error("{test} was not measured: {message}")]
+    NotMeasured { test: String, message: String },
+
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

@@ -12,6 +12,7 @@
 //! cargo vramtest accept [FILTERS]...            .snap.new → .snap
 //! cargo vramtest reject [FILTERS]...            delete .snap.new
 //! cargo vramtest show TEST                      one snapshot's tables
+//! cargo vramtest measure TEST --at AXIS=N,..    one point measured against its prediction
 //! cargo vramtest merge SHARD.jsonl...           the shards' JSON reports as one run's reports
 //! ```
 //!
@@ -36,7 +37,7 @@ mod shards;
 mod snapshots;
 
 use cli::{Cli, ColorArg, Command};
-use commands::{accept, list, merge, review, run, show};
+use commands::{accept, list, measure, merge, review, run, show};
 use error::Result;
 use std::process::ExitCode;
 
@@ -78,6 +79,7 @@ fn dispatch(command: Command) -> Result<u8> {
         Command::Accept(args) => accept::accept(&args),
         Command::Reject(args) => accept::reject(&args),
         Command::Show(args) => show::execute(&args),
+        Command::Measure(args) => measure::execute(&args),
         Command::Merge(args) => merge::execute(&args),
     }
 }

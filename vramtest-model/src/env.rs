@@ -5,7 +5,9 @@
 //! reads them back with the same code, so both accept and reject the same values and no
 //! variable name is typed twice.
 
+use crate::axes::Point;
 use crate::settings::{DeviceSetting, Settings};
+use crate::sweep::parse_point;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,6 +35,10 @@ pub const SITES_TIMEOUT: &str = "VRAMTEST_SITES_TIMEOUT";
 pub const REPORT_DIR: &str = "VRAMTEST_REPORT_DIR";
 /// insta's `INSTA_SNAPSHOT_REFERENCES_FILE`.
 pub const REFERENCES: &str = "INSTA_SNAPSHOT_REFERENCES_FILE";
+/// `VRAMTEST_MEASURE_AT=layers=6,seq=48,batch=8`: measure each selected test's step once
+/// at that point of its named axes instead of judging it (what `cargo vramtest measure`
+/// sets).
+pub const MEASURE_AT: &str = "VRAMTEST_MEASURE_AT";
 
 /// What may be written when a result differs from its snapshot (`VRAMTEST_UPDATE`,
 /// falling back to `INSTA_UPDATE`).
@@ -115,6 +121,11 @@ pub struct HarnessEnv {
     /// insta's list of referenced snapshots (`INSTA_SNAPSHOT_REFERENCES_FILE`), so
     /// `cargo insta test --unreferenced=reject` keeps ours.
     pub references: Option<PathBuf>,
+    /// `VRAMTEST_MEASURE_AT`: the point of a sweep over named axes at which each
+    /// selected test is measured once (one process, no call sites), its measurement
+    /// written into its report and nothing judged against, or written beside, its
+    /// snapshot; `None`: tests are run and judged.
+    pub measure_at: Option<Point>,
 }
 
 impl HarnessEnv {
@@ -149,6 +160,10 @@ impl HarnessEnv {
             sites_timeout: seconds(SITES_TIMEOUT, text(SITES_TIMEOUT), 300)?,
             report_dir: path(REPORT_DIR),
             references: path(REFERENCES),
+            measure_at: text(MEASURE_AT)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| parse_point(&v).map_err(|e| format!("{MEASURE_AT}={v}: {e}")))
+                .transpose()?,
         })
     }
 
@@ -176,6 +191,7 @@ impl HarnessEnv {
         let secs = |d: Duration| d.as_secs_f64().to_string();
         put(TIMEOUT, self.timeout.map(secs));
         put(SITES_TIMEOUT, self.sites_timeout.map(secs));
+        put(MEASURE_AT, self.measure_at.as_ref().map(show_at));
         for (name, path) in [
             (REPORT_DIR, &self.report_dir),
             (REFERENCES, &self.references),
@@ -212,6 +228,12 @@ impl HarnessEnv {
     pub fn sites_timeout(&self) -> Duration {
         self.sites_timeout.unwrap_or(DEFAULT_SITES_TIMEOUT)
     }
+}
+
+/// `layers=6,seq=48`: a point as `VRAMTEST_MEASURE_AT` takes it.
+fn show_at(point: &Point) -> String {
+    let parts: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.join(",")
 }
 
 /// `VRAMTEST_CONFIG`: the settings' JSON form, checked as the metadata is.
@@ -315,6 +337,10 @@ mod tests {
             sites_timeout: Some(Duration::from_secs(300)),
             report_dir: Some(PathBuf::from("reports/one test")),
             references: Some(PathBuf::from("refs.txt")),
+            measure_at: Some(Point::from([
+                ("layers".to_owned(), 6),
+                ("seq".to_owned(), 48),
+            ])),
         };
         for env in [
             HarnessEnv::default(),
@@ -385,6 +411,8 @@ mod tests {
     #[test_case(&[("VRAMTEST_SITES", "sometimes")], "VRAMTEST_SITES=sometimes: unknown mode"; "sites")]
     #[test_case(&[("VRAMTEST_TIMEOUT", "-1")], "VRAMTEST_TIMEOUT=-1: not a number of seconds"; "timeout")]
     #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "soon")], "VRAMTEST_SITES_TIMEOUT=soon: not a number"; "sites timeout")]
+    #[test_case(&[("VRAMTEST_MEASURE_AT", "seq=0")], "VRAMTEST_MEASURE_AT=seq=0: axis `seq`: the value must be at least 1"; "measure at zero")]
+    #[test_case(&[("VRAMTEST_MEASURE_AT", "seq")], "VRAMTEST_MEASURE_AT=seq: `seq` is not `axis=value`"; "measure at no value")]
     #[test_case(&[("VRAMTEST_CONFIG", "{")], "VRAMTEST_CONFIG is not a valid configuration"; "config not JSON")]
     #[test_case(&[("VRAMTEST_CONFIG", r#"{"limits": {"activation": "+5%"}}"#)], "VRAMTEST_CONFIG: `limits.activation`: unknown limit"; "config with a bad key")]
     fn a_bad_value_names_its_variable(vars: &[(&str, &str)], needle: &str) {
@@ -394,10 +422,12 @@ mod tests {
 
     #[test]
     fn unset_and_empty_switches_are_the_defaults() {
-        let empty: Vec<(&str, &str)> = [CONFIG, DEVICE, UPDATE, CHECK, STRICT, SITES, TIMEOUT]
-            .into_iter()
-            .map(|name| (name, ""))
-            .collect();
+        let empty: Vec<(&str, &str)> = [
+            CONFIG, DEVICE, UPDATE, CHECK, STRICT, SITES, TIMEOUT, MEASURE_AT,
+        ]
+        .into_iter()
+        .map(|name| (name, ""))
+        .collect();
         assert_eq!(read(&empty).unwrap(), HarnessEnv::default());
         assert_eq!(read(&[]).unwrap(), HarnessEnv::default());
         assert_eq!(HarnessEnv::default().sites_timeout(), DEFAULT_SITES_TIMEOUT);

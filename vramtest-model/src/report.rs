@@ -167,6 +167,12 @@ pub struct TestReport {
     /// was built in).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The point of a sweep over named axes this report measured, when the run measured
+    /// one point (`VRAMTEST_MEASURE_AT`, `cargo vramtest measure`) instead of judging
+    /// the test: `body` is that point's measurement, nothing was compared with the
+    /// snapshot, and nothing was written beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_at: Option<crate::axes::Point>,
 }
 
 impl TestReport {
@@ -196,6 +202,7 @@ impl TestReport {
             sites_error: None,
             ignore_reason: None,
             notes: Vec::new(),
+            measured_at: None,
         }
     }
 

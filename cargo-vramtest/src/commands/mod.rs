@@ -4,6 +4,7 @@
 
 pub mod accept;
 pub mod list;
+pub mod measure;
 pub mod merge;
 pub mod review;
 pub mod run;
@@ -48,6 +49,8 @@ fn package_env(ws: &Workspace, exec: &ExecArgs, user: &HarnessEnv) -> runner::Pa
                 device: exec.device.or(user.device),
                 check: user.check || exec.check,
                 strict: user.strict || exec.strict,
+                // Only `measure` measures a point: every other command judges.
+                measure_at: None,
                 ..user.clone()
             };
             env.device = Some(env.device_for(&p.settings));

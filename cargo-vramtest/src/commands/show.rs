@@ -139,7 +139,10 @@ fn show_prediction(
 }
 
 /// The settings of the workspace's package `name` (the defaults when it has none).
-fn package_settings(ws: &discover::Workspace, name: &str) -> vramtest_model::settings::Settings {
+pub(super) fn package_settings(
+    ws: &discover::Workspace,
+    name: &str,
+) -> vramtest_model::settings::Settings {
     ws.packages
         .iter()
         .find(|p| p.name == name)

@@ -11,6 +11,7 @@ pub mod json;
 pub mod junit;
 pub mod list;
 pub mod markdown;
+pub mod measure;
 pub mod predict;
 pub mod site_listing;
 pub mod table;

@@ -78,6 +78,10 @@ pub(super) fn command(binary: &Binary, env: &HarnessEnv) -> Command {
         .env("CARGO_PKG_VERSION", &binary.package_version)
         .stdin(Stdio::null());
     cmd.envs(env.to_vars());
+    if env.measure_at.is_none() {
+        // A point the user's shell sets is `measure`'s to hand down, never a run's.
+        cmd.env_remove(vramtest_model::env::MEASURE_AT);
+    }
     // Dynamic libraries of the build (a `dylib` dependency) next to the binary.
     if let Some(deps) = binary.path.parent() {
         let var = dylib_path_var();

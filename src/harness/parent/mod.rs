@@ -7,6 +7,7 @@ mod device;
 mod files;
 mod grid;
 mod list;
+mod measure_point;
 mod message;
 mod outcome;
 mod report;
@@ -73,6 +74,9 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         settings,
         notes,
     });
+    if let Some(at) = env.measure_at {
+        return Ok(measure_point::run(&args, tests, context, at));
+    }
     report_ignored(&args, &tests, &context);
     let trials = tests
         .into_iter()

@@ -88,7 +88,7 @@ impl RunContext {
     }
 
     /// Why the test does not run here: no device, or a device it does not support.
-    fn skip_reason(&self, def: &TestDef, class: Option<DeviceClass>) -> Option<String> {
+    pub(super) fn skip_reason(&self, def: &TestDef, class: Option<DeviceClass>) -> Option<String> {
         match (&self.device, class) {
             (Err(reason), _) => Some(reason.clone()),
             (Ok(_), Some(class))

@@ -1,15 +1,16 @@
 //! The full-size prediction on a real model (`fixtures/candle-transformer`): a decoder in
 //! candle swept over batch, sequence, layers and hidden size, its figures predicted at
 //! a configuration at least twice outside the grid on layers and sequence length, and
-//! that configuration measured directly. Every tensor category must be within 3% of the
-//! measurement, the peak within 5%.
+//! that configuration measured directly with `cargo vramtest measure`. Every tensor
+//! category must be within 3% of the measurement, the peak within 5%.
 
 mod common;
 
-use common::{build_test_target, copy_fixture, run};
+use common::{Fixture, Ran, assert_code};
+use serde_json::Value;
 use vramtest_model::axes::Point;
 use vramtest_model::pool::DEFAULT_GRANULARITY;
-use vramtest_model::report::Status;
+use vramtest_model::report::{Status, TestReport};
 use vramtest_model::{Body, Category};
 
 /// The configuration predicted and measured: 3× the grid's layers, 2× its sequence.
@@ -25,34 +26,50 @@ const TENSORS: [Category; 6] = [
     Category::Temporaries,
 ];
 
-fn body(r: &common::Run, test: &str) -> Body {
-    let report = r.report(test);
-    assert_eq!(report.status, Status::New, "{}", r.text());
-    report
-        .body
-        .clone()
-        .unwrap_or_else(|| panic!("{test} measured nothing:\n{}", r.text()))
-}
-
 /// `|predicted − measured| / measured`, in percent.
 fn off(predicted: u64, measured: u64) -> f64 {
     (predicted as f64 - measured as f64).abs() / measured as f64 * 100.0
 }
 
-#[test]
-#[ignore = "slow, builds candle and runs 37 processes: cargo test -p vramtest --test candle_transformer -- --ignored"]
-fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
-    let dir = copy_fixture("candle-transformer");
-    let exe = build_test_target(&dir, "vram");
+/// Runs `decoder` in the copy's test binary on the CPU (`cargo test`), writing nothing
+/// unless `envs` says otherwise; returns its report.
+fn decoder(f: &Fixture, envs: &[(&str, &str)]) -> TestReport {
+    let reports = tempfile::tempdir().unwrap();
+    let out = f
+        .cargo(&["test", "--test", "vram", "--", "decoder", "--exact"])
+        .env("VRAMTEST_REPORT_DIR", reports.path())
+        .env("VRAMTEST_DEVICE", "cpu")
+        .env("VRAMTEST_UPDATE", "no")
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    let ran = Ran::from(out);
+    let file = reports.path().join("vram__decoder.json");
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", file.display(), ran.text()));
+    serde_json::from_str(&text).unwrap()
+}
 
-    // The sweep, fitted in the test binary as a user's run fits it.
-    let r = run(
-        &dir,
-        &exe,
-        &["decoder", "--exact"],
-        &[("VRAMTEST_UPDATE", "always")],
+/// Category `c`'s bytes on one side (`measured`, `predicted`) of `measure`'s JSON.
+fn bytes(side: &Value, c: Category) -> u64 {
+    side["category_bytes"][c.as_str()]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {c} in {side}"))
+}
+
+#[test]
+#[ignore = "slow, builds candle and runs 37 processes: cargo test -p cargo-vramtest --test candle_transformer -- --ignored"]
+fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
+    let f = Fixture::copy(
+        &common::repo().join("fixtures").join("candle-transformer"),
+        "candle-transformer",
     );
-    let swept = body(&r, "decoder");
+
+    // The sweep, fitted in the test binary as a user's run fits it, and committed.
+    let report = decoder(&f, &[("VRAMTEST_UPDATE", "always")]);
+    assert_eq!(report.status, Status::New, "{}", report.message);
+    let snap = f.snapshots().join("vram__decoder@cpu.snap");
+    let swept: Body = vramtest_model::snapshot::read(&snap).unwrap().unwrap().body;
     let sweep = swept.axes_sweep().expect("a sweep over named axes");
     let at: Point = AT.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
     for axis in ["layers", "seq"] {
@@ -80,30 +97,42 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
         predicted.terms
     );
 
-    // The same configuration, measured.
+    // The same configuration, measured: one process, nothing written.
     let text = AT
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",");
-    let r = run(
-        &dir,
-        &exe,
-        &["decoder_at", "--exact", "--include-ignored"],
-        &[
-            ("CANDLE_TRANSFORMER_AT", &text),
-            ("VRAMTEST_UPDATE", "always"),
-        ],
-    );
-    let measured = body(&r, "decoder_at");
+    let before = std::fs::read_to_string(&snap).unwrap();
+    let args = ["measure", "decoder", "--at", &text, "--device", "cpu"];
+    let json: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--message-format", "json"])
+        .collect();
+    let ran = f.run(&json, &[]);
+    let v: Value =
+        serde_json::from_str(ran.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", ran.text()));
+    assert_eq!(std::fs::read_to_string(&snap).unwrap(), before);
+    assert_eq!(f.snapshot_files(), ["vram__decoder@cpu.snap"]);
 
+    // The prediction `measure` shows is the snapshot's; the verdict is checked here
+    // from the figures.
+    for c in Category::ALL {
+        assert_eq!(
+            bytes(&v["predicted"], c),
+            predicted.category_bytes[&c],
+            "{c}"
+        );
+    }
+    assert_eq!(v["predicted"]["peak_bytes"], predicted.peak_bytes);
     let mut table = format!(
         "{:<16} {:>12} {:>12} {:>7}\n",
         "", "measured", "predicted", "off"
     );
     let mut misses = Vec::new();
     for c in Category::ALL {
-        let (m, p) = (measured.category_peaks[c], predicted.category_bytes[&c]);
+        let (m, p) = (bytes(&v["measured"], c), bytes(&v["predicted"], c));
         table += &format!(
             "{:<16} {m:>12} {p:>12} {:>6.3}%\n",
             c.as_str(),
@@ -116,7 +145,8 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
             misses.push(format!("{c}: off by {:.2}%", off(p, m)));
         }
     }
-    let (m, p) = (measured.peak_bytes, predicted.peak_bytes);
+    let m = v["measured"]["peak_bytes"].as_u64().unwrap();
+    let p = predicted.peak_bytes;
     table += &format!("{:<16} {m:>12} {p:>12} {:>6.3}%\n", "peak", off(p, m));
     if off(p, m) > 5.0 {
         misses.push(format!("peak: off by {:.2}%", off(p, m)));
@@ -124,7 +154,7 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
     // `workspace` holds no tensor: crossbeam's queue blocks of rayon's pool, which
     // candle hands work to, a few KiB whatever the model. It stays negligible, measured
     // and predicted.
-    let workspace = measured.category_peaks[Category::Workspace]
+    let workspace = bytes(&v["measured"], Category::Workspace)
         .max(predicted.category_bytes[&Category::Workspace]);
     if workspace * 10_000 > m {
         misses.push(format!(
@@ -138,18 +168,22 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
         misses.join("\n"),
         predicted.terms
     );
+    // Within every limit, `measure` exits 0, and its table says so.
+    assert_code(&ran, 0);
+    let human = f.run(&args, &[]);
+    assert_code(&human, 0);
+    eprintln!("{}", human.stdout);
+    assert!(
+        human.stdout.contains("the prediction holds"),
+        "{}",
+        human.text()
+    );
 
     // Two more activations kept per layer: against the snapshot the sweep just wrote,
     // the target gate fails on activations and names the term that grew, one that
     // grows with every layer.
-    let r = run(
-        &dir,
-        &exe,
-        &["decoder", "--exact"],
-        &[("CANDLE_TRANSFORMER_BLOAT", "activations")],
-    );
-    let report = r.report("decoder");
-    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    let report = decoder(&f, &[("CANDLE_TRANSFORMER_BLOAT", "activations")]);
+    assert_eq!(report.status, Status::Regressed, "{}", report.message);
     let target = sweep.target.as_ref().expect("the fixture names a target");
     let line = report
         .message

@@ -1,0 +1,181 @@
+//! `cargo vramtest measure TEST --at ..`: one point of a test's sweep over named axes,
+//! measured once (the harness's `VRAMTEST_MEASURE_AT`: one process, no call sites,
+//! nothing judged against the snapshot, nothing written) and set against what the
+//! committed snapshot's sweep predicts there, as `show TEST --at` does. The point is
+//! checked against the snapshot's axes before anything is built.
+
+use super::show::package_settings;
+use super::{find_tests, package_env, run_device, user_env};
+use crate::case::TestCase;
+use crate::cli::{ExecArgs, FilterArgs, MeasureArgs, MessageFormat};
+use crate::discover::Workspace;
+use crate::error::{Error, Result};
+use crate::output::measure::{Comparison, human, json};
+use crate::progress::Progress;
+use crate::runner::Devices;
+use crate::snapshots::{self, SnapshotFile};
+use crate::{device, discover, runner};
+use vramtest_model::axes::Point;
+use vramtest_model::env::{HarnessEnv, SitesWhen, Update};
+use vramtest_model::report::{Status, TestReport};
+use vramtest_model::sweep::{Estimate, parse_point};
+
+pub fn execute(args: &MeasureArgs) -> Result<u8> {
+    let at = parse_point(&args.at).map_err(|message| Error::Selection {
+        message: format!("--at: {message}"),
+    })?;
+    let user = user_env()?;
+    let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
+    let files = snapshots::scan(&ws)?;
+    let chosen = snapshots::find(&files, &args.test, false).map_err(|message| {
+        Error::Selection {
+            message: format!(
+                "{message} in {} (measure predicts from the committed snapshot of a sweep over named axes)",
+                ws.root.display()
+            ),
+        }
+    })?;
+    // Every snapshot of the test (one per device class) predicts the point, or the
+    // error names the axis: before anything is built or run.
+    let predictions = chosen
+        .iter()
+        .map(|file| Ok((*file, predict(&ws, file, &at)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let file = predictions[0].0;
+    let report = measure(&ws, args, &user, file, &at)?;
+    let body = match (&report.measured_at, report.status, &report.body) {
+        (Some(_), Status::Passed, Some(body)) => body,
+        (_, Status::Failed, _) => {
+            anstream::eprintln!("{}", failure(&report));
+            return Ok(1);
+        }
+        (_, Status::Ignored, _) => {
+            return Err(Error::NotMeasured {
+                test: name_of(file),
+                message: format!("it does not run here: {}", report.message),
+            });
+        }
+        _ => {
+            return Err(Error::NotMeasured {
+                test: name_of(file),
+                message: "its harness ran it as a test instead (hint: build the tests with the vramtest release of this cargo-vramtest)".into(),
+            });
+        }
+    };
+    // The snapshot of the device class it was measured on, else the first one.
+    let measured_on = body.device_class.as_str();
+    let (file, estimate) = predictions
+        .iter()
+        .find(|(f, _)| f.class == measured_on)
+        .unwrap_or(&predictions[0]);
+    if file.class != measured_on {
+        anstream::eprintln!(
+            "note: measured on {measured_on}; the prediction comes from the {} snapshot",
+            file.class
+        );
+    }
+    let comparison = Comparison::new(body, estimate);
+    match args.message_format {
+        MessageFormat::Json => println!("{}", json(&comparison)),
+        MessageFormat::Human => print!("{}", human(&name_of(file), &comparison)),
+    }
+    Ok(comparison.exit_code())
+}
+
+/// `package::target::test (cpu)`.
+fn name_of(file: &SnapshotFile) -> String {
+    format!(
+        "{}::{}::{} ({})",
+        file.package, file.target, file.test, file.class
+    )
+}
+
+/// What the committed snapshot `file`'s sweep over named axes predicts at `at`; an
+/// error names the snapshot and the axis (one left out, one unknown) or says it holds
+/// no such sweep.
+fn predict(ws: &Workspace, file: &SnapshotFile, at: &Point) -> Result<Estimate> {
+    let fail = |message: String| Error::Prediction {
+        snapshot: file.path.clone(),
+        message,
+    };
+    let parsed = vramtest_model::snapshot::read(&file.path)?
+        .ok_or_else(|| fail("the file is gone (removed since it was listed)".into()))?;
+    let name = name_of(file);
+    let sweep = parsed.body.axes_sweep().ok_or_else(|| {
+        fail(format!(
+            "{name} holds no sweep over named axes, so there is no prediction to measure against (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`)"
+        ))
+    })?;
+    let granule = package_settings(ws, &file.package).cuda_pool().granularity;
+    sweep
+        .estimate(at, granule)
+        .map_err(|e| fail(format!("{name}: {e}")))
+}
+
+/// Builds the test of `file` and has its harness measure it at `at`, in check mode
+/// with nothing to write and no call sites. Returns its report.
+fn measure(
+    ws: &Workspace,
+    args: &MeasureArgs,
+    user: &HarnessEnv,
+    file: &SnapshotFile,
+    at: &Point,
+) -> Result<TestReport> {
+    let exec = ExecArgs {
+        device: args.device,
+        check: true,
+        ..ExecArgs::default()
+    };
+    let mut env = package_env(ws, &exec, user);
+    for package in env.values_mut() {
+        package.measure_at = Some(at.clone());
+        package.update = Some(Update::No);
+        package.sites = SitesWhen::Off;
+    }
+    let gpus = device::preflight(run_device(&env))?;
+    let filter = FilterArgs {
+        filters: vec![format!("{}::{}::{}", file.package, file.target, file.test)],
+        exact: true,
+        ..FilterArgs::default()
+    };
+    let cases: Vec<TestCase> = find_tests(ws, &args.build, &filter, &env)?
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    let count = cases.len();
+    let [case] = <[TestCase; 1]>::try_from(cases).map_err(|_| Error::Selection {
+        message: format!(
+            "{} names {count} tests of the build, and measure runs one",
+            name_of(file)
+        ),
+    })?;
+    let slot = match gpus {
+        0 => None,
+        n => Devices::gpus(n, std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref())
+            .slots(Some(1))
+            .into_iter()
+            .next()
+            .flatten(),
+    };
+    let outcomes = runner::run(std::slice::from_ref(&case), &env, &[slot], &Progress::new())?;
+    let outcome = outcomes
+        .into_iter()
+        .next()
+        .expect("one outcome per test case");
+    Ok(outcome.report)
+}
+
+/// A measurement that failed: the harness's message and the step's output.
+fn failure(report: &TestReport) -> String {
+    let mut text = format!(
+        "error: {}::{} was not measured: {}",
+        report.target,
+        report.test,
+        report.message.trim_end()
+    );
+    if let Some(output) = report.output.as_deref().filter(|o| !o.trim().is_empty()) {
+        text += "\n---- output ----\n";
+        text += output.trim_end();
+    }
+    text
+}

@@ -1,0 +1,336 @@
+//! `cargo vramtest measure TEST --at ..`: one point of a sweep over named axes, measured,
+//! set against what the committed snapshot's sweep predicts there, as a table or one
+//! JSON object; and the gate: every tensor category whose fit is not flagged within 3%
+//! of the measurement, the peak within 5%.
+
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use vramtest_model::axes::Point;
+use vramtest_model::sweep::{Estimate, show_point};
+use vramtest_model::{Body, Category, HumanBytes};
+
+/// The categories that hold tensors, each held to [`TENSOR_PERCENT`]; `workspace` and
+/// `untracked` are shown, never gated.
+pub const TENSORS: [Category; 6] = [
+    Category::Parameters,
+    Category::Gradients,
+    Category::OptimizerState,
+    Category::Activations,
+    Category::Inputs,
+    Category::Temporaries,
+];
+
+/// How far a tensor category's prediction may miss the measurement, in percent.
+pub const TENSOR_PERCENT: u64 = 3;
+
+/// How far the peak's prediction may miss the measurement, in percent.
+pub const PEAK_PERCENT: u64 = 5;
+
+/// One side of the comparison: each category's own peak and the peak.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Figures {
+    /// Each category's own peak.
+    pub category_bytes: BTreeMap<Category, u64>,
+    /// The peak.
+    pub peak_bytes: u64,
+}
+
+impl Figures {
+    /// A measured body's figures.
+    pub fn measured(body: &Body) -> Figures {
+        Figures {
+            category_bytes: Category::ALL
+                .iter()
+                .map(|&c| (c, body.category_peaks[c]))
+                .collect(),
+            peak_bytes: body.peak_bytes,
+        }
+    }
+
+    /// A prediction's figures.
+    pub fn predicted(estimate: &Estimate) -> Figures {
+        Figures {
+            category_bytes: estimate.category_bytes.clone(),
+            peak_bytes: estimate.peak_bytes,
+        }
+    }
+
+    fn json(&self) -> Value {
+        let categories: Map<String, Value> = self
+            .category_bytes
+            .iter()
+            .map(|(c, b)| (c.as_str().to_owned(), json!(b)))
+            .collect();
+        json!({ "category_bytes": categories, "peak_bytes": self.peak_bytes })
+    }
+}
+
+/// How a figure is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Within this many percent of the measurement.
+    Within(u64),
+    /// A tensor category whose fit is flagged (over 2% on a held-out point, or
+    /// interpolating): shown, not trusted, not gated.
+    Flagged,
+    /// No tensor (`workspace`, `untracked`): shown, not gated.
+    NoTensor,
+}
+
+/// One figure of the comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// A category's name, or `peak`.
+    pub figure: String,
+    pub measured: u64,
+    pub predicted: u64,
+    pub gate: Gate,
+}
+
+impl Row {
+    /// `(predicted − measured) / measured`: 0 when both are 0, `None` when only the
+    /// measurement is.
+    pub fn error(&self) -> Option<f64> {
+        match (self.measured, self.predicted) {
+            (0, 0) => Some(0.0),
+            (0, _) => None,
+            (m, p) => Some((p as f64 - m as f64) / m as f64),
+        }
+    }
+
+    /// Whether the prediction misses by more than its gate allows (exactly, in
+    /// integers: `|p − m| × 100 > percent × m`).
+    pub fn missed(&self) -> bool {
+        let Gate::Within(percent) = self.gate else {
+            return false;
+        };
+        let off = u128::from(self.measured.abs_diff(self.predicted));
+        off * 100 > u128::from(percent) * u128::from(self.measured)
+    }
+}
+
+/// A point measured against its prediction.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// The point, every axis of the test.
+    pub at: Point,
+    pub measured: Figures,
+    pub predicted: Figures,
+    /// The phase predicted to hold the peak.
+    pub peak_phase: Option<String>,
+    /// The predicted figures whose fits are flagged.
+    pub flagged: Vec<String>,
+}
+
+impl Comparison {
+    /// `body`, measured at `estimate.at`, against `estimate`.
+    pub fn new(body: &Body, estimate: &Estimate) -> Comparison {
+        Comparison {
+            at: estimate.at.clone(),
+            measured: Figures::measured(body),
+            predicted: Figures::predicted(estimate),
+            peak_phase: estimate.peak_phase.clone(),
+            flagged: estimate.flagged.clone(),
+        }
+    }
+
+    /// Every category, then the peak.
+    pub fn rows(&self) -> Vec<Row> {
+        let mut rows: Vec<Row> = Category::ALL
+            .iter()
+            .map(|&c| Row {
+                figure: c.as_str().to_owned(),
+                measured: self.measured.category_bytes.get(&c).copied().unwrap_or(0),
+                predicted: self.predicted.category_bytes.get(&c).copied().unwrap_or(0),
+                gate: if !TENSORS.contains(&c) {
+                    Gate::NoTensor
+                } else if self.flagged.iter().any(|f| f == c.as_str()) {
+                    Gate::Flagged
+                } else {
+                    Gate::Within(TENSOR_PERCENT)
+                },
+            })
+            .collect();
+        rows.push(Row {
+            figure: "peak".into(),
+            measured: self.measured.peak_bytes,
+            predicted: self.predicted.peak_bytes,
+            gate: Gate::Within(PEAK_PERCENT),
+        });
+        rows
+    }
+
+    /// The exit code: 1 when a gated figure missed, else 0.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.rows().iter().any(Row::missed))
+    }
+}
+
+/// `+1.23%`, or `n/a` where the measurement is 0 and the prediction is not.
+fn percent(error: Option<f64>) -> String {
+    error.map_or_else(|| "n/a".to_owned(), |e| format!("{:+.2}%", e * 100.0))
+}
+
+/// The comparison as a table under a heading that names the test, then the verdict.
+pub fn human(name: &str, c: &Comparison) -> String {
+    let mut out = format!(
+        "{name} at {}: measured, against the prediction of its committed snapshot's sweep\n",
+        show_point(&c.at)
+    );
+    let mut table = vec![[
+        "FIGURE".to_owned(),
+        "MEASURED".to_owned(),
+        "PREDICTED".to_owned(),
+        "ERROR".to_owned(),
+        "GATE".to_owned(),
+    ]];
+    let rows = c.rows();
+    for r in &rows {
+        let figure = match (&*r.figure, &c.peak_phase) {
+            ("peak", Some(phase)) => format!("peak ({phase})"),
+            _ => r.figure.clone(),
+        };
+        let gate = match (r.gate, r.missed()) {
+            (Gate::Within(p), false) => format!("within {p}%"),
+            (Gate::Within(p), true) => format!("MISSED (over {p}%)"),
+            (Gate::Flagged, _) => "flagged fit, not gated".to_owned(),
+            (Gate::NoTensor, _) => "no tensor, not gated".to_owned(),
+        };
+        table.push([
+            figure,
+            HumanBytes(r.measured).to_string(),
+            HumanBytes(r.predicted).to_string(),
+            percent(r.error()),
+            gate,
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in &table {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
+    }
+    let missed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.missed())
+        .map(|r| r.figure.as_str())
+        .collect();
+    out += &if missed.is_empty() {
+        format!(
+            "\nthe prediction holds: every tensor category whose fit is not flagged within {TENSOR_PERCENT}% of the measurement, the peak within {PEAK_PERCENT}%\n"
+        )
+    } else {
+        format!(
+            "\nthe prediction misses: {} (a tensor category is held to {TENSOR_PERCENT}%, the peak to {PEAK_PERCENT}%)\n",
+            missed.join(", ")
+        )
+    };
+    out
+}
+
+/// The comparison as one JSON object: `at`, `measured` and `predicted` (each
+/// `category_bytes` and `peak_bytes`), and `error`, each figure's
+/// `(predicted − measured) / measured` (`null` where only the measurement is 0).
+pub fn json(c: &Comparison) -> Value {
+    let error: Map<String, Value> = c
+        .rows()
+        .iter()
+        .map(|r| (r.figure.clone(), json!(r.error())))
+        .collect();
+    json!({
+        "at": c.at,
+        "measured": c.measured.json(),
+        "predicted": c.predicted.json(),
+        "error": error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comparison(measured: [u64; 8], predicted: [u64; 8], flagged: &[&str]) -> Comparison {
+        let figures = |bytes: [u64; 8]| Figures {
+            category_bytes: Category::ALL.into_iter().zip(bytes).collect(),
+            peak_bytes: bytes.iter().sum(),
+        };
+        Comparison {
+            at: Point::from([("seq".to_owned(), 48)]),
+            measured: figures(measured),
+            predicted: figures(predicted),
+            peak_phase: Some("forward".into()),
+            flagged: flagged.iter().map(|f| (*f).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_tensor_category_is_held_to_3_percent_exactly() {
+        // parameters 100 → 103 is 3%: within; 104 is over.
+        let within = comparison([100, 0, 0, 0, 0, 0, 0, 0], [103, 0, 0, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(within.exit_code(), 0);
+        let over = comparison([100, 0, 0, 0, 0, 0, 0, 0], [104, 0, 0, 0, 0, 0, 0, 0], &[]);
+        let rows = over.rows();
+        assert!(rows[0].missed());
+        // The peak (100 → 104) is within its 5%.
+        assert!(!rows[8].missed());
+        assert_eq!(over.exit_code(), 1);
+        // Flagged, the same miss is shown and not gated.
+        let flagged = comparison(
+            [100, 0, 0, 0, 0, 0, 0, 1000],
+            [104, 0, 0, 0, 0, 0, 0, 1000],
+            &["parameters"],
+        );
+        assert_eq!(flagged.rows()[0].gate, Gate::Flagged);
+        assert_eq!(flagged.exit_code(), 0);
+    }
+
+    #[test]
+    fn workspace_and_untracked_are_shown_and_not_gated() {
+        let c = comparison(
+            [1000, 0, 0, 0, 0, 0, 10, 10],
+            [1000, 0, 0, 0, 0, 0, 20, 0],
+            &[],
+        );
+        let rows = c.rows();
+        assert_eq!(rows[6].gate, Gate::NoTensor);
+        assert_eq!(rows[6].error(), Some(1.0));
+        assert_eq!(rows[7].error(), Some(-1.0));
+        // The peak: 1020 → 1020.
+        assert_eq!(c.exit_code(), 0);
+    }
+
+    #[test]
+    fn a_tensor_measured_at_zero_and_predicted_otherwise_misses() {
+        let c = comparison([0, 0, 0, 0, 0, 0, 0, 100], [0, 0, 0, 0, 0, 1, 0, 100], &[]);
+        let rows = c.rows();
+        assert_eq!(rows[5].error(), None);
+        assert!(rows[5].missed());
+        assert_eq!(rows[0].error(), Some(0.0));
+        let v = json(&c);
+        assert_eq!(v["error"]["temporaries"], Value::Null);
+        assert_eq!(v["error"]["parameters"], 0.0);
+        assert_eq!(v["measured"]["peak_bytes"], 100);
+        assert_eq!(v["predicted"]["peak_bytes"], 101);
+        assert_eq!(v["at"]["seq"], 48);
+        let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["at", "error", "measured", "predicted"]);
+        let text = human("t", &c);
+        assert!(
+            text.contains("the prediction misses: temporaries"),
+            "{text}"
+        );
+    }
+}

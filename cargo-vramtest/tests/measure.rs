@@ -1,0 +1,265 @@
+//! `cargo vramtest measure TEST --at ..` end to end on fixtures/vec-model's sweep over
+//! named axes (a model of plain `Vec`s whose figures are written out below): a point
+//! outside the grid measured and set against `show --at`'s prediction, a step that
+//! grew since its snapshot (exit 1), and the errors (exit 2, nothing run or written).
+
+mod common;
+
+use common::{Fixture, Ran, assert_code};
+use serde_json::{Value, json};
+
+// fixtures/vec-model/tests/axes.rs, in bytes.
+const HIDDEN: u64 = 16;
+const F32: u64 = 4;
+const VEC_HEADER: u64 = 24;
+const WEIGHT: u64 = HIDDEN * HIDDEN * F32 + VEC_HEADER;
+
+/// Each category's own peak at (batch, seq, layers), from the fixture's code;
+/// `kept` activations per layer (1, or 2 with `VEC_MODEL_EXTRA_ACTIVATION`).
+fn expected(b: u64, s: u64, l: u64, kept: u64) -> [(&'static str, u64); 8] {
+    let activation = b * s * HIDDEN * F32;
+    [
+        ("parameters", l * WEIGHT),
+        ("gradients", l * WEIGHT),
+        ("optimizer_state", 2 * l * WEIGHT),
+        // Room for two `Vec` headers per layer whatever is kept.
+        ("activations", kept * l * activation + 2 * l * VEC_HEADER),
+        ("inputs", activation),
+        ("temporaries", b * s * s * F32),
+        ("workspace", 0),
+        ("untracked", 0),
+    ]
+}
+
+/// The forward pass's peak: everything but the gradients, which are not alive yet.
+fn forward_peak(b: u64, s: u64, l: u64, kept: u64) -> u64 {
+    expected(b, s, l, kept)
+        .iter()
+        .filter(|(c, _)| *c != "gradients")
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// A copy of vec-model with `transformer_like`'s sweep recorded as its committed
+/// snapshot (18 points: batch 1-2, seq 4-12, layers 1-3).
+fn recorded(name: &str) -> Fixture {
+    let f = Fixture::vec_model(name);
+    let out = f
+        .cargo(&[
+            "test",
+            "--test",
+            "axes",
+            "--",
+            "--include-ignored",
+            "--exact",
+            "transformer_like",
+        ])
+        .env("VRAMTEST_UPDATE", "always")
+        .output()
+        .unwrap();
+    assert_code(&Ran::from(out), 0);
+    f
+}
+
+fn one_object(ran: &Ran) -> Value {
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one object: {}", ran.text());
+    serde_json::from_str(lines[0]).unwrap()
+}
+
+/// The files under `tests/snapshots` with their contents.
+fn snapshot_state(f: &Fixture) -> Vec<(String, String)> {
+    f.snapshot_files()
+        .into_iter()
+        .map(|name| {
+            let text = std::fs::read_to_string(f.snapshots().join(&name)).unwrap();
+            (name, text)
+        })
+        .collect()
+}
+
+const AT: &str = "layers=6,seq=48,batch=8";
+const CATEGORIES: [&str; 8] = [
+    "parameters",
+    "gradients",
+    "optimizer_state",
+    "activations",
+    "inputs",
+    "temporaries",
+    "workspace",
+    "untracked",
+];
+
+#[test]
+fn a_point_outside_the_grid_is_measured_against_its_prediction() {
+    let f = recorded("measure");
+    let before = snapshot_state(&f);
+    assert_eq!(before.len(), 1, "{before:?}");
+    // 4× the grid's largest batch, 4× its sequence, 2× its layers.
+    let (b, s, l) = (8, 48, 6);
+    let ran = f.run(
+        &[
+            "measure",
+            "transformer_like",
+            "--at",
+            AT,
+            "--message-format",
+            "json",
+        ],
+        &[],
+    );
+    assert_code(&ran, 0);
+    let v = one_object(&ran);
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["at", "error", "measured", "predicted"]);
+    assert_eq!(v["at"], json!({"batch": 8, "layers": 6, "seq": 48}));
+    // Measured: the fixture's bytes.
+    let measured = &v["measured"];
+    assert_eq!(measured["category_bytes"].as_object().unwrap().len(), 8);
+    for (c, bytes) in expected(b, s, l, 1) {
+        assert_eq!(measured["category_bytes"][c], bytes, "measured {c}");
+    }
+    assert_eq!(measured["peak_bytes"], forward_peak(b, s, l, 1));
+    // Predicted: what `show --at` predicts from the same snapshot.
+    let show = f.run(
+        &[
+            "show",
+            "transformer_like",
+            "--at",
+            AT,
+            "--message-format",
+            "json",
+        ],
+        &[],
+    );
+    assert_code(&show, 0);
+    let shown = one_object(&show);
+    assert_eq!(v["predicted"]["category_bytes"], shown["category_bytes"]);
+    assert_eq!(v["predicted"]["peak_bytes"], shown["peak_bytes"]);
+    // Every figure of the Vec model is a polynomial the grid pins down: no error.
+    for figure in CATEGORIES.iter().chain(&["peak"]) {
+        assert_eq!(v["error"][figure], 0.0, "{figure}: {v}");
+    }
+    assert_eq!(v["error"].as_object().unwrap().len(), 9);
+
+    // The table: every figure, the verdict.
+    let ran = f.run(&["measure", "transformer_like", "--at", AT], &[]);
+    assert_code(&ran, 0);
+    eprintln!("{}", ran.stdout);
+    for needle in [
+        "vec-model::axes::transformer_like (cpu) at batch=8, layers=6, seq=48",
+        "the prediction holds",
+        "no tensor, not gated",
+        "peak (forward)",
+    ] {
+        assert!(ran.stdout.contains(needle), "{needle}: {}", ran.text());
+    }
+    for c in CATEGORIES {
+        assert!(
+            ran.stdout.contains(&format!("  {c} ")),
+            "{c}: {}",
+            ran.text()
+        );
+    }
+    // Nothing written: the snapshot as it was, no pending result.
+    assert_eq!(snapshot_state(&f), before);
+
+    // The step now keeps a second activation per layer: measured, not judged against
+    // the snapshot (which would write a .snap.new), and the prediction misses by half.
+    let ran = f.run(
+        &[
+            "measure",
+            "transformer_like",
+            "--at",
+            AT,
+            "--message-format",
+            "json",
+        ],
+        &[("VEC_MODEL_EXTRA_ACTIVATION", "1")],
+    );
+    assert_code(&ran, 1);
+    let v = one_object(&ran);
+    let grown = expected(b, s, l, 2)[3].1;
+    let predicted = expected(b, s, l, 1)[3].1;
+    assert_eq!(v["measured"]["category_bytes"]["activations"], grown);
+    assert_eq!(v["predicted"]["category_bytes"]["activations"], predicted);
+    let error = (predicted as f64 - grown as f64) / grown as f64;
+    assert!(
+        (v["error"]["activations"].as_f64().unwrap() - error).abs() < 1e-12,
+        "{v}"
+    );
+    assert_eq!(v["measured"]["peak_bytes"], forward_peak(b, s, l, 2));
+    assert_eq!(v["error"]["parameters"], 0.0);
+    let ran = f.run(
+        &["measure", "transformer_like", "--at", AT],
+        &[("VEC_MODEL_EXTRA_ACTIVATION", "1")],
+    );
+    assert_code(&ran, 1);
+    assert!(
+        ran.stdout
+            .contains("the prediction misses: activations, peak"),
+        "{}",
+        ran.text()
+    );
+    assert_eq!(snapshot_state(&f), before);
+}
+
+#[test]
+fn bad_input_is_an_error_and_nothing_is_run_or_written() {
+    let f = recorded("measure-errors");
+    // A test without named axes, with its committed snapshot.
+    let name = "vram__linear_adam@cpu.snap";
+    let committed = common::repo()
+        .join("fixtures/vec-model/tests/snapshots")
+        .join(name);
+    std::fs::copy(committed, f.snapshots().join(name)).unwrap();
+    let before = snapshot_state(&f);
+    for (test, at, needle) in [
+        (
+            "transformer_like",
+            "layers=6,seq=48",
+            "no value for axis `batch`",
+        ),
+        (
+            "transformer_like",
+            "layers=6,seq=48,batch=8,heads=4",
+            "unknown axis `heads`",
+        ),
+        (
+            "transformer_like",
+            "layers=6,seq=48k,batch=8",
+            "--at: axis `seq`: `48k` is not a positive integer",
+        ),
+        (
+            "transformer_like",
+            "layers=6,seq=0,batch=8",
+            "--at: axis `seq`: the value must be at least 1",
+        ),
+        (
+            "transformer_like",
+            "layers=6,seq",
+            "--at: `seq` is not `axis=value`",
+        ),
+        (
+            "no_such_test",
+            AT,
+            "no snapshot of a test named `no_such_test`",
+        ),
+        // Its sweep was never recorded.
+        (
+            "transformer_like_over_budget",
+            AT,
+            "no snapshot of a test named `transformer_like_over_budget`",
+        ),
+        ("linear_adam", "batch=8", "holds no sweep over named axes"),
+    ] {
+        let ran = f.run(&["measure", test, "--at", at], &[]);
+        assert_code(&ran, 2);
+        assert!(ran.stderr.contains(needle), "{needle}: {}", ran.text());
+        assert!(ran.stdout.is_empty(), "{}", ran.text());
+        // Refused before cargo builds anything.
+        assert!(!ran.stderr.contains("Compiling"), "{}", ran.text());
+    }
+    assert_eq!(snapshot_state(&f), before, "nothing written");
+}

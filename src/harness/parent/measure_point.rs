@@ -1,0 +1,200 @@
+//! One point of a sweep over named axes, measured (`VRAMTEST_MEASURE_AT`, what
+//! `cargo vramtest measure` sets): each selected test's step runs once, in one child
+//! process, at exactly that point, without call sites. Nothing is judged against the
+//! snapshot and nothing is written beside it: the measured body goes into the test's
+//! report, marked with the point (`measured_at`), for `cargo vramtest` to set against
+//! its prediction.
+
+use super::checkout::relative_source;
+use super::files;
+use super::grid;
+use super::spawn::output_section;
+use super::trial::RunContext;
+use crate::harness::protocol::{ChildResult, RunPoint};
+use crate::harness::registry::TestDef;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::process::ExitCode;
+use std::sync::Arc;
+use vramtest_model::axes::Point;
+use vramtest_model::report::{Status, TestReport};
+use vramtest_model::sweep::show_point;
+use vramtest_model::{Body, HumanBytes};
+
+/// Runs the tests `args` selects, each measured at `at`. An ignored test is measured
+/// too: naming it with a point is asking for it.
+pub(super) fn run(
+    args: &Arguments,
+    tests: Vec<(String, &'static TestDef)>,
+    context: Arc<RunContext>,
+    at: Point,
+) -> ExitCode {
+    let at = Arc::new(at);
+    let trials = tests
+        .into_iter()
+        .map(|(name, def)| {
+            let (context, at) = (Arc::clone(&context), Arc::clone(&at));
+            Trial::ignorable_test(name.clone(), move || measure(&context, &name, def, &at))
+        })
+        .collect();
+    libtest_mimic::run(args, trials).exit_code()
+}
+
+/// How a measurement did not happen.
+enum NotMeasured {
+    /// The test does not run here (no device, a device it does not support, or it
+    /// skipped itself).
+    Skipped(String),
+    /// A bad point, or a child that failed; with the child's output when it ran.
+    Failed(String, Option<String>),
+}
+
+/// Measures `name` at `at` and writes its report: `Passed` with the measured body, or
+/// why not.
+fn measure(
+    context: &RunContext,
+    name: &str,
+    def: &TestDef,
+    at: &Point,
+) -> Result<Completion, Failed> {
+    let class = context.device.as_ref().ok().map(|d| d.class());
+    let mut report = TestReport {
+        source: relative_source(&context.target, def.file),
+        line: def.line,
+        device_class: class,
+        notes: context.notes.clone(),
+        measured_at: Some(at.clone()),
+        ..TestReport::new(&context.target.name, name, Status::Failed)
+    };
+    let outcome = match (context.skip_reason(def, class), &context.device) {
+        (Some(reason), _) => Err(NotMeasured::Skipped(reason)),
+        (None, Ok(device)) => run_point(context, name, def, *device, at),
+        (None, Err(reason)) => Err(NotMeasured::Skipped(reason.clone())),
+    };
+    match outcome {
+        Ok(body) => {
+            report.status = Status::Passed;
+            report.message = format!(
+                "measured at {}: peak {} (nothing compared with the snapshot, nothing written)",
+                show_point(at),
+                HumanBytes(body.peak_bytes)
+            );
+            report.body = Some(body);
+        }
+        Err(NotMeasured::Skipped(reason)) => {
+            report.status = Status::Ignored;
+            report.ignore(&reason);
+        }
+        Err(NotMeasured::Failed(message, output)) => {
+            report.message = message;
+            report.output = output;
+        }
+    }
+    if let Some(dir) = &context.outputs.report_dir {
+        files::write_report(dir, &report);
+    }
+    match report.status {
+        Status::Passed => {
+            println!("{name}: {}", report.message);
+            Ok(Completion::Completed)
+        }
+        Status::Ignored => Ok(Completion::ignored_with(
+            report.ignore_reason.unwrap_or_default(),
+        )),
+        _ => Err(Failed::from(
+            report.message + &output_section(report.output.as_deref().unwrap_or("")),
+        )),
+    }
+}
+
+/// The step of `def` run once at `at`, in a child process of its own.
+fn run_point(
+    context: &RunContext,
+    name: &str,
+    def: &TestDef,
+    device: crate::step::Device,
+    at: &Point,
+) -> Result<Body, NotMeasured> {
+    let point =
+        run_point_of(def, at).map_err(|e| NotMeasured::Failed(format!("{name}: {e}"), None))?;
+    let label = grid::label(name, def, &point);
+    let (result, output) = context
+        .spawner
+        .measure(name, def, device, &point)
+        .map_err(|m| NotMeasured::Failed(m, None))?;
+    let message = match result {
+        Some(ChildResult::Measured { profile, .. }) => {
+            return Ok(Body::from_profile(&profile, device.class()));
+        }
+        Some(ChildResult::Ignored { reason }) => return Err(NotMeasured::Skipped(reason)),
+        Some(ChildResult::Failed { message }) => format!("{label} failed: {message}"),
+        None => format!("{label} crashed before reporting a result"),
+    };
+    Err(NotMeasured::Failed(message, Some(output)))
+}
+
+/// Why a point cannot be measured on a test; each names the axis and the test's axes.
+#[derive(Debug, PartialEq, Eq)]
+enum PointError {
+    /// The test declares no named axes.
+    NoAxes,
+    /// The point names an axis the test does not declare.
+    Unknown { axis: String, known: String },
+    /// The point leaves out an axis of the test.
+    Missing { axis: String, known: String },
+    /// A value that does not fit the platform's `usize`.
+    TooLarge { axis: String, value: u64 },
+}
+
+impl std::fmt::Display for PointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PointError::NoAxes => write!(
+                f,
+                "no named axes, so there is no point to measure (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`)"
+            ),
+            PointError::Unknown { axis, known } => {
+                write!(f, "unknown axis `{axis}` (the test's axes: {known})")
+            }
+            PointError::Missing { axis, known } => {
+                write!(f, "no value for axis `{axis}` (the test's axes: {known})")
+            }
+            PointError::TooLarge { axis, value } => {
+                write!(f, "axis `{axis}`: {value} is too large")
+            }
+        }
+    }
+}
+
+/// The child's point for `at`: every named axis of `def`, in the attribute's order.
+fn run_point_of(def: &TestDef, at: &Point) -> Result<RunPoint, PointError> {
+    let axes = def.options.axes;
+    if axes.is_empty() {
+        return Err(PointError::NoAxes);
+    }
+    let names: Vec<&str> = axes.iter().map(|&(k, _)| k).collect();
+    let known = names.join(", ");
+    if let Some(unknown) = at.keys().find(|k| !names.contains(&k.as_str())) {
+        return Err(PointError::Unknown {
+            axis: unknown.clone(),
+            known,
+        });
+    }
+    let values = names
+        .iter()
+        .map(|&axis| {
+            let axis = axis.to_owned();
+            let Some(&value) = at.get(&axis) else {
+                return Err(PointError::Missing {
+                    axis,
+                    known: known.clone(),
+                });
+            };
+            let value = usize::try_from(value).map_err(|_| PointError::TooLarge {
+                axis: axis.clone(),
+                value,
+            })?;
+            Ok((axis, value))
+        })
+        .collect::<Result<Vec<_>, PointError>>()?;
+    Ok(RunPoint::axes(values))
+}
