@@ -198,3 +198,66 @@ fn run_point_of(def: &TestDef, at: &Point) -> Result<RunPoint, PointError> {
         .collect::<Result<Vec<_>, PointError>>()?;
     Ok(RunPoint::axes(values))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::registry::Options;
+
+    fn step(_: &mut crate::step::Step) -> crate::Result<()> {
+        Ok(())
+    }
+
+    fn def(axes: &'static [(&'static str, &'static [usize])]) -> TestDef {
+        TestDef {
+            name: "t",
+            module: "vram",
+            file: "tests/vram.rs",
+            line: 1,
+            func: step,
+            options: Options {
+                iterations: None,
+                ignore: None,
+                limits: &[],
+                budget: None,
+                devices: &[],
+                batch: &[],
+                threads: None,
+                axes,
+                target: &[],
+            },
+        }
+    }
+
+    fn at(pairs: &[(&str, u64)]) -> Point {
+        pairs.iter().map(|&(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    #[test]
+    fn the_point_names_every_axis_in_the_attributes_order() {
+        let d = def(&[("seq", &[4, 8]), ("batch", &[1, 2])]);
+        let point = run_point_of(&d, &at(&[("batch", 8), ("seq", 48)])).unwrap();
+        assert_eq!(
+            point,
+            RunPoint::axes(vec![("seq".into(), 48), ("batch".into(), 8)])
+        );
+        assert_eq!(point.batch, 8);
+    }
+
+    #[test]
+    fn a_bad_point_names_the_axis_and_the_tests_axes() {
+        let d = def(&[("seq", &[4, 8]), ("batch", &[1, 2])]);
+        let missing = run_point_of(&d, &at(&[("seq", 48)])).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "no value for axis `batch` (the test's axes: seq, batch)"
+        );
+        let unknown = run_point_of(&d, &at(&[("seq", 4), ("batch", 1), ("heads", 2)]));
+        assert_eq!(
+            unknown.unwrap_err().to_string(),
+            "unknown axis `heads` (the test's axes: seq, batch)"
+        );
+        let none = run_point_of(&def(&[]), &at(&[("seq", 4)])).unwrap_err();
+        assert_eq!(none, PointError::NoAxes);
+    }
+}
