@@ -55,16 +55,23 @@
 //! the **simplest within the residue of the best**: of the best model of each size
 //! (by worst leave-one-out miss in bytes), the fewest terms whose worst miss is at most
 //! the best's plus the best's own worst miss of a point; a term whose only gain is to
-//! chase a step of that size is refused. That model is kept when its worst held-out
-//! miss is at most 2% of the largest measured value; otherwise the search below, over
-//! every candidate, decides as for any grid.
+//! chase a step of that size is refused. A step can hide a small scaling term from
+//! leave-one-out too (a few hundred bytes a token outside the layers, beside a table
+//! step of tens of kilobytes): when the simplest model's misses are no step of the
+//! counting axes alone (below), the model of one term more is taken instead if it is
+//! within the residue of the best too and its misses are such a step; a second term
+//! more would chase the step. The model is kept when its worst held-out miss is at
+//! most 2% of the largest measured value; otherwise the search below, over every
+//! candidate, decides as for any grid.
 //!
 //! A fit's **residue** ([`Fit::residue_bytes`]) is its worst held-out miss in bytes,
-//! when that miss is bookkeeping: at most 2% of the largest measured value, and a step
-//! of the counting axes alone (each point's miss, less the mean miss of the points
-//! that share its counting axes' values, within 2% of the point's value: what varies
-//! with the tensors' sizes is a miss like any). The formula predicts what scales; the
-//! residue bounds what steps, and is never extrapolated.
+//! when that miss is bookkeeping: at most 2% of the largest measured value, and the
+//! fit's misses a step of the counting axes alone (each point's miss, less the mean
+//! miss of the points that share its counting axes' values, within 2% of the point's
+//! value: what varies with the tensors' sizes is a miss like any). The fit's own misses
+//! are compared, not held-out ones, which are each divided by `1 − leverage` and so
+//! vary from point to point however constant the step. The formula predicts what
+//! scales; the residue bounds what steps, and is never extrapolated.
 //!
 //! A fit whose worst leave-one-out error exceeds 2% ([`FLAG_PPM`]) without a residue to
 //! account for it is [flagged](Fit::flagged): its [`Prediction`]s carry the flag and
@@ -854,8 +861,9 @@ impl Fit {
 }
 
 /// The fit's [residue](Fit::residue_bytes): its worst held-out miss in bytes, when that
-/// is bookkeeping-sized (at most 2% of the largest measured value) and steps with the
-/// counting axes alone (see the module's documentation); 0 otherwise, and for an exact fit.
+/// is bookkeeping-sized (at most 2% of the largest measured value) and the fit's misses
+/// step with the counting axes alone (see the module's documentation); 0 otherwise, and
+/// for an exact fit.
 fn residue_of(
     grid: &Grid,
     series: &[(Point, u64)],
@@ -869,7 +877,7 @@ fn residue_of(
     let chosen: Vec<Candidate> = best.subset.iter().map(|&i| candidates[i].clone()).collect();
     let design = Design::new(&chosen, series)?;
     let all: Vec<usize> = (0..chosen.len()).collect();
-    let misses = held_out_misses(&design, &all);
+    let misses = fit_misses(&design, &all, &best.coefficients);
     Ok(if steps_with_counting_axes(grid, series, &misses) {
         best.worst_bytes
             .ceil()
@@ -1411,7 +1419,12 @@ fn linear_model(
     let subset: Vec<Candidate> = kept.iter().map(|&i| candidates[i].clone()).collect();
     let design = Design::new(&subset, series)?;
     let max_terms = (series.len() - 2).min(subset.len());
-    let mut model = exact(&design, max_terms).unwrap_or_else(|| parsimonious(&design, max_terms));
+    let steps = |m: &Scored| {
+        let misses = fit_misses(&design, &m.subset, &m.coefficients);
+        steps_with_counting_axes(grid, series, &misses)
+    };
+    let mut model =
+        exact(&design, max_terms).unwrap_or_else(|| parsimonious(&design, max_terms, steps));
     let largest = series.iter().map(|(_, b)| *b).max().unwrap_or(0);
     if !bookkeeping_sized(&model.worst_bytes, largest) {
         return Ok(None);
@@ -1488,70 +1501,58 @@ fn best_by_size(design: &Design, max_terms: usize) -> Vec<Scored> {
 }
 
 /// The simplest model whose worst held-out miss in bytes is within the residue of the
-/// best: at most the best's worst held-out miss plus its worst miss in the fit itself.
-fn parsimonious(design: &Design, max_terms: usize) -> Scored {
+/// best (at most the best's worst held-out miss plus its worst miss in the fit itself);
+/// when its misses are no bookkeeping (`steps`: they vary with more than the counting
+/// axes), the model of one term more, if it is within the residue of the best too and
+/// its misses are bookkeeping: a term that leaves a step of the counting axes alone is
+/// a scaling term the step hid, where more terms would chase the step.
+fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bool) -> Scored {
     let sizes = best_by_size(design, max_terms);
     let best = sizes
         .iter()
         .min_by(|a, b| a.worst_bytes.cmp(&b.worst_bytes))
         .expect("the constant model always scores: at least 3 points, leverage 1/n");
     let tolerance = &best.worst_bytes + &best.residual;
-    sizes
-        .iter()
-        .find(|s| s.worst_bytes <= tolerance)
-        .unwrap_or(best)
-        .clone()
+    let Some(at) = sizes.iter().position(|s| s.worst_bytes <= tolerance) else {
+        return best.clone();
+    };
+    let simplest = &sizes[at];
+    match sizes.get(at + 1) {
+        Some(next)
+            if next.subset.len() == simplest.subset.len() + 1
+                && next.worst_bytes <= tolerance
+                && !steps(simplest)
+                && steps(next) =>
+        {
+            next.clone()
+        }
+        _ => simplest.clone(),
+    }
 }
 
-/// Each point's signed leave-one-out miss in bytes under the model of `subset` (whose
-/// score exists: its normal equations are regular, no point has leverage 1).
-fn held_out_misses(design: &Design, subset: &[usize]) -> Vec<BigRational> {
-    let k = subset.len();
-    let mut m: Vec<Vec<BigInt>> = subset
-        .iter()
-        .enumerate()
-        .map(|(r, &sr)| {
-            let mut row: Vec<BigInt> = subset
-                .iter()
-                .map(|&sc| design.gram[sr][sc].clone())
-                .collect();
-            row.extend((0..k).map(|c| BigInt::from(u8::from(c == r))));
-            row.push(design.xty[sr].clone());
-            row
-        })
-        .collect();
-    let Some(d) = gauss_jordan(&mut m, k) else {
-        return vec![BigRational::zero(); design.y.len()];
-    };
+/// Each point's signed miss in bytes under the fit of `subset` (positions of
+/// `design`'s columns) with these `coefficients`: the measured bytes less the fitted.
+fn fit_misses(design: &Design, subset: &[usize], coefficients: &[BigRational]) -> Vec<BigRational> {
     (0..design.y.len())
         .map(|i| {
-            let x: Vec<&BigInt> = subset.iter().map(|&s| &design.columns[s][i]).collect();
-            let fitted: BigInt = x.iter().zip(&m).map(|(xj, row)| *xj * &row[2 * k]).sum();
-            let leverage: BigInt = x
+            let fitted: BigRational = subset
                 .iter()
-                .zip(&m)
-                .map(|(xj, row)| {
-                    *xj * x
-                        .iter()
-                        .zip(&row[k..2 * k])
-                        .map(|(xl, a)| *xl * a)
-                        .sum::<BigInt>()
-                })
+                .zip(coefficients)
+                .map(|(&s, c)| c * BigRational::from_integer(design.columns[s][i].clone()))
                 .sum();
-            let denominator = &d - leverage;
-            if denominator.is_zero() {
-                return BigRational::zero();
-            }
-            BigRational::new(&d * &design.y[i] - fitted, denominator)
+            BigRational::from_integer(design.y[i].clone()) - fitted
         })
         .collect()
 }
 
-/// Whether held-out misses of `misses` (one a point of `series`, in order) step with
-/// the counting axes alone: less their mean over the points that share the counting
-/// axes' values (every point, when the grid has no counting axis), each is within 2%
-/// ([`FLAG_PPM`]) of its point's value. The mean of a group is what steps with the
-/// graph's size; what is left varies with the tensors' sizes, and is a miss like any.
+/// Whether a fit's `misses` (one a point of `series`, in order) step with the counting
+/// axes alone: less their mean over the points that share the counting axes' values
+/// (every point, when the grid has no counting axis), each is within 2% ([`FLAG_PPM`])
+/// of its point's value. The mean of a group is what steps with the graph's size; what
+/// is left varies with the tensors' sizes, and is a miss like any. The fit's own misses,
+/// not held-out ones: a held-out miss is the fit's divided by `1 − leverage`, which
+/// differs from point to point, so a step the same at every point of a layer count
+/// would vary held out.
 fn steps_with_counting_axes(grid: &Grid, series: &[(Point, u64)], misses: &[BigRational]) -> bool {
     let group = |p: &Point| -> Vec<u64> {
         grid.axes
