@@ -66,12 +66,18 @@
 //!
 //! A fit's **residue** ([`Fit::residue_bytes`]) is its worst held-out miss in bytes,
 //! when that miss is bookkeeping: at most 2% of the largest measured value, and the
-//! fit's misses a step of the counting axes alone (each point's miss, less the mean
-//! miss of the points that share its counting axes' values, within 2% of the point's
-//! value: what varies with the tensors' sizes is a miss like any). The fit's own misses
-//! are compared, not held-out ones, which are each divided by `1 − leverage` and so
-//! vary from point to point however constant the step. The formula predicts what
-//! scales; the residue bounds what steps, and is never extrapolated.
+//! fit's misses a step of the counting axes alone. That is checked held out: the
+//! formula's terms that involve a tensor axis, plus a free offset for each combination
+//! of the counting axes' values (one offset when the grid has none), must predict every
+//! held-out point within 2% of its value. The offsets take whatever steps with the
+//! graph's size; what varies with the tensors' sizes is a miss like any, and a formula
+//! of many terms that passes near every point proves nothing by it. The formula
+//! predicts what scales; the residue bounds what steps, and is never extrapolated.
+//!
+//! A figure that is a **maximum of transient blocks** (a phase's peak, its temporaries)
+//! can change which block holds it inside the grid: a table's copy of constant size at
+//! small tensors, a buffer that scales beyond. No polynomial is that maximum; its fit
+//! misses held-out points and is flagged, never extrapolated silently.
 //!
 //! A fit whose worst leave-one-out error exceeds 2% ([`FLAG_PPM`]) without a residue to
 //! account for it is [flagged](Fit::flagged): its [`Prediction`]s carry the flag and
@@ -877,16 +883,17 @@ fn residue_of(
     let chosen: Vec<Candidate> = best.subset.iter().map(|&i| candidates[i].clone()).collect();
     let design = Design::new(&chosen, series)?;
     let all: Vec<usize> = (0..chosen.len()).collect();
-    let misses = fit_misses(&design, &all, &best.coefficients);
-    Ok(if steps_with_counting_axes(grid, series, &misses) {
-        best.worst_bytes
-            .ceil()
-            .to_integer()
-            .to_u64()
-            .unwrap_or(u64::MAX)
-    } else {
-        0
-    })
+    Ok(
+        if steps_with_counting_axes(grid, series, &chosen, &design, &all) {
+            best.worst_bytes
+                .ceil()
+                .to_integer()
+                .to_u64()
+                .unwrap_or(u64::MAX)
+        } else {
+            0
+        },
+    )
 }
 
 /// A fit that passes through every combination of the values of the axes it uses: see
@@ -1419,10 +1426,7 @@ fn linear_model(
     let subset: Vec<Candidate> = kept.iter().map(|&i| candidates[i].clone()).collect();
     let design = Design::new(&subset, series)?;
     let max_terms = (series.len() - 2).min(subset.len());
-    let steps = |m: &Scored| {
-        let misses = fit_misses(&design, &m.subset, &m.coefficients);
-        steps_with_counting_axes(grid, series, &misses)
-    };
+    let steps = |m: &Scored| steps_with_counting_axes(grid, series, &subset, &design, &m.subset);
     let mut model =
         exact(&design, max_terms).unwrap_or_else(|| parsimonious(&design, max_terms, steps));
     let largest = series.iter().map(|(_, b)| *b).max().unwrap_or(0);
@@ -1530,49 +1534,90 @@ fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bo
     }
 }
 
-/// Each point's signed miss in bytes under the fit of `subset` (positions of
-/// `design`'s columns) with these `coefficients`: the measured bytes less the fitted.
-fn fit_misses(design: &Design, subset: &[usize], coefficients: &[BigRational]) -> Vec<BigRational> {
-    (0..design.y.len())
+/// Each point's signed leave-one-out miss in bytes under the least-squares fit of
+/// `columns` to `y`; `None` when the normal equations are singular or a point has
+/// leverage 1 (its held-out refit is undetermined).
+fn held_out_misses(columns: Vec<Vec<BigInt>>, y: &[BigInt]) -> Option<Vec<BigRational>> {
+    let k = columns.len();
+    let gram: Vec<Vec<BigInt>> = columns
+        .iter()
+        .map(|r| columns.iter().map(|c| dot(r, c)).collect())
+        .collect();
+    let mut m: Vec<Vec<BigInt>> = (0..k)
+        .map(|r| {
+            let mut row = gram[r].clone();
+            row.extend((0..k).map(|c| BigInt::from(u8::from(c == r))));
+            row.push(dot(&columns[r], y));
+            row
+        })
+        .collect();
+    let d = gauss_jordan(&mut m, k)?;
+    (0..y.len())
         .map(|i| {
-            let fitted: BigRational = subset
+            let x: Vec<&BigInt> = columns.iter().map(|c| &c[i]).collect();
+            let fitted: BigInt = x.iter().zip(&m).map(|(xj, row)| *xj * &row[2 * k]).sum();
+            let leverage: BigInt = x
                 .iter()
-                .zip(coefficients)
-                .map(|(&s, c)| c * BigRational::from_integer(design.columns[s][i].clone()))
+                .zip(&m)
+                .map(|(xj, row)| {
+                    *xj * x
+                        .iter()
+                        .zip(&row[k..2 * k])
+                        .map(|(xl, a)| *xl * a)
+                        .sum::<BigInt>()
+                })
                 .sum();
-            BigRational::from_integer(design.y[i].clone()) - fitted
+            let denominator = &d - leverage;
+            (!denominator.is_zero()).then(|| BigRational::new(&d * &y[i] - fitted, denominator))
         })
         .collect()
 }
 
-/// Whether a fit's `misses` (one a point of `series`, in order) step with the counting
-/// axes alone: less their mean over the points that share the counting axes' values
-/// (every point, when the grid has no counting axis), each is within 2% ([`FLAG_PPM`])
-/// of its point's value. The mean of a group is what steps with the graph's size; what
-/// is left varies with the tensors' sizes, and is a miss like any. The fit's own misses,
-/// not held-out ones: a held-out miss is the fit's divided by `1 − leverage`, which
-/// differs from point to point, so a step the same at every point of a layer count
-/// would vary held out.
-fn steps_with_counting_axes(grid: &Grid, series: &[(Point, u64)], misses: &[BigRational]) -> bool {
-    let group = |p: &Point| -> Vec<u64> {
-        grid.axes
+/// Whether the misses of the model of `subset` (positions in `design`, whose columns
+/// are `candidates`') step with the counting axes alone: its terms that involve another
+/// axis, plus a free offset for each combination of the counting axes' values (one
+/// offset in all, when the grid has no counting axis), predict every held-out point
+/// within 2% ([`FLAG_PPM`]) of its value. The offsets are what steps with the graph's
+/// size, whatever it is; what they leave varies with the tensors' sizes, and is a miss
+/// like any. Held out, so that a model of many terms, which passes near every point,
+/// proves nothing by it.
+fn steps_with_counting_axes(
+    grid: &Grid,
+    series: &[(Point, u64)],
+    candidates: &[Candidate],
+    design: &Design,
+    subset: &[usize],
+) -> bool {
+    let counting: Vec<usize> = (0..grid.axes.len())
+        .filter(|&a| is_count_axis(&grid.axes[a].name))
+        .collect();
+    let group =
+        |p: &Point| -> Vec<u64> { counting.iter().map(|&a| p[&grid.axes[a].name]).collect() };
+    let groups: std::collections::BTreeSet<Vec<u64>> =
+        series.iter().map(|(p, _)| group(p)).collect();
+    let mut columns: Vec<Vec<BigInt>> = subset
+        .iter()
+        .filter(|&&s| {
+            let e = &candidates[s].exponents;
+            (0..e.len()).any(|a| e[a] > 0 && !counting.contains(&a))
+        })
+        .map(|&s| design.columns[s].clone())
+        .collect();
+    columns.extend(groups.iter().map(|g| {
+        series
             .iter()
-            .filter(|a| is_count_axis(&a.name))
-            .map(|a| p[&a.name])
+            .map(|(p, _)| BigInt::from(u8::from(group(p) == *g)))
             .collect()
-    };
-    let mut sums: BTreeMap<Vec<u64>, (BigRational, BigInt)> = BTreeMap::new();
-    for ((p, _), e) in series.iter().zip(misses) {
-        let entry = sums
-            .entry(group(p))
-            .or_insert_with(|| (BigRational::zero(), BigInt::zero()));
-        entry.0 += e;
-        entry.1 += BigInt::one();
+    }));
+    if columns.len() + 2 > series.len() {
+        return false;
     }
+    let Some(misses) = held_out_misses(columns, &design.y) else {
+        return false;
+    };
     let limit = BigRational::new(BigInt::from(FLAG_PPM), BigInt::from(1_000_000u64));
-    series.iter().zip(misses).all(|((p, y), e)| {
-        let (sum, count) = &sums[&group(p)];
-        let varying = e - sum / BigRational::from_integer(count.clone());
-        varying.abs() <= &limit * BigRational::from_integer(BigInt::from((*y).max(1)))
-    })
+    series
+        .iter()
+        .zip(&misses)
+        .all(|((_, y), e)| e.abs() <= &limit * BigRational::from_integer(BigInt::from((*y).max(1))))
 }

@@ -282,3 +282,27 @@ fn a_small_per_token_term_beside_a_step_is_kept() {
     assert!(fit.residue_bytes > 0, "the step is bounded by the residue");
     assert_eq!(fit.flag(&g), None, "{} {}", fit.terms, fit.loo_error_ppm);
 }
+
+/// burn's backward temporaries: the largest transient block of the pass, a table's
+/// copy of about 100 KB (stepping with the layers) at small seq·batch, a buffer of
+/// 2 KB a token and 16 B per score beyond; the regime changes inside the grid. No
+/// polynomial is that maximum: the fit is flagged unless it lands within 3%, and its
+/// prediction is never trusted silently.
+#[test]
+fn a_maximum_of_a_block_and_a_buffer_is_flagged_unless_it_holds() {
+    let g = burn_grid();
+    let f = |p: &Point| {
+        let (_, s, b) = lsb(p);
+        let block = 98_000 + graph_table(p) / 4;
+        let buffer = 2048 * s * b + 16 * s * s * b;
+        block.max(buffer) + 12_000 * p["layers"]
+    };
+    let at = point(&[("layers", 6), ("seq", 48), ("batch", 4)]);
+    let (fit, miss) = fit_and_miss(&g, f, 500, &at);
+    let trusted = fit.predict(&at).unwrap().trusted();
+    assert!(
+        miss < 3.0 || (fit.flag(&g).is_some() && trusted.is_err()),
+        "{miss:.2}% off, trusted: {}",
+        fit.terms
+    );
+}
