@@ -59,6 +59,10 @@ pub struct Step {
     batch: usize,
     /// `(axis, value)` of a sweep over named axes; empty otherwise.
     axes: Vec<(String, usize)>,
+    /// Which of `axes` the step read (bit `i` for `axes[i]`), so that an axis the step
+    /// never reads fails instead of fitting a constant. A `Cell`: reading an axis
+    /// inside a measured phase allocates nothing.
+    read: std::cell::Cell<u64>,
 }
 
 impl Step {
@@ -68,6 +72,7 @@ impl Step {
             iterations,
             batch: 1,
             axes: Vec::new(),
+            read: std::cell::Cell::new(0),
         }
     }
 
@@ -87,7 +92,27 @@ impl Step {
     /// its `batch` axis in `axes(..)`), each measured in a process of its own; 1 for a
     /// test without one.
     pub fn batch(&self) -> usize {
+        self.mark("batch");
         self.batch
+    }
+
+    /// Notes that the step read `name`, when it is one of the axes.
+    fn mark(&self, name: &str) {
+        if let Some(i) = self.axes.iter().position(|(k, _)| k == name) {
+            self.read
+                .set(self.read.get() | 1u64.checked_shl(i as u32).unwrap_or(0));
+        }
+    }
+
+    /// The axes of this run the step never read (`t.axis`, `t.batch`).
+    pub(crate) fn unread_axes(&self) -> Vec<String> {
+        let read = self.read.get();
+        self.axes
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| read & 1u64.checked_shl(i as u32).unwrap_or(0) == 0)
+            .map(|(_, (k, _))| k.clone())
+            .collect()
     }
 
     /// The value of the named axis in this run: one of the values the attribute's
@@ -100,6 +125,7 @@ impl Step {
     /// the declared ones (the test fails with it).
     pub fn axis(&self, name: &str) -> usize {
         if let Some(&(_, v)) = self.axes.iter().find(|(k, _)| k == name) {
+            self.mark(name);
             return v;
         }
         if name == "batch" {

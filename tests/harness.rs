@@ -450,12 +450,11 @@ fn a_stale_pending_result_is_kept_and_named_unless_identical() {
 
     // A pending result that differs (CI measured a regression): a passing local run
     // keeps it and says so, in every mode that may write.
-    let peak = r.report("linear_adam").body.as_ref().unwrap().peak_bytes;
-    let different = committed.replacen(
-        &format!("\"peak_bytes\": {peak},"),
-        &format!("\"peak_bytes\": {},", 2 * peak),
-        1,
-    );
+    let params = r.report("linear_adam").body.as_ref().unwrap().at_peak[Category::Parameters];
+    let different = common::edit_snapshot(&snap, |b| {
+        common::set_category(b, Category::Parameters, 2 * params);
+    });
+    std::fs::write(&snap, &committed).unwrap();
     assert_ne!(different, committed);
     for update in ["auto", "always"] {
         std::fs::write(&pending, &different).unwrap();
@@ -503,15 +502,9 @@ fn settings_merge_key_by_key_under_cargo_test_and_cargo_vramtest() {
 
     // The committed snapshot says a third of that: activations grew by 200%.
     let snap = dir.join("tests/snapshots/vram__linear_adam@cpu.snap");
-    let text = std::fs::read_to_string(&snap).unwrap();
-    let key = format!("\"activations\": {activations}");
-    let at = text.rfind(&key).expect("category_peaks.activations");
-    let third = format!("\"activations\": {}", activations / 3);
-    std::fs::write(
-        &snap,
-        format!("{}{third}{}", &text[..at], &text[at + key.len()..]),
-    )
-    .unwrap();
+    common::edit_snapshot(&snap, |b| {
+        common::set_category(b, Category::Activations, activations / 3);
+    });
 
     let manifest = dir.join("Cargo.toml");
     let original = std::fs::read_to_string(&manifest).unwrap();

@@ -64,15 +64,22 @@ pub enum Error {
     /// A test binary's harness wrote a report of a schema this cargo-vramtest does not
     /// read: the tests were built with another release of vramtest.
     #[error(
-        "{}: its harness wrote {error} ({}) (hint: build the tests with the vramtest release of this cargo-vramtest)",
-        .binary.display(),
-        .report.display()
+        "{}: its harness wrote {error} ({report}) (hint: build the tests with the vramtest release of this cargo-vramtest)",
+        .binary.display()
     )]
     ReportSchema {
         binary: PathBuf,
-        /// The report file.
-        report: PathBuf,
+        /// Where the report came from: its file, or the report pipe.
+        report: String,
         error: vramtest_model::report::UnknownSchema,
+    },
+
+    /// Tests of one package whose snapshots would be one file: each would overwrite
+    /// the other's and be judged against its figures.
+    #[error("{}: {}", .package_dir.display(), .shared.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    SharedSnapshot {
+        package_dir: PathBuf,
+        shared: Vec<vramtest_model::snapshot::SharedFile>,
     },
 
     /// A snapshot file is malformed.

@@ -19,6 +19,9 @@ fn slimmer(body: &Body) -> Body {
     old.at_peak.activations -= LESS;
     old.category_peaks.activations -= LESS;
     old.peak_bytes -= LESS;
+    for phase in &mut old.phases {
+        phase.peak_bytes = phase.peak_bytes.min(old.peak_bytes);
+    }
     old
 }
 

@@ -7,6 +7,7 @@
 //! trials and judges; [`child`] measures one test. Neither side imports the other.
 
 mod child;
+mod fd;
 mod parent;
 mod protocol;
 mod registry;

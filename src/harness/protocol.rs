@@ -25,6 +25,9 @@ pub(crate) enum ChildResult {
         /// The event stream replayed through the CUDA pool model (CPU runs only).
         #[serde(default)]
         pool: Option<vramtest_model::pool::PoolPeaks>,
+        /// The axes of the run's point that the step never read.
+        #[serde(default)]
+        unread_axes: Vec<String>,
     },
     Failed {
         message: String,
@@ -42,8 +45,8 @@ pub(crate) enum SitesMode {
     Off,
     /// Name the calls whose traces are wanted.
     Plan,
-    /// Capture the traces of the calls a plan (in this JSON file) names.
-    Capture(PathBuf),
+    /// Capture the traces of the calls a plan names: its JSON comes on standard input.
+    Capture,
     /// Capture a trace of every call.
     Everything,
 }
@@ -128,6 +131,39 @@ impl RunPoint {
     }
 }
 
+/// Where a child writes its result: a pipe only it and the parent hold (on Unix), so
+/// no other process (another test's child, or a daemon one of them left behind) can
+/// write a result in its name; elsewhere, a file in the run's private directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ResultChannel {
+    /// The write end of a pipe, inherited under this descriptor number.
+    Fd(i32),
+    /// A file the parent reads once the child has ended.
+    File(PathBuf),
+}
+
+impl ResultChannel {
+    /// The channel as the child's argument: `fd:N`, or the file's path.
+    fn to_arg(&self) -> OsString {
+        match self {
+            ResultChannel::Fd(fd) => format!("fd:{fd}").into(),
+            ResultChannel::File(path) => path.clone().into(),
+        }
+    }
+
+    fn from_arg(arg: &std::ffi::OsStr) -> Result<ResultChannel, String> {
+        match arg.to_str().and_then(|a| a.strip_prefix("fd:")) {
+            Some(n) => n
+                .parse()
+                .ok()
+                .filter(|&fd: &i32| fd > 2)
+                .map(ResultChannel::Fd)
+                .ok_or_else(|| format!("{FLAG}: bad result descriptor `fd:{n}`")),
+            None => Ok(ResultChannel::File(PathBuf::from(arg))),
+        }
+    }
+}
+
 /// The first argument of a test binary started as a child.
 const FLAG: &str = "--vramtest-child";
 
@@ -139,7 +175,7 @@ pub(crate) struct Invocation {
     pub(crate) device: Device,
     pub(crate) iterations: u32,
     /// Where the child writes its [`ChildResult`].
-    pub(crate) result: PathBuf,
+    pub(crate) result: ResultChannel,
     /// The point of a sweep this run measures (`t.batch()`, `t.axis(..)`).
     pub(crate) point: RunPoint,
     /// The CPU threads every thread pool of the child gets (see
@@ -156,7 +192,7 @@ impl Invocation {
             self.test.clone().into(),
             self.device.to_string().into(),
             self.iterations.to_string().into(),
-            self.result.clone().into(),
+            self.result.to_arg(),
             self.point.batch.to_string().into(),
             self.threads.to_string().into(),
             self.point.axes_arg().into(),
@@ -164,10 +200,7 @@ impl Invocation {
         match &self.sites {
             SitesMode::Off => {}
             SitesMode::Plan => args.push("sites-plan".into()),
-            SitesMode::Capture(plan) => {
-                args.push("sites-capture".into());
-                args.push(plan.clone().into());
-            }
+            SitesMode::Capture => args.push("sites-capture".into()),
             SitesMode::Everything => args.push("sites-all".into()),
         }
         args
@@ -193,8 +226,8 @@ impl Invocation {
                 .map_err(|e| format!("{FLAG}: bad iterations: {e}"))?;
             let result = args
                 .get(5)
-                .map(PathBuf::from)
-                .ok_or_else(|| format!("{FLAG}: the result file is missing"))?;
+                .map(|a| ResultChannel::from_arg(a))
+                .ok_or_else(|| format!("{FLAG}: the result channel is missing"))??;
             // A count of at least 1.
             let count = |i: usize, what: &str| -> Result<usize, String> {
                 let given = text(i, what)?;
@@ -212,11 +245,7 @@ impl Invocation {
                 None => SitesMode::Off,
                 Some("sites-plan") => SitesMode::Plan,
                 Some("sites-all") => SitesMode::Everything,
-                Some("sites-capture") => SitesMode::Capture(
-                    args.get(10)
-                        .map(PathBuf::from)
-                        .ok_or_else(|| format!("{FLAG}: the plan file is missing"))?,
-                ),
+                Some("sites-capture") => SitesMode::Capture,
                 Some(other) => return Err(format!("{FLAG}: unknown call-sites mode `{other}`")),
             };
             Ok(Invocation {
@@ -247,13 +276,14 @@ mod tests {
             test: "tagged::explicit_tag".into(),
             device: Device::Cuda(1),
             iterations: 4,
-            result: "/private/dir/tagged__explicit_tag.json".into(),
+            result: ResultChannel::Fd(7),
             point: RunPoint::axes(vec![("batch".into(), 128), ("seq".into(), 16)]),
             threads: 2,
             sites: SitesMode::Off,
         };
         let plain = Invocation {
             point: RunPoint::batch(4),
+            result: ResultChannel::File("/private/dir/tagged__explicit_tag.json".into()),
             ..invocation.clone()
         };
         let mut argv = vec![OsString::from("vram-0123")];
@@ -262,7 +292,7 @@ mod tests {
         for sites in [
             SitesMode::Off,
             SitesMode::Plan,
-            SitesMode::Capture("/private/dir/plan.json".into()),
+            SitesMode::Capture,
             SitesMode::Everything,
         ] {
             let invocation = Invocation {
@@ -285,7 +315,9 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child"], "is missing"; "nothing after the flag")]
     #[test_case(&["vram", "--vramtest-child", "t", "tpu", "3", "/r"], "unknown device"; "a bad device")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "x", "/r"], "bad iterations"; "bad iterations")]
-    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3"], "result file"; "no result file")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3"], "result channel"; "no result channel")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "fd:x", "1", "2", "-"], "bad result descriptor"; "a bad descriptor")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "fd:1", "1", "2", "-"], "bad result descriptor"; "stdout as the descriptor")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r"], "batch size"; "no batch size")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "0"], "bad batch size"; "batch size zero")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1"], "thread count"; "no thread count")]
@@ -293,7 +325,6 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2"], "axes"; "no axes")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "seq=0"], "bad axis value `seq=0`"; "an axis at zero")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
-    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "sites-capture"], "plan file"; "no plan file")]
     fn a_malformed_child_command_line_is_an_error(argv: &[&str], needle: &str) {
         let e = Invocation::from_args(&args(argv)).unwrap().unwrap_err();
         assert!(e.contains(needle), "{e}");

@@ -13,6 +13,7 @@ pub mod source;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
+use vramtest_model::Category;
 use vramtest_model::report::{Status, TestReport};
 
 pub fn repo_root() -> PathBuf {
@@ -229,5 +230,30 @@ pub fn copy_fixture_as(name: &str, scenario: &str) -> Copy {
     Copy {
         dir,
         _scratch: scratch,
+    }
+}
+
+/// Rewrites the snapshot at `path` with its body edited by `edit` (the header as it
+/// was); returns the new text.
+pub fn edit_snapshot(path: &Path, edit: impl FnOnce(&mut vramtest_model::Body)) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut body = vramtest_model::snapshot::parse(&text).unwrap().body;
+    edit(&mut body);
+    let header_end = text.match_indices("---\n").nth(1).unwrap().0 + "---\n".len();
+    let edited = format!("{}{}", &text[..header_end], body.to_text());
+    std::fs::write(path, &edited).unwrap();
+    edited
+}
+
+/// `category` set to `bytes` at the peak and in its own peak, the peak moved by as
+/// much (no phase above it): a body a run could have written.
+pub fn set_category(body: &mut vramtest_model::Body, category: Category, bytes: u64) {
+    let delta = i128::from(bytes) - i128::from(body.at_peak[category]);
+    let moved = |b: u64| u64::try_from(i128::from(b) + delta).unwrap();
+    body.at_peak[category] = bytes;
+    body.category_peaks[category] = moved(body.category_peaks[category]).max(bytes);
+    body.peak_bytes = moved(body.peak_bytes);
+    for phase in &mut body.phases {
+        phase.peak_bytes = phase.peak_bytes.min(body.peak_bytes);
     }
 }

@@ -33,6 +33,10 @@ pub const TIMEOUT: &str = "VRAMTEST_TIMEOUT";
 pub const SITES_TIMEOUT: &str = "VRAMTEST_SITES_TIMEOUT";
 /// `VRAMTEST_REPORT_DIR`: where `cargo vramtest` wants one JSON report per test.
 pub const REPORT_DIR: &str = "VRAMTEST_REPORT_DIR";
+/// `VRAMTEST_REPORT_FD=N`: a pipe's write end, inherited under descriptor `N`, into
+/// which the harness writes its reports as JSON lines (what `cargo vramtest` sets on
+/// Unix: no file a test's process could reach).
+pub const REPORT_FD: &str = "VRAMTEST_REPORT_FD";
 /// insta's `INSTA_SNAPSHOT_REFERENCES_FILE`.
 pub const REFERENCES: &str = "INSTA_SNAPSHOT_REFERENCES_FILE";
 /// `VRAMTEST_MEASURE_AT=layers=6,seq=48,batch=8`: measure each selected test's step once
@@ -118,6 +122,9 @@ pub struct HarnessEnv {
     pub sites_timeout: Option<Duration>,
     /// Where to write one JSON report per test (`VRAMTEST_REPORT_DIR`).
     pub report_dir: Option<PathBuf>,
+    /// The descriptor to write the reports into, one JSON line each
+    /// (`VRAMTEST_REPORT_FD`; over `report_dir` when both are set).
+    pub report_fd: Option<i32>,
     /// insta's list of referenced snapshots (`INSTA_SNAPSHOT_REFERENCES_FILE`), so
     /// `cargo insta test --unreferenced=reject` keeps ours.
     pub references: Option<PathBuf>,
@@ -159,6 +166,7 @@ impl HarnessEnv {
             timeout: seconds(TIMEOUT, text(TIMEOUT), 600)?,
             sites_timeout: seconds(SITES_TIMEOUT, text(SITES_TIMEOUT), 300)?,
             report_dir: path(REPORT_DIR),
+            report_fd: report_fd(text(REPORT_FD))?,
             references: path(REFERENCES),
             measure_at: text(MEASURE_AT)
                 .filter(|v| !v.trim().is_empty())
@@ -191,6 +199,7 @@ impl HarnessEnv {
         let secs = |d: Duration| d.as_secs_f64().to_string();
         put(TIMEOUT, self.timeout.map(secs));
         put(SITES_TIMEOUT, self.sites_timeout.map(secs));
+        put(REPORT_FD, self.report_fd.map(|fd| fd.to_string()));
         put(MEASURE_AT, self.measure_at.as_ref().map(show_at));
         for (name, path) in [
             (REPORT_DIR, &self.report_dir),
@@ -234,6 +243,18 @@ impl HarnessEnv {
 fn show_at(point: &Point) -> String {
     let parts: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
     parts.join(",")
+}
+
+/// `VRAMTEST_REPORT_FD`: a descriptor number past standard error.
+fn report_fd(value: Option<String>) -> Result<Option<i32>, String> {
+    value
+        .map(|v| {
+            v.parse()
+                .ok()
+                .filter(|&fd: &i32| fd > 2)
+                .ok_or_else(|| format!("{REPORT_FD}={v}: not a descriptor number above 2"))
+        })
+        .transpose()
 }
 
 /// `VRAMTEST_CONFIG`: the settings' JSON form, checked as the metadata is.
@@ -336,6 +357,7 @@ mod tests {
             timeout: Some(Duration::from_millis(1500)),
             sites_timeout: Some(Duration::from_secs(300)),
             report_dir: Some(PathBuf::from("reports/one test")),
+            report_fd: Some(7),
             references: Some(PathBuf::from("refs.txt")),
             measure_at: Some(Point::from([
                 ("layers".to_owned(), 6),
@@ -410,6 +432,7 @@ mod tests {
     #[test_case(&[("VRAMTEST_DEVICE", "tpu")], "VRAMTEST_DEVICE=tpu: unknown device"; "device")]
     #[test_case(&[("VRAMTEST_SITES", "sometimes")], "VRAMTEST_SITES=sometimes: unknown mode"; "sites")]
     #[test_case(&[("VRAMTEST_TIMEOUT", "-1")], "VRAMTEST_TIMEOUT=-1: not a number of seconds"; "timeout")]
+    #[test_case(&[("VRAMTEST_REPORT_FD", "1")], "VRAMTEST_REPORT_FD=1: not a descriptor number above 2"; "report to stdout")]
     #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "soon")], "VRAMTEST_SITES_TIMEOUT=soon: not a number"; "sites timeout")]
     #[test_case(&[("VRAMTEST_MEASURE_AT", "seq=0")], "VRAMTEST_MEASURE_AT=seq=0: axis `seq`: the value must be at least 1"; "measure at zero")]
     #[test_case(&[("VRAMTEST_MEASURE_AT", "seq")], "VRAMTEST_MEASURE_AT=seq: `seq` is not `axis=value`"; "measure at no value")]

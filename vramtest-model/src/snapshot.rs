@@ -500,6 +500,17 @@ pub enum ParseError {
         /// The schema the file has.
         found: u64,
     },
+    /// The body's figures contradict each other (no measurement gives them): the
+    /// categories at the peak do not sum to the peak, a category's own peak is below
+    /// its bytes at the peak, or a phase peaks above the peak.
+    Inconsistent {
+        /// The line of the field at fault (from 1).
+        line: usize,
+        /// The field (`at_peak`, `category_peaks.activations`, `phases`).
+        field: String,
+        /// What contradicts what.
+        message: String,
+    },
 }
 
 impl ParseError {
@@ -510,7 +521,8 @@ impl ParseError {
             ParseError::UnclosedHeader { line }
             | ParseError::NotUtf8 { line }
             | ParseError::Body { line, .. }
-            | ParseError::Schema { line, .. } => *line,
+            | ParseError::Schema { line, .. }
+            | ParseError::Inconsistent { line, .. } => *line,
         }
     }
 
@@ -527,8 +539,14 @@ impl ParseError {
                 "the header is never closed by a `---` line".to_owned()
             }
             ParseError::Body { message, .. } => format!("invalid snapshot body: {message}"),
+            ParseError::Schema { found, .. } if *found < u64::from(SCHEMA) => format!(
+                "snapshot schema {found} is older than this version's (schema {SCHEMA}), which no longer reads it (hint: re-create the snapshot: delete it and run the test)"
+            ),
             ParseError::Schema { found, .. } => format!(
-                "snapshot schema {found} is not supported by this version (schema {SCHEMA}) (hint: upgrade vramtest, or re-create the snapshot)"
+                "snapshot schema {found} is newer than this version's (schema {SCHEMA}) (hint: upgrade vramtest, or re-create the snapshot)"
+            ),
+            ParseError::Inconsistent { field, message, .. } => format!(
+                "`{field}` contradicts the rest of the body: {message} (hint: a snapshot is written by a run, never by hand; re-create it)"
             ),
         }
     }
@@ -615,7 +633,120 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         line: body_line(&e),
         message: e.to_string(),
     })?;
+    if let Err((field, message)) = consistency(&body) {
+        // The field's line: where its path's first key appears (the body starts
+        // after `line`).
+        let key = format!("\"{}\"", field.split('.').next().unwrap_or(&field));
+        let at = body_text
+            .lines()
+            .position(|l| l.contains(&key))
+            .unwrap_or(0);
+        return Err(ParseError::Inconsistent {
+            line: line + 1 + at,
+            field,
+            message,
+        });
+    }
     Ok(Parsed { header, body })
+}
+
+/// Whether a body's figures can come from one measurement: the categories at the peak
+/// sum to the peak; each category's own peak is at least its bytes at the peak; no
+/// phase peaks above the peak. `Err`: the field at fault, and why.
+fn consistency(body: &Body) -> Result<(), (String, String)> {
+    let sum = body
+        .at_peak
+        .iter()
+        .map(|(_, b)| u128::from(b))
+        .sum::<u128>();
+    if sum != u128::from(body.peak_bytes) {
+        return Err((
+            "at_peak".into(),
+            format!(
+                "its categories sum to {sum} B, not to peak_bytes {} B",
+                body.peak_bytes
+            ),
+        ));
+    }
+    for (category, at_peak) in body.at_peak.iter() {
+        let own = body.category_peaks[category];
+        if own < at_peak {
+            return Err((
+                format!("category_peaks.{category}"),
+                format!("{own} B, below its {at_peak} B at the peak"),
+            ));
+        }
+    }
+    if let Some(phase) = body.phases.iter().find(|p| p.peak_bytes > body.peak_bytes) {
+        return Err((
+            "phases".into(),
+            format!(
+                "phase {} peaks at {} B, above peak_bytes {} B",
+                phase.phase, phase.peak_bytes, body.peak_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Parsed {
+    /// The test the snapshot was written for (its header's `expression`, as
+    /// [`Snapshot::to_text`] writes it); `None` in a file without one.
+    pub fn test(&self) -> Option<String> {
+        let value = self
+            .header
+            .lines()
+            .find_map(|l| l.strip_prefix("expression:"))?
+            .trim();
+        match value.starts_with('"') {
+            true => serde_json::from_str(value).ok(),
+            false => Some(value.to_owned()),
+        }
+    }
+}
+
+/// Two tests whose snapshots would be one file (`::` and `__` both become `__`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFile {
+    /// The file's name, for any device class (`vram__x__y@<class>.snap`).
+    pub file: String,
+    /// The first test, as `target::test`.
+    pub first: String,
+    /// The second.
+    pub second: String,
+}
+
+impl fmt::Display for SharedFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` and `{}` would share the snapshot file tests/snapshots/{} (hint: rename one of them)",
+            self.first, self.second, self.file
+        )
+    }
+}
+
+/// Every pair of `(target, test)` whose snapshot files would be one, in the order the
+/// tests are given (each later test paired with the first that takes its file).
+pub fn shared_files<'a>(tests: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<SharedFile> {
+    let mut taken: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut shared = Vec::new();
+    for (target, test) in tests {
+        let stem = format!("{target}__{}", test.replace("::", "__"));
+        let name = format!("{target}::{test}");
+        match taken.get(&stem) {
+            Some(first) if *first != name => shared.push(SharedFile {
+                file: format!("{stem}@<device>.snap"),
+                first: first.clone(),
+                second: name,
+            }),
+            Some(_) => {}
+            None => {
+                taken.insert(stem, name);
+            }
+        }
+    }
+    shared
 }
 
 /// `<crate>/tests/snapshots/<target>__<test>@<class>.snap`; `::` in test names becomes `__`.

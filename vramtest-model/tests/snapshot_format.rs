@@ -345,6 +345,10 @@ fn edited(edit: Edit) -> String {
 #[test_case(Edit::Replace(47, "      \"phase\": \"backwards\","), 47, &["unknown variant `backwards`"]; "unknown phase")]
 #[test_case(Edit::Replace(11, "  \"schema\": 2,"), 11, &["schema 2", "schema 1", "hint:"]; "schema 2")]
 #[test_case(Edit::Remove(11), 10, &["missing integer `schema`"]; "schema missing")]
+#[test_case(Edit::Replace(11, "  \"schema\": 0,"), 11, &["schema 0 is older", "re-create"]; "schema 0")]
+#[test_case(Edit::Replace(15, "  \"peak_bytes\": 18446744073709551615,"), 18, &["`at_peak`", "sum to 5114 B", "not to peak_bytes 18446744073709551615 B"]; "an impossible peak")]
+#[test_case(Edit::Replace(32, "    \"activations\": 400,"), 28, &["`category_peaks.activations`", "400 B, below its 500 B at the peak"]; "a category's peak below its bytes at the peak")]
+#[test_case(Edit::Replace(50, "      \"peak_bytes\": 6000,"), 38, &["`phases`", "phase backward peaks at 6000 B, above peak_bytes 5114 B"]; "a phase above the peak")]
 fn malformed_files_name_the_line(edit: Edit, line: usize, needles: &[&str]) {
     let text = edited(edit);
     let err = snapshot::parse(&text).unwrap_err();

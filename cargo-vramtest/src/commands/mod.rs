@@ -83,6 +83,7 @@ fn find_tests(
     let progress = Progress::new();
     let binaries = build::build(ws, &build.test_flags(), cargo_color(), &progress)?;
     let all = runner::list(&binaries, env)?;
+    check_shared_snapshots(&all)?;
     let names: Vec<filter::TestName<'_>> = all.iter().map(TestCase::test_name).collect();
     if let Some(typo) = filter::unmatched(&names, &filter_args.filters, filter_args.exact).first() {
         return Err(Error::NoMatch {
@@ -104,6 +105,28 @@ fn find_tests(
         .into_iter()
         .map(|(c, s)| (c, Some(s)))
         .collect())
+}
+
+/// Two tests of one package, in one target or in two, whose snapshot files would be
+/// one (`vram__x` with `y`, and `vram` with `x::y`): an error before anything runs.
+fn check_shared_snapshots(all: &[TestCase]) -> Result<()> {
+    let mut packages: Vec<&Path> = all.iter().map(|c| c.binary.package_dir.as_path()).collect();
+    packages.sort();
+    packages.dedup();
+    for package_dir in packages {
+        let tests = all
+            .iter()
+            .filter(|c| c.binary.package_dir == package_dir)
+            .map(|c| (c.binary.target.as_str(), c.name.as_str()));
+        let shared = vramtest_model::snapshot::shared_files(tests);
+        if !shared.is_empty() {
+            return Err(Error::SharedSnapshot {
+                package_dir: package_dir.to_owned(),
+                shared,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Writes `text` to a report file, creating its directory; atomically (a temporary

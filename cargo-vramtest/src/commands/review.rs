@@ -218,10 +218,22 @@ mod tests {
         Ok(Policy::default())
     }
 
+    /// The snapshot with ten times its activations, at the peak and in their own
+    /// peak, and the peak grown by as much: a result a run could write.
+    fn ten_times_the_activations() -> String {
+        let peak = 33513695;
+        let more = 4124120 - 412412;
+        SNAP.replace("\"activations\": 412412", "\"activations\": 4124120")
+            .replace(
+                &format!("\"peak_bytes\": {peak},"),
+                &format!("\"peak_bytes\": {},", peak + more),
+            )
+    }
+
     #[test]
     fn judges_with_the_packages_limits() {
         // activations grow 10×: past the default limit, within a package's +1000%.
-        let bigger = SNAP.replace("\"activations\": 412412", "\"activations\": 4124120");
+        let bigger = ten_times_the_activations();
         let (dir, file) = setup("policy", Some(SNAP), &bigger);
         let settings = vramtest_model::settings::Settings::parse(&serde_json::json!({
             "limits": { "activations": "+1000%" }
@@ -241,7 +253,7 @@ mod tests {
         let budget = settings.policy();
         let text = strip_str(&describe(&file, 0, 1, &budget).unwrap()).to_string();
         assert!(
-            text.contains("over budget: peak 31.96 MiB over the budget 1.00 KiB"),
+            text.contains("over budget: peak 35.50 MiB over the budget 1.00 KiB"),
             "{text}"
         );
         std::fs::remove_dir_all(dir).unwrap();
@@ -249,7 +261,7 @@ mod tests {
 
     #[test]
     fn describes_what_moved_and_the_diff() {
-        let bigger = SNAP.replace("\"activations\": 412412", "\"activations\": 4124120");
+        let bigger = ten_times_the_activations();
         let (dir, file) = setup("describe", Some(SNAP), &bigger);
         let text = strip_str(&describe(&file, 0, 2, &Policy::default()).unwrap()).to_string();
         assert!(

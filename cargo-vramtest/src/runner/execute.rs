@@ -13,8 +13,10 @@ use std::time::Instant;
 use vramtest_model::env::HarnessEnv;
 use vramtest_model::report::{Status, TestReport, UnknownSchema, check_schema};
 
-/// Runs one test in a process of its own; `gpu` pins it to that GPU. `Err`: its
-/// harness wrote a report of a schema this cargo-vramtest does not read.
+/// Runs one test in a process of its own; `gpu` pins it to that GPU. On Unix its
+/// harness writes the report into a pipe only that process holds; elsewhere into
+/// `dir`. `Err`: its harness wrote a report of a schema this cargo-vramtest does not
+/// read.
 pub(super) fn run_one(
     case: &TestCase,
     env: &PackageEnv,
@@ -22,27 +24,12 @@ pub(super) fn run_one(
     gpu: Option<&str>,
 ) -> Result<Outcome> {
     let start = Instant::now();
-    let result = std::fs::create_dir_all(dir)
-        .and_then(|()| {
-            let env = HarnessEnv {
-                report_dir: Some(dir.to_owned()),
-                ..harness_env(env, &case.binary)
-            };
-            let mut cmd = command(&case.binary, &env);
-            if let Some(id) = gpu {
-                cmd.env("CUDA_VISIBLE_DEVICES", id);
-            }
-            cmd.arg(&case.name)
-                .arg("--exact")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .output()
-        })
+    let result = launch(case, harness_env(env, &case.binary), dir, gpu)
         .map_err(|e| format!("cannot run {}: {e}", case.binary.path.display()));
     let duration = start.elapsed();
     let report = match result {
-        Ok(out) => {
-            let found = find_report(dir).map_err(|(report, error)| Error::ReportSchema {
+        Ok((out, found)) => {
+            let found = found.map_err(|(report, error)| Error::ReportSchema {
                 binary: case.binary.path.clone(),
                 report,
                 error,
@@ -56,6 +43,86 @@ pub(super) fn run_one(
         report,
         duration,
     })
+}
+
+/// What a report's source held: the report, or (`Err`) a report of another schema and
+/// where it came from.
+type FoundReport = std::result::Result<Found, (String, UnknownSchema)>;
+
+/// The test's command: its binary, run on the test alone, output captured.
+fn test_command(case: &TestCase, env: &HarnessEnv, gpu: Option<&str>) -> std::process::Command {
+    let mut cmd = command(&case.binary, env);
+    if let Some(id) = gpu {
+        cmd.env("CUDA_VISIBLE_DEVICES", id);
+    }
+    cmd.arg(&case.name)
+        .arg("--exact")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Runs the test with a report pipe handed down to its harness alone: no test's
+/// process, and no other harness started meanwhile, can write a report in its name.
+#[cfg(unix)]
+fn launch(
+    case: &TestCase,
+    env: HarnessEnv,
+    _dir: &Path,
+    gpu: Option<&str>,
+) -> std::io::Result<(Output, FoundReport)> {
+    use std::io::Read as _;
+    use std::os::fd::AsRawFd as _;
+    let (mut reader, writer) = std::io::pipe()?;
+    let fd = writer.as_raw_fd();
+    let mut cmd = test_command(
+        case,
+        &HarnessEnv {
+            report_fd: Some(fd),
+            ..env
+        },
+        gpu,
+    );
+    // SAFETY: runs in the forked child before exec and calls only fcntl(2), which is
+    // async-signal-safe: the pipe's write end stays open across exec in this child
+    // alone (both ends are close-on-exec everywhere else).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            match libc::fcntl(fd, libc::F_SETFD, 0) {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            }
+        });
+    }
+    let spawned = cmd.spawn();
+    // The pipe closes once the harness is done with it.
+    drop((cmd, writer));
+    let child = spawned?;
+    let reading = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = reader.read_to_end(&mut bytes);
+        bytes
+    });
+    let out = child.wait_with_output()?;
+    let bytes = reading.join().unwrap_or_default();
+    Ok((out, parse_report(&bytes, "its report pipe")))
+}
+
+/// Runs the test with `dir` as its harness's report directory.
+#[cfg(not(unix))]
+fn launch(
+    case: &TestCase,
+    env: HarnessEnv,
+    dir: &Path,
+    gpu: Option<&str>,
+) -> std::io::Result<(Output, FoundReport)> {
+    std::fs::create_dir_all(dir)?;
+    let env = HarnessEnv {
+        report_dir: Some(dir.to_owned()),
+        ..env
+    };
+    let out = test_command(case, &env, gpu).output()?;
+    Ok((out, find_report(dir)))
 }
 
 /// How a test's process ended.
@@ -87,9 +154,10 @@ pub enum Found {
     /// vramtest harness at all.
     Nothing,
     Report(Box<TestReport>),
-    /// A report file that cannot be read or parsed.
+    /// A report that cannot be read or parsed, and where it came from (its file, or
+    /// the report pipe).
     Unreadable {
-        path: PathBuf,
+        path: String,
         error: String,
     },
 }
@@ -97,12 +165,13 @@ pub enum Found {
 /// The report the harness wrote in `dir` (the first `.json` file by name; one test
 /// runs, so there is one). `Err`: a report of a schema this release does not read,
 /// with its file.
-fn find_report(dir: &Path) -> Result<Found, (PathBuf, UnknownSchema)> {
+#[cfg_attr(unix, allow(dead_code))]
+fn find_report(dir: &Path) -> FoundReport {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => {
             return Ok(Found::Unreadable {
-                path: dir.to_owned(),
+                path: dir.display().to_string(),
                 error: e.to_string(),
             });
         }
@@ -116,20 +185,36 @@ fn find_report(dir: &Path) -> Result<Found, (PathBuf, UnknownSchema)> {
     let Some(path) = paths.into_iter().next() else {
         return Ok(Found::Nothing);
     };
-    let unreadable = |path: PathBuf, error: String| Ok(Found::Unreadable { path, error });
-    let value: serde_json::Value = match std::fs::read(&path) {
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
-            Ok(value) => value,
-            Err(e) => return unreadable(path, e.to_string()),
-        },
-        Err(e) => return unreadable(path, e.to_string()),
+    match std::fs::read(&path) {
+        Ok(bytes) => parse_report(&bytes, &path.display().to_string()),
+        Err(e) => Ok(Found::Unreadable {
+            path: path.display().to_string(),
+            error: e.to_string(),
+        }),
+    }
+}
+
+/// The report in `bytes` (read from `source`): nothing, or one JSON report (a pipe
+/// holds one per line; one test runs, so the first is taken).
+fn parse_report(bytes: &[u8], source: &str) -> FoundReport {
+    let unreadable = |error: String| {
+        Ok(Found::Unreadable {
+            path: source.to_owned(),
+            error,
+        })
+    };
+    let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<serde_json::Value>();
+    let value = match values.next() {
+        None => return Ok(Found::Nothing),
+        Some(Ok(value)) => value,
+        Some(Err(e)) => return unreadable(e.to_string()),
     };
     if let Err(e) = check_schema(&value) {
-        return Err((path, e));
+        return Err((source.to_owned(), e));
     }
     match serde_json::from_value(value) {
         Ok(report) => Ok(Found::Report(Box::new(report))),
-        Err(e) => unreadable(path, e.to_string()),
+        Err(e) => unreadable(e.to_string()),
     }
 }
 
@@ -164,7 +249,7 @@ pub fn reconcile(case: &TestCase, exit: &Exit, found: Found) -> TestReport {
                 "{} ended ({}) with an unreadable report {}: {error}",
                 case.full_name(),
                 exit.status,
-                path.display()
+                path
             ),
             output(),
         ),
@@ -330,7 +415,7 @@ mod tests {
         std::fs::write(&path, "{\"schema\": 1,").unwrap();
         let found = find_report(&dir).unwrap();
         assert!(
-            matches!(&found, Found::Unreadable { path: p, .. } if *p == path),
+            matches!(&found, Found::Unreadable { path: p, .. } if *p == path.display().to_string()),
             "{found:?}"
         );
         let r = reconcile(&case("t"), &exit(true), found);
@@ -359,18 +444,16 @@ mod tests {
         other["schema"] = 7.into();
         std::fs::write(&path, other.to_string()).unwrap();
         let (file, e) = find_report(dir.path()).unwrap_err();
-        assert_eq!((file, e.found), (path, Some(7)));
+        assert_eq!((file, e.found), (path.display().to_string(), Some(7)));
     }
 
-    /// A stand-in for a test binary: a script whose harness writes `report` in
-    /// `VRAMTEST_REPORT_DIR`.
+    /// A stand-in for a test binary: a script whose harness writes `report` into the
+    /// pipe `VRAMTEST_REPORT_FD` names.
     #[cfg(unix)]
     fn fake_binary(dir: &Path, report: &str) -> TestCase {
         use std::os::unix::fs::PermissionsExt;
         let path = dir.join("vram-0123");
-        let script = format!(
-            "#!/bin/sh\ncat > \"$VRAMTEST_REPORT_DIR/vram__t.json\" <<'EOF'\n{report}\nEOF\n"
-        );
+        let script = format!("#!/bin/sh\ncat >&\"$VRAMTEST_REPORT_FD\" <<'EOF'\n{report}\nEOF\n");
         std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut t = case("t");
@@ -399,7 +482,7 @@ mod tests {
                  schema 1 only ({}) (hint: build the tests with the vramtest release of \
                  this cargo-vramtest)",
                 t.binary.path.display(),
-                reports.join("vram__t.json").display()
+                "its report pipe"
             )
         );
         // The same binary with a report of this schema: its outcome.

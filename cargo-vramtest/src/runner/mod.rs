@@ -14,7 +14,9 @@ pub use list::{PackageEnv, list};
 pub use schedule::Devices;
 
 use crate::case::{Outcome, TestCase};
-use crate::error::{Error, Result};
+#[cfg(not(unix))]
+use crate::error::Error;
+use crate::error::Result;
 use crate::progress::Progress;
 use reporter::Reporter;
 use std::path::PathBuf;
@@ -37,10 +39,7 @@ pub fn run(
         slots,
         // An ignored test runs too: the harness skips it at once and leaves a report
         // that says why.
-        |i, case, slot| {
-            let dir = scratch.path.join(i.to_string());
-            execute::run_one(case, env, &dir, slot.as_deref())
-        },
+        |i, case, slot| execute::run_one(case, env, &scratch.dir_for(i), slot.as_deref()),
         |i, outcome| match outcome {
             Ok(outcome) => {
                 reporter.ended(&outcome);
@@ -58,25 +57,36 @@ pub fn run(
     }
 }
 
-/// A temporary directory for the reports, removed when dropped.
+/// Where the reports of a run's tests go when no pipe can carry them (not on Unix): a
+/// fresh directory made by tempfile (mode 0700, an unpredictable name, never an
+/// existing one, `TMPDIR` never created), removed when dropped. On Unix reports come
+/// over pipes and no directory is made.
 struct ScratchDir {
-    path: PathBuf,
+    #[cfg(not(unix))]
+    dir: tempfile::TempDir,
 }
 
 impl ScratchDir {
+    #[cfg(unix)]
     fn new() -> Result<ScratchDir> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path =
-            std::env::temp_dir().join(format!("cargo-vramtest-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).map_err(Error::io(&path))?;
-        Ok(ScratchDir { path })
+        Ok(ScratchDir {})
     }
-}
 
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+    #[cfg(not(unix))]
+    fn new() -> Result<ScratchDir> {
+        let tmp = std::env::temp_dir();
+        let dir = tempfile::Builder::new()
+            .prefix("cargo-vramtest-")
+            .tempdir_in(&tmp)
+            .map_err(Error::io(&tmp))?;
+        Ok(ScratchDir { dir })
+    }
+
+    /// The report directory of the `i`th test (unused on Unix).
+    fn dir_for(&self, i: usize) -> PathBuf {
+        #[cfg(not(unix))]
+        return self.dir.path().join(i.to_string());
+        #[cfg(unix)]
+        PathBuf::from(i.to_string())
     }
 }

@@ -46,6 +46,7 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
         .unwrap_or_default();
     let pool = pool::replay(&events, &model);
     ChildResult::Measured {
+        unread_axes: step.unread_axes(),
         timeline: Some(Box::new(timeline)),
         sites,
         pool: Some(pool),
@@ -105,14 +106,14 @@ pub(super) fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> Ch
             (None, None) => ChildResult::Failed {
                 message: "the CUDA probe was lost".into(),
             },
-            (None, Some(session)) => finish_cuda(session),
+            (None, Some(session)) => finish_cuda(session, step.unread_axes()),
         },
     }
 }
 
 /// The result of a CUDA session whose step ran to its end.
 #[cfg(feature = "cuda")]
-fn finish_cuda(session: crate::probe::cuda::Session) -> ChildResult {
+fn finish_cuda(session: crate::probe::cuda::Session, unread_axes: Vec<String>) -> ChildResult {
     let report = match session.finish() {
         Ok(report) => report,
         Err(e) => {
@@ -131,6 +132,7 @@ fn finish_cuda(session: crate::probe::cuda::Session) -> ChildResult {
         report.profile.reserved_peak_bytes.unwrap_or(0)
     );
     ChildResult::Measured {
+        unread_axes,
         timeline: None,
         sites: None,
         pool: None,

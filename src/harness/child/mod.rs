@@ -1,6 +1,7 @@
 //! The child's side: run one test under the probe and write what it measured (or
-//! how it failed) to the result file the parent named.
+//! how it failed) to the result channel the parent handed down.
 
+mod channel;
 mod machine;
 mod measure;
 mod site_capture;
@@ -22,14 +23,18 @@ pub(crate) fn main(invocation: Result<Invocation, String>, package_dir: &Path) -
             return ExitCode::from(2);
         }
     };
+    let sink = match channel::ResultSink::open(&invocation.result) {
+        Ok(sink) => sink,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
     die_with_parent();
     let result = run(&invocation, package_dir);
     let text = serde_json::to_vec(&result).expect("results serialize");
-    if let Err(e) = std::fs::write(&invocation.result, text) {
-        eprintln!(
-            "error: cannot write the result to {}: {e}",
-            invocation.result.display()
-        );
+    if let Err(message) = sink.write(&text) {
+        eprintln!("error: {message}");
         return ExitCode::from(2);
     }
     ExitCode::SUCCESS

@@ -13,11 +13,13 @@ use vramtest_model::sites::{self, Call, Capture, Plan, SiteKey};
 /// and captures the traces of the calls it names.
 pub(super) fn prepare(mode: &SitesMode) -> Result<Option<Plan>, String> {
     match mode {
-        SitesMode::Capture(file) => {
-            let plan = std::fs::read(file)
+        SitesMode::Capture => {
+            // The parent writes the plan on standard input and closes it.
+            let mut bytes = Vec::new();
+            let plan = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
                 .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice::<Plan>(&b).map_err(|e| e.to_string()))
-                .map_err(|e| format!("cannot read the call-sites plan {}: {e}", file.display()))?;
+                .and_then(|_| serde_json::from_slice::<Plan>(&bytes).map_err(|e| e.to_string()))
+                .map_err(|e| format!("cannot read the call-sites plan on standard input: {e}"))?;
             heap::capture(heap::Capture::Sizes(&plan.wanted));
             Ok(Some(plan))
         }
@@ -40,12 +42,12 @@ pub(super) fn outcome(
     let traces = match mode {
         SitesMode::Off => return None,
         SitesMode::Plan => return Some(SitesOutcome::Plan(sites::plan(events))),
-        SitesMode::Capture(_) | SitesMode::Everything => heap::traces(),
+        SitesMode::Capture | SitesMode::Everything => heap::traces(),
     };
     // One replay of the stream serves the check against the plan and the sites.
     let peaks = sites::Peaks::of(events);
     let capture = match mode {
-        SitesMode::Capture(_) => {
+        SitesMode::Capture => {
             let planned = plan
                 .expect("a capture run reads its plan first")
                 .fingerprint;

@@ -11,8 +11,8 @@ use vramtest_model::{Body, Snapshot, snapshot};
 
 /// Where a run's reports and snapshot references go, when asked.
 pub(super) struct Outputs {
-    /// `VRAMTEST_REPORT_DIR`: one JSON report per test, for `cargo vramtest`.
-    pub(super) report_dir: Option<PathBuf>,
+    /// One JSON report per test, for `cargo vramtest`.
+    pub(super) reports: Option<Reports>,
     /// `INSTA_SNAPSHOT_REFERENCES_FILE`: every snapshot path the run used.
     pub(super) references: Option<PathBuf>,
 }
@@ -76,16 +76,47 @@ fn differs(pending: &Path, body: &Body) -> bool {
     }
 }
 
-/// Writes `report` into `dir`, one file per test; a warning when it cannot.
-pub(super) fn write_report(dir: &Path, report: &TestReport) {
-    let file = dir.join(format!(
-        "{}__{}.json",
-        report.target,
-        report.test.replace("::", "__")
-    ));
-    let text = serde_json::to_string(report).expect("reports serialize");
-    if let Err(e) = snapshot::write_atomic(&file, &text) {
-        eprintln!("warning: cannot write the report: {e}");
+/// Where the reports go: a pipe `cargo vramtest` handed down (`VRAMTEST_REPORT_FD`),
+/// which no test's process inherits, or a directory (`VRAMTEST_REPORT_DIR`).
+pub(super) enum Reports {
+    Pipe(std::sync::Mutex<std::fs::File>),
+    Dir(PathBuf),
+}
+
+impl Reports {
+    /// The reports' destination the environment names; the pipe is taken at once, so
+    /// no child started later inherits it.
+    pub(super) fn of(env: &vramtest_model::env::HarnessEnv) -> Result<Option<Reports>, String> {
+        if let Some(fd) = env.report_fd {
+            let file = crate::harness::fd::take(fd, "report")?;
+            return Ok(Some(Reports::Pipe(std::sync::Mutex::new(file))));
+        }
+        Ok(env.report_dir.clone().map(Reports::Dir))
+    }
+
+    /// Writes `report`: one line in the pipe, or one file per test in the directory; a
+    /// warning when it cannot.
+    pub(super) fn write(&self, report: &TestReport) {
+        let text = serde_json::to_string(report).expect("reports serialize");
+        let written = match self {
+            Reports::Pipe(pipe) => {
+                use std::io::Write as _;
+                let mut pipe = pipe.lock().unwrap_or_else(|e| e.into_inner());
+                pipe.write_all(format!("{text}\n").as_bytes())
+                    .map_err(|e| e.to_string())
+            }
+            Reports::Dir(dir) => {
+                let file = dir.join(format!(
+                    "{}__{}.json",
+                    report.target,
+                    report.test.replace("::", "__")
+                ));
+                snapshot::write_atomic(&file, &text).map_err(|e| e.to_string())
+            }
+        };
+        if let Err(e) = written {
+            eprintln!("warning: cannot write the report: {e}");
+        }
     }
 }
 

@@ -6,7 +6,6 @@
 //! its prediction.
 
 use super::checkout::relative_source;
-use super::files;
 use super::grid;
 use super::spawn::output_section;
 use super::trial::RunContext;
@@ -89,8 +88,8 @@ fn measure(
             report.output = output;
         }
     }
-    if let Some(dir) = &context.outputs.report_dir {
-        files::write_report(dir, &report);
+    if let Some(reports) = &context.outputs.reports {
+        reports.write(&report);
     }
     match report.status {
         Status::Passed => {
@@ -117,19 +116,25 @@ fn run_point(
     let point =
         run_point_of(def, at).map_err(|e| NotMeasured::Failed(format!("{name}: {e}"), None))?;
     let label = grid::label(name, def, &point);
-    let (result, output) = context
+    let ended = context
         .spawner
         .measure(name, def, device, &point)
         .map_err(|m| NotMeasured::Failed(m, None))?;
-    let message = match result {
-        Some(ChildResult::Measured { profile, .. }) => {
+    let message = match (ended.result, ended.unclean) {
+        (Some(ChildResult::Measured { profile, .. }), None) => {
             return Ok(Body::from_profile(&profile, device.class()));
         }
-        Some(ChildResult::Ignored { reason }) => return Err(NotMeasured::Skipped(reason)),
-        Some(ChildResult::Failed { message }) => format!("{label} failed: {message}"),
-        None => format!("{label} crashed before reporting a result"),
+        (Some(ChildResult::Ignored { reason }), None) => return Err(NotMeasured::Skipped(reason)),
+        (Some(ChildResult::Failed { message }), None) => format!("{label} failed: {message}"),
+        (Some(_), Some(how)) => format!(
+            "{label} wrote its result, then its process ended with {how}: a measurement needs a clean exit"
+        ),
+        (None, Some(how)) => format!("{label} crashed before reporting a result ({how})"),
+        (None, None) => format!(
+            "{label} ended before reporting a result (exit status: 0): the step ended its own process"
+        ),
     };
-    Err(NotMeasured::Failed(message, Some(output)))
+    Err(NotMeasured::Failed(message, Some(ended.output)))
 }
 
 /// Why a point cannot be measured on a test; each names the axis and the test's axes.

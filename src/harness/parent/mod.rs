@@ -20,7 +20,7 @@ use checkout::Target;
 use files::Outputs;
 use libtest_mimic::{Arguments, Trial};
 use outcome::{Outcome, Unmeasured};
-use spawn::{ResultDir, Spawner};
+use spawn::Spawner;
 use std::process::ExitCode;
 use std::sync::Arc;
 use trial::{RunContext, SnapshotMode};
@@ -32,6 +32,17 @@ use vramtest_model::env::HarnessEnv;
 pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
     let mut args = Arguments::from_args();
     let tests = registry::registered();
+    // Two tests of one file would overwrite each other's snapshot and be judged
+    // against each other's figures: an error before anything is listed or run.
+    let shared = vramtest_model::snapshot::shared_files(
+        tests
+            .iter()
+            .map(|(name, _)| (target.name.as_str(), name.as_str())),
+    );
+    if !shared.is_empty() {
+        let lines: Vec<String> = shared.iter().map(ToString::to_string).collect();
+        return Err(lines.join("\nerror: "));
+    }
     if args.list {
         return Ok(list::list(&args, &tests));
     }
@@ -58,7 +69,6 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         },
         sites: env.sites,
         spawner: Spawner {
-            results: ResultDir::new()?,
             nocapture: args.nocapture,
             timeout: env.timeout,
             sites_timeout: env.sites_timeout(),
@@ -68,7 +78,7 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
             }),
         },
         outputs: Outputs {
-            report_dir: env.report_dir,
+            reports: files::Reports::of(&env)?,
             references: env.references,
         },
         settings,
@@ -96,7 +106,7 @@ fn report_ignored(
     tests: &[(String, &'static registry::TestDef)],
     context: &RunContext,
 ) {
-    let Some(dir) = &context.outputs.report_dir else {
+    let Some(reports) = &context.outputs.reports else {
         return;
     };
     for (name, def) in tests {
@@ -107,7 +117,7 @@ fn report_ignored(
         if args.is_ignored(&trial) && !args.is_filtered_out(&trial) {
             let skipped = Outcome::Unmeasured(Unmeasured::Skipped(reason.to_owned()));
             let report = report::build(&context.head(name, def, None), &skipped);
-            files::write_report(dir, &report);
+            reports.write(&report);
         }
     }
 }

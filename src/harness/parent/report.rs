@@ -119,14 +119,11 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
         sites_error,
         ..report
     };
-    let written = match &recorded.written {
-        Ok(written) => written,
-        Err(message) => {
-            return TestReport {
-                message: message.clone(),
-                ..report
-            };
-        }
+    // A file that cannot be written does not hide the verdict: what grew, and the
+    // diff, come first; the write error after them.
+    let (written, write_error) = match &recorded.written {
+        Ok(written) => (written.as_ref(), None),
+        Err(message) => (None, Some(message)),
     };
     let shown = |p: &Path| display_path(head.manifest_dir, p);
     let message = message::compose(&Facts {
@@ -140,15 +137,22 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
         old: verdict.old.as_ref(),
         sites: verdict.sites.as_ref(),
         snapshot: shown(&judged.path),
-        written: written.as_ref().map(|w| (shown(&w.path), w.replaced)),
+        written: written.map(|w| (shown(&w.path), w.replaced)),
         kept: recorded.kept.clone(),
     });
+    let (status, text) = match write_error {
+        None => (verdict.decision.status, message.text),
+        Some(e) if verdict.decision.status.is_failure() => {
+            (verdict.decision.status, format!("{}\n{e}", message.text))
+        }
+        Some(e) => (Status::Failed, format!("{}\n{e}", message.text)),
+    };
     TestReport {
-        status: verdict.decision.status,
-        message: message.text,
+        status,
+        message: text,
         changes: message.changes,
         diff: message.diff,
-        written: written.as_ref().map(|w| w.path.clone()),
+        written: written.map(|w| w.path.clone()),
         ..report
     }
 }
@@ -213,6 +217,9 @@ mod tests {
         body.category_peaks.parameters = params;
         body.at_peak.parameters = params;
         body.peak_bytes = params;
+        for phase in &mut body.phases {
+            phase.peak_bytes = phase.peak_bytes.min(params);
+        }
         let snap = Snapshot {
             source: "tests/vram.rs".into(),
             test: "t".into(),
@@ -292,15 +299,18 @@ mod tests {
     fn what_could_not_be_done_fails_with_what_was_known_by_then() {
         let m = measured();
         let new = Body::from_profile(&m.first.profile, DeviceClass::Cpu);
-        // The verdict's file could not be written: failed, the judgement's facts kept.
+        // The verdict's file could not be written: failed, the judgement's facts kept
+        // and said first (what moved), the write error after them.
         let s = steps(Some(committed(&new, 1)), Update::Always, Err("disk full"));
         let r = build(&head(), &Outcome::Measured(Box::new(s)));
-        assert_eq!(
-            (r.status, r.message.as_str()),
-            (Status::Failed, "disk full")
+        assert_eq!(r.status, Status::Failed);
+        assert!(
+            r.message.ends_with("\ndisk full") && r.message.len() > "\ndisk full".len(),
+            "{}",
+            r.message
         );
         assert_eq!((r.old_peak_bytes, r.written.as_ref()), (Some(1), None));
-        assert!(r.changes.is_empty() && r.diff.is_none());
+        assert!(!r.changes.is_empty(), "what moved is kept");
         assert!(r.fails());
         // The snapshot cannot be read: a snapshot error, with the new body.
         let mut s = steps(None, Update::New, Ok(false));

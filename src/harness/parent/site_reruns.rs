@@ -34,7 +34,7 @@ pub(super) fn collect(
             humantime(budget)
         )
     };
-    let run = |mode: SitesMode| -> Result<SitesOutcome, String> {
+    let run = |mode: SitesMode, stdin: Option<Vec<u8>>| -> Result<SitesOutcome, String> {
         let left = deadline
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
@@ -56,9 +56,16 @@ pub(super) fn collect(
             point,
             sites: mode,
             timeout: Some(own.unwrap_or(left)),
+            stdin,
         };
-        let (result, output) = spawner.spawn(&child, &timed_out)?;
-        match result {
+        let ended = spawner.spawn(&child, &timed_out)?;
+        if let Some(how) = ended.unclean {
+            return Err(format!(
+                "the re-run ended with {how}{}",
+                output_section(&ended.output)
+            ));
+        }
+        match ended.result {
             Some(ChildResult::Measured {
                 sites: Some(outcome),
                 ..
@@ -66,28 +73,23 @@ pub(super) fn collect(
             Some(ChildResult::Failed { message }) => Err(format!("the re-run failed: {message}")),
             _ => Err(format!(
                 "the re-run ended without a result{}",
-                output_section(&output)
+                output_section(&ended.output)
             )),
         }
     };
-    let plan = match run(SitesMode::Plan)? {
+    let plan = match run(SitesMode::Plan, None)? {
         SitesOutcome::Plan(plan) => plan,
         _ => return Err("the first re-run returned no plan".into()),
     };
-    let file = spawner
-        .results
-        .file_for(&format!("{name}@{}-plan", point.label("-")));
-    std::fs::write(&file, serde_json::to_vec(&plan).expect("plans serialize"))
-        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    let captured = run(SitesMode::Capture(file.clone()));
-    let _ = std::fs::remove_file(&file);
+    let plan = serde_json::to_vec(&plan).expect("plans serialize");
+    let captured = run(SitesMode::Capture, Some(plan));
     match captured? {
         SitesOutcome::Found(sites) => Ok(sites),
         SitesOutcome::Mismatch {
             planned,
             measured,
             missing,
-        } => match run(SitesMode::Everything)? {
+        } => match run(SitesMode::Everything, None)? {
             SitesOutcome::Found(mut sites) => {
                 let what = if planned == measured {
                     format!(

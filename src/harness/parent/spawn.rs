@@ -1,12 +1,11 @@
 //! A child process per test: started with its [`Invocation`] on the command line,
-//! writing its result into the run's private directory, its output drained while it
-//! runs, and its whole process group killed when it outlives `VRAMTEST_TIMEOUT`.
+//! writing its result into a pipe only it holds, its output drained while it runs, and
+//! its whole process group killed when it outlives `VRAMTEST_TIMEOUT`.
 
-use crate::harness::protocol::{ChildResult, Invocation, RunPoint, SitesMode};
+use crate::harness::protocol::{ChildResult, Invocation, ResultChannel, RunPoint, SitesMode};
 use crate::harness::registry::{CANONICAL_THREADS, TestDef};
 use crate::step::Device;
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
@@ -15,35 +14,9 @@ use std::time::Duration;
 /// its pipes: then the output read so far is taken and the rest left behind.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Where the children of one run write their results: a fresh directory with a random
-/// name that only this user can enter, so no other process can plant a link where a
-/// result goes; removed with the run.
-pub(super) struct ResultDir(tempfile::TempDir);
-
-impl ResultDir {
-    pub(super) fn new() -> Result<ResultDir, String> {
-        let mut builder = tempfile::Builder::new();
-        builder.prefix("vramtest-");
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
-        builder
-            .tempdir()
-            .map(ResultDir)
-            .map_err(|e| format!("cannot create a temporary directory for results: {e}"))
-    }
-
-    /// The result file of `test`.
-    pub(super) fn file_for(&self, test: &str) -> PathBuf {
-        self.0
-            .path()
-            .join(format!("{}.json", test.replace("::", "__")))
-    }
-}
-
-/// How the children of one run are started: where they write their results, whether
-/// their output is captured, and when they are killed.
+/// How the children of one run are started: whether their output is captured, and
+/// when they are killed.
 pub(super) struct Spawner {
-    pub(super) results: ResultDir,
     /// `--nocapture`: the children's output goes straight to the terminal.
     pub(super) nocapture: bool,
     /// `VRAMTEST_TIMEOUT`.
@@ -66,6 +39,8 @@ pub(super) struct Launch<'a> {
     pub point: &'a RunPoint,
     pub sites: SitesMode,
     pub timeout: Option<Duration>,
+    /// What the child reads on its standard input (a call-sites plan); else none.
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// The child's output under a heading, to append to a message (nothing when it is empty).
@@ -77,6 +52,17 @@ pub(super) fn output_section(output: &str) -> String {
     }
 }
 
+/// How a child ended: the result it wrote (none when it died before it could), its
+/// output, and how its process ended.
+pub(super) struct Ended {
+    pub(super) result: Option<ChildResult>,
+    pub(super) output: String,
+    /// `None` when the process ended cleanly (exit 0, no signal); else how it ended
+    /// (`exit status: 1`, `signal: 6 (SIGABRT)`). A verdict needs both a result and a
+    /// clean exit: a process that dies after writing its result has not passed.
+    pub(super) unclean: Option<String>,
+}
+
 impl Spawner {
     /// Measures the test in a fresh process: a clean heap, a clean CUDA context, and a
     /// crash that takes down only itself.
@@ -86,7 +72,7 @@ impl Spawner {
         def: &TestDef,
         device: Device,
         point: &RunPoint,
-    ) -> Result<(Option<ChildResult>, String), String> {
+    ) -> Result<Ended, String> {
         let timeout = self.timeout;
         let timed_out = |output: &str| {
             format!(
@@ -102,6 +88,7 @@ impl Spawner {
             point,
             sites: SitesMode::Off,
             timeout,
+            stdin: None,
         };
         self.spawn(&launch, &timed_out)
     }
@@ -112,7 +99,7 @@ impl Spawner {
         &self,
         launch: &Launch,
         timed_out_message: &dyn Fn(&str) -> String,
-    ) -> Result<(Option<ChildResult>, String), String> {
+    ) -> Result<Ended, String> {
         let Launch {
             name,
             def,
@@ -120,22 +107,20 @@ impl Spawner {
             point,
             ref sites,
             timeout,
+            ref stdin,
         } = *launch;
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+        let channel = Channel::open()?;
         let invocation = Invocation {
             test: name.to_owned(),
             device,
             iterations: def.options.iterations.unwrap_or(self.iterations),
-            result: self
-                .results
-                .file_for(&format!("{name}@{}", point.label("-"))),
+            result: channel.for_child(),
             point: point.clone(),
             threads: def.options.threads.unwrap_or(CANONICAL_THREADS),
             sites: sites.clone(),
         };
-        let result_path = &invocation.result;
-        let _ = std::fs::remove_file(result_path);
         let mut cmd = Command::new(exe);
         cmd.args(invocation.to_args()).stdin(Stdio::null());
         // Per-thread buffers and the split of work follow the thread count: every pool
@@ -143,58 +128,134 @@ impl Spawner {
         for var in crate::harness::child::threads::POOL_VARIABLES {
             cmd.env(var, invocation.threads.to_string());
         }
-        let (output, timed_out) = run_process(cmd, !self.nocapture, timeout)?;
-        if timed_out {
-            let _ = std::fs::remove_file(result_path);
-            return Err(timed_out_message(&output));
-        }
-        Ok((read_result(result_path)?, output))
+        // Where this run's reports go is the harness's business, not the test's.
+        cmd.env_remove(vramtest_model::env::REPORT_DIR);
+        let finished = run_process(cmd, !self.nocapture, timeout, channel, stdin.clone())?;
+        let Some(status) = finished.status else {
+            return Err(timed_out_message(&finished.output));
+        };
+        Ok(Ended {
+            result: parse_result(&finished.result)?,
+            output: finished.output,
+            unclean: (!status.success()).then(|| status.to_string()),
+        })
     }
 }
 
-/// The result a child wrote, removed once read; `None` when it wrote none (it died
-/// before it could).
-fn read_result(path: &Path) -> Result<Option<ChildResult>, String> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Ok(None);
+/// The result a child wrote: nothing (it died before it could), or exactly one
+/// result. Two results mean two processes returned from the step (the step forked).
+fn parse_result(bytes: &[u8]) -> Result<Option<ChildResult>, String> {
+    let mut results = serde_json::Deserializer::from_slice(bytes).into_iter::<ChildResult>();
+    let first = match results.next() {
+        None => return Ok(None),
+        Some(r) => r.map_err(|e| format!("the test's result is unreadable: {e}"))?,
     };
-    let _ = std::fs::remove_file(path);
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-        format!(
-            "the test's result file {} is unreadable: {e}",
-            path.display()
-        )
-    })
+    match results.next() {
+        None => Ok(Some(first)),
+        Some(_) => Err(
+            "the test's result channel held more than one result: a copy of its process (forked by the step?) returned from the step too, or another process wrote into it"
+                .into(),
+        ),
+    }
 }
 
-/// Runs a child to its end, or kills it after `timeout`; returns its output (when
-/// captured) and whether it timed out. Output is drained while waiting, so a chatty
-/// child never blocks on a full pipe. The child leads a process group of its own: a
-/// timeout kills the whole group. Output is read until the pipes close, or for
-/// [`DRAIN_GRACE`] more when something the child started still holds them.
+/// One child's result channel, parent side.
+enum Channel {
+    /// A pipe: the parent reads one end while the child runs; the child inherits the
+    /// other, which no other process is handed.
+    #[cfg(unix)]
+    Pipe(std::io::PipeReader, std::io::PipeWriter),
+    /// A file in a private directory of its own (mode 0700, a random name), read once
+    /// the child has ended; removed with the channel.
+    #[cfg(not(unix))]
+    File(tempfile::TempDir, std::path::PathBuf),
+}
+
+impl Channel {
+    #[cfg(unix)]
+    fn open() -> Result<Channel, String> {
+        // Both ends close on exec: only the child this channel is for gets the write
+        // end (`fd::hand_down`), whichever thread starts another child meanwhile.
+        let (reader, writer) =
+            std::io::pipe().map_err(|e| format!("cannot open a pipe for the result: {e}"))?;
+        Ok(Channel::Pipe(reader, writer))
+    }
+
+    #[cfg(not(unix))]
+    fn open() -> Result<Channel, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("vramtest-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary directory for the result: {e}"))?;
+        let path = dir.path().join("result.json");
+        Ok(Channel::File(dir, path))
+    }
+
+    fn for_child(&self) -> ResultChannel {
+        match self {
+            #[cfg(unix)]
+            Channel::Pipe(_, writer) => ResultChannel::Fd(std::os::fd::AsRawFd::as_raw_fd(writer)),
+            #[cfg(not(unix))]
+            Channel::File(_, path) => ResultChannel::File(path.clone()),
+        }
+    }
+}
+
+/// A child's end: its output, its exit status (`None`: it timed out and was killed),
+/// and the bytes of its result channel.
+struct Finished {
+    output: String,
+    status: Option<std::process::ExitStatus>,
+    result: Vec<u8>,
+}
+
+/// Runs a child to its end, or kills it after `timeout`. Output and result are drained
+/// while waiting, so a chatty child never blocks on a full pipe. The child leads a
+/// process group of its own: a timeout kills the whole group. Pipes are read until they
+/// close, or for [`DRAIN_GRACE`] more when something the child started still holds
+/// them.
 fn run_process(
     mut cmd: Command,
     capture: bool,
     timeout: Option<Duration>,
-) -> Result<(String, bool), String> {
+    channel: Channel,
+    stdin: Option<Vec<u8>>,
+) -> Result<Finished, String> {
     use wait_timeout::ChildExt;
     if capture {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
+    if stdin.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start the test: {e}"))?;
+    #[cfg(unix)]
+    let Channel::Pipe(reader, writer) = channel;
+    #[cfg(unix)]
+    crate::harness::fd::hand_down(&mut cmd, std::os::fd::AsRawFd::as_raw_fd(&writer));
+    let spawned = cmd.spawn();
+    // The parent's copy of the write end goes at once: the pipe then closes when the
+    // child (and whatever it started) is done with it.
+    #[cfg(unix)]
+    drop((cmd, writer));
+    let mut child = spawned.map_err(|e| format!("cannot start the test: {e}"))?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // Written from a thread, closed when done: the child reads it to its end.
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut pipe, &bytes);
+        });
+    }
     let out = Drain::start(child.stdout.take().map(|p| Box::new(p) as _));
     let err = Drain::start(child.stderr.take().map(|p| Box::new(p) as _));
+    #[cfg(unix)]
+    let result = Drain::start(Some(Box::new(reader)));
     let status = match timeout {
         Some(t) => child.wait_timeout(t),
         None => child.wait().map(Some),
     }
     .map_err(|e| format!("cannot wait for the test: {e}"))?;
-    let timed_out = status.is_none();
-    if timed_out {
+    if status.is_none() {
         // Still running, so not reaped: its pid (the group's id) cannot have been
         // reused by another process.
         kill_group(&mut child);
@@ -204,10 +265,20 @@ fn run_process(
     text += &String::from_utf8_lossy(&err.finish());
     match status {
         Some(s) if !capture => text = format!("(output shown above; exit status: {s})"),
-        Some(s) if !s.success() => text += &format!("\n(exit status: {s})"),
+        Some(s) if !s.success() => text += &format!("\n({s})"),
         _ => {}
     }
-    Ok((text, timed_out))
+    #[cfg(unix)]
+    let result = result.finish();
+    #[cfg(not(unix))]
+    let result = match channel {
+        Channel::File(_dir, path) => std::fs::read(&path).unwrap_or_default(),
+    };
+    Ok(Finished {
+        output: text,
+        status,
+        result,
+    })
 }
 
 /// Kills the child's process group: the child and everything it started that did not
@@ -261,22 +332,48 @@ impl Drain {
 mod tests {
     use super::*;
 
+    fn no_result() -> Channel {
+        Channel::open().unwrap()
+    }
+
+    #[cfg(unix)]
     #[test]
-    fn each_run_writes_results_in_a_private_directory_of_its_own() {
-        let (a, b) = (ResultDir::new().unwrap(), ResultDir::new().unwrap());
-        let file = a.file_for("tagged::explicit_tag");
-        let dir = file.parent().unwrap().to_path_buf();
-        assert_eq!(file.file_name().unwrap(), "tagged__explicit_tag.json");
-        assert_ne!(dir, std::env::temp_dir(), "the shared temporary directory");
-        assert_ne!(dir, b.file_for("x").parent().unwrap());
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    fn the_child_alone_writes_into_its_result_pipe() {
+        let channel = no_result();
+        let ResultChannel::Fd(fd) = channel.for_child() else {
+            panic!("a pipe on Unix")
+        };
+        // A sibling started meanwhile (as another test's child would be) does not
+        // inherit the write end: it cannot write to that descriptor.
+        let sibling = Command::new("sh")
+            .args(["-c", &format!("echo spoofed >&{fd}")])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(!sibling.success(), "the sibling wrote to descriptor {fd}");
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            &format!(r#"printf '{{"Ignored":{{"reason":"mine"}}}}' >&{fd}"#),
+        ]);
+        let f = run_process(cmd, true, None, channel, None).unwrap();
+        assert!(f.status.unwrap().success(), "{}", f.output);
+        match parse_result(&f.result).unwrap() {
+            Some(ChildResult::Ignored { reason }) => assert_eq!(reason, "mine"),
+            other => panic!("{other:?}"),
         }
-        drop(a);
-        assert!(!dir.exists(), "removed with the run");
+    }
+
+    #[test]
+    fn two_results_in_one_channel_are_an_error_and_none_is_no_result() {
+        let one = serde_json::to_vec(&ChildResult::Ignored { reason: "x".into() }).unwrap();
+        let two = [one.clone(), one.clone()].concat();
+        assert!(parse_result(&one).unwrap().is_some());
+        assert!(parse_result(b"").unwrap().is_none());
+        let e = parse_result(&two).unwrap_err();
+        assert!(e.contains("more than one result"), "{e}");
+        let e = parse_result(b"{\"Ignored\":").unwrap_err();
+        assert!(e.contains("unreadable"), "{e}");
     }
 
     #[cfg(unix)]
@@ -286,7 +383,15 @@ mod tests {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "sleep 60 & echo \"grandchild $!\"; sleep 60"]);
         let start = std::time::Instant::now();
-        let (output, timed_out) = run_process(cmd, true, Some(Duration::from_millis(500))).unwrap();
+        let f = run_process(
+            cmd,
+            true,
+            Some(Duration::from_millis(500)),
+            no_result(),
+            None,
+        )
+        .unwrap();
+        let (output, timed_out) = (f.output, f.status.is_none());
         assert!(timed_out);
         assert!(
             start.elapsed() < Duration::from_secs(20),
@@ -320,7 +425,8 @@ mod tests {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "sleep 60 & echo \"grandchild $!\""]);
         let start = std::time::Instant::now();
-        let (output, timed_out) = run_process(cmd, true, None).unwrap();
+        let f = run_process(cmd, true, None, no_result(), None).unwrap();
+        let (output, timed_out) = (f.output, f.status.is_none());
         let elapsed = start.elapsed();
         if let Some(pid) = output.lines().find_map(|l| l.strip_prefix("grandchild ")) {
             let _ = Command::new("kill").arg(pid.trim()).status();

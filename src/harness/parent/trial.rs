@@ -22,7 +22,7 @@ use vramtest_model::pool::{CudaPool, PredictedPoint, Prediction};
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::settings::Settings;
 use vramtest_model::snapshot::{self, Info, SweepScaling};
-use vramtest_model::{Body, DeviceClass, Limit, LimitKey, Policy, Snapshot};
+use vramtest_model::{Body, DeviceClass, HumanBytes, Limit, LimitKey, Policy, Snapshot};
 
 /// What the snapshots may be: written, compared, failed on any change.
 #[derive(Debug, Clone, Copy)]
@@ -81,8 +81,8 @@ impl RunContext {
             (None, Err(_)) => unreachable!("no device is a skip"),
         };
         let report = report::build(&self.head(name, def, class), &outcome);
-        if let Some(dir) = &self.outputs.report_dir {
-            files::write_report(dir, &report);
+        if let Some(reports) = &self.outputs.reports {
+            reports.write(&report);
         }
         completion(&report)
     }
@@ -136,20 +136,33 @@ impl RunContext {
             (run, started.elapsed())
         });
         let mut measured = Vec::with_capacity(points.len());
+        // The axes no point read so far (all of them before the first point).
+        let mut unread: Option<Vec<String>> = None;
         for (point, (run, wall)) in points.into_iter().zip(runs) {
             let label = grid::label(name, def, &point);
-            let (result, output) = run.map_err(|message| Unmeasured::Failed {
+            let ended = run.map_err(|message| Unmeasured::Failed {
                 message,
                 output: None,
             })?;
-            let message = match result {
-                Some(ChildResult::Measured {
-                    profile,
-                    info,
-                    timeline,
-                    pool,
-                    ..
-                }) => {
+            let message = match (ended.result, ended.unclean) {
+                (
+                    Some(ChildResult::Measured {
+                        profile,
+                        info,
+                        timeline,
+                        pool,
+                        unread_axes,
+                        ..
+                    }),
+                    None,
+                ) => {
+                    unread = Some(match unread {
+                        None => unread_axes,
+                        Some(before) => before
+                            .into_iter()
+                            .filter(|a| unread_axes.contains(a))
+                            .collect(),
+                    });
                     measured.push(Point {
                         point,
                         wall,
@@ -160,16 +173,30 @@ impl RunContext {
                     });
                     continue;
                 }
-                Some(ChildResult::Ignored { reason }) => return Err(Unmeasured::Skipped(reason)),
-                Some(ChildResult::Failed { message }) => format!("{label} failed: {message}"),
-                None => format!("{label} crashed before reporting a result"),
+                (Some(ChildResult::Ignored { reason }), None) => {
+                    return Err(Unmeasured::Skipped(reason));
+                }
+                (Some(result), Some(how)) => unclean_end(&label, &result, &how),
+                (Some(ChildResult::Failed { message }), None) => {
+                    format!("{label} failed: {message}")
+                }
+                (None, Some(how)) => format!("{label} crashed before reporting a result ({how})"),
+                (None, None) => format!(
+                    "{label} ended before reporting a result (exit status: 0): the step ended its own process"
+                ),
             };
             return Err(Unmeasured::Failed {
                 message,
-                output: Some(output),
+                output: Some(ended.output),
             });
         }
-        Ok(measured)
+        match unread.unwrap_or_default().as_slice() {
+            [] => Ok(measured),
+            axes => Err(Unmeasured::Failed {
+                message: unread_axes_message(name, axes),
+                output: None,
+            }),
+        }
     }
 
     /// The measurement of a test: the sweep's fit over its points (a batch sweep's
@@ -270,6 +297,11 @@ impl RunContext {
             body,
         };
         let verdict = match snapshot::read(&path) {
+            Ok(Some(old)) if old.test().is_some_and(|t| t != name) => Err(format!(
+                "{}: holds the snapshot of `{}`, not of `{name}`: two tests share one snapshot file (hint: rename one of them)",
+                display_path(&self.target.manifest_dir, &path),
+                old.test().unwrap_or_default()
+            )),
             Ok(old) => Ok(self.verdict(name, def, &point.point, old, &mut new, policy)),
             Err(e) => Err(format!("invalid snapshot: {e}")),
         };
@@ -456,4 +488,45 @@ fn machine_note(old_header: &str, new: Option<&snapshot::CpuFingerprint>) -> Opt
         said.push(note.clone());
     }
     Some(note)
+}
+
+/// A child that wrote its result and then did not end cleanly (an `atexit` handler
+/// that aborts, a forked copy that returned from the step): it fails, whatever it
+/// measured, and the figures it wrote are shown.
+fn unclean_end(label: &str, result: &ChildResult, how: &str) -> String {
+    let what = match result {
+        ChildResult::Measured { profile, .. } => {
+            let at_peak: Vec<String> = profile
+                .at_peak
+                .iter()
+                .filter(|&(_, b)| b > 0)
+                .map(|(c, b)| format!("{c} {}", HumanBytes(b)))
+                .collect();
+            format!(
+                "; it had measured a peak of {} ({})",
+                HumanBytes(profile.peak_bytes),
+                at_peak.join(", ")
+            )
+        }
+        ChildResult::Failed { message } => format!("; it had failed: {message}"),
+        ChildResult::Ignored { reason } => format!("; it had skipped itself: {reason}"),
+    };
+    format!(
+        "{label} wrote its result, then its process ended with {how}: a verdict needs a clean exit{what}"
+    )
+}
+
+/// A sweep whose step never read some of its axes measured the same step at each of
+/// their values: its fit would be a constant in them, and a prediction at any value a
+/// silent guess.
+fn unread_axes_message(name: &str, axes: &[String]) -> String {
+    let reads: Vec<String> = axes.iter().map(|a| format!("t.axis(\"{a}\")")).collect();
+    format!(
+        "{name}: no point of the sweep read the axis {} ({}): every value measured the same step (hint: read it in the step, or remove it from axes(..))",
+        axes.iter()
+            .map(|a| format!("`{a}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        reads.join(", ")
+    )
 }
