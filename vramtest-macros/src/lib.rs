@@ -40,9 +40,25 @@ use syn::{
 ///   compared without one).
 #[proc_macro_attribute]
 pub fn vramtest(attr: TokenStream, item: TokenStream) -> TokenStream {
-    match expand(attr.into(), item.into()) {
+    let item: proc_macro2::TokenStream = item.into();
+    match expand(attr.into(), item.clone()) {
         Ok(ts) => ts.into(),
-        Err(e) => e.to_compile_error().into(),
+        Err(e) => with_function(e, item).into(),
+    }
+}
+
+/// The error, followed by the function as written when it parses as one (allowed to go
+/// unused): its imports stay used and its body is still checked, so the error is the
+/// only diagnostic, not joined by an `unused import` of `Step` or errors of the body.
+fn with_function(e: syn::Error, item: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    let error = e.to_compile_error();
+    match syn::parse2::<ItemFn>(item) {
+        Ok(func) => quote! {
+            #error
+            #[allow(dead_code)]
+            #func
+        },
+        Err(_) => error,
     }
 }
 
