@@ -105,7 +105,10 @@
 //! rationals, and a [`Fit`] serializes them as strings (`"512"`, `"-7/3"`), its error
 //! as integer parts per million, so the same measurements give the same snapshot on
 //! every machine and no grid (at most [`MAX_POINTS`] points, any byte counts) can
-//! overflow.
+//! overflow. The search screens subsets in floating point first (`f64` leave-one-out
+//! estimates with a bound on their rounding) and scores exactly only the subsets that
+//! bound cannot rank, the chosen one always: the choice is the exact search's, at a
+//! small part of its cost, fast enough unoptimized in a test binary.
 
 use crate::bytes::HumanBytes;
 use num_bigint::BigInt;
@@ -115,6 +118,22 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+
+mod screen;
+use screen::{Basis, Floats, Metric, Whole};
+
+/// A model under consideration by the search.
+type Model = screen::Model<Scored>;
+
+/// Whether subsets are screened in floating point before the exact scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Screening {
+    /// Screened: only the subsets floating point cannot rank are scored exactly.
+    Float,
+    /// Every subset scored exactly (what screening must agree with).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Exact,
+}
 
 /// The most points a grid may have (each one is a process of its own).
 pub const MAX_POINTS: u64 = 256;
@@ -743,6 +762,11 @@ impl Fit {
     /// Fits `series` (each point of `grid` that was measured, with its bytes): see the
     /// module's documentation for the model and the search.
     pub fn new(grid: &Grid, series: &[(Point, u64)]) -> Result<Fit, AxesError> {
+        Fit::with(grid, series, Screening::Float)
+    }
+
+    /// [`Fit::new`], its subsets screened in floating point or all scored exactly.
+    fn with(grid: &Grid, series: &[(Point, u64)], screening: Screening) -> Result<Fit, AxesError> {
         for (point, _) in series {
             grid.check_point(point)?;
         }
@@ -752,10 +776,10 @@ impl Fit {
             });
         }
         let candidates = candidates(grid, series);
-        let best = match linear_model(grid, series, &candidates)? {
+        let best = match linear_model(grid, series, &candidates, screening)? {
             Some(linear) => linear,
             None => {
-                let design = Design::new(&candidates, series)?;
+                let design = Design::new(&candidates, series, screening)?;
                 let max_terms = (series.len() - 2).min(candidates.len());
                 exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms))
             }
@@ -881,7 +905,7 @@ fn residue_of(
         return Ok(0);
     }
     let chosen: Vec<Candidate> = best.subset.iter().map(|&i| candidates[i].clone()).collect();
-    let design = Design::new(&chosen, series)?;
+    let design = Design::new(&chosen, series, Screening::Exact)?;
     let all: Vec<usize> = (0..chosen.len()).collect();
     Ok(
         if steps_with_counting_axes(grid, series, &chosen, &design, &all) {
@@ -1112,10 +1136,16 @@ struct Design {
     y: Vec<BigInt>,
     gram: Vec<Vec<BigInt>>,
     xty: Vec<BigInt>,
+    /// The floating-point copy that screens subsets; `None` scores every one exactly.
+    floats: Option<Floats>,
 }
 
 impl Design {
-    fn new(candidates: &[Candidate], series: &[(Point, u64)]) -> Result<Design, AxesError> {
+    fn new(
+        candidates: &[Candidate],
+        series: &[(Point, u64)],
+        screening: Screening,
+    ) -> Result<Design, AxesError> {
         let mut columns = Vec::with_capacity(candidates.len());
         for c in candidates {
             let column = series
@@ -1130,7 +1160,12 @@ impl Design {
             .map(|r| columns.iter().map(|c| dot(r, c)).collect())
             .collect();
         let xty = columns.iter().map(|c| dot(c, &y)).collect();
+        let floats = match screening {
+            Screening::Float => Some(Floats::new(&columns, &y)),
+            Screening::Exact => None,
+        };
         Ok(Design {
+            floats,
             degrees: candidates.iter().map(|c| c.monomial.degree()).collect(),
             columns,
             y,
@@ -1138,6 +1173,41 @@ impl Design {
             xty,
         })
     }
+}
+
+impl screen::Exact for Design {
+    type Score = Scored;
+
+    fn floats(&self) -> Option<&Floats> {
+        self.floats.as_ref()
+    }
+
+    fn candidates(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn score(&self, subset: &[usize]) -> Option<Scored> {
+        score(self, subset)
+    }
+
+    fn value(score: &Scored, metric: Metric) -> &BigRational {
+        match metric {
+            Metric::Relative => &score.worst,
+            Metric::Bytes => &score.worst_bytes,
+        }
+    }
+
+    fn before(a: &Scored, b: &Scored, metric: Metric) -> bool {
+        match metric {
+            Metric::Relative => a.beats(b),
+            Metric::Bytes => better(a, b),
+        }
+    }
+}
+
+/// Whether `model` predicts every held-out point exactly.
+fn is_exact(design: &Design, model: &Model) -> bool {
+    model.may_be_zero() && model.exact(design).is_some_and(|s| s.worst.is_zero())
 }
 
 /// A scored model: a subset of the candidates and its least-squares coefficients.
@@ -1163,14 +1233,6 @@ impl Scored {
     /// Whether this model ranks before `other`.
     fn beats(&self, other: &Scored) -> bool {
         self.key() < other.key()
-    }
-}
-
-fn keep_best(best: &mut Option<Scored>, candidate: Option<Scored>) {
-    if let Some(c) = candidate
-        && best.as_ref().is_none_or(|b| c.beats(b))
-    {
-        *best = Some(c);
     }
 }
 
@@ -1278,21 +1340,6 @@ fn choose(n: usize, k: usize) -> u64 {
     })
 }
 
-/// The next `k`-subset of `0..n` in lexicographic order; false after the last.
-fn next_subset(subset: &mut [usize], n: usize) -> bool {
-    let k = subset.len();
-    for i in (0..k).rev() {
-        if subset[i] < n - k + i {
-            subset[i] += 1;
-            for j in i + 1..k {
-                subset[j] = subset[j - 1] + 1;
-            }
-            return true;
-        }
-    }
-    false
-}
-
 /// The model that fits every point exactly, when the series has one within
 /// `max_terms` terms: the least-squares fit of every candidate at once, kept to its
 /// nonzero terms. The candidates are linearly independent on the grid (each axis's
@@ -1305,34 +1352,64 @@ fn exact(design: &Design, max_terms: usize) -> Option<Scored> {
     if k > EXACT_MAX_CANDIDATES {
         return None;
     }
-    let mut m: Vec<Vec<BigInt>> = (0..k)
-        .map(|r| {
-            let mut row = design.gram[r].clone();
-            row.push(design.xty[r].clone());
-            row
-        })
-        .collect();
-    let d = gauss_jordan(&mut m, k)?;
-    let misses = design.y.iter().enumerate().any(|(i, y)| {
-        let fitted: BigInt = (0..k).map(|j| &design.columns[j][i] * &m[j][k]).sum();
-        &d * y != fitted
-    });
-    if misses {
-        return None;
-    }
-    let support: Vec<usize> = (0..k).filter(|&j| !m[j][k].is_zero()).collect();
+    let support = match screen::whole(design) {
+        Whole::Misses => return None,
+        Whole::Passes(likely) => {
+            exact_support(design, &likely).or_else(|| exact_support(design, &all(k)))?
+        }
+        Whole::Unsure => exact_support(design, &all(k))?,
+    };
     if support.is_empty() || support.len() > max_terms {
         return None;
     }
     score(design, &support).filter(|s| s.worst.is_zero())
 }
 
+fn all(k: usize) -> Vec<usize> {
+    (0..k).collect()
+}
+
+/// The nonzero terms of the least-squares fit of the candidates `subset` when it fits
+/// every point exactly; `None` when it misses one or its normal equations are singular.
+/// When every candidate is among `subset`, or floating point found them independent and
+/// their whole fit's other terms 0, these are the exact model's terms.
+fn exact_support(design: &Design, subset: &[usize]) -> Option<Vec<usize>> {
+    let k = subset.len();
+    let mut m: Vec<Vec<BigInt>> = subset
+        .iter()
+        .map(|&r| {
+            let mut row: Vec<BigInt> = subset.iter().map(|&c| design.gram[r][c].clone()).collect();
+            row.push(design.xty[r].clone());
+            row
+        })
+        .collect();
+    let d = gauss_jordan(&mut m, k)?;
+    let misses = design.y.iter().enumerate().any(|(i, y)| {
+        let fitted: BigInt = (0..k)
+            .map(|j| &design.columns[subset[j]][i] * &m[j][k])
+            .sum();
+        &d * y != fitted
+    });
+    if misses {
+        return None;
+    }
+    Some(
+        (0..k)
+            .filter(|&j| !m[j][k].is_zero())
+            .map(|j| subset[j])
+            .collect(),
+    )
+}
+
 /// The best model of at most `max_terms` terms: exhaustive while the subsets stay
 /// within [`EXHAUSTIVE_BUDGET`] (every single term at least), then greedy forward
-/// selection until [`GREEDY_PATIENCE`] sizes in a row bring no better model.
+/// selection until [`GREEDY_PATIENCE`] sizes in a row bring no better model. Subsets are
+/// screened in floating point and scored exactly where that cannot rank them
+/// ([`screen`]).
 fn search(design: &Design, max_terms: usize) -> Scored {
     let n = design.columns.len();
-    let (mut best, mut frontier): (Option<Scored>, Option<Scored>) = (None, None);
+    let metric = Metric::Relative;
+    let (mut best, mut frontier): (Option<Model>, Option<Model>) = (None, None);
     let mut spent = 0u64;
     let mut size = 0;
     while size < max_terms
@@ -1340,43 +1417,59 @@ fn search(design: &Design, max_terms: usize) -> Scored {
     {
         size += 1;
         spent += choose(n, size);
-        frontier = None;
-        let mut subset: Vec<usize> = (0..size).collect();
-        loop {
-            keep_best(&mut frontier, score(design, &subset));
-            if !next_subset(&mut subset, n) {
-                break;
-            }
-        }
-        keep_best(&mut best, frontier.clone());
-        if best.as_ref().is_some_and(|b| b.worst.is_zero()) {
+        frontier = screen::select(design, metric, screen::all_subsets(design, size));
+        keep_first(design, &mut best, frontier.clone());
+        if best.as_ref().is_some_and(|b| is_exact(design, b)) {
             break;
         }
     }
+    let mut basis = frontier.as_ref().map(|f| Basis::of(design, &f.subset));
     let mut stale = 0;
     while size < max_terms
         && stale < GREEDY_PATIENCE
-        && best.as_ref().is_some_and(|b| !b.worst.is_zero())
+        && best.as_ref().is_some_and(|b| !is_exact(design, b))
     {
         size += 1;
-        let Some(current) = frontier.take() else {
+        let Some(current) = basis.take() else {
             break;
         };
-        for extra in (0..n).filter(|e| !current.subset.contains(e)) {
-            let mut subset = current.subset.clone();
-            subset.push(extra);
-            subset.sort_unstable();
-            keep_best(&mut frontier, score(design, &subset));
-        }
-        let improves = |f: &Scored| best.as_ref().is_none_or(|b| f.beats(b));
+        frontier = screen::select(design, metric, current.extensions(design));
+        let improves = |f: &Model| {
+            best.as_ref()
+                .is_none_or(|b| screen::before(design, metric, f, b))
+        };
         stale = if frontier.as_ref().is_some_and(improves) {
             0
         } else {
             stale + 1
         };
-        keep_best(&mut best, frontier.clone());
+        basis = frontier
+            .as_ref()
+            .map(|f| grown(design, &current, &f.subset));
+        keep_first(design, &mut best, frontier.clone());
     }
     best.expect("the constant model always scores: at least 3 points, leverage 1/n")
+        .scored(design)
+}
+
+/// The basis of `subset`, which is `basis`'s subset and one candidate more.
+fn grown(design: &Design, basis: &Basis, subset: &[usize]) -> Basis {
+    let have = basis.sorted();
+    match subset.iter().find(|e| !have.contains(e)) {
+        Some(&extra) => basis.grow(extra),
+        None => Basis::of(design, subset),
+    }
+}
+
+/// Keeps `candidate` when it ranks before `best` by the whole key ([`Scored::key`]).
+fn keep_first(design: &Design, best: &mut Option<Model>, candidate: Option<Model>) {
+    if let Some(c) = candidate
+        && best
+            .as_ref()
+            .is_none_or(|b| screen::before(design, Metric::Relative, &c, b))
+    {
+        *best = Some(c);
+    }
 }
 
 // What scales and what steps: the model of a grid with a counting axis (see the
@@ -1419,12 +1512,13 @@ fn linear_model(
     grid: &Grid,
     series: &[(Point, u64)],
     candidates: &[Candidate],
+    screening: Screening,
 ) -> Result<Option<Scored>, AxesError> {
     let Some(kept) = linear_candidates(grid, candidates) else {
         return Ok(None);
     };
     let subset: Vec<Candidate> = kept.iter().map(|&i| candidates[i].clone()).collect();
-    let design = Design::new(&subset, series)?;
+    let design = Design::new(&subset, series, screening)?;
     let max_terms = (series.len() - 2).min(subset.len());
     let steps = |m: &Scored| steps_with_counting_axes(grid, series, &subset, &design, &m.subset);
     let mut model =
@@ -1449,21 +1543,14 @@ fn better(a: &Scored, b: &Scored) -> bool {
     (&a.worst_bytes, a.degree, &a.subset) < (&b.worst_bytes, b.degree, &b.subset)
 }
 
-fn keep(best: &mut Option<Scored>, candidate: Option<Scored>) {
-    if let Some(c) = candidate
-        && best.as_ref().is_none_or(|b| better(&c, b))
-    {
-        *best = Some(c);
-    }
-}
-
 /// The best model of each size (by worst held-out miss in bytes): exhaustive while the
 /// subsets stay within [`EXHAUSTIVE_BUDGET`], then greedy forward selection from the
 /// best of the last size, until [`GREEDY_PATIENCE`] sizes in a row bring no better
-/// model or `max_terms` is reached.
-fn best_by_size(design: &Design, max_terms: usize) -> Vec<Scored> {
+/// model or `max_terms` is reached. Screened as in [`search`].
+fn best_by_size(design: &Design, max_terms: usize) -> Vec<Model> {
     let n = design.columns.len();
-    let mut sizes: Vec<Scored> = Vec::new();
+    let metric = Metric::Bytes;
+    let mut sizes: Vec<Model> = Vec::new();
     let mut spent = 0u64;
     let mut size = 0;
     while size < max_terms
@@ -1471,34 +1558,30 @@ fn best_by_size(design: &Design, max_terms: usize) -> Vec<Scored> {
     {
         size += 1;
         spent += choose(n, size);
-        let mut best = None;
-        let mut subset: Vec<usize> = (0..size).collect();
-        loop {
-            keep(&mut best, score(design, &subset));
-            if !next_subset(&mut subset, n) {
-                break;
-            }
-        }
-        sizes.extend(best);
+        sizes.extend(screen::select(
+            design,
+            metric,
+            screen::all_subsets(design, size),
+        ));
     }
+    let mut basis = sizes
+        .last()
+        .filter(|s| s.subset.len() == size)
+        .map(|s| Basis::of(design, &s.subset));
     let mut stale = 0;
     while size < max_terms && stale < GREEDY_PATIENCE {
         size += 1;
-        let Some(current) = sizes.last().filter(|s| s.subset.len() == size - 1) else {
+        let Some(current) = basis.take() else {
             break;
         };
-        let mut best = None;
-        for extra in (0..n).filter(|e| !current.subset.contains(e)) {
-            let mut subset = current.subset.clone();
-            subset.push(extra);
-            subset.sort_unstable();
-            keep(&mut best, score(design, &subset));
-        }
-        let record = sizes.iter().map(|s| &s.worst_bytes).min();
-        stale = match (&best, record) {
-            (Some(b), Some(r)) if b.worst_bytes < *r => 0,
-            _ => stale + 1,
+        let best = screen::select(design, metric, current.extensions(design));
+        let record = |b: &Model| sizes.iter().all(|s| screen::less(design, metric, b, s));
+        stale = if best.as_ref().is_some_and(record) {
+            0
+        } else {
+            stale + 1
         };
+        basis = best.as_ref().map(|b| grown(design, &current, &b.subset));
         sizes.extend(best);
     }
     sizes
@@ -1512,25 +1595,31 @@ fn best_by_size(design: &Design, max_terms: usize) -> Vec<Scored> {
 /// a scaling term the step hid, where more terms would chase the step.
 fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bool) -> Scored {
     let sizes = best_by_size(design, max_terms);
-    let best = sizes
-        .iter()
-        .min_by(|a, b| a.worst_bytes.cmp(&b.worst_bytes))
-        .expect("the constant model always scores: at least 3 points, leverage 1/n");
+    let mut best: Option<&Model> = None;
+    for s in &sizes {
+        if best.is_none_or(|b| screen::less(design, Metric::Bytes, s, b)) {
+            best = Some(s);
+        }
+    }
+    let best = best
+        .expect("the constant model always scores: at least 3 points, leverage 1/n")
+        .scored(design);
     let tolerance = &best.worst_bytes + &best.residual;
-    let Some(at) = sizes.iter().position(|s| s.worst_bytes <= tolerance) else {
-        return best.clone();
+    let within = |s: &Model| s.scored(design).worst_bytes <= tolerance;
+    let Some(at) = sizes.iter().position(within) else {
+        return best;
     };
-    let simplest = &sizes[at];
+    let simplest = sizes[at].scored(design);
     match sizes.get(at + 1) {
         Some(next)
             if next.subset.len() == simplest.subset.len() + 1
-                && next.worst_bytes <= tolerance
-                && !steps(simplest)
-                && steps(next) =>
+                && within(next)
+                && !steps(&simplest)
+                && steps(&next.scored(design)) =>
         {
-            next.clone()
+            next.scored(design)
         }
-        _ => simplest.clone(),
+        _ => simplest,
     }
 }
 

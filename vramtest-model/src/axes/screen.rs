@@ -1,0 +1,530 @@
+//! The search's screening in floating point: every candidate subset's leave-one-out
+//! errors are estimated in `f64` with a bound on their rounding, and only the subsets
+//! whose bounds overlap the best's are scored exactly, so the exact search's choice is
+//! kept at a small part of its cost.
+//!
+//! A subset's least-squares fit is taken by modified Gram–Schmidt on the columns,
+//! each scaled to unit length: a [`Basis`] holds the residual of the measured bytes and
+//! each point's leverage for a subset, and every other candidate's column with the
+//! subset's span taken out, so that adding a candidate to the subset costs one pass over
+//! the points. The estimate of a point's held-out miss, `residual / (1 − leverage)`,
+//! comes with an interval that holds the exact value: its rounding grows with the
+//! points, the terms, and how nearly the subset's columns depend on each other (the
+//! growth of the orthogonalization, which stands for the condition number). A subset
+//! whose columns nearly depend on each other, or with a point of leverage near 1, gets
+//! no bound and is scored exactly whenever it is considered.
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use std::cell::OnceCell;
+
+/// What screening needs of the exact side: the floating-point copy of a design, and the
+/// exact score of a subset with its ranking.
+pub(super) trait Exact {
+    /// A subset's exact score.
+    type Score: Clone;
+    /// The floating-point copy; `None` scores every subset exactly.
+    fn floats(&self) -> Option<&Floats>;
+    /// How many candidates there are.
+    fn candidates(&self) -> usize;
+    /// The exact score of `subset`, `None` when it has none.
+    fn score(&self, subset: &[usize]) -> Option<Self::Score>;
+    /// The exact figure of merit.
+    fn value(score: &Self::Score, metric: Metric) -> &BigRational;
+    /// Whether `a` ranks before `b` by the whole key of `metric`.
+    fn before(a: &Self::Score, b: &Self::Score, metric: Metric) -> bool;
+}
+
+/// The largest growth of the orthogonalization for which an estimate is bounded.
+const GROWTH_LIMIT: f64 = 1e6;
+
+/// How much the rounding bound is widened beyond `ε · points · terms · growth`.
+const SLACK: f64 = 64.0;
+
+/// An interval that holds an exact figure of merit.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Bounds {
+    lo: f64,
+    hi: f64,
+}
+
+/// No bound: the exact score decides.
+const UNBOUNDED: Bounds = Bounds {
+    lo: 0.0,
+    hi: f64::INFINITY,
+};
+
+/// Which figure of merit ranks the models.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Metric {
+    /// The worst relative leave-one-out error (then fewer terms, lower degree, the
+    /// earlier subset).
+    Relative,
+    /// The worst leave-one-out miss in bytes (then lower degree, the earlier subset).
+    Bytes,
+}
+
+/// The measured bytes and the candidates' columns in `f64`, each column scaled to unit
+/// length.
+pub(super) struct Floats {
+    columns: Vec<Vec<f64>>,
+    y: Vec<f64>,
+    y_norm: f64,
+}
+
+impl Floats {
+    /// The floating-point copy of `columns` and `y`.
+    pub(super) fn new(columns: &[Vec<BigInt>], y: &[BigInt]) -> Floats {
+        let float = |v: &BigInt| -> f64 { num_traits::ToPrimitive::to_f64(v).unwrap_or(f64::MAX) };
+        let columns = columns
+            .iter()
+            .map(|c| {
+                let c: Vec<f64> = c.iter().map(float).collect();
+                let norm = norm(&c);
+                c.iter()
+                    .map(|x| if norm > 0.0 { x / norm } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        let y: Vec<f64> = y.iter().map(float).collect();
+        Floats {
+            y_norm: norm(&y),
+            columns,
+            y,
+        }
+    }
+}
+
+fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// A model under consideration: a subset, its bounds, and its exact score once needed.
+#[derive(Clone)]
+pub(super) struct Model<S> {
+    /// Positions of the candidates, in increasing order.
+    pub(super) subset: Vec<usize>,
+    relative: Bounds,
+    bytes: Bounds,
+    exact: OnceCell<Option<S>>,
+}
+
+impl<S: Clone> Model<S> {
+    fn unbounded(subset: Vec<usize>) -> Model<S> {
+        Model {
+            subset,
+            relative: UNBOUNDED,
+            bytes: UNBOUNDED,
+            exact: OnceCell::new(),
+        }
+    }
+
+    fn bounds(&self, metric: Metric) -> Bounds {
+        match metric {
+            Metric::Relative => self.relative,
+            Metric::Bytes => self.bytes,
+        }
+    }
+
+    /// Whether the bounds make the exact score certain to exist.
+    fn bounded(&self) -> bool {
+        self.relative.hi.is_finite() && self.bytes.hi.is_finite()
+    }
+
+    /// The exact score (`None` when singular or a point has leverage 1).
+    pub(super) fn exact<D: Exact<Score = S>>(&self, design: &D) -> Option<&S> {
+        self.exact
+            .get_or_init(|| design.score(&self.subset))
+            .as_ref()
+    }
+
+    /// The exact score of a model that has one.
+    pub(super) fn scored<D: Exact<Score = S>>(&self, design: &D) -> S {
+        self.exact(design)
+            .expect("a selected model has an exact score")
+            .clone()
+    }
+
+    /// Whether the figure of merit may be 0 (floating point cannot tell it from 0).
+    pub(super) fn may_be_zero(&self) -> bool {
+        self.relative.lo <= 0.0
+    }
+}
+
+/// Whether `a`'s figure of merit is below `b`'s, both models having exact scores.
+pub(super) fn less<D: Exact>(
+    design: &D,
+    metric: Metric,
+    a: &Model<D::Score>,
+    b: &Model<D::Score>,
+) -> bool {
+    let (x, y) = (a.bounds(metric), b.bounds(metric));
+    if x.hi < y.lo {
+        return true;
+    }
+    if x.lo > y.hi {
+        return false;
+    }
+    match (a.exact(design), b.exact(design)) {
+        (Some(sa), Some(sb)) => D::value(sa, metric) < D::value(sb, metric),
+        _ => false,
+    }
+}
+
+/// Whether `a` ranks before `b` by the whole key of `metric`.
+pub(super) fn before<D: Exact>(
+    design: &D,
+    metric: Metric,
+    a: &Model<D::Score>,
+    b: &Model<D::Score>,
+) -> bool {
+    let (x, y) = (a.bounds(metric), b.bounds(metric));
+    if x.hi < y.lo {
+        return true;
+    }
+    if x.lo > y.hi {
+        return false;
+    }
+    match (a.exact(design), b.exact(design)) {
+        (Some(sa), Some(sb)) => D::before(sa, sb, metric),
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// The model that ranks first among `models` by `metric` (which all have the same
+/// number of terms), `None` when none has an exact score. Only the models whose bounds
+/// reach below every other's upper bound are scored exactly, and then only when there
+/// are several of them or the one has no bound.
+pub(super) fn select<D: Exact>(
+    design: &D,
+    metric: Metric,
+    models: Vec<Model<D::Score>>,
+) -> Option<Model<D::Score>> {
+    let ceiling = models
+        .iter()
+        .map(|m| m.bounds(metric).hi)
+        .fold(f64::INFINITY, f64::min);
+    let contenders: Vec<Model<D::Score>> = models
+        .into_iter()
+        .filter(|m| m.bounds(metric).lo <= ceiling)
+        .collect();
+    if let [one] = contenders.as_slice()
+        && one.bounded()
+    {
+        return contenders.into_iter().next();
+    }
+    let mut best: Option<Model<D::Score>> = None;
+    for m in contenders {
+        if m.exact(design).is_some() && best.as_ref().is_none_or(|b| before(design, metric, &m, b))
+        {
+            best = Some(m);
+        }
+    }
+    best
+}
+
+/// A subset's least-squares fit in floating point, and every other candidate's column
+/// with the subset's span taken out.
+#[derive(Clone)]
+pub(super) struct Basis {
+    /// The subset, in the order its columns were added.
+    subset: Vec<usize>,
+    residual: Vec<f64>,
+    leverage: Vec<f64>,
+    /// Each candidate's column less its projection on the subset's span (empty for the
+    /// subset's own).
+    rest: Vec<Vec<f64>>,
+    /// The largest ratio of a column's length to what the span left of it.
+    growth: f64,
+}
+
+impl Basis {
+    /// The empty subset.
+    pub(super) fn empty(design: &impl Exact) -> Basis {
+        match design.floats() {
+            Some(f) => Basis {
+                subset: Vec::new(),
+                residual: f.y.clone(),
+                leverage: vec![0.0; f.y.len()],
+                rest: f.columns.clone(),
+                growth: 1.0,
+            },
+            None => Basis {
+                subset: Vec::new(),
+                residual: Vec::new(),
+                leverage: Vec::new(),
+                rest: Vec::new(),
+                growth: 1.0,
+            },
+        }
+    }
+
+    /// The basis of `subset`, its columns added in order.
+    pub(super) fn of(design: &impl Exact, subset: &[usize]) -> Basis {
+        subset.iter().fold(Basis::empty(design), |b, &e| b.grow(e))
+    }
+
+    /// The sorted subset.
+    pub(super) fn sorted(&self) -> Vec<usize> {
+        let mut s = self.subset.clone();
+        s.sort_unstable();
+        s
+    }
+
+    /// This subset with candidate `extra` added.
+    pub(super) fn grow(&self, extra: usize) -> Basis {
+        let mut next = self.clone();
+        next.subset.push(extra);
+        if self.rest.is_empty() {
+            return next;
+        }
+        let q = std::mem::take(&mut next.rest[extra]);
+        let length = norm(&q);
+        next.growth = self.growth.max(1.0 / length);
+        let q: Vec<f64> = q.iter().map(|x| x / length).collect();
+        project_out(&mut next.residual, &q);
+        for (h, x) in next.leverage.iter_mut().zip(&q) {
+            *h += x * x;
+        }
+        for column in next.rest.iter_mut().filter(|c| !c.is_empty()) {
+            project_out(column, &q);
+        }
+        next
+    }
+
+    /// The model of this subset with candidate `extra` added, with its bounds.
+    pub(super) fn estimate<D: Exact>(&self, design: &D, extra: usize) -> Model<D::Score> {
+        let mut subset = self.sorted();
+        subset.push(extra);
+        subset.sort_unstable();
+        let Some(floats) = design.floats() else {
+            return Model::unbounded(subset);
+        };
+        let p = &self.rest[extra];
+        let length = norm(p);
+        let growth = self.growth.max(1.0 / length);
+        if !(length > 0.0 && growth <= GROWTH_LIMIT) {
+            return Model::unbounded(subset);
+        }
+        let (points, terms) = (floats.y.len() as f64, subset.len() as f64);
+        let spread = SLACK * f64::EPSILON * points * (terms + 1.0) * growth;
+        let (miss_error, leverage_error) = (spread * floats.y_norm, spread);
+        let along = dot(p, &self.residual) / (length * length);
+        let mut relative = Bounds { lo: 0.0, hi: 0.0 };
+        let mut bytes = Bounds { lo: 0.0, hi: 0.0 };
+        for (i, &pi) in p.iter().enumerate() {
+            let miss = (self.residual[i] - along * pi).abs();
+            let free = 1.0 - self.leverage[i] - pi * pi / (length * length);
+            if free <= 2.0 * leverage_error {
+                return Model::unbounded(subset);
+            }
+            let lo = (miss - miss_error).max(0.0) / (free + leverage_error) * (1.0 - 1e-12);
+            let hi = (miss + miss_error) / (free - leverage_error) * (1.0 + 1e-12);
+            let scale = floats.y[i].max(1.0);
+            bytes.lo = bytes.lo.max(lo);
+            bytes.hi = bytes.hi.max(hi);
+            relative.lo = relative.lo.max(lo / scale);
+            relative.hi = relative.hi.max(hi / scale);
+        }
+        Model {
+            subset,
+            relative,
+            bytes,
+            exact: OnceCell::new(),
+        }
+    }
+
+    /// Every subset of this one plus one candidate after `from`.
+    pub(super) fn extensions<D: Exact>(&self, design: &D) -> Vec<Model<D::Score>> {
+        (0..design.candidates())
+            .filter(|e| !self.subset.contains(e))
+            .map(|e| self.estimate(design, e))
+            .collect()
+    }
+
+    /// The floating-point residual of the subset's least-squares fit, and the bound on
+    /// its rounding; `None` when the columns nearly depend on each other (or the design
+    /// is exact only).
+    pub(super) fn residual(&self, design: &impl Exact) -> Option<(&[f64], f64)> {
+        let floats = design.floats()?;
+        if self.growth > GROWTH_LIMIT || !self.growth.is_finite() {
+            return None;
+        }
+        let (points, terms) = (floats.y.len() as f64, self.subset.len() as f64);
+        let spread = SLACK * f64::EPSILON * points * (terms + 1.0) * self.growth;
+        Some((&self.residual, spread * floats.y_norm))
+    }
+}
+
+/// What floating point tells of the least-squares fit of every candidate at once.
+pub(super) enum Whole {
+    /// It misses a point by more than its rounding: no model fits every point exactly.
+    Misses,
+    /// It passes within rounding of every point; these are the terms it cannot tell
+    /// from 0 (what an exact fit's support can be, so that the exact solve need not take
+    /// every candidate).
+    Passes(Vec<usize>),
+    /// The columns nearly depend on each other, or the design is exact only.
+    Unsure,
+}
+
+/// The least-squares fit of every candidate at once, in floating point.
+pub(super) fn whole(design: &impl Exact) -> Whole {
+    let Some(floats) = design.floats() else {
+        return Whole::Unsure;
+    };
+    let k = floats.columns.len();
+    let mut basis = Basis::empty(design);
+    // The triangular factor: each added column's projections on the directions before.
+    let mut triangle: Vec<Vec<f64>> = Vec::with_capacity(k);
+    let mut along_y: Vec<f64> = Vec::with_capacity(k);
+    for j in 0..k {
+        let length = norm(&basis.rest[j]);
+        let q: Vec<f64> = basis.rest[j].iter().map(|x| x / length).collect();
+        let row: Vec<f64> = (0..k)
+            .map(|c| {
+                if c < j {
+                    0.0
+                } else {
+                    dot(&q, &floats.columns[c])
+                }
+            })
+            .collect();
+        along_y.push(dot(&q, &basis.residual));
+        triangle.push(row);
+        basis = basis.grow(j);
+    }
+    let Some((residual, bound)) = basis.residual(design) else {
+        return Whole::Unsure;
+    };
+    if residual.iter().any(|r| r.abs() > bound) {
+        return Whole::Misses;
+    }
+    let mut x = vec![0.0; k];
+    for j in (0..k).rev() {
+        let known: f64 = (j + 1..k).map(|c| triangle[j][c] * x[c]).sum();
+        x[j] = (along_y[j] - known) / triangle[j][j];
+    }
+    let floor = 1e-7 * floats.y_norm;
+    Whole::Passes((0..k).filter(|&j| x[j].abs() > floor).collect())
+}
+
+/// Takes `q`'s direction (unit length) out of `v`.
+fn project_out(v: &mut [f64], q: &[f64]) {
+    let along = dot(v, q);
+    for (x, y) in v.iter_mut().zip(q) {
+        *x -= along * y;
+    }
+}
+
+/// Every subset of `size` candidates, in lexicographic order, with its bounds.
+pub(super) fn all_subsets<D: Exact>(design: &D, size: usize) -> Vec<Model<D::Score>> {
+    let mut out = Vec::new();
+    walk(design, &Basis::empty(design), 0, size, &mut out);
+    out
+}
+
+fn walk<D: Exact>(
+    design: &D,
+    basis: &Basis,
+    from: usize,
+    size: usize,
+    out: &mut Vec<Model<D::Score>>,
+) {
+    let n = design.candidates();
+    if basis.subset.len() + 1 == size {
+        out.extend((from..n).map(|e| basis.estimate(design, e)));
+        return;
+    }
+    for e in from..n {
+        walk(design, &basis.grow(e), e + 1, size, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Screening must choose what scoring every subset exactly chooses.
+    use super::super::{Fit, Grid, Point, Screening};
+    use proptest::prelude::*;
+
+    fn grid(axes: &[(&str, Vec<u64>)]) -> Grid {
+        Grid::new(axes.iter().map(|(k, v)| (*k, v.clone()))).unwrap()
+    }
+
+    fn agree(grid: &Grid, f: impl Fn(&Point, usize) -> u64) {
+        let series: Vec<(Point, u64)> = grid
+            .points()
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let bytes = f(&p, i);
+                (p, bytes)
+            })
+            .collect();
+        let screened = Fit::with(grid, &series, Screening::Float).unwrap();
+        let exact = Fit::with(grid, &series, Screening::Exact).unwrap();
+        assert_eq!(screened, exact, "series {series:?}");
+    }
+
+    fn jitter(i: usize, amplitude: u64) -> u64 {
+        (i as u64 + 1).wrapping_mul(2_654_435_761) % (2 * amplitude + 1)
+    }
+
+    #[test]
+    fn a_maximum_with_jitter_is_chosen_as_exactly() {
+        let g = grid(&[
+            ("a", vec![1, 2]),
+            ("b", vec![96, 128, 160]),
+            ("c", vec![1, 2]),
+            ("d", vec![16, 24, 32]),
+        ]);
+        agree(&g, |p, _| {
+            let (a, b, c, d) = (p["a"], p["b"], p["c"], p["d"]);
+            (12 * a * b * c * d).max(40 * a * b * b) + (a * 7919 * b * c * d) % 4096
+        });
+    }
+
+    #[test]
+    fn a_table_step_beside_tensors_is_chosen_as_exactly() {
+        let g = grid(&[
+            ("layers", vec![1, 2, 3]),
+            ("seq", vec![8, 16, 24]),
+            ("batch", vec![2, 4]),
+        ]);
+        agree(&g, |p, i| {
+            let (l, s, b) = (p["layers"], p["seq"], p["batch"]);
+            4000 * l * s * b
+                + 48 * l * s * s * b
+                + 8000 * s * b
+                + 16000 * l
+                + 60 * (350 * l).next_power_of_two()
+                + jitter(i, 1000)
+        });
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn any_series_is_chosen_as_exactly(
+            counting in any::<bool>(),
+            coefficients in proptest::collection::vec(0u64..5000, 6),
+            amplitude in 0u64..4000,
+            step in 0u64..50_000,
+        ) {
+            let first = if counting { "layers" } else { "width" };
+            let g = grid(&[(first, vec![1, 2, 3]), ("seq", vec![8, 16, 24]), ("batch", vec![1, 2])]);
+            agree(&g, |p, i| {
+                let (l, s, b) = (p[first], p["seq"], p["batch"]);
+                let c = &coefficients;
+                c[0] + c[1] * l + c[2] * s * b + c[3] * l * s * b + c[4] * s * s + c[5] * l * s
+                    + if l > 2 { step } else { 0 }
+                    + jitter(i, amplitude)
+            });
+        }
+    }
+}
