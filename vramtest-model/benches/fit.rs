@@ -1,5 +1,6 @@
 //! How long the axes model takes to fit one figure. Run with
-//! `cargo bench -p vramtest-model --bench fit`.
+//! `cargo bench -p vramtest-model --bench fit`, and unoptimized, as a test binary
+//! builds the fit, with `cargo bench --profile dev -p vramtest-model --bench fit`.
 //!
 //! Two grids: a transformer-shaped one (2 × 3 × 2 × 3 = 36 points, the size of
 //! `fixtures/candle-transformer`'s) and the largest a test may have (4⁴ = 256 points).
