@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use vramtest_model::env::HarnessEnv;
-use vramtest_model::settings::{Settings, key_line};
+use vramtest_model::settings::Settings;
 
 /// The settings of a run of the crate at `manifest_dir`: those `cargo vramtest` handed
 /// over (`VRAMTEST_CONFIG`, read into `env`), else its manifests'. The one way the
@@ -119,11 +119,16 @@ fn table_settings(
         let Some(value) = value else { continue };
         let json = serde_json::to_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
         let name = format!("{s}.metadata.vramtest");
-        let settings = Settings::parse(&json).map_err(|e| {
-            let line = key_line(text, &name, &e.key)
-                .map(|l| format!(":{l}"))
-                .unwrap_or_default();
-            format!("{}{line}: [{name}] {e}", path.display())
+        let settings = Settings::parse(&json).map_err(|errors| {
+            errors
+                .in_file_order(text, &name)
+                .into_iter()
+                .map(|(line, e)| {
+                    let line = line.map(|l| format!(":{l}")).unwrap_or_default();
+                    format!("{}{line}: [{name}] {e}", path.display())
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
         })?;
         merged = merged.overridden_by(&settings);
     }

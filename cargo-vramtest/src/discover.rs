@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use cargo_metadata::{Metadata, MetadataCommand, TargetKind};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use vramtest_model::settings::{self, Settings};
+use vramtest_model::settings::Settings;
 
 /// The workspace as far as vramtest is concerned.
 #[derive(Debug, Clone)]
@@ -153,14 +153,15 @@ fn select_packages(metadata: &Metadata, selection: &Selection) -> Result<Workspa
 /// Parses one `vramtest` table; an error names the manifest and, where it can be
 /// found, the line of the offending key.
 fn parse_settings(value: &serde_json::Value, manifest: &Path, table: &str) -> Result<Settings> {
-    Settings::parse(value).map_err(|e| {
-        let line = std::fs::read_to_string(manifest)
-            .ok()
-            .and_then(|text| settings::key_line(&text, table, &e.key));
+    Settings::parse(value).map_err(|errors| {
+        let text = std::fs::read_to_string(manifest).unwrap_or_default();
         Error::Config {
             manifest: manifest.to_owned(),
-            line,
-            message: format!("[{table}] {e}"),
+            problems: errors
+                .in_file_order(&text, table)
+                .into_iter()
+                .map(|(line, e)| (line, format!("[{table}] {e}")))
+                .collect(),
         }
     })
 }

@@ -17,12 +17,12 @@ pub enum Error {
     #[error("{message}")]
     Environment { message: String },
 
-    /// A `[*.metadata.vramtest]` table has an unknown key or a bad value.
-    #[error("{}: {message}", location(.manifest, *.line))]
+    /// A `[*.metadata.vramtest]` table has unknown keys or bad values: every one, in the
+    /// manifest's order, each on a line of its own with its line number where known.
+    #[error("{}", config_lines(.manifest, .problems))]
     Config {
         manifest: PathBuf,
-        line: Option<usize>,
-        message: String,
+        problems: Vec<(Option<usize>, String)>,
     },
 
     /// A manifest could not be read or parsed.
@@ -173,6 +173,15 @@ fn suggest(closest: &[String]) -> String {
 }
 
 /// `path` or `path:line`, the form editors and CI annotations understand.
+/// A line per problem of a manifest's `vramtest` table, each starting with its location.
+fn config_lines(manifest: &std::path::Path, problems: &[(Option<usize>, String)]) -> String {
+    problems
+        .iter()
+        .map(|(line, message)| format!("{}: {message}", location(manifest, *line)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn location(path: &std::path::Path, line: Option<usize>) -> String {
     match line {
         Some(line) => format!("{}:{line}", path.display()),

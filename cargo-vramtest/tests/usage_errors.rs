@@ -79,6 +79,27 @@ fn configuration_from_the_metadata() {
         ran.text()
     );
 
+    // Every bad key, in the manifest's order (not the table's alphabetical one).
+    std::fs::write(
+        &manifest,
+        format!("{base}\n[package.metadata.vramtest]\ntolerance = \"x\"\nbudget = \"lots\"\n"),
+    )
+    .unwrap();
+    let ran = f.run(&["passes"], &[]);
+    assert_code(&ran, 2);
+    let first = base.lines().count() + 3;
+    let expected = format!("Cargo.toml:{first}: [package.metadata.vramtest] `tolerance`: ");
+    let at = |needle: &str| {
+        ran.stderr
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {}", ran.text()))
+    };
+    let second = format!(
+        "Cargo.toml:{}: [package.metadata.vramtest] `budget`: ",
+        first + 1
+    );
+    assert!(at(&expected) < at(&second), "{}", ran.text());
+
     // A bad value in the workspace's table.
     std::fs::write(
         &manifest,

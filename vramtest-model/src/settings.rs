@@ -113,6 +113,47 @@ pub struct SettingsError {
     pub message: String,
 }
 
+/// Every bad key of a `vramtest` table (at least one), in the order the table was read;
+/// [`SettingsErrors::in_file_order`] puts them in the manifest's order, with their lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsErrors(pub Vec<SettingsError>);
+
+impl std::fmt::Display for SettingsErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SettingsErrors {}
+
+impl SettingsErrors {
+    /// The errors in the order their keys appear in `manifest`'s table `table`
+    /// (`package.metadata.vramtest`), each with its key's 1-based line; an error whose
+    /// key cannot be found keeps its place after those that can.
+    pub fn in_file_order(
+        &self,
+        manifest: &str,
+        table: &str,
+    ) -> Vec<(Option<usize>, &SettingsError)> {
+        let mut located: Vec<(Option<usize>, &SettingsError)> = self
+            .0
+            .iter()
+            .map(|e| (key_offset(manifest, table, &e.key), e))
+            .collect();
+        located.sort_by_key(|(offset, _)| offset.unwrap_or(usize::MAX));
+        located
+            .into_iter()
+            .map(|(offset, e)| (offset.map(|o| line_of(manifest, o)), e))
+            .collect()
+    }
+}
+
 fn bad(key: impl Into<String>, message: impl Into<String>) -> SettingsError {
     SettingsError {
         key: key.into(),
@@ -124,39 +165,58 @@ impl Settings {
     /// Validates the JSON form of a `vramtest` table (`null`: no table). A key whose
     /// value is `null` counts as absent (TOML has no null; an earlier `cargo vramtest`
     /// wrote one for a setting it did not have).
-    pub fn parse(value: &Value) -> Result<Settings, SettingsError> {
+    /// Every bad key is reported, not only the first.
+    pub fn parse(value: &Value) -> Result<Settings, SettingsErrors> {
         let table = match value {
             Value::Null => return Ok(Settings::default()),
             Value::Object(t) => t,
             other => {
-                return Err(bad(
+                return Err(SettingsErrors(vec![bad(
                     "vramtest",
                     format!("expected a table, found {}", kind(other)),
-                ));
+                )]));
             }
         };
         let mut s = Settings::default();
+        let mut errors = Vec::new();
         for (key, value) in table.iter().filter(|(_, v)| !v.is_null()) {
-            match key.as_str() {
-                "iterations" => s.iterations = Some(iterations(value)?),
-                "device" => s.device = Some(device(value)?),
-                "budget" => s.budget = Some(byte_size("budget", value)?),
-                "reserve" => s.reserve = Some(byte_size("reserve", value)?),
-                "cuda_context" => s.cuda_context = Some(byte_size("cuda_context", value)?),
-                "cublas_workspace" => {
-                    s.cublas_workspace = Some(byte_size("cublas_workspace", value)?)
-                }
-                "pool_alignment" => s.pool_alignment = Some(pool_unit("pool_alignment", value)?),
-                "pool_granule" => s.pool_granule = Some(pool_unit("pool_granule", value)?),
-                "tolerance" => {
-                    s.limits
-                        .insert(LimitKey::Tolerance, limit("tolerance", value)?);
-                }
-                "limits" => s.limits.extend(limits(value)?),
-                _ => return Err(bad(key, format!("unknown key (expected one of: {KEYS})"))),
+            if let Err(e) = s.set(key, value) {
+                errors.extend(e);
             }
         }
-        Ok(s)
+        if errors.is_empty() {
+            Ok(s)
+        } else {
+            Err(SettingsErrors(errors))
+        }
+    }
+
+    /// Sets the top-level `key` from `value`, or says what is wrong with it (a `limits`
+    /// table: with each of its bad keys).
+    fn set(&mut self, key: &str, value: &Value) -> Result<(), Vec<SettingsError>> {
+        let one = |e: SettingsError| vec![e];
+        match key {
+            "iterations" => self.iterations = Some(iterations(value).map_err(one)?),
+            "device" => self.device = Some(device(value).map_err(one)?),
+            "budget" => self.budget = Some(byte_size(key, value).map_err(one)?),
+            "reserve" => self.reserve = Some(byte_size(key, value).map_err(one)?),
+            "cuda_context" => self.cuda_context = Some(byte_size(key, value).map_err(one)?),
+            "cublas_workspace" => self.cublas_workspace = Some(byte_size(key, value).map_err(one)?),
+            "pool_alignment" => self.pool_alignment = Some(pool_unit(key, value).map_err(one)?),
+            "pool_granule" => self.pool_granule = Some(pool_unit(key, value).map_err(one)?),
+            "tolerance" => {
+                let l = limit(key, value).map_err(one)?;
+                self.limits.insert(LimitKey::Tolerance, l);
+            }
+            "limits" => self.limits.extend(limits(value)?),
+            _ => {
+                return Err(one(bad(
+                    key,
+                    format!("unknown key (expected one of: {KEYS})"),
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The JSON form [`Settings::parse`] reads back to these settings: a `vramtest`
@@ -239,18 +299,18 @@ impl Settings {
     }
 }
 
-/// The `limits` table: a limit per key.
-fn limits(value: &Value) -> Result<Vec<(LimitKey, Limit)>, SettingsError> {
+/// The `limits` table: a limit per key, or every bad one.
+fn limits(value: &Value) -> Result<Vec<(LimitKey, Limit)>, Vec<SettingsError>> {
     let Value::Object(limits) = value else {
-        return Err(bad(
+        return Err(vec![bad(
             "limits",
             format!(
                 "expected a table like {{ activations = \"+5%\" }}, found {}",
                 kind(value)
             ),
-        ));
+        )]);
     };
-    limits
+    let (good, bad_keys): (Vec<_>, Vec<_>) = limits
         .iter()
         .map(|(k, v)| {
             let dotted = format!("limits.{k}");
@@ -262,7 +322,12 @@ fn limits(value: &Value) -> Result<Vec<(LimitKey, Limit)>, SettingsError> {
             })?;
             Ok((key, limit(&dotted, v)?))
         })
-        .collect()
+        .partition(Result::is_ok);
+    if bad_keys.is_empty() {
+        Ok(good.into_iter().filter_map(Result::ok).collect())
+    } else {
+        Err(bad_keys.into_iter().filter_map(Result::err).collect())
+    }
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -344,8 +409,17 @@ fn limit(key: &str, v: &Value) -> Result<Limit, SettingsError> {
 /// the TOML parser's spans. Falls back to the table's line, then to `None` (no such
 /// table, or text that is not TOML).
 pub fn key_line(manifest: &str, table: &str, key: &str) -> Option<usize> {
+    key_offset(manifest, table, key).map(|offset| line_of(manifest, offset))
+}
+
+/// The 1-based line of the byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset].matches('\n').count() + 1
+}
+
+/// [`key_line`]'s byte offset: where `key` starts (or the nearest table that holds it).
+fn key_offset(manifest: &str, table: &str, key: &str) -> Option<usize> {
     let document = DeTable::parse(manifest).ok()?;
-    let line = |span: std::ops::Range<usize>| manifest[..span.start].matches('\n').count() + 1;
     let mut current = document.get_ref();
     let mut table_span = document.span();
     for part in table.split('.') {
@@ -356,12 +430,12 @@ pub fn key_line(manifest: &str, table: &str, key: &str) -> Option<usize> {
         table_span = k.span();
         current = t;
     }
-    let mut best = line(table_span);
+    let mut best = table_span.start;
     for part in key.split('.') {
         let Some((k, v)) = current.iter().find(|(k, _)| k.get_ref() == part) else {
             break;
         };
-        best = line(k.span());
+        best = k.span().start;
         let DeValue::Table(t) = v.get_ref() else {
             break;
         };
@@ -433,7 +507,10 @@ mod tests {
     #[test_case(json!({"budgets": "1GiB"}), "budgets", "expected one of: iterations, device"; "unknown key lists the known ones")]
     #[test_case(json!(["cpu"]), "vramtest", "expected a table"; "not a table")]
     fn rejects(value: Value, key: &str, needle: &str) {
-        let e = Settings::parse(&value).unwrap_err();
+        let errors = Settings::parse(&value).unwrap_err();
+        let [e] = errors.0.as_slice() else {
+            panic!("one error: {errors}")
+        };
         assert_eq!(e.key, key);
         assert!(e.message.contains(needle), "{e}");
     }
@@ -606,7 +683,8 @@ mod tests {
 
     #[test]
     fn an_unknown_limit_names_itself_and_every_valid_key() {
-        let e = Settings::parse(&json!({ "limits": { "activation": "+5%" } })).unwrap_err();
+        let errors = Settings::parse(&json!({ "limits": { "activation": "+5%" } })).unwrap_err();
+        let e = &errors.0[0];
         assert_eq!(e.key, "limits.activation");
         for valid in LimitKey::ALL {
             assert!(e.message.contains(valid.as_str()), "{e}");
@@ -657,6 +735,34 @@ peak = "y"
         assert_eq!(key_line(manifest, table, key), line);
     }
 
+    /// Every bad key of a table, in the manifest's order, each with its key path and line.
+    #[test_case(
+        "[package.metadata.vramtest]\ntolerance = \"x\"\nbudget = \"1GiB\"\niteration = 3\ndevice = \"tpu\"\n",
+        &[("tolerance", 2), ("iteration", 4), ("device", 5)];
+        "top-level keys, not alphabetical"
+    )]
+    #[test_case(
+        "[package.metadata.vramtest]\nlimits = { peak = \"q\", activation = \"+5%\" }\nbudget = \"lots\"\n",
+        &[("limits.peak", 2), ("limits.activation", 2), ("budget", 3)];
+        "an inline limits table, by column"
+    )]
+    #[test_case(
+        "[package.metadata.vramtest]\npool_granule = 3\n\n[package.metadata.vramtest.limits]\nleak = \"?\"\ngradients = \"+1%\"\nwhatever = \"+1%\"\n",
+        &[("pool_granule", 2), ("limits.leak", 5), ("limits.whatever", 7)];
+        "a limits sub-table"
+    )]
+    fn reports_every_bad_key_in_file_order(manifest: &str, expected: &[(&str, usize)]) {
+        let table: toml::Table = toml::from_str(manifest).unwrap();
+        let value = serde_json::to_value(&table["package"]["metadata"]["vramtest"]).unwrap();
+        let errors = Settings::parse(&value).unwrap_err();
+        let got: Vec<(&str, usize)> = errors
+            .in_file_order(manifest, "package.metadata.vramtest")
+            .into_iter()
+            .map(|(line, e)| (e.key.as_str(), line.unwrap()))
+            .collect();
+        assert_eq!(got, expected, "{errors}");
+    }
+
     /// The pool model's alignment and granule come from the metadata when set (the GPU
     /// bundle's probe measures both), and must be powers of two.
     #[test]
@@ -682,7 +788,8 @@ peak = "y"
         let package = Settings::parse(&serde_json::json!({ "pool_alignment": 1024 })).unwrap();
         let merged = workspace.overridden_by(&package).cuda_pool();
         assert_eq!((merged.alignment, merged.granularity), (1024, 1 << 20));
-        let err = Settings::parse(&serde_json::json!({ "pool_alignment": 300 })).unwrap_err();
+        let errors = Settings::parse(&serde_json::json!({ "pool_alignment": 300 })).unwrap_err();
+        let err = &errors.0[0];
         assert_eq!(err.key, "pool_alignment");
         assert!(err.message.contains("power of two"), "{err}");
     }
