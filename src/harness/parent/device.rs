@@ -5,11 +5,19 @@ use crate::step::Device;
 use vramtest_model::settings::DeviceSetting;
 
 /// The device for `choice`, or why there is none (the tests are then ignored).
-pub(super) fn select(choice: DeviceSetting) -> Result<Device, String> {
+/// `by_cargo_vramtest`: the run is one of `cargo vramtest`'s, which says once per run
+/// that it measures on the CPU, so this test binary does not say it again.
+pub(super) fn select(choice: DeviceSetting, by_cargo_vramtest: bool) -> Result<Device, String> {
     match choice {
         DeviceSetting::Cpu => Ok(Device::Cpu),
         DeviceSetting::Cuda => Ok(require()),
-        DeviceSetting::Auto => Ok(auto()),
+        DeviceSetting::Auto => {
+            let (device, note) = auto(first_device(), by_cargo_vramtest);
+            if let Some(note) = note {
+                eprintln!("{note}");
+            }
+            Ok(device)
+        }
     }
 }
 
@@ -30,14 +38,35 @@ fn require() -> Device {
     }
 }
 
-/// The device for `device = "auto"`: the first CUDA device, else the CPU, saying so once
-/// on stderr.
-fn auto() -> Device {
-    match first_device() {
-        Ok(device) => device,
-        Err(reason) => {
-            eprintln!("note: measuring on the CPU ({reason})");
-            Device::Cpu
-        }
+/// The device for `device = "auto"` from what the probe `found`: the first CUDA
+/// device, else the CPU with the note to print (once per test binary under plain
+/// `cargo test`; none under `cargo vramtest`, which said it once for the whole run).
+fn auto(found: Result<Device, String>, by_cargo_vramtest: bool) -> (Device, Option<String>) {
+    match found {
+        Ok(device) => (device, None),
+        Err(_) if by_cargo_vramtest => (Device::Cpu, None),
+        Err(reason) => (
+            Device::Cpu,
+            Some(format!("note: measuring on the CPU ({reason})")),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_note_is_said_once_per_binary_under_cargo_test_only() {
+        let none = || Err("no CUDA driver: libcuda could not be loaded".to_owned());
+        let (device, note) = auto(none(), false);
+        assert!(matches!(device, Device::Cpu));
+        assert_eq!(
+            note.as_deref(),
+            Some("note: measuring on the CPU (no CUDA driver: libcuda could not be loaded)")
+        );
+        let (device, note) = auto(none(), true);
+        assert!(matches!(device, Device::Cpu));
+        assert_eq!(note, None);
     }
 }

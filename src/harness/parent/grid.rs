@@ -143,8 +143,10 @@ fn largest_peak(sweep: &AxesSweep, grid: &Grid) -> Option<u64> {
 /// combination of the values of the axes it uses
 /// ([`vramtest_model::axes::Fit::interpolation`]). The pool figures' own fallbacks are
 /// documented (see [`vramtest_model::sweep::Estimate`]) and not noted, nor is a figure
-/// that stays under 0.01% of the largest peak ([`NOTE_SHARE`]).
-pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep) -> Vec<String> {
+/// that stays under 0.01% of the largest peak ([`NOTE_SHARE`]), nor one whose flag the
+/// committed snapshot's sweep `old` already records ([`same_flag`]): a note is said
+/// once per change, not on every run.
+pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep, old: Option<&AxesSweep>) -> Vec<String> {
     use vramtest_model::sweep::{ALLOCATED, RESERVED};
     let grid = sweep.grid().ok();
     let peak = grid.as_ref().and_then(|g| largest_peak(sweep, g));
@@ -159,21 +161,37 @@ pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep) -> Vec<String> {
         .iter()
         .filter(|(figure, _)| *figure != ALLOCATED && *figure != RESERVED)
         .filter(|(_, fit)| !negligible(fit))
-        .filter_map(|(figure, fit)| match fit.flag(grid.as_ref()?)? {
-            Flag::Missed { ppm } => Some(format!(
+        .filter_map(|(figure, fit)| Some((figure, fit.flag(grid.as_ref()?)?)))
+        .filter(|(figure, flag)| !old.is_some_and(|old| same_flag(old, figure, flag)))
+        .map(|(figure, flag)| match flag {
+            Flag::Missed { ppm } => format!(
                 "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the README's \"Predict the full-size model\")",
                 ppm as f64 / 10_000.0
-            )),
+            ),
             Flag::Interpolates(i) => {
                 let axes = i.axes_in_words();
-                Some(format!(
+                format!(
                     "{name}: `{figure}` has as many terms as the grid has combinations of the values of {axes} ({}): it passes through every one, and no held-out point checks its form along {axes}; its predictions are flagged (`show --at` marks them), never trusted silently; {} to check it",
                     i.combinations,
                     i.remedy()
-                ))
+                )
             }
         })
         .collect()
+}
+
+/// Whether the sweep `old` flags `figure` the same way: a miss over 2% either way (by
+/// however much: a noisy figure's miss varies from run to run), or the same
+/// interpolation of the same axes.
+fn same_flag(old: &AxesSweep, figure: &str, flag: &Flag) -> bool {
+    let Some(grid) = old.grid().ok() else {
+        return false;
+    };
+    match (old.figures.get(figure).and_then(|f| f.flag(&grid)), flag) {
+        (Some(Flag::Missed { .. }), Flag::Missed { .. }) => true,
+        (Some(Flag::Interpolates(a)), Flag::Interpolates(b)) => a == *b,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -199,7 +217,7 @@ mod tests {
             ]),
             target: None,
         };
-        let notes = flagged_notes("step", &sweep);
+        let notes = flagged_notes("step", &sweep, None);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(
             notes[0].starts_with(
@@ -207,6 +225,49 @@ mod tests {
             ),
             "{}",
             notes[0]
+        );
+    }
+
+    /// A flag is noted when the committed snapshot does not record it: new, or changed
+    /// (a miss that was an interpolation); not again when it does, by whatever miss.
+    #[test]
+    fn a_flag_is_noted_once_per_change() {
+        let fit = |ppm| Fit {
+            terms: Formula::default(),
+            loo_error_ppm: ppm,
+            residue_bytes: 0,
+        };
+        let sweep = |temporaries: u64, workspace: u64| AxesSweep {
+            axes: BTreeMap::from([("seq".to_owned(), vec![1, 2, 3])]),
+            figures: BTreeMap::from([
+                ("temporaries".to_owned(), fit(temporaries)),
+                ("workspace".to_owned(), fit(workspace)),
+            ]),
+            target: None,
+        };
+        let now = sweep(268_930_000, 30_000);
+        let figures = |notes: Vec<String>| -> Vec<String> {
+            notes
+                .iter()
+                .map(|n| n.split('`').nth(1).unwrap().to_owned())
+                .collect()
+        };
+        // No snapshot, or one without these flags: both noted.
+        assert_eq!(
+            figures(flagged_notes("step", &now, None)),
+            ["temporaries", "workspace"]
+        );
+        let unflagged = sweep(0, 0);
+        assert_eq!(
+            figures(flagged_notes("step", &now, Some(&unflagged))),
+            ["temporaries", "workspace"]
+        );
+        // The snapshot records both flags (by other misses): nothing to say again.
+        assert!(flagged_notes("step", &now, Some(&sweep(260_000_000, 25_000))).is_empty());
+        // One flag is new.
+        assert_eq!(
+            figures(flagged_notes("step", &now, Some(&sweep(268_930_000, 0)))),
+            ["workspace"]
         );
     }
 
@@ -245,7 +306,7 @@ mod tests {
             ]),
             target: None,
         };
-        let notes = flagged_notes("step", &sweep);
+        let notes = flagged_notes("step", &sweep, None);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(
             notes[0].starts_with(
@@ -308,9 +369,15 @@ mod tests {
             }
         };
         // The largest peak is 4 GiB + workspace; 0.01% of it is about 429.5 KB.
-        assert_eq!(flagged_notes("step", &sweep(100_000)), Vec::<String>::new());
-        assert_eq!(flagged_notes("step", &sweep(429_000)), Vec::<String>::new());
-        let noted = flagged_notes("step", &sweep(430_000));
+        assert_eq!(
+            flagged_notes("step", &sweep(100_000), None),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            flagged_notes("step", &sweep(429_000), None),
+            Vec::<String>::new()
+        );
+        let noted = flagged_notes("step", &sweep(430_000), None);
         assert_eq!(noted.len(), 1, "{noted:?}");
         assert!(
             noted[0]

@@ -54,7 +54,8 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
     }
     let env = HarnessEnv::from_env()?;
     let settings = crate::manifests::of_run(&env, &target.manifest_dir)?;
-    let device = device::select(env.device_for(&settings));
+    // `cargo vramtest` hands its settings down; plain `cargo test` does not.
+    let device = device::select(env.device_for(&settings), env.settings.is_some());
     if matches!(device, Ok(crate::step::Device::Cuda(_))) && args.test_threads.is_none() {
         // Tests that share one GPU would see each other in its memory figures.
         args.test_threads = Some(1);

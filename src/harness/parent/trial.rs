@@ -103,7 +103,7 @@ impl RunContext {
 
     /// The pipeline of a test that runs here: measure every point, fit, judge, record.
     fn run(&self, name: &str, def: &TestDef, device: Device) -> Outcome {
-        let measured = match self
+        let mut measured = match self
             .measure(name, def, device)
             .and_then(|points| self.fit(name, def, points))
         {
@@ -111,6 +111,7 @@ impl RunContext {
             Err(unmeasured) => return Outcome::Unmeasured(unmeasured),
         };
         let judged = self.judge(name, def, &measured, device.class());
+        measured.notes = fit_notes(name, &measured, &judged);
         let recorded = match &judged {
             Ok(judged) => self.record(&measured, judged),
             Err(_) => Recorded::nothing(),
@@ -228,13 +229,6 @@ impl RunContext {
         let fitting = std::time::Instant::now();
         let axes = grid::fit(def, &runs, self.settings.cuda_pool().granularity).map_err(failed)?;
         let fit_millis = axes.is_some().then(|| fitting.elapsed().as_millis() as u64);
-        let notes = axes
-            .as_ref()
-            .map(|a| grid::flagged_notes(name, a))
-            .unwrap_or_default();
-        for note in &notes {
-            eprintln!("note: {note}");
-        }
         if axes.is_some() {
             // The pool model's batch lines read a batch sweep; a grid keeps its first
             // point's replay, and its own fits of the allocated and reserved peaks.
@@ -248,7 +242,8 @@ impl RunContext {
             prediction,
             point_millis,
             fit_millis,
-            notes,
+            // Said once judged: the committed snapshot tells which are news.
+            notes: Vec::new(),
         })
     }
 
@@ -418,6 +413,28 @@ impl RunContext {
 /// libtest's verdict on a report: a failure with its text (the message, the child's
 /// output, the diff) when the report fails the run; else a pass, whose message (an
 /// improvement, a snapshot written) is printed.
+/// The notes on a sweep's flagged figures whose flags the committed snapshot does not
+/// already record (new or changed ones), printed here and kept for the report.
+fn fit_notes(name: &str, measured: &Measured, judged: &Result<Judged, String>) -> Vec<String> {
+    let Some(axes) = &measured.axes else {
+        return Vec::new();
+    };
+    let old = judged
+        .as_ref()
+        .ok()
+        .and_then(|j| j.verdict.as_ref().ok())
+        .and_then(|v| v.old.as_ref())
+        .and_then(|o| match &o.body.scaling {
+            Some(SweepScaling::Axes(old)) => Some(old),
+            _ => None,
+        });
+    let notes = grid::flagged_notes(name, axes, old);
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
+    notes
+}
+
 fn completion(report: &TestReport) -> Result<Completion, Failed> {
     if report.status == Status::Ignored {
         return Ok(Completion::ignored_with(
