@@ -162,6 +162,34 @@ fn a_panicking_step_fails_with_its_message_and_the_others_still_pass() {
     }
 }
 
+/// Under GitHub Actions, the harness echoes a failing test's output with workflow
+/// commands stopped: the runner obeys no `::error` or `::add-mask::` the test printed.
+#[test]
+fn a_tests_workflow_commands_are_echoed_inert_under_github_actions() {
+    let (dir, exe) = fixture_binary("vec-model");
+    let run = run(
+        &dir,
+        &exe,
+        &["fails_on_demand", "--exact"],
+        &[("VEC_MODEL_FAIL", "workflow"), ("GITHUB_ACTIONS", "true")],
+    );
+    assert_eq!(run.status("fails_on_demand"), Status::Failed);
+    let stdout = String::from_utf8_lossy(&run.output.stdout);
+    assert!(stdout.contains("::error::injected by the test"), "{stdout}");
+    let mut stopped: Option<String> = None;
+    for line in stdout.lines() {
+        match &stopped {
+            Some(token) if line == format!("::{token}::") => stopped = None,
+            Some(_) => {}
+            None => match line.strip_prefix("::stop-commands::") {
+                Some(token) => stopped = Some(token.to_owned()),
+                None => assert!(!line.starts_with("::"), "obeyed: {line}\n{stdout}"),
+            },
+        }
+    }
+    assert_eq!(stopped, None, "commands stay stopped:\n{stdout}");
+}
+
 #[test]
 fn a_hanging_step_is_killed_after_the_timeout_and_the_others_still_pass() {
     let (dir, exe) = fixture_binary("vec-model");

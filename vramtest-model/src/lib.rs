@@ -32,6 +32,7 @@ pub mod settings;
 pub mod sites;
 pub mod snapshot;
 pub mod sweep;
+pub mod workflow;
 
 pub use bytes::{HumanBytes, HumanDelta, parse_bytes};
 pub use category::{Category, Phase};

@@ -10,7 +10,7 @@ use vramtest_model::report::Status;
 
 /// Whether we run under GitHub Actions.
 pub fn active() -> bool {
-    std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
+    vramtest_model::workflow::github_actions()
 }
 
 /// A workflow command's message: `%`, `\r` and `\n` escaped (GitHub's toolkit rules).
@@ -25,36 +25,7 @@ pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// `text` printed so that the runner runs no workflow command in it (a test's own
-/// output may print `::error::` or `::add-mask::`): between `::stop-commands::TOKEN`
-/// and `::TOKEN::`, with a random token that `text` does not hold, so nothing in it
-/// can end the stop early.
-pub fn inert(text: &str) -> String {
-    let token = loop {
-        let t = token();
-        if !text.contains(&t) {
-            break t;
-        }
-    };
-    inert_with(text, &token)
-}
-
-/// [`inert`] with a given `token`.
-pub fn inert_with(text: &str, token: &str) -> String {
-    let end = if text.ends_with('\n') { "" } else { "\n" };
-    format!("::stop-commands::{token}\n{text}{end}::{token}::\n")
-}
-
-/// A fresh random token (`vramtest-` and 32 hex digits).
-fn token() -> String {
-    use std::hash::BuildHasher;
-    let state = std::collections::hash_map::RandomState::new();
-    format!(
-        "vramtest-{:016x}{:016x}",
-        state.hash_one(1u8),
-        state.hash_one(2u8)
-    )
-}
+pub use vramtest_model::workflow::inert;
 
 /// `::error file=…,line=…,title=…::message`.
 pub fn command(
@@ -142,6 +113,7 @@ mod tests {
     use crate::output::fixtures::*;
     use std::time::Duration;
     use test_case::test_case;
+    use vramtest_model::workflow::inert_with;
 
     #[test_case("plain", "plain", "plain")]
     #[test_case("100%", "100%25", "100%25")]

@@ -15,6 +15,11 @@ pub(super) struct Outputs {
     pub(super) reports: Option<Reports>,
     /// `INSTA_SNAPSHOT_REFERENCES_FILE`: every snapshot path the run used.
     pub(super) references: Option<PathBuf>,
+    /// Under GitHub Actions and plain `cargo test`: what the harness prints of a test
+    /// (its failure, with the test's own output) goes between `::stop-commands::`
+    /// markers, so the runner obeys no `::error` or `::add-mask::` a test printed.
+    /// (`cargo vramtest` stops them in what it shows itself.)
+    pub(super) inert: bool,
 }
 
 /// What [`write_result`] wrote.

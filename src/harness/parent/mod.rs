@@ -81,6 +81,7 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
         outputs: Outputs {
             reports: files::Reports::of(&env)?,
             references: env.references,
+            inert: vramtest_model::workflow::github_actions() && env.settings.is_none(),
         },
         settings,
         notes,

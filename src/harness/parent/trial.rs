@@ -84,7 +84,7 @@ impl RunContext {
         if let Some(reports) = &self.outputs.reports {
             reports.write(&report);
         }
-        completion(&report)
+        completion(&report, self.outputs.inert)
     }
 
     /// Why the test does not run here: no device, or a device it does not support.
@@ -435,7 +435,16 @@ fn fit_notes(name: &str, measured: &Measured, judged: &Result<Judged, String>) -
     notes
 }
 
-fn completion(report: &TestReport) -> Result<Completion, Failed> {
+/// How libtest shows the test: its failure's text (message, the test's output, the
+/// diff), with workflow commands stopped when `inert` ([`Outputs::inert`]).
+fn completion(report: &TestReport, inert: bool) -> Result<Completion, Failed> {
+    let shown = |text: String| {
+        if inert {
+            vramtest_model::workflow::inert(&text)
+        } else {
+            text
+        }
+    };
     if report.status == Status::Ignored {
         return Ok(Completion::ignored_with(
             report.ignore_reason.clone().unwrap_or_default(),
@@ -450,10 +459,13 @@ fn completion(report: &TestReport) -> Result<Completion, Failed> {
             text += "\n\n";
             text += diff;
         }
-        return Err(Failed::from(text));
+        return Err(Failed::from(shown(text)));
     }
     if !report.message.is_empty() {
-        println!("{}: {}", report.test, report.message);
+        print!(
+            "{}",
+            shown(format!("{}: {}\n", report.test, report.message))
+        );
     }
     Ok(Completion::Completed)
 }
