@@ -368,6 +368,21 @@ fn snapshots_are_created_reviewed_and_checked() {
     assert!(pending.exists() && !snap.exists());
     let text = std::fs::read_to_string(&pending).unwrap();
     assert!(text.starts_with("---\nsource: tests/vram.rs\n"), "{text}");
+    // The first result keeps its call sites, for its first regression to be read
+    // against: the activations are made in the fixture's own `forward`.
+    let sites = vramtest_model::snapshot::Info::sites_in_header(&text);
+    let activations = sites
+        .iter()
+        .find(|(c, _)| *c == Category::Activations)
+        .unwrap_or_else(|| panic!("no activation sites:\n{text}"));
+    assert!(
+        activations.1[0]
+            .key
+            .location
+            .as_deref()
+            .is_some_and(|l| l.starts_with("src/lib.rs:")),
+        "{text}"
+    );
 
     // `always` writes the snapshot and clears the pending file.
     let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);

@@ -72,7 +72,8 @@ impl Update {
 pub enum SitesWhen {
     /// Never (`0`, `off`, `false`).
     Off,
-    /// For a regression measured on the CPU (unset, `auto`, `1`): the default.
+    /// For a regression measured on the CPU, and for a test's first result, to be
+    /// written with them (unset, `auto`, `1`): the default.
     #[default]
     OnRegression,
     /// For every test measured on the CPU (`always`; what `show --sites` sets).

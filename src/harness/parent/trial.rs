@@ -326,7 +326,10 @@ impl RunContext {
             update,
             check,
         );
-        let sites = self.sites(name, def, point, class, decision.status);
+        // A first result written (no snapshot yet): its call sites are recorded with it,
+        // so its first regression names what grew against them.
+        let first = old.is_none() && decision.write.is_some();
+        let sites = self.sites(name, def, point, class, decision.status, first);
         if let Some(Ok(found)) = &sites {
             new.info.sites = found.for_snapshot();
         }
@@ -349,7 +352,8 @@ impl RunContext {
         }
     }
 
-    /// Call sites, when this run wants them for a result of `status`: CPU only.
+    /// Call sites, when this run wants them for a result of `status` (`first`: the
+    /// test's first result, to be written): CPU only.
     fn sites(
         &self,
         name: &str,
@@ -357,10 +361,11 @@ impl RunContext {
         point: &RunPoint,
         class: DeviceClass,
         status: Status,
+        first: bool,
     ) -> Option<Result<vramtest_model::sites::Sites, String>> {
         let wanted = match self.sites {
             SitesWhen::Always => true,
-            SitesWhen::OnRegression => status == Status::Regressed,
+            SitesWhen::OnRegression => status == Status::Regressed || first,
             SitesWhen::Off => false,
         };
         (wanted && class == DeviceClass::Cpu)
@@ -410,9 +415,6 @@ impl RunContext {
     }
 }
 
-/// libtest's verdict on a report: a failure with its text (the message, the child's
-/// output, the diff) when the report fails the run; else a pass, whose message (an
-/// improvement, a snapshot written) is printed.
 /// The notes on a sweep's flagged figures whose flags the committed snapshot does not
 /// already record (new or changed ones), printed here and kept for the report.
 fn fit_notes(name: &str, measured: &Measured, judged: &Result<Judged, String>) -> Vec<String> {
@@ -435,8 +437,10 @@ fn fit_notes(name: &str, measured: &Measured, judged: &Result<Judged, String>) -
     notes
 }
 
-/// How libtest shows the test: its failure's text (message, the test's output, the
-/// diff), with workflow commands stopped when `inert` ([`Outputs::inert`]).
+/// libtest's verdict on a report: a failure with its text (the message, the child's
+/// output, the diff) when the report fails the run; else a pass, whose message (an
+/// improvement, a snapshot written) is printed. Both with workflow commands stopped
+/// when `inert` ([`Outputs::inert`]).
 fn completion(report: &TestReport, inert: bool) -> Result<Completion, Failed> {
     let shown = |text: String| {
         if inert {
