@@ -383,6 +383,12 @@ fn snapshots_are_created_reviewed_and_checked() {
             .is_some_and(|l| l.starts_with("src/lib.rs:")),
         "{text}"
     );
+    // Named with the user's functions up to the step.
+    assert_eq!(
+        activations.1[0].key.callers.as_deref(),
+        Some("forward() ← linear_adam"),
+        "{text}"
+    );
 
     // `always` writes the snapshot and clears the pending file.
     let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);

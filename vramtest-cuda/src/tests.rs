@@ -376,6 +376,7 @@ fn out_of_memory_lists_the_known_call_sites_of_the_live_categories() {
         key: SiteKey {
             operation: Some("model::Mlp::forward".into()),
             location: Some(format!("src/model.rs:{line}")),
+            callers: None,
         },
     };
     let fake = FakePool::new(OOM_TOTAL, OOM_CONTEXT);

@@ -242,6 +242,22 @@ pub struct SiteKey {
     /// The first frame in the user's own code, as `file:line` relative to the package
     /// (`src/lib.rs:79`).
     pub location: Option<String>,
+    /// The user's functions from the one at `location` out to the step, innermost
+    /// first (`logits() ← step`): how the step reached the allocation. `None` when
+    /// the allocation is in the step itself, or in a snapshot written without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callers: Option<String>,
+}
+
+impl SiteKey {
+    /// Whether `other` is the same site: the same line and operation, and the same
+    /// callers where both know them (a snapshot written before they were kept names
+    /// none).
+    pub fn same_site(&self, other: &SiteKey) -> bool {
+        self.location == other.location
+            && self.operation == other.operation
+            && (self.callers.is_none() || other.callers.is_none() || self.callers == other.callers)
+    }
 }
 
 /// Bytes alive at one moment that were allocated at one site.
@@ -258,15 +274,20 @@ pub struct Site {
 
 impl Site {
     /// The one-line form a snapshot's `info` keeps: `bytes | count | location |
-    /// operation`, `-` for what is unknown.
+    /// operation`, `-` for what is unknown, then ` | callers` when they are known.
     pub fn to_line(&self) -> String {
-        format!(
+        let mut line = format!(
             "{} | {} | {} | {}",
             self.bytes,
             self.count,
             self.key.location.as_deref().unwrap_or("-"),
             self.key.operation.as_deref().unwrap_or("-")
-        )
+        );
+        if let Some(callers) = &self.key.callers {
+            line += " | ";
+            line += callers;
+        }
+        line
     }
 
     /// Reads [`Site::to_line`]'s form back.
@@ -276,13 +297,19 @@ impl Site {
         let count = parts.next()?.trim().parse().ok()?;
         let known = |s: &str| (s.trim() != "-").then(|| s.trim().to_owned());
         let location = known(parts.next()?);
-        let operation = known(parts.next()?);
+        // An operation holds no ` | ` (a Rust path); what follows it is the callers.
+        let rest = parts.next()?;
+        let (operation, callers) = match rest.split_once(" | ") {
+            Some((operation, callers)) => (known(operation), known(callers)),
+            None => (known(rest), None),
+        };
         Some(Site {
             bytes,
             count,
             key: SiteKey {
                 operation,
                 location,
+                callers,
             },
         })
     }
@@ -298,6 +325,9 @@ impl fmt::Display for Site {
             if self.count == 1 { "" } else { "s" },
             self.key.location.as_deref().unwrap_or("an unknown line")
         )?;
+        if let Some(callers) = &self.key.callers {
+            write!(f, " in {callers}")?;
+        }
         if let Some(op) = &self.key.operation {
             write!(f, " ({op})")?;
         }
@@ -389,6 +419,7 @@ impl Sites {
                         key: SiteKey {
                             operation: None,
                             location: Some(OTHER_SITES.to_owned()),
+                            callers: None,
                         },
                     });
                 }
@@ -507,7 +538,11 @@ pub fn changes(new: &[Site], old: Option<&[Site]>) -> Vec<SiteChange> {
         .iter()
         .map(|site| SiteChange {
             site: site.clone(),
-            old_bytes: old.and_then(|old| old.iter().find(|o| o.key == site.key).map(|o| o.bytes)),
+            old_bytes: old.and_then(|old| {
+                old.iter()
+                    .find(|o| o.key.same_site(&site.key))
+                    .map(|o| o.bytes)
+            }),
             absent,
         })
         .collect();
@@ -724,6 +759,7 @@ mod tests {
         let key = |line: u32| SiteKey {
             operation: Some("lib::op".into()),
             location: Some(format!("src/lib.rs:{line}")),
+            callers: None,
         };
         let s = sites(&stream(), Capture::Planned, 3, |call| match call {
             0 => Some(key(10)),
@@ -763,6 +799,7 @@ mod tests {
             Some(SiteKey {
                 operation: None,
                 location: Some(format!("call {call}")),
+                callers: None,
             })
         });
         let grads = s
@@ -801,6 +838,7 @@ mod tests {
                 key: SiteKey {
                     operation: Some("<candle_core::Tensor as core::ops::Add>::add".into()),
                     location: Some("src/lib.rs:79".into()),
+                    callers: None,
                 },
             },
             Site {
@@ -808,10 +846,37 @@ mod tests {
                 count: 1,
                 key: SiteKey::default(),
             },
+            Site {
+                bytes: 2048,
+                count: 2,
+                key: SiteKey {
+                    operation: Some("burn::nn::TransformerEncoder<B>::forward".into()),
+                    location: Some("src/lib.rs:40".into()),
+                    callers: Some("logits() ← step".into()),
+                },
+            },
         ] {
             assert_eq!(Site::from_line(&site.to_line()), Some(site));
         }
         assert_eq!(Site::from_line("x | 1 | - | -"), None);
+        assert!(
+            Site::from_line("2048 | 2 | src/lib.rs:40 | op | logits() ← step")
+                .unwrap()
+                .to_string()
+                .ends_with("at src/lib.rs:40 in logits() ← step (op)")
+        );
+    }
+
+    /// A snapshot written before callers were kept still matches its sites.
+    #[test]
+    fn a_site_without_callers_is_the_same_site() {
+        let old = Site::from_line("100 | 1 | src/lib.rs:40 | op").unwrap();
+        let new = Site::from_line("300 | 1 | src/lib.rs:40 | op | logits() ← step").unwrap();
+        let other = Site::from_line("300 | 1 | src/lib.rs:40 | op | loss() ← step").unwrap();
+        assert!(new.key.same_site(&old.key) && old.key.same_site(&new.key));
+        assert!(!new.key.same_site(&other.key));
+        let c = changes(std::slice::from_ref(&new), Some(&[old]));
+        assert_eq!(c[0].old_bytes, Some(100));
     }
 
     #[test]
@@ -822,6 +887,7 @@ mod tests {
             key: SiteKey {
                 operation: None,
                 location: Some(line.into()),
+                callers: None,
             },
         };
         let new = [
@@ -872,6 +938,7 @@ mod snapshot_tests {
             key: SiteKey {
                 operation: None,
                 location: Some(line.into()),
+                callers: None,
             },
         };
         let all: Vec<Site> = (0..5)

@@ -140,6 +140,7 @@ fn sites() -> Vec<(Category, Vec<Site>)> {
         key: SiteKey {
             operation: operation.map(str::to_owned),
             location: Some(location.to_owned()),
+            callers: None,
         },
     };
     vec![

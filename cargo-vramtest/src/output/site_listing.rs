@@ -49,7 +49,11 @@ pub fn render(test: &str, body: Option<&Body>, sites: &Sites) -> String {
 
 fn table(out: &mut String, sites: &[Site]) {
     let shown = &sites[..sites.len().min(SHOWN)];
-    let width = shown.iter().map(|s| location(s).len()).max().unwrap_or(0);
+    let width = shown
+        .iter()
+        .map(|s| location(s).chars().count())
+        .max()
+        .unwrap_or(0);
     for s in shown {
         let blocks = format!("{} block{}", s.count, if s.count == 1 { "" } else { "s" });
         let _ = writeln!(
@@ -76,8 +80,13 @@ fn table(out: &mut String, sites: &[Site]) {
     }
 }
 
-fn location(s: &Site) -> &str {
-    s.key.location.as_deref().unwrap_or("(no line of yours)")
+/// The line of the user's, with the functions that led there from the step.
+fn location(s: &Site) -> String {
+    let line = s.key.location.as_deref().unwrap_or("(no line of yours)");
+    match &s.key.callers {
+        Some(callers) => format!("{line} in {callers}"),
+        None => line.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +103,7 @@ mod tests {
             key: SiteKey {
                 operation: Some(op.into()),
                 location: location.map(str::to_owned),
+                callers: None,
             },
         }
     }

@@ -37,7 +37,13 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
     let (mut profile, timeline) =
         timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
     profile.baseline_bytes = baseline;
-    let sites = site_capture::outcome(&invocation.sites, plan.as_ref(), &events, package_dir);
+    let sites = site_capture::outcome(
+        &invocation.sites,
+        plan.as_ref(),
+        &events,
+        package_dir,
+        def.name,
+    );
     // The pool model as the package's metadata sets it (`pool_alignment`, `pool_granule`),
     // read as the parent reads it (the parent checked the environment already).
     let model = vramtest_model::env::HarnessEnv::from_env()

@@ -32,12 +32,13 @@ pub(super) fn prepare(mode: &SitesMode) -> Result<Option<Plan>, String> {
 }
 
 /// What the child's `mode` asks of the events it just recorded (`traces`: what the
-/// probe captured).
+/// probe captured) for the step function `step`.
 pub(super) fn outcome(
     mode: &SitesMode,
     plan: Option<&Plan>,
     events: &[Event],
     package_dir: &Path,
+    step: &str,
 ) -> Option<SitesOutcome> {
     let traces = match mode {
         SitesMode::Off => return None,
@@ -66,7 +67,7 @@ pub(super) fn outcome(
         }
         _ => Capture::Everything,
     };
-    let keys = symbolize(&traces, package_dir);
+    let keys = symbolize(&traces, package_dir, step);
     let mut found = peaks.sites(capture, traces.len() as u64, |call| {
         keys.get(&call).cloned()
     });
@@ -89,9 +90,13 @@ struct Frame {
 
 /// The site of each captured call, symbolized from this binary's debug info. Each
 /// distinct return address is resolved once.
-fn symbolize(traces: &[(Call, Vec<usize>)], package_dir: &Path) -> HashMap<Call, SiteKey> {
+fn symbolize(
+    traces: &[(Call, Vec<usize>)],
+    package_dir: &Path,
+    step: &str,
+) -> HashMap<Call, SiteKey> {
     let mut resolved: HashMap<usize, Vec<Frame>> = HashMap::new();
-    let places = Places::new(package_dir);
+    let places = Places::new(package_dir, step);
     traces
         .iter()
         .map(|(call, ips)| {
@@ -128,38 +133,55 @@ struct Places {
     package_dir: PathBuf,
     /// Where cargo keeps downloaded crates (`$CARGO_HOME`, else `~/.cargo`).
     cargo_home: Option<PathBuf>,
+    /// The step function's name: where a trace's callers end.
+    step: String,
 }
 
 impl Places {
-    fn new(package_dir: &Path) -> Places {
+    fn new(package_dir: &Path, step: &str) -> Places {
         let cargo_home = std::env::var_os("CARGO_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
         Places {
             package_dir: package_dir.to_path_buf(),
             cargo_home,
+            step: step.to_owned(),
         }
     }
 
     /// The site of one trace (frames innermost first): the first frame outside the
-    /// standard library and vramtest (the operation), and the first frame in the
-    /// user's own code (the location).
+    /// standard library and vramtest (the operation), the first frame in the user's
+    /// own code (the location), and the user's functions from there out to the step
+    /// (the callers: `logits() ← step`; `logits() ← …` when the trace ends before it).
     fn site(&self, frames: impl Iterator<Item = Frame>) -> SiteKey {
         let mut key = SiteKey::default();
+        let mut callers: Vec<String> = Vec::new();
         for frame in frames {
-            if frame.name.as_deref().is_some_and(is_internal) || frame.name.is_none() {
+            let Some(name) = frame.name.as_deref().filter(|n| !is_internal(n)) else {
+                continue;
+            };
+            if key.operation.is_none() {
+                key.operation = Some(name.to_owned());
+            }
+            let (Some(file), Some(line)) = (&frame.file, frame.line) else {
+                continue;
+            };
+            if !self.is_users(file) {
                 continue;
             }
-            if key.operation.is_none() {
-                key.operation = frame.name.clone();
-            }
-            if let (Some(file), Some(line)) = (&frame.file, frame.line)
-                && self.is_users(file)
-            {
+            if key.location.is_none() {
                 key.location = Some(format!("{}:{line}", self.shown(file)));
-                break;
+            }
+            let function = function_name(name);
+            if callers.last() != Some(&function) {
+                callers.push(function);
+            }
+            if callers.last() == Some(&self.step) {
+                key.callers = callers_text(&callers, true);
+                return key;
             }
         }
+        key.callers = callers_text(&callers, false);
         key
     }
 
@@ -192,6 +214,33 @@ impl Places {
             .to_string_lossy()
             .replace('\\', "/")
     }
+}
+
+/// A function's own name from its demangled path, its closures folded into it:
+/// `app::Model::logits::{{closure}}` is `logits`.
+fn function_name(name: &str) -> String {
+    let mut name = name;
+    while let Some(outer) = name.strip_suffix("::{{closure}}") {
+        name = outer;
+    }
+    name.rsplit("::").next().unwrap_or(name).to_owned()
+}
+
+/// The callers' line, innermost first: `logits() ← forward() ← step` when they
+/// `reached` the step (named bare, last), else `logits() ← forward() ← …`; `None` for
+/// the step alone (the location says it) or no function of the user's.
+fn callers_text(callers: &[String], reached: bool) -> Option<String> {
+    let (inner, last) = match (reached, callers.split_last()) {
+        (true, Some((step, inner))) => (inner, step.as_str()),
+        (false, Some(_)) => (callers, "…"),
+        (_, None) => return None,
+    };
+    if inner.is_empty() {
+        return None;
+    }
+    let mut text: Vec<String> = inner.iter().map(|f| format!("{f}()")).collect();
+    text.push(last.to_owned());
+    Some(text.join(" ← "))
 }
 
 /// Crates whose frames are never the answer: the standard library, the allocator
@@ -273,6 +322,7 @@ mod tests {
         let places = Places {
             package_dir: "/work/app".into(),
             cargo_home: Some("/home/u/.cargo".into()),
+            step: "mlp_adamw".into(),
         };
         let frames = vec![
             frame(
@@ -298,8 +348,63 @@ mod tests {
             SiteKey {
                 operation: Some("candle_core::cpu_backend::copy".into()),
                 location: Some("src/lib.rs:79".into()),
+                callers: Some("loss() ← mlp_adamw".into()),
             }
         );
+    }
+
+    /// The callers run from the allocating function of the user's out to the step,
+    /// closures folded into their functions and vramtest's frames between them
+    /// skipped; nothing past the step (the binary's `main`) is named.
+    #[test]
+    fn the_callers_are_the_users_functions_up_to_the_step() {
+        let places = Places {
+            package_dir: "/work/app".into(),
+            cargo_home: Some("/home/u/.cargo".into()),
+            step: "step".into(),
+        };
+        let lib = "/home/u/.cargo/registry/src/index.crates.io-1/burn-0.18.0/src/encoder.rs";
+        let trace = |outermost: &[Frame]| {
+            let mut frames = vec![
+                frame(
+                    "alloc::raw_vec::RawVec<T>::allocate",
+                    "/rustc/abc/raw_vec.rs",
+                    10,
+                ),
+                frame("burn::nn::TransformerEncoder<B>::forward", lib, 80),
+                frame("app::Model::logits", "/work/app/src/lib.rs", 40),
+                frame("app::Model::loss", "/work/app/src/lib.rs", 60),
+                frame("vram::step::{{closure}}", "/work/app/tests/vram.rs", 12),
+                frame(
+                    "vramtest::step::Step::forward",
+                    "/work/vramtest/src/step.rs",
+                    5,
+                ),
+            ];
+            frames.extend(outermost.iter().cloned());
+            places.site(frames.into_iter())
+        };
+        let key = trace(&[
+            frame("vram::step", "/work/app/tests/vram.rs", 12),
+            frame("vram::main", "/work/app/tests/vram.rs", 30),
+        ]);
+        assert_eq!(key.location.as_deref(), Some("src/lib.rs:40"));
+        assert_eq!(key.callers.as_deref(), Some("logits() ← loss() ← step"));
+        // The step's closure is the step's.
+        assert_eq!(
+            trace(&[]).callers.as_deref(),
+            Some("logits() ← loss() ← step")
+        );
+        // A trace cut short before the step says so.
+        let cut = places.site(
+            vec![
+                frame("burn::nn::TransformerEncoder<B>::forward", lib, 80),
+                frame("app::Model::logits", "/work/app/src/lib.rs", 40),
+                frame("app::Model::loss", "/work/app/src/lib.rs", 60),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(cut.callers.as_deref(), Some("logits() ← loss() ← …"));
     }
 
     #[test]
@@ -307,6 +412,7 @@ mod tests {
         let places = Places {
             package_dir: "/work/ws/crates/app".into(),
             cargo_home: Some("/home/u/.cargo".into()),
+            step: "step".into(),
         };
         let key = places.site(
             vec![frame(

@@ -391,6 +391,7 @@ mod tests {
             key: SiteKey {
                 operation: Some("lib::op".into()),
                 location: Some(format!("src/lib.rs:{line}")),
+                callers: None,
             },
         };
         Sites {
