@@ -21,14 +21,7 @@ use vramtest_model::{Body, Category};
 const AT: [(&str, u64); 3] = [("batch", 4), ("layers", 6), ("seq", 192)];
 
 /// The categories that hold tensors, each held to 3%.
-const TENSORS: [Category; 6] = [
-    Category::Parameters,
-    Category::Gradients,
-    Category::OptimizerState,
-    Category::Activations,
-    Category::Inputs,
-    Category::Temporaries,
-];
+const TENSORS: [Category; 6] = Category::TENSORS;
 
 fn body(r: &common::Run, test: &str) -> Body {
     let report = r.report(test);

@@ -17,14 +17,7 @@ use vramtest_model::{Body, Category};
 const AT: [(&str, u64); 4] = [("batch", 2), ("hidden", 32), ("layers", 6), ("seq", 320)];
 
 /// The categories that hold tensors, each held to 3%.
-const TENSORS: [Category; 6] = [
-    Category::Parameters,
-    Category::Gradients,
-    Category::OptimizerState,
-    Category::Activations,
-    Category::Inputs,
-    Category::Temporaries,
-];
+const TENSORS: [Category; 6] = Category::TENSORS;
 
 /// `|predicted − measured| / measured`, in percent.
 fn off(predicted: u64, measured: u64) -> f64 {

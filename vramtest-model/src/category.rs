@@ -31,6 +31,17 @@ pub enum Category {
 }
 
 impl Category {
+    /// The categories that hold tensors: what a prediction is held to (`workspace`
+    /// and `untracked` hold none: shown, never gated by `cargo vramtest measure`).
+    pub const TENSORS: [Category; 6] = [
+        Category::Parameters,
+        Category::Gradients,
+        Category::OptimizerState,
+        Category::Activations,
+        Category::Inputs,
+        Category::Temporaries,
+    ];
+
     /// Every category, in report order.
     pub const ALL: [Category; 8] = [
         Category::Parameters,

@@ -12,14 +12,7 @@ use vramtest_model::{Body, Category, HumanBytes};
 
 /// The categories that hold tensors, each held to [`TENSOR_PERCENT`]; `workspace` and
 /// `untracked` are shown, never gated.
-pub const TENSORS: [Category; 6] = [
-    Category::Parameters,
-    Category::Gradients,
-    Category::OptimizerState,
-    Category::Activations,
-    Category::Inputs,
-    Category::Temporaries,
-];
+pub const TENSORS: [Category; 6] = Category::TENSORS;
 
 /// How far a tensor category's prediction may miss the measurement, in percent.
 pub const TENSOR_PERCENT: u64 = 3;
