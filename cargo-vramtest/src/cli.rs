@@ -6,6 +6,7 @@ use crate::partition::Partition;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use vramtest_model::settings::DeviceSetting;
+use vramtest_model::sweep::Shard;
 
 /// The exit codes, shown after `--help`. The README repeats this text.
 pub const EXIT_CODES: &str = "\
@@ -351,8 +352,8 @@ pub struct ShowArgs {
     pub ranks: Option<u64>,
     /// With --ranks: zero1 shards the optimizer state, zero2 also the gradients, zero3
     /// (FSDP full shard) also the parameters, one layer's gathered at a time.
-    #[arg(long, value_name = "STAGE", requires = "ranks", value_parser = ["zero1", "zero2", "zero3"])]
-    pub shard: Option<String>,
+    #[arg(long, value_name = "STAGE", requires = "ranks", value_enum)]
+    pub shard: Option<ShardArg>,
     /// With --at: `json` prints one object per snapshot (`at`, `category_bytes`,
     /// `peak_bytes`, `allocated_bytes`, `reserved_bytes`, `fits`, `loo_error`,
     /// `terms`).
@@ -413,6 +414,25 @@ fn device_parser() -> impl clap::builder::TypedValueParser<Value = DeviceSetting
         .map(|s| s.parse().expect("one of the possible values"))
 }
 
+/// `--shard`: a ZeRO stage, named as `vramtest_model::sweep::Shard` displays it. The
+/// variants carry no doc comments, so `--help` lists the names on one line as before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShardArg {
+    Zero1,
+    Zero2,
+    Zero3,
+}
+
+impl From<ShardArg> for Shard {
+    fn from(arg: ShardArg) -> Shard {
+        match arg {
+            ShardArg::Zero1 => Shard::Zero1,
+            ShardArg::Zero2 => Shard::Zero2,
+            ShardArg::Zero3 => Shard::Zero3,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum MessageFormat {
     #[default]
@@ -458,6 +478,14 @@ mod tests {
     #[test]
     fn the_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn shard_names_are_the_stages_names() {
+        for arg in ShardArg::value_variants() {
+            let name = arg.to_possible_value().expect("no variant is skipped");
+            assert_eq!(name.get_name(), Shard::from(*arg).to_string());
+        }
     }
 
     #[test]

@@ -450,20 +450,6 @@ pub enum Shard {
     Zero3,
 }
 
-impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
-        match s {
-            "zero1" => Ok(Shard::Zero1),
-            "zero2" => Ok(Shard::Zero2),
-            "zero3" => Ok(Shard::Zero3),
-            other => Err(format!(
-                "unknown shard `{other}` (expected zero1, zero2 or zero3)"
-            )),
-        }
-    }
-}
-
 impl fmt::Display for Shard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

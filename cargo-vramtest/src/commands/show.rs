@@ -93,12 +93,7 @@ fn show_prediction(
     let point = vramtest_model::sweep::parse_point(at).map_err(|message| Error::Selection {
         message: format!("--at: {message}"),
     })?;
-    let shard = args
-        .shard
-        .as_deref()
-        .map(str::parse::<vramtest_model::sweep::Shard>)
-        .transpose()
-        .map_err(|message| Error::Selection { message })?;
+    let shard = args.shard.map(vramtest_model::sweep::Shard::from);
     let request = Request {
         at: point,
         solve: args.solve.clone(),
