@@ -14,7 +14,7 @@ use common::{build_test_target, copy_fixture, run};
 use vramtest_model::axes::Point;
 use vramtest_model::pool::DEFAULT_GRANULARITY;
 use vramtest_model::report::Status;
-use vramtest_model::sweep::TEMPORARIES_PREFIX;
+use vramtest_model::sweep::Figure;
 use vramtest_model::{Body, Category};
 
 /// The configuration predicted and measured: 2× the grid's layers and sequence length.
@@ -42,7 +42,8 @@ fn off(predicted: u64, measured: u64) -> f64 {
 fn flagged(category: Category, flagged: &[String]) -> bool {
     flagged.iter().any(|f| {
         f == category.as_str()
-            || (category == Category::Temporaries && f.starts_with(TEMPORARIES_PREFIX))
+            || (category == Category::Temporaries
+                && matches!(Figure::parse(f), Some(Figure::TemporariesIn(_))))
     })
 }
 

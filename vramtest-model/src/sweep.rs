@@ -42,9 +42,62 @@ pub const ALLOCATED: &str = "allocated over peak";
 /// (granules, fragmentation).
 pub const RESERVED: &str = "reserved over allocated";
 /// The prefix of a phase's peak (`phase forward`).
-pub const PHASE_PREFIX: &str = "phase ";
+const PHASE_PREFIX: &str = "phase ";
 /// The prefix of a phase's own peak of temporaries (`temporaries in forward`).
-pub const TEMPORARIES_PREFIX: &str = "temporaries in ";
+const TEMPORARIES_PREFIX: &str = "temporaries in ";
+
+/// A figure of a sweep: one series fitted over the grid. Its name (what [`fmt::Display`]
+/// writes) is what a snapshot keys the fit by; [`Figure::parse`] reads it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// The whole peak (`peak`).
+    Peak,
+    /// A category's own peak (`activations`).
+    Category(Category),
+    /// A phase's peak (`phase backward`).
+    Phase(Phase),
+    /// A phase's own peak of temporaries (`temporaries in forward`).
+    TemporariesIn(Phase),
+    /// What the pool's allocated peak adds to the peak (`allocated over peak`).
+    AllocatedOverPeak,
+    /// What the pool's reserved peak adds to its allocated one (`reserved over
+    /// allocated`).
+    ReservedOverAllocated,
+}
+
+impl Figure {
+    /// Every figure a run can give.
+    pub fn all() -> impl Iterator<Item = Figure> {
+        let fixed = [
+            Figure::Peak,
+            Figure::AllocatedOverPeak,
+            Figure::ReservedOverAllocated,
+        ];
+        fixed
+            .into_iter()
+            .chain(Category::ALL.map(Figure::Category))
+            .chain(Phase::ALL.map(Figure::Phase))
+            .chain(Phase::ALL.map(Figure::TemporariesIn))
+    }
+
+    /// The figure `name` stands for; `None` for a name no run writes.
+    pub fn parse(name: &str) -> Option<Figure> {
+        Figure::all().find(|f| f.to_string() == name)
+    }
+}
+
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Figure::Peak => f.write_str(PEAK),
+            Figure::Category(c) => f.write_str(c.as_str()),
+            Figure::Phase(p) => write!(f, "{PHASE_PREFIX}{p}"),
+            Figure::TemporariesIn(p) => write!(f, "{TEMPORARIES_PREFIX}{p}"),
+            Figure::AllocatedOverPeak => f.write_str(ALLOCATED),
+            Figure::ReservedOverAllocated => f.write_str(RESERVED),
+        }
+    }
+}
 
 /// What one run of a grid measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,9 +185,9 @@ impl AxesSweep {
     /// Fits every figure of `runs`, one per point of `grid`.
     pub fn fit(grid: &Grid, runs: &[GridRun]) -> Result<AxesSweep, AxesError> {
         let mut series: BTreeMap<String, Vec<(Point, u64)>> = BTreeMap::new();
-        let mut add = |figure: String, point: &Point, bytes: u64| {
+        let mut add = |figure: Figure, point: &Point, bytes: u64| {
             series
-                .entry(figure)
+                .entry(figure.to_string())
                 .or_default()
                 .push((point.clone(), bytes));
         };
@@ -160,27 +213,27 @@ impl AxesSweep {
         for run in runs {
             // With every phase fitted, the peak is their maximum: no fit of its own.
             if !by_phase || common_phases.is_empty() {
-                add(PEAK.to_owned(), &run.point, run.peak_bytes);
+                add(Figure::Peak, &run.point, run.peak_bytes);
             }
             for (category, bytes) in run.category_peaks.iter() {
-                add(category.as_str().to_owned(), &run.point, bytes);
+                add(Figure::Category(category), &run.point, bytes);
             }
             if by_phase {
                 for phase in &common_phases {
-                    add(phase_figure(*phase), &run.point, run.phase_peaks[phase]);
+                    add(Figure::Phase(*phase), &run.point, run.phase_peaks[phase]);
                 }
             }
             if by_phase_temporaries {
                 for phase in &temporaries_phases {
-                    let figure = format!("{TEMPORARIES_PREFIX}{phase}");
+                    let figure = Figure::TemporariesIn(*phase);
                     add(figure, &run.point, run.phase_temporaries[phase]);
                 }
             }
             if let (true, Some(pool)) = (with_pool, run.pool) {
                 let over_peak = pool.allocated_bytes.saturating_sub(run.peak_bytes);
                 let over_allocated = pool.reserved_bytes.saturating_sub(pool.allocated_bytes);
-                add(ALLOCATED.to_owned(), &run.point, over_peak);
-                add(RESERVED.to_owned(), &run.point, over_allocated);
+                add(Figure::AllocatedOverPeak, &run.point, over_peak);
+                add(Figure::ReservedOverAllocated, &run.point, over_allocated);
             }
         }
         let fitted = AxesScaling::fit(grid, &series)?;
@@ -196,19 +249,38 @@ impl AxesSweep {
         Grid::from_map(&self.axes)
     }
 
-    /// The fits of the phases' peaks, by phase name.
-    fn phase_fits(&self) -> impl Iterator<Item = (&str, &Fit)> {
+    /// The fits of the figures a run writes (a name none writes is left out).
+    fn fits(&self) -> impl Iterator<Item = (Figure, &Fit)> {
         self.figures
             .iter()
-            .filter_map(|(k, f)| k.strip_prefix(PHASE_PREFIX).map(|p| (p, f)))
+            .filter_map(|(k, f)| Some((Figure::parse(k)?, f)))
     }
 
-    fn figure(&self, name: &str) -> Result<&Fit, AxesError> {
-        self.figures
-            .get(name)
-            .ok_or_else(|| AxesError::UnknownFigure {
-                figure: name.to_owned(),
-            })
+    /// The fits of the phases' peaks, by phase name.
+    fn phase_fits(&self) -> impl Iterator<Item = (&str, &Fit)> {
+        self.fits().filter_map(|(figure, f)| match figure {
+            Figure::Phase(p) => Some((p.as_str(), f)),
+            _ => None,
+        })
+    }
+
+    /// The fits of the phases' own peaks of temporaries, by phase name.
+    fn temporaries_fits(&self) -> impl Iterator<Item = (&str, &Fit)> {
+        self.fits().filter_map(|(figure, f)| match figure {
+            Figure::TemporariesIn(p) => Some((p.as_str(), f)),
+            _ => None,
+        })
+    }
+
+    /// `figure`'s fit, when the sweep has one.
+    fn get(&self, figure: Figure) -> Option<&Fit> {
+        self.figures.get(&figure.to_string())
+    }
+
+    fn figure(&self, figure: Figure) -> Result<&Fit, AxesError> {
+        self.get(figure).ok_or_else(|| AxesError::UnknownFigure {
+            figure: figure.to_string(),
+        })
     }
 
     /// Predicts every figure at `at`, which must give every axis a positive value and
@@ -254,19 +326,11 @@ impl AxesSweep {
             interpolated: BTreeMap::new(),
         };
         for category in Category::ALL {
-            let p = self.figure(category.as_str())?.predict(at)?;
+            let p = self.figure(Figure::Category(category))?.predict(at)?;
             estimate.category_bytes.insert(category, p.bytes);
         }
-        let temporaries = self
-            .figures
-            .iter()
-            .filter_map(|(k, f)| k.strip_prefix(TEMPORARIES_PREFIX).map(|p| (p, f)));
-        if self
-            .figures
-            .keys()
-            .any(|k| k.starts_with(TEMPORARIES_PREFIX))
-        {
-            let max = predict_max(temporaries, at)?;
+        if self.temporaries_fits().next().is_some() {
+            let max = predict_max(self.temporaries_fits(), at)?;
             estimate
                 .category_bytes
                 .insert(Category::Temporaries, max.bytes);
@@ -276,9 +340,13 @@ impl AxesSweep {
             estimate.peak_bytes = max.bytes;
             estimate.peak_phase = Some(max.phase);
         } else {
-            estimate.peak_bytes = self.figure(PEAK)?.predict(at)?.bytes;
+            estimate.peak_bytes = self.figure(Figure::Peak)?.predict(at)?.bytes;
         }
-        if let (Some(a), Some(r)) = (self.figures.get(ALLOCATED), self.figures.get(RESERVED)) {
+        let pool = (
+            self.get(Figure::AllocatedOverPeak),
+            self.get(Figure::ReservedOverAllocated),
+        );
+        if let (Some(a), Some(r)) = pool {
             // Each block's alignment waste follows the sizes' remainders, not a
             // polynomial: a flagged fit of it is left out rather than extrapolated.
             let over_peak = if a.flag(&grid).is_some() {
@@ -380,8 +448,7 @@ impl Estimate {
         self.flagged
             .iter()
             .filter(|f| {
-                f.strip_prefix(PHASE_PREFIX)
-                    .is_some_and(|phase| phase != winner.as_str())
+                matches!(Figure::parse(f), Some(Figure::Phase(phase)) if phase.as_str() != winner)
             })
             .map(String::as_str)
             .collect()
@@ -397,11 +464,6 @@ impl Estimate {
     pub fn fits(&self, memory: u64, allowance: u64) -> bool {
         self.device_bytes().saturating_add(allowance) <= memory
     }
-}
-
-/// The figure name of `phase`'s peak.
-pub fn phase_figure(phase: Phase) -> String {
-    format!("{PHASE_PREFIX}{phase}")
 }
 
 /// `layers=32,seq=4096`: each axis once, each value a positive integer. Errors name the
@@ -512,7 +574,7 @@ pub fn project(
     }
     let gathered_bytes = match (shard, estimate.at.get("layers")) {
         (Shard::Zero3, Some(&layers)) => {
-            let fit = sweep.figure(Category::Parameters.as_str())?;
+            let fit = sweep.figure(Figure::Category(Category::Parameters))?;
             let mut below = estimate.at.clone();
             below.insert("layers".into(), layers - 1);
             let diff = fit.terms.eval(&estimate.at)? - fit.terms.eval(&below)?;
@@ -665,18 +727,12 @@ pub fn compare_target(
         let limit = limit_of(category);
         let regressed = n - o > limit.slack(o);
         let figure = match category {
-            Some(_) => name.clone(),
+            Some(c) => Figure::Category(c),
             None => peak_figure(new, &target.at),
         };
-        let mut why = term_that_grew(
-            &name,
-            old.figures.get(&figure),
-            new.figures.get(&figure),
-            &target.at,
-        );
+        let mut why = term_that_grew(&name, old.get(figure), new.get(figure), &target.at);
         if let Some(caveat) = new
-            .figures
-            .get(&figure)
+            .get(figure)
             .and_then(|fit| flag_caveat(fit, grid.as_ref()?))
         {
             why = format!("{why}; {caveat}");
@@ -685,7 +741,7 @@ pub fn compare_target(
             && let Some(grid) = &grid
         {
             for (phase, fit) in new.phase_fits() {
-                if figure.strip_prefix(PHASE_PREFIX) != Some(phase)
+                if !matches!(figure, Figure::Phase(p) if p.as_str() == phase)
                     && let Some(caveat) = flag_caveat(fit, grid)
                 {
                     why = format!("{why}; within the peak's maximum, phase {phase}: {caveat}");
@@ -721,13 +777,14 @@ fn flag_caveat(fit: &Fit, grid: &Grid) -> Option<String> {
 }
 
 /// The figure the target's peak comes from: the highest phase at `at`, else `peak`.
-fn peak_figure(sweep: &AxesSweep, at: &Point) -> String {
+fn peak_figure(sweep: &AxesSweep, at: &Point) -> Figure {
     if sweep.phase_fits().next().is_some()
         && let Ok(max) = predict_max(sweep.phase_fits(), at)
+        && let Some(phase) = Phase::ALL.into_iter().find(|p| p.as_str() == max.phase)
     {
-        return format!("{PHASE_PREFIX}{}", max.phase);
+        return Figure::Phase(phase);
     }
-    PEAK.into()
+    Figure::Peak
 }
 
 /// `activations: +512 B × batch·seq·layers` when both fits have the same terms (the
@@ -786,4 +843,28 @@ pub fn show_axes(axes: &BTreeMap<String, Vec<u64>>) -> String {
         .map(|(k, v)| format!("{k} = {v:?}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figure_names_read_back_as_the_figure() {
+        let names: Vec<String> = Figure::all().map(|f| f.to_string()).collect();
+        for (figure, name) in Figure::all().zip(&names) {
+            assert_eq!(Figure::parse(name), Some(figure), "{name}");
+        }
+        for name in [
+            "peak",
+            "allocated over peak",
+            "reserved over allocated",
+            "optimizer_state",
+            "phase optimizer_step",
+            "temporaries in backward",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name}");
+        }
+        assert_eq!(Figure::parse("phase nowhere"), None);
+    }
 }
