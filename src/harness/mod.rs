@@ -9,7 +9,7 @@
 mod child;
 mod fd;
 mod parent;
-mod protocol;
+pub(crate) mod protocol;
 mod registry;
 
 pub use registry::{Options, TestDef};

@@ -3,26 +3,30 @@
 //! feature there is never a device.
 
 use crate::step::Device;
+use vramtest_model::device::CudaFound;
+
+/// The CUDA probe as a [`Backend`](super::backend::Backend): the pool of device `ordinal` (the
+/// child measures with it in `harness::child::measure`; without the `cuda` feature its
+/// tests are ignored).
+pub(crate) struct Cuda {
+    /// The device's ordinal among those the process sees.
+    pub(crate) ordinal: usize,
+}
 
 #[cfg(feature = "cuda")]
 mod imp {
-    use super::Device;
+    use super::CudaFound;
     use crate::probe::{self, DeviceProbe};
-    use vramtest_cuda::{Availability, CudarcDriver, PoolSession};
+    use vramtest_cuda::{CudarcDriver, PoolSession};
     use vramtest_model::Event;
 
     /// A measuring session on one device.
     pub(crate) type Session = PoolSession<CudarcDriver>;
 
-    /// The first CUDA device, or why there is none ("no CUDA driver: …", "no CUDA
-    /// device: …", "CUDA driver too old: …").
-    pub(crate) fn first_device() -> Result<Device, String> {
-        match vramtest_cuda::detect() {
-            Availability::Ready { .. } => Ok(Device::Cuda(0)),
-            other => Err(other
-                .reason()
-                .unwrap_or_else(|| "no CUDA device".to_owned())),
-        }
+    /// What the driver offers: the device count, or why there is none ("no CUDA
+    /// driver: …", "no CUDA device: …", "CUDA driver too old: …").
+    pub(crate) fn found() -> CudaFound {
+        vramtest_cuda::detect().into()
     }
 
     /// The session as a device probe; the first driver error is kept for the report.
@@ -64,12 +68,22 @@ mod imp {
 
 #[cfg(not(feature = "cuda"))]
 mod imp {
-    use super::Device;
+    use super::CudaFound;
 
     /// Built without the `cuda` feature: there is never a CUDA device.
-    pub(crate) fn first_device() -> Result<Device, String> {
-        Err("no CUDA driver (vramtest was built without its `cuda` feature)".into())
+    pub(crate) fn found() -> CudaFound {
+        CudaFound::Unavailable {
+            reason: "no CUDA driver (vramtest was built without its `cuda` feature)".into(),
+        }
     }
 }
 
 pub(crate) use imp::*;
+
+/// The first CUDA device, or why there is none.
+pub(crate) fn first_device() -> Result<Device, String> {
+    match found() {
+        CudaFound::Ready { .. } => Ok(Device::Cuda(0)),
+        CudaFound::Unavailable { reason } => Err(reason),
+    }
+}

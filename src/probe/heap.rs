@@ -10,6 +10,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use vramtest_model::{Category, Event, Phase};
 
+/// The heap probe as a [`Backend`](super::backend::Backend): every heap allocation of the test's
+/// process (the child measures with it in `harness::child::measure`).
+pub(crate) struct Heap;
+
 /// A global allocator that reports every allocation to the recorder, around `A`
 /// (`System` unless the user names their own with `vramtest::main!(allocator = ..)`).
 pub struct Counting<A> {

@@ -53,6 +53,19 @@ impl Availability {
     }
 }
 
+/// What the device decision ([`vramtest_model::device::choose`]) is told: ready with
+/// the device count, or unavailable with the reason.
+impl From<Availability> for vramtest_model::device::CudaFound {
+    fn from(found: Availability) -> Self {
+        match found {
+            Availability::Ready { devices } => Self::Ready { devices },
+            Availability::Unavailable(why) => Self::Unavailable {
+                reason: why.to_string(),
+            },
+        }
+    }
+}
+
 impl fmt::Display for Availability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -3,6 +3,7 @@
 //! - [`ledger`] turns a probe's event stream into a [`Profile`] (the classification
 //!   rule lives in [`ledger::classify`]);
 //! - [`snapshot`] is the file format shared by the test harness and `cargo vramtest`;
+//! - [`device`] decides the device a run measures on, for the harness and the CLI;
 //! - [`settings`] reads the `vramtest` metadata tables and merges them into the
 //!   [`Policy`] a result is held to; [`LimitKey`] names each limit;
 //! - [`policy`] decides whether a new result regressed against a snapshot;
@@ -18,6 +19,7 @@
 pub mod axes;
 pub mod bytes;
 pub mod category;
+pub mod device;
 pub mod env;
 pub mod explain;
 pub mod fit;

@@ -1,14 +1,27 @@
 //! One test measured in this process: on the CPU heap, or on a CUDA device; either
-//! way a [`ChildResult`].
+//! way a [`ChildResult`]. Each backend's [`Backend`] impl is here.
 
 use super::{site_capture, timeline};
 use crate::harness::protocol::{ChildResult, Invocation};
 use crate::harness::registry::TestDef;
+use crate::probe::backend::Backend;
 use crate::probe::heap;
 use crate::step::{Device, Step};
 use std::path::Path;
 use vramtest_model::pool;
 use vramtest_model::snapshot::Info;
+
+impl Backend for heap::Heap {
+    fn measure(&self, def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResult {
+        heap(def, invocation, package_dir)
+    }
+}
+
+impl Backend for crate::probe::cuda::Cuda {
+    fn measure(&self, def: &TestDef, invocation: &Invocation, _package_dir: &Path) -> ChildResult {
+        cuda(def, self.ordinal, invocation)
+    }
+}
 
 /// The `tool` of a snapshot's info.
 fn tool() -> String {
@@ -16,7 +29,7 @@ fn tool() -> String {
 }
 
 /// Measures `def` on the CPU heap (capturing call sites as the invocation asks).
-pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResult {
+fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResult {
     if !heap::installed() {
         return ChildResult::Failed {
             message: "the counting allocator is not installed (hint: end the test file with `vramtest::main!();`, which installs it)".into(),
@@ -71,7 +84,7 @@ pub(super) fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -
 
 /// Measures `def` on CUDA device `ordinal`.
 #[cfg(feature = "cuda")]
-pub(super) fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
+fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
     use crate::cuda_tracker::{failed_request, unavailable};
     use crate::probe::cuda;
     if let Err(reason) = cuda::first_device() {
@@ -157,7 +170,7 @@ fn finish_cuda(session: crate::probe::cuda::Session, unread_axes: Vec<String>) -
 
 /// Built without the `cuda` feature: a CUDA test is ignored.
 #[cfg(not(feature = "cuda"))]
-pub(super) fn cuda(_def: &TestDef, _ordinal: usize, _invocation: &Invocation) -> ChildResult {
+fn cuda(_def: &TestDef, _ordinal: usize, _invocation: &Invocation) -> ChildResult {
     ChildResult::Ignored {
         reason: crate::probe::cuda::first_device().unwrap_err(),
     }

@@ -10,7 +10,6 @@ mod timeline;
 
 use super::protocol::{ChildResult, Invocation};
 use super::registry;
-use crate::step::Device;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -62,8 +61,5 @@ fn run(invocation: &Invocation, package_dir: &Path) -> ChildResult {
     if let Err(message) = threads::pin(invocation.threads) {
         return ChildResult::Failed { message };
     }
-    match invocation.device {
-        Device::Cpu => measure::heap(def, invocation, package_dir),
-        Device::Cuda(n) => measure::cuda(def, n, invocation),
-    }
+    crate::probe::backend::backend(invocation.device).measure(def, invocation, package_dir)
 }

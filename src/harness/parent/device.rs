@@ -1,55 +1,31 @@
-//! The device a run measures on: `cpu`, `cuda` (or the run ends), or `auto`.
+//! The device a run measures on, as [`vramtest_model::device::choose`] decides it from
+//! the setting (`cpu`, `cuda` or `auto`) and what the CUDA probe finds.
 
-use crate::probe::cuda::first_device;
+use crate::probe::cuda;
 use crate::step::Device;
+use vramtest_model::device::{self, DeviceChoice};
 use vramtest_model::settings::DeviceSetting;
 
-/// The device for `choice`, or why there is none (the tests are then ignored).
+/// The device for `choice`, or the error that ends the run with exit code 2 before any
+/// test runs, naming what is missing (a run that asked for CUDA must not pass by
+/// ignoring every test on a machine whose driver broke).
 /// `by_cargo_vramtest`: the run is one of `cargo vramtest`'s, which says once per run
 /// that it measures on the CPU, so this test binary does not say it again.
 pub(super) fn select(choice: DeviceSetting, by_cargo_vramtest: bool) -> Result<Device, String> {
-    match choice {
-        DeviceSetting::Cpu => Ok(Device::Cpu),
-        DeviceSetting::Cuda => Ok(require()),
-        DeviceSetting::Auto => {
-            let (device, note) = auto(first_device(), by_cargo_vramtest);
-            if let Some(note) = note {
-                eprintln!("{note}");
-            }
-            Ok(device)
-        }
+    let choice = device::choose(choice, cuda::found).map_err(|e| e.to_string())?;
+    if let Some(note) = note(&choice, by_cargo_vramtest) {
+        eprintln!("{note}");
     }
+    Ok(match choice {
+        DeviceChoice::Cuda { .. } => Device::Cuda(0),
+        DeviceChoice::Cpu | DeviceChoice::CpuFallback { .. } => Device::Cpu,
+    })
 }
 
-/// The device for a run that asked for CUDA explicitly (`VRAMTEST_DEVICE=cuda`,
-/// `device = "cuda"`): the first CUDA device, or the process ends with exit code 2
-/// before any test runs, naming what is missing (a run asked for CUDA must not pass by
-/// ignoring every test on a machine whose driver broke).
-fn require() -> Device {
-    match first_device() {
-        Ok(device) => device,
-        Err(reason) => {
-            eprintln!(
-                "error: CUDA was asked for (VRAMTEST_DEVICE=cuda or device = \"cuda\" in the \
-                 metadata), but {reason}"
-            );
-            std::process::exit(2);
-        }
-    }
-}
-
-/// The device for `device = "auto"` from what the probe `found`: the first CUDA
-/// device, else the CPU with the note to print (once per test binary under plain
-/// `cargo test`; none under `cargo vramtest`, which said it once for the whole run).
-fn auto(found: Result<Device, String>, by_cargo_vramtest: bool) -> (Device, Option<String>) {
-    match found {
-        Ok(device) => (device, None),
-        Err(_) if by_cargo_vramtest => (Device::Cpu, None),
-        Err(reason) => (
-            Device::Cpu,
-            Some(format!("note: measuring on the CPU ({reason})")),
-        ),
-    }
+/// The note to print for `choice`: once per test binary under plain `cargo test`;
+/// none under `cargo vramtest`, which said it once for the whole run.
+fn note(choice: &DeviceChoice, by_cargo_vramtest: bool) -> Option<String> {
+    choice.note().filter(|_| !by_cargo_vramtest)
 }
 
 #[cfg(test)]
@@ -58,15 +34,15 @@ mod tests {
 
     #[test]
     fn the_cpu_note_is_said_once_per_binary_under_cargo_test_only() {
-        let none = || Err("no CUDA driver: libcuda could not be loaded".to_owned());
-        let (device, note) = auto(none(), false);
-        assert!(matches!(device, Device::Cpu));
+        let fallback = DeviceChoice::CpuFallback {
+            reason: "no CUDA driver: libcuda could not be loaded".to_owned(),
+        };
         assert_eq!(
-            note.as_deref(),
+            note(&fallback, false).as_deref(),
             Some("note: measuring on the CPU (no CUDA driver: libcuda could not be loaded)")
         );
-        let (device, note) = auto(none(), true);
-        assert!(matches!(device, Device::Cpu));
-        assert_eq!(note, None);
+        assert_eq!(note(&fallback, true), None);
+        assert_eq!(note(&DeviceChoice::Cpu, false), None);
+        assert_eq!(note(&DeviceChoice::Cuda { devices: 1 }, false), None);
     }
 }

@@ -55,14 +55,14 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
     let env = HarnessEnv::from_env()?;
     let settings = crate::manifests::of_run(&env, &target.manifest_dir)?;
     // `cargo vramtest` hands its settings down; plain `cargo test` does not.
-    let device = device::select(env.device_for(&settings), env.settings.is_some());
-    if matches!(device, Ok(crate::step::Device::Cuda(_))) && args.test_threads.is_none() {
+    let device = device::select(env.device_for(&settings), env.settings.is_some())?;
+    if matches!(device, crate::step::Device::Cuda(_)) && args.test_threads.is_none() {
         // Tests that share one GPU would see each other in its memory figures.
         args.test_threads = Some(1);
     }
     let context = Arc::new(RunContext {
         target,
-        device,
+        device: Ok(device),
         mode: SnapshotMode {
             update: env.update(),
             check: env.check,
