@@ -6,26 +6,36 @@ use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::collections::BTreeMap;
 use vramtest_model::Profile;
-use vramtest_model::axes::{Flag, Grid, Point};
+use vramtest_model::axes::{AxesError, Flag, Grid, Point};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::sweep::{AxesSweep, GridRun};
 
 /// The grid of `def`'s named axes (`None` without `axes(..)`), in the attribute's
 /// order; the macro checked it with the same rules.
-fn named_grid(def: &TestDef) -> Option<Result<Grid, String>> {
+fn named_grid(def: &TestDef) -> Option<Result<Grid, AxesError>> {
     let axes = def.options.axes;
     (!axes.is_empty()).then(|| {
         Grid::new(
             axes.iter()
                 .map(|&(k, v)| (k, v.iter().map(|&n| n as u64).collect::<Vec<_>>())),
         )
-        .map_err(|e| e.to_string())
     })
+}
+
+/// Why a sweep over named axes has no fit; the report says it in words, once.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum GridError {
+    /// The grid, or a figure that could not be fitted on it.
+    #[error(transparent)]
+    Fit(#[from] AxesError),
+    /// The target (`target(..)`) could not be predicted.
+    #[error("target: {0}")]
+    Target(AxesError),
 }
 
 /// The points `def` runs at, in order: the first is the one its snapshot's figures
 /// describe.
-pub(super) fn points(def: &TestDef) -> Result<Vec<RunPoint>, String> {
+pub(super) fn points(def: &TestDef) -> Result<Vec<RunPoint>, AxesError> {
     if let Some(grid) = named_grid(def) {
         let grid = grid?;
         let in_order = |p: &Point| {
@@ -97,19 +107,15 @@ pub(super) fn fit(
     def: &TestDef,
     runs: &[GridRun],
     granule: u64,
-) -> Result<Option<AxesSweep>, String> {
+) -> Result<Option<AxesSweep>, GridError> {
     let Some(grid) = named_grid(def) else {
         return Ok(None);
     };
-    let mut sweep = AxesSweep::fit(&grid?, runs).map_err(|e| e.to_string())?;
+    let mut sweep = AxesSweep::fit(&grid?, runs)?;
     let target = def.options.target;
     if !target.is_empty() {
         let at = to_point(target);
-        sweep.target = Some(
-            sweep
-                .target_at(&at, granule)
-                .map_err(|e| format!("target: {e}"))?,
-        );
+        sweep.target = Some(sweep.target_at(&at, granule).map_err(GridError::Target)?);
     }
     Ok(Some(sweep))
 }

@@ -8,6 +8,7 @@ use crate::harness::protocol::RunPoint;
 use std::path::PathBuf;
 use vramtest_chart::Timeline;
 use vramtest_model::fit::SweepFit;
+use vramtest_model::limit::{ParseLimitError, UnknownLimitKey};
 use vramtest_model::pool::{PoolPeaks, Prediction};
 use vramtest_model::sites::Sites;
 use vramtest_model::snapshot::{self, Info};
@@ -62,7 +63,39 @@ pub(super) struct Judged {
     /// The new result as a snapshot holds it (its `info` with the call sites found).
     pub(super) new: Snapshot,
     /// The verdict, or why the committed snapshot cannot be read.
-    pub(super) verdict: Result<Verdict, String>,
+    pub(super) verdict: Result<Verdict, Unjudged>,
+}
+
+/// Why a measurement has no verdict: its committed snapshot cannot be used. The
+/// report says it in words, once.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unjudged {
+    /// The snapshot file holds another test's snapshot.
+    #[error(
+        "{path}: holds the snapshot of `{holder}`, not of `{test}`: two tests share one snapshot file (hint: rename one of them)"
+    )]
+    Shared {
+        /// The file, as messages show it.
+        path: String,
+        /// The test whose snapshot it holds.
+        holder: String,
+        /// The test judged.
+        test: String,
+    },
+    /// The snapshot file cannot be read or parsed.
+    #[error("invalid snapshot: {0}")]
+    Invalid(#[from] snapshot::FileError),
+}
+
+/// Why a test's limits (`#[vramtest(limits(..))]`) cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum LimitsError {
+    /// A key that names no limit.
+    #[error(transparent)]
+    Key(#[from] UnknownLimitKey),
+    /// A limit that does not parse.
+    #[error(transparent)]
+    Limit(#[from] ParseLimitError),
 }
 
 /// The verdict on a measurement whose snapshot could be read.
@@ -106,6 +139,6 @@ pub(super) enum Outcome {
 pub(super) struct Steps {
     pub(super) measured: Measured,
     /// The judgement, or why the test's limits cannot be read.
-    pub(super) judged: Result<Judged, String>,
+    pub(super) judged: Result<Judged, LimitsError>,
     pub(super) recorded: Recorded,
 }

@@ -79,9 +79,9 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
     };
     let judged = match judged {
         Ok(judged) => judged,
-        Err(message) => {
+        Err(e) => {
             return TestReport {
-                message: message.clone(),
+                message: e.to_string(),
                 ..report
             };
         }
@@ -93,10 +93,10 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
     };
     let verdict = match &judged.verdict {
         Ok(verdict) => verdict,
-        Err(message) => {
+        Err(e) => {
             return TestReport {
                 status: Status::SnapshotError,
-                message: message.clone(),
+                message: e.to_string(),
                 ..report
             };
         }
@@ -161,7 +161,9 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
 mod tests {
     use super::super::decide::decide;
     use super::super::files::Written;
-    use super::super::outcome::{Judged, Measured, Point, Recorded, Verdict};
+    use super::super::outcome::{
+        Judged, LimitsError, Measured, Point, Recorded, Unjudged, Verdict,
+    };
     use super::*;
     use std::path::PathBuf;
     use vramtest_model::env::Update;
@@ -315,20 +317,26 @@ mod tests {
         // The snapshot cannot be read: a snapshot error, with the new body.
         let mut s = steps(None, Update::New, Ok(false));
         if let Ok(judged) = &mut s.judged {
-            judged.verdict = Err("invalid snapshot: line 3: oops".into());
+            judged.verdict = Err(Unjudged::Invalid(snapshot::FileError::Io {
+                path: "t.snap".into(),
+                source: std::io::Error::other("line 3: oops"),
+            }));
         }
         let r = build(&head(), &Outcome::Measured(Box::new(s)));
         assert_eq!(r.status, Status::SnapshotError);
-        assert_eq!(r.message, "invalid snapshot: line 3: oops");
+        assert_eq!(r.message, "invalid snapshot: t.snap: line 3: oops");
         assert_eq!(r.body.as_ref(), Some(&new));
         assert!(r.snapshot.is_some() && r.old_body.is_none() && r.notes.is_empty());
         // A limit of the test cannot be read: failed, measured but not judged.
         let mut s = steps(None, Update::New, Ok(false));
-        s.judged = Err("bad limit `+x%`".into());
+        let bad = "+x%".parse::<vramtest_model::Limit>().unwrap_err();
+        s.judged = Err(LimitsError::Limit(bad));
         let r = build(&head(), &Outcome::Measured(Box::new(s)));
-        assert_eq!(
-            (r.status, r.message.as_str()),
-            (Status::Failed, "bad limit `+x%`")
+        assert_eq!(r.status, Status::Failed);
+        assert!(
+            r.message.starts_with("invalid limit `+x%`: "),
+            "{}",
+            r.message
         );
         assert!(r.body.is_none() && r.snapshot.is_none() && r.details.is_some());
     }

@@ -8,7 +8,9 @@ use super::checkout::{Target, display_path, relative_source};
 use super::decide;
 use super::files::{self, Outputs};
 use super::grid;
-use super::outcome::{Judged, Measured, Outcome, Point, Recorded, Steps, Unmeasured, Verdict};
+use super::outcome::{
+    Judged, LimitsError, Measured, Outcome, Point, Recorded, Steps, Unjudged, Unmeasured, Verdict,
+};
 use super::report::{self, Head};
 use super::site_reruns;
 use super::spawn::{Spawner, output_section};
@@ -227,7 +229,8 @@ impl RunContext {
             .map(|p| grid::grid_run(&p.point, &p.profile, p.pool))
             .collect();
         let fitting = std::time::Instant::now();
-        let axes = grid::fit(def, &runs, self.settings.cuda_pool().granularity).map_err(failed)?;
+        let granule = self.settings.cuda_pool().granularity;
+        let axes = grid::fit(def, &runs, granule).map_err(|e| failed(e.to_string()))?;
         let fit_millis = axes.is_some().then(|| fitting.elapsed().as_millis() as u64);
         if axes.is_some() {
             // The pool model's batch lines read a batch sweep; a grid keeps its first
@@ -249,14 +252,14 @@ impl RunContext {
 
     /// The limits for `def`: the settings (workspace, package) refined by the test's
     /// attribute, key by key and category by category.
-    fn policy(&self, def: &TestDef) -> Result<Policy, String> {
+    fn policy(&self, def: &TestDef) -> Result<Policy, LimitsError> {
         let mut attribute = Settings {
             budget: def.options.budget,
             ..Settings::default()
         };
         for (key, text) in def.options.limits {
-            let key = key.parse::<LimitKey>().map_err(|e| e.to_string())?;
-            let limit = text.parse::<Limit>().map_err(|e| e.to_string())?;
+            let key = key.parse::<LimitKey>()?;
+            let limit = text.parse::<Limit>()?;
             attribute.limits.insert(key, limit);
         }
         let mut policy = self.settings.clone().overridden_by(&attribute).policy();
@@ -273,7 +276,7 @@ impl RunContext {
         def: &TestDef,
         measured: &Measured,
         class: DeviceClass,
-    ) -> Result<Judged, String> {
+    ) -> Result<Judged, LimitsError> {
         let policy = self.policy(def)?;
         let point = &measured.first;
         let mut body = Body::from_profile(&point.profile, class);
@@ -292,13 +295,13 @@ impl RunContext {
             body,
         };
         let verdict = match snapshot::read(&path) {
-            Ok(Some(old)) if old.test().is_some_and(|t| t != name) => Err(format!(
-                "{}: holds the snapshot of `{}`, not of `{name}`: two tests share one snapshot file (hint: rename one of them)",
-                display_path(&self.target.manifest_dir, &path),
-                old.test().unwrap_or_default()
-            )),
+            Ok(Some(old)) if old.test().is_some_and(|t| t != name) => Err(Unjudged::Shared {
+                path: display_path(&self.target.manifest_dir, &path),
+                holder: old.test().unwrap_or_default().to_owned(),
+                test: name.to_owned(),
+            }),
             Ok(old) => Ok(self.verdict(name, def, &point.point, old, &mut new, policy)),
-            Err(e) => Err(format!("invalid snapshot: {e}")),
+            Err(e) => Err(Unjudged::Invalid(e)),
         };
         Ok(Judged { path, new, verdict })
     }
@@ -417,7 +420,7 @@ impl RunContext {
 
 /// The notes on a sweep's flagged figures whose flags the committed snapshot does not
 /// already record (new or changed ones), printed here and kept for the report.
-fn fit_notes(name: &str, measured: &Measured, judged: &Result<Judged, String>) -> Vec<String> {
+fn fit_notes(name: &str, measured: &Measured, judged: &Result<Judged, LimitsError>) -> Vec<String> {
     let Some(axes) = &measured.axes else {
         return Vec::new();
     };
