@@ -4,7 +4,7 @@
 
 use crate::bytes::{HumanBytes, HumanDelta};
 use crate::category::{Category, Phase};
-use crate::limit::{Limit, LimitKey};
+use crate::limit::{Limit, LimitKey, UnknownLimitKey};
 use crate::snapshot::Body;
 use std::fmt;
 
@@ -150,11 +150,23 @@ impl From<Subject> for String {
     }
 }
 
+/// A name that is not one figure's [`Subject`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubjectError {
+    /// A name that is no limit's.
+    #[error(transparent)]
+    Unknown(#[from] UnknownLimitKey),
+    /// A limit's name that covers several figures (`tolerance`).
+    #[error("`{0}` names several figures, not one")]
+    Several(String),
+}
+
 impl TryFrom<String> for Subject {
-    type Error = String;
-    fn try_from(s: String) -> Result<Subject, String> {
-        let key = s.parse::<LimitKey>().map_err(|e| e.to_string())?;
-        Subject::try_from(key).map_err(|_| format!("`{s}` names several figures, not one"))
+    type Error = SubjectError;
+    fn try_from(s: String) -> Result<Subject, SubjectError> {
+        let key = s.parse::<LimitKey>()?;
+        Subject::try_from(key).map_err(|_| SubjectError::Several(s))
     }
 }
 

@@ -468,27 +468,54 @@ impl Estimate {
 
 /// `layers=32,seq=4096`: each axis once, each value a positive integer. Errors name the
 /// axis and say what is wrong.
-pub fn parse_point(text: &str) -> Result<Point, String> {
+pub fn parse_point(text: &str) -> Result<Point, PointError> {
     let mut point = Point::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, value) = part
             .split_once('=')
-            .ok_or_else(|| format!("`{part}` is not `axis=value` (like `seq=4096`)"))?;
+            .ok_or_else(|| PointError::NotAxisValue(part.to_owned()))?;
         let (name, value) = (name.trim(), value.trim());
-        let n: u64 = value.parse().map_err(|_| {
-            format!("axis `{name}`: `{value}` is not a positive integer (like `{name}=8`)")
+        let n: u64 = value.parse().map_err(|_| PointError::NotInteger {
+            axis: name.to_owned(),
+            value: value.to_owned(),
         })?;
         if n == 0 {
-            return Err(format!("axis `{name}`: the value must be at least 1"));
+            return Err(PointError::Zero(name.to_owned()));
         }
         if point.insert(name.to_owned(), n).is_some() {
-            return Err(format!("axis `{name}` is given twice"));
+            return Err(PointError::Twice(name.to_owned()));
         }
     }
     if point.is_empty() {
-        return Err("no axes given (like `--at layers=32,seq=4096,batch=8`)".into());
+        return Err(PointError::Empty);
     }
     Ok(point)
+}
+
+/// Why a text is not a point (`layers=32,seq=4096`); the message names the axis.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PointError {
+    /// A part without `=`.
+    #[error("`{0}` is not `axis=value` (like `seq=4096`)")]
+    NotAxisValue(String),
+    /// A value that is not an integer.
+    #[error("axis `{axis}`: `{value}` is not a positive integer (like `{axis}=8`)")]
+    NotInteger {
+        /// The axis.
+        axis: String,
+        /// Its value, as given.
+        value: String,
+    },
+    /// An axis at 0.
+    #[error("axis `{0}`: the value must be at least 1")]
+    Zero(String),
+    /// An axis given twice.
+    #[error("axis `{0}` is given twice")]
+    Twice(String),
+    /// No axis at all.
+    #[error("no axes given (like `--at layers=32,seq=4096,batch=8`)")]
+    Empty,
 }
 
 /// `layers=32, seq=4096`.

@@ -407,7 +407,7 @@ fn points_parse_with_errors_that_name_the_axis() {
         ("seq", "`seq` is not `axis=value`"),
         ("", "no axes given"),
     ] {
-        let e = parse_point(text).unwrap_err();
+        let e = parse_point(text).unwrap_err().to_string();
         assert!(e.contains(needle), "{text}: {e}");
     }
     let sweep = Model { act: 64 }.sweep();
