@@ -19,7 +19,7 @@ use crate::harness::registry::TestDef;
 use crate::step::Device;
 use libtest_mimic::{Completion, Failed};
 use vramtest_model::env::{SitesWhen, Update};
-use vramtest_model::fit::{SweepFit, SweepPoint, fit_sweep};
+use vramtest_model::fit::{FitError, SweepFit, SweepPoint, fit_sweep};
 use vramtest_model::pool::{CudaPool, PredictedPoint, Prediction};
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::settings::Settings;
@@ -218,7 +218,7 @@ impl RunContext {
         let fit = if def.options.batch.is_empty() {
             None
         } else {
-            Some(fit(&points).map_err(failed)?)
+            Some(fit(&points).map_err(|e| failed(e.to_string()))?)
         };
         let point_millis: Vec<u64> = match points.len() {
             1 => Vec::new(),
@@ -478,7 +478,7 @@ fn completion(report: &TestReport, inert: bool) -> Result<Completion, Failed> {
 }
 
 /// A sweep's fit over its points.
-fn fit(points: &[Point]) -> Result<SweepFit, String> {
+fn fit(points: &[Point]) -> Result<SweepFit, FitError> {
     let points: Vec<SweepPoint> = points
         .iter()
         .map(|m| SweepPoint {
@@ -487,7 +487,7 @@ fn fit(points: &[Point]) -> Result<SweepFit, String> {
             category_peaks: m.profile.category_peaks,
         })
         .collect();
-    fit_sweep(&points).map_err(|e| e.to_string())
+    fit_sweep(&points)
 }
 
 /// The GPU prediction of a CPU run: every batch size's pool peaks (none when a
