@@ -2,6 +2,7 @@
 //! from the decision and what the run found. Pure: no file is read or written here.
 
 use super::decide::{Decision, Write};
+use super::site_reruns::NoSites;
 use vramtest_model::fit::SweepFit;
 use vramtest_model::report::{Change, Status};
 use vramtest_model::sites::{self, Sites};
@@ -22,7 +23,7 @@ pub(super) struct Facts<'a> {
     /// The committed snapshot, when there is one.
     pub(super) old: Option<&'a snapshot::Parsed>,
     /// Call sites, when they were asked for.
-    pub(super) sites: Option<&'a Result<Sites, String>>,
+    pub(super) sites: Option<&'a Result<Sites, NoSites>>,
     /// The snapshot's path, as shown (relative to the crate).
     pub(super) snapshot: String,
     /// The file written, as shown, and whether it replaced a different pending result.
@@ -305,7 +306,7 @@ fn diff(facts: &Facts) -> Option<String> {
 fn site_lines(
     name: &str,
     class: DeviceClass,
-    sites: Option<&Result<Sites, String>>,
+    sites: Option<&Result<Sites, NoSites>>,
     old: Option<&snapshot::Parsed>,
     comparison: Option<&vramtest_model::Comparison>,
     body: &Body,
@@ -466,7 +467,7 @@ mod tests {
             "{cuda:?}"
         );
         assert!(site_lines("t", DeviceClass::Cpu, None, None, None, &new).is_empty());
-        let failed = Err("cut short after 1ms (VRAMTEST_SITES_TIMEOUT)".into());
+        let failed = Err(NoSites::CutShort(std::time::Duration::from_millis(1)));
         assert_eq!(
             site_lines("t", DeviceClass::Cpu, Some(&failed), None, None, &new),
             ["call sites: cut short after 1ms (VRAMTEST_SITES_TIMEOUT)"]
@@ -522,7 +523,7 @@ mod tests {
         update: Update,
         check: bool,
         written: Option<(String, bool)>,
-        sites: Option<&Result<Sites, String>>,
+        sites: Option<&Result<Sites, NoSites>>,
     ) -> Message {
         message_on(DeviceClass::Cpu, old, new, update, check, written, sites)
     }
@@ -535,7 +536,7 @@ mod tests {
         update: Update,
         check: bool,
         written: Option<(String, bool)>,
-        sites: Option<&Result<Sites, String>>,
+        sites: Option<&Result<Sites, NoSites>>,
     ) -> Message {
         let policy = Policy::default();
         let body = Body::from_profile(new, class);
@@ -634,7 +635,7 @@ mod tests {
         let new = step(1 << 20, 4 << 20, 0);
         let quiet = message_for(Some(&old), &new, Update::New, false, None, None);
         assert_eq!(quiet.text, "");
-        let failed = Err("cut short after 1s (VRAMTEST_SITES_TIMEOUT)".to_owned());
+        let failed = Err(NoSites::CutShort(std::time::Duration::from_secs(1)));
         let said = message_for(Some(&old), &new, Update::New, false, None, Some(&failed));
         assert_eq!(
             said.text,

@@ -4,6 +4,7 @@
 
 use super::decide::Decision;
 use super::files::Written;
+use super::site_reruns::NoSites;
 use crate::harness::protocol::RunPoint;
 use std::path::PathBuf;
 use vramtest_chart::Timeline;
@@ -106,7 +107,7 @@ pub(super) struct Verdict {
     pub(super) policy: Policy,
     pub(super) decision: Decision,
     /// Call sites, when this run wanted them.
-    pub(super) sites: Option<Result<Sites, String>>,
+    pub(super) sites: Option<Result<Sites, NoSites>>,
     /// The snapshot was recorded on another machine (see `trial::machine_note`).
     pub(super) note: Option<String>,
 }

@@ -104,7 +104,7 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
     let old = verdict.old.as_ref().map(|o| o.body.clone());
     let (sites, sites_error) = match &verdict.sites {
         Some(Ok(found)) => (Some(found.clone()), None),
-        Some(Err(e)) => (None, Some(e.clone())),
+        Some(Err(e)) => (None, Some(e.to_string())),
         None => (None, None),
     };
     let report = TestReport {
@@ -164,6 +164,7 @@ mod tests {
     use super::super::outcome::{
         Judged, LimitsError, Measured, Point, Recorded, Unjudged, Verdict,
     };
+    use super::super::site_reruns::NoSites;
     use super::*;
     use std::path::PathBuf;
     use vramtest_model::env::Update;
@@ -266,7 +267,7 @@ mod tests {
                     old,
                     policy: Policy::default(),
                     decision,
-                    sites: Some(Err("cut short".into())),
+                    sites: Some(Err(NoSites::NoneFound)),
                     note: Some("another machine".into()),
                 }),
             }),
@@ -290,7 +291,7 @@ mod tests {
         assert_eq!(r.body.as_ref(), Some(&new));
         assert_eq!(r.body.as_ref().map(|b| b.peak_bytes), Some(PARAMS));
         assert_eq!(r.written, r.snapshot, "the snapshot itself was written");
-        assert_eq!(r.sites_error.as_deref(), Some("cut short"));
+        assert_eq!(r.sites_error.as_deref(), Some("the last re-run found none"));
         assert_eq!(r.notes, ["another machine"]);
         assert_eq!(r.details.as_ref().map(|d| d.allocations), Some(1));
         assert!(!r.changes.is_empty(), "the peak moved");

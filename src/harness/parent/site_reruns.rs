@@ -17,6 +17,41 @@ use crate::step::Device;
 use std::time::{Duration, Instant};
 use vramtest_model::sites::Sites;
 
+/// Why a run has no call sites: a sentence that follows "call sites: ", put in words
+/// where the message is built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum NoSites {
+    /// The re-runs took longer than their budget (`VRAMTEST_SITES_TIMEOUT`).
+    #[error("cut short after {} (VRAMTEST_SITES_TIMEOUT)", humantime(*.0))]
+    CutShort(Duration),
+    /// A re-run could not start or timed out: what the spawner said.
+    #[error("{0}")]
+    Spawn(String),
+    /// A re-run ended with a non-zero status or a signal, and its output.
+    #[error("the re-run ended with {how}{}", output_section(.output))]
+    Unclean {
+        /// How it ended (`exit status: 1`).
+        how: String,
+        /// What it printed.
+        output: String,
+    },
+    /// A re-run's step failed.
+    #[error("the re-run failed: {0}")]
+    Failed(String),
+    /// A re-run ended without a result, and its output.
+    #[error("the re-run ended without a result{}", output_section(.0))]
+    NoResult(String),
+    /// The first re-run gave something other than a plan.
+    #[error("the first re-run returned no plan")]
+    NoPlan,
+    /// The capture re-run gave a plan.
+    #[error("the capture re-run returned a plan")]
+    PlanOnCapture,
+    /// The re-run that captures everything found no sites.
+    #[error("the last re-run found none")]
+    NoneFound,
+}
+
 /// Re-runs the test to find the call sites of the memory alive at its peak, within
 /// `VRAMTEST_SITES_TIMEOUT` (every re-run together). CPU only. `Err` says why there
 /// are none, as a sentence that follows "call sites: ".
@@ -25,20 +60,14 @@ pub(super) fn collect(
     name: &str,
     def: &TestDef,
     point: &RunPoint,
-) -> Result<Sites, String> {
+) -> Result<Sites, NoSites> {
     let budget = spawner.sites_timeout;
     let deadline = Instant::now() + budget;
-    let cut_short = || {
-        format!(
-            "cut short after {} (VRAMTEST_SITES_TIMEOUT)",
-            humantime(budget)
-        )
-    };
-    let run = |mode: SitesMode, stdin: Option<Vec<u8>>| -> Result<SitesOutcome, String> {
+    let run = |mode: SitesMode, stdin: Option<Vec<u8>>| -> Result<SitesOutcome, NoSites> {
         let left = deadline
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
-            .ok_or_else(cut_short)?;
+            .ok_or(NoSites::CutShort(budget))?;
         // The test's own limit, or what is left of the call sites' budget.
         let own = spawner.timeout.filter(|&t| t < left);
         let timed_out = |output: &str| match own {
@@ -47,7 +76,7 @@ pub(super) fn collect(
                 t,
                 output_section(output)
             ),
-            None => cut_short(),
+            None => NoSites::CutShort(budget).to_string(),
         };
         let child = Launch {
             name,
@@ -58,28 +87,25 @@ pub(super) fn collect(
             timeout: Some(own.unwrap_or(left)),
             stdin,
         };
-        let ended = spawner.spawn(&child, &timed_out)?;
+        let ended = spawner.spawn(&child, &timed_out).map_err(NoSites::Spawn)?;
         if let Some(how) = ended.unclean {
-            return Err(format!(
-                "the re-run ended with {how}{}",
-                output_section(&ended.output)
-            ));
+            return Err(NoSites::Unclean {
+                how,
+                output: ended.output,
+            });
         }
         match ended.result {
             Some(ChildResult::Measured {
                 sites: Some(outcome),
                 ..
             }) => Ok(outcome),
-            Some(ChildResult::Failed { message }) => Err(format!("the re-run failed: {message}")),
-            _ => Err(format!(
-                "the re-run ended without a result{}",
-                output_section(&ended.output)
-            )),
+            Some(ChildResult::Failed { message }) => Err(NoSites::Failed(message)),
+            _ => Err(NoSites::NoResult(ended.output)),
         }
     };
     let plan = match run(SitesMode::Plan, None)? {
         SitesOutcome::Plan(plan) => plan,
-        _ => return Err("the first re-run returned no plan".into()),
+        _ => return Err(NoSites::NoPlan),
     };
     let plan = serde_json::to_vec(&plan).expect("plans serialize");
     let captured = run(SitesMode::Capture, Some(plan));
@@ -108,9 +134,9 @@ pub(super) fn collect(
                 ));
                 Ok(sites)
             }
-            _ => Err("the last re-run found none".into()),
+            _ => Err(NoSites::NoneFound),
         },
-        SitesOutcome::Plan(_) => Err("the capture re-run returned a plan".into()),
+        SitesOutcome::Plan(_) => Err(NoSites::PlanOnCapture),
     }
 }
 

@@ -365,7 +365,7 @@ impl RunContext {
         class: DeviceClass,
         status: Status,
         first: bool,
-    ) -> Option<Result<vramtest_model::sites::Sites, String>> {
+    ) -> Option<Result<vramtest_model::sites::Sites, site_reruns::NoSites>> {
         let wanted = match self.sites {
             SitesWhen::Always => true,
             SitesWhen::OnRegression => status == Status::Regressed || first,
