@@ -76,10 +76,11 @@ impl IndexMut<Category> for CategoryBytes {
 }
 
 /// How closely the probe saw the program's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fidelity {
     /// Every allocation and free was observed (CPU heap, tracked CUDA allocations).
+    #[default]
     Exact,
     /// Only phase-boundary watermarks were read (a CUDA memory pool).
     Phase,

@@ -209,7 +209,7 @@ pub struct Info {
     /// `cpu`, or the GPU's name.
     pub device: String,
     /// How the figures were measured (`exact` or `phase`).
-    pub fidelity: String,
+    pub fidelity: Fidelity,
     /// `vramtest <version>`.
     pub tool: String,
     /// GPU driver version, where there is one.
@@ -360,7 +360,10 @@ impl Snapshot {
         s += &format!("expression: {}\n", yaml_str(&self.test));
         s += "info:\n";
         s += &format!("  device: {}\n", yaml_str(&self.info.device));
-        s += &format!("  fidelity: {}\n", yaml_str(&self.info.fidelity));
+        s += &format!(
+            "  fidelity: {}\n",
+            yaml_str(&self.info.fidelity.to_string())
+        );
         s += &format!("  tool: {}\n", yaml_str(&self.info.tool));
         if let Some(d) = &self.info.driver {
             s += &format!("  driver: {}\n", yaml_str(d));

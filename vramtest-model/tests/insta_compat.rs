@@ -107,7 +107,7 @@ fn info(class: DeviceClass) -> Info {
     match class {
         DeviceClass::Cpu => Info {
             device: "cpu".into(),
-            fidelity: "exact".into(),
+            fidelity: Fidelity::Exact,
             tool: "vramtest 0.1.0".into(),
             driver: None,
             cuda: None,
@@ -121,7 +121,7 @@ fn info(class: DeviceClass) -> Info {
         },
         DeviceClass::Cuda => Info {
             device: "NVIDIA H100 80GB HBM3".into(),
-            fidelity: "phase".into(),
+            fidelity: Fidelity::Phase,
             tool: "vramtest 0.1.0".into(),
             driver: Some("550.54.15".into()),
             cuda: Some("12.4".into()),
@@ -234,7 +234,7 @@ fn info_of(content: Option<&Content>) -> Vec<(String, String)> {
 fn expected_info(info: &Info) -> Vec<(String, String)> {
     let mut out = vec![
         ("device".to_owned(), info.device.clone()),
-        ("fidelity".to_owned(), info.fidelity.clone()),
+        ("fidelity".to_owned(), info.fidelity.to_string()),
         ("tool".to_owned(), info.tool.clone()),
     ];
     if let Some(d) = &info.driver {

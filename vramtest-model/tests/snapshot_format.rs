@@ -133,7 +133,7 @@ fn valid_snapshot() -> Snapshot {
         test: "mlp_adamw".into(),
         info: Info {
             device: "cpu".into(),
-            fidelity: "exact".into(),
+            fidelity: Fidelity::Exact,
             tool: "vramtest 0.1.0".into(),
             driver: None,
             cuda: None,
@@ -175,7 +175,7 @@ fn a_cuda_snapshot_with_every_optional_field_round_trips() {
     snap.test = "models::conv::resnet \"tiny\"".into();
     snap.info = Info {
         device: "NVIDIA A100-SXM4-80GB".into(),
-        fidelity: "phase".into(),
+        fidelity: Fidelity::Phase,
         tool: "vramtest 0.1.0".into(),
         driver: Some("570.86.15".into()),
         cuda: Some("12.8".into()),

@@ -71,7 +71,7 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
         pool: Some(pool),
         info: Box::new(Info {
             device: "cpu".into(),
-            fidelity: profile.fidelity.to_string(),
+            fidelity: profile.fidelity,
             tool: tool(),
             driver: None,
             cuda: None,
@@ -157,7 +157,7 @@ fn finish_cuda(session: crate::probe::cuda::Session, unread_axes: Vec<String>) -
         pool: None,
         info: Box::new(Info {
             device: report.device.name.clone(),
-            fidelity: report.profile.fidelity.to_string(),
+            fidelity: report.profile.fidelity,
             tool: tool(),
             driver: report.device.driver_version.clone(),
             cuda: report.device.cuda_version.clone(),
