@@ -320,7 +320,7 @@ mod tests {
     #[test]
     fn a_site_is_the_first_library_frame_and_the_first_frame_of_the_users_code() {
         let places = Places {
-            package_dir: "/work/app".into(),
+            package_dir: "/home/user/app".into(),
             cargo_home: Some("/home/u/.cargo".into()),
             step: "mlp_adamw".into(),
         };
@@ -340,8 +340,8 @@ mod tests {
                 "/home/u/.cargo/registry/src/index.crates.io-1/candle-core-0.11.0/src/tensor_cat.rs",
                 20,
             ),
-            frame("app::Mlp::loss", "/work/app/src/lib.rs", 79),
-            frame("vram::mlp_adamw", "/work/app/tests/vram.rs", 23),
+            frame("app::Mlp::loss", "/home/user/app/src/lib.rs", 79),
+            frame("vram::mlp_adamw", "/home/user/app/tests/vram.rs", 23),
         ];
         assert_eq!(
             places.site(frames.into_iter()),
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn the_callers_are_the_users_functions_up_to_the_step() {
         let places = Places {
-            package_dir: "/work/app".into(),
+            package_dir: "/home/user/app".into(),
             cargo_home: Some("/home/u/.cargo".into()),
             step: "step".into(),
         };
@@ -372,12 +372,12 @@ mod tests {
                     10,
                 ),
                 frame("burn::nn::TransformerEncoder<B>::forward", lib, 80),
-                frame("app::Model::logits", "/work/app/src/lib.rs", 40),
-                frame("app::Model::loss", "/work/app/src/lib.rs", 60),
-                frame("vram::step::{{closure}}", "/work/app/tests/vram.rs", 12),
+                frame("app::Model::logits", "/home/user/app/src/lib.rs", 40),
+                frame("app::Model::loss", "/home/user/app/src/lib.rs", 60),
+                frame("vram::step::{{closure}}", "/home/user/app/tests/vram.rs", 12),
                 frame(
                     "vramtest::step::Step::forward",
-                    "/work/vramtest/src/step.rs",
+                    "/home/user/vramtest/src/step.rs",
                     5,
                 ),
             ];
@@ -385,8 +385,8 @@ mod tests {
             places.site(frames.into_iter())
         };
         let key = trace(&[
-            frame("vram::step", "/work/app/tests/vram.rs", 12),
-            frame("vram::main", "/work/app/tests/vram.rs", 30),
+            frame("vram::step", "/home/user/app/tests/vram.rs", 12),
+            frame("vram::main", "/home/user/app/tests/vram.rs", 30),
         ]);
         assert_eq!(key.location.as_deref(), Some("src/lib.rs:40"));
         assert_eq!(key.callers.as_deref(), Some("logits() ← loss() ← step"));
@@ -399,8 +399,8 @@ mod tests {
         let cut = places.site(
             vec![
                 frame("burn::nn::TransformerEncoder<B>::forward", lib, 80),
-                frame("app::Model::logits", "/work/app/src/lib.rs", 40),
-                frame("app::Model::loss", "/work/app/src/lib.rs", 60),
+                frame("app::Model::logits", "/home/user/app/src/lib.rs", 40),
+                frame("app::Model::loss", "/home/user/app/src/lib.rs", 60),
             ]
             .into_iter(),
         );
@@ -410,21 +410,21 @@ mod tests {
     #[test]
     fn code_outside_the_package_but_not_downloaded_is_the_users_too() {
         let places = Places {
-            package_dir: "/work/ws/crates/app".into(),
+            package_dir: "/home/user/ws/crates/app".into(),
             cargo_home: Some("/home/u/.cargo".into()),
             step: "step".into(),
         };
         let key = places.site(
             vec![frame(
                 "model::Net::forward",
-                "/work/ws/crates/model/src/net.rs",
+                "/home/user/ws/crates/model/src/net.rs",
                 5,
             )]
             .into_iter(),
         );
         assert_eq!(
             key.location.as_deref(),
-            Some("/work/ws/crates/model/src/net.rs:5")
+            Some("/home/user/ws/crates/model/src/net.rs:5")
         );
         assert_eq!(key.operation.as_deref(), Some("model::Net::forward"));
     }
