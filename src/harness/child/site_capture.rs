@@ -374,7 +374,11 @@ mod tests {
                 frame("burn::nn::TransformerEncoder<B>::forward", lib, 80),
                 frame("app::Model::logits", "/home/user/app/src/lib.rs", 40),
                 frame("app::Model::loss", "/home/user/app/src/lib.rs", 60),
-                frame("vram::step::{{closure}}", "/home/user/app/tests/vram.rs", 12),
+                frame(
+                    "vram::step::{{closure}}",
+                    "/home/user/app/tests/vram.rs",
+                    12,
+                ),
                 frame(
                     "vramtest::step::Step::forward",
                     "/home/user/vramtest/src/step.rs",
