@@ -1266,6 +1266,31 @@ fn gauss_jordan(m: &mut [Vec<BigInt>], k: usize) -> Option<BigInt> {
     Some(previous)
 }
 
+/// Point `i`'s fitted value and leverage, both scaled by the determinant, from the
+/// reduced normal equations `m` of `k` columns (`[X'X | I | X'y]` after
+/// [`gauss_jordan`]): what a held-out refit of that point is computed from.
+fn fitted_and_leverage<C: AsRef<[BigInt]>>(
+    columns: &[C],
+    i: usize,
+    m: &[Vec<BigInt>],
+    k: usize,
+) -> (BigInt, BigInt) {
+    let x: Vec<&BigInt> = columns.iter().map(|c| &c.as_ref()[i]).collect();
+    let fitted: BigInt = x.iter().zip(m).map(|(xj, row)| *xj * &row[2 * k]).sum();
+    let leverage: BigInt = x
+        .iter()
+        .zip(m)
+        .map(|(xj, row)| {
+            *xj * x
+                .iter()
+                .zip(&row[k..2 * k])
+                .map(|(xl, a)| *xl * a)
+                .sum::<BigInt>()
+        })
+        .sum();
+    (fitted, leverage)
+}
+
 /// Scores the least-squares model of `subset`: `None` when its normal equations are
 /// singular or a point has leverage 1 (its leave-one-out refit is undetermined).
 fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
@@ -1291,19 +1316,7 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
     let (mut bytes_num, mut bytes_den) = (BigInt::zero(), BigInt::one());
     let mut residual = BigInt::zero();
     for (i, y) in design.y.iter().enumerate() {
-        let x: Vec<&BigInt> = cols.iter().map(|c| &c[i]).collect();
-        let fitted: BigInt = x.iter().zip(&m).map(|(xj, row)| *xj * &row[2 * k]).sum();
-        let leverage: BigInt = x
-            .iter()
-            .zip(&m)
-            .map(|(xj, row)| {
-                *xj * x
-                    .iter()
-                    .zip(&row[k..2 * k])
-                    .map(|(xl, a)| *xl * a)
-                    .sum::<BigInt>()
-            })
-            .sum();
+        let (fitted, leverage) = fitted_and_leverage(&cols, i, &m, k);
         let denominator = &d - leverage;
         if denominator.is_zero() {
             return None;
@@ -1643,19 +1656,7 @@ fn held_out_misses(columns: Vec<Vec<BigInt>>, y: &[BigInt]) -> Option<Vec<BigRat
     let d = gauss_jordan(&mut m, k)?;
     (0..y.len())
         .map(|i| {
-            let x: Vec<&BigInt> = columns.iter().map(|c| &c[i]).collect();
-            let fitted: BigInt = x.iter().zip(&m).map(|(xj, row)| *xj * &row[2 * k]).sum();
-            let leverage: BigInt = x
-                .iter()
-                .zip(&m)
-                .map(|(xj, row)| {
-                    *xj * x
-                        .iter()
-                        .zip(&row[k..2 * k])
-                        .map(|(xl, a)| *xl * a)
-                        .sum::<BigInt>()
-                })
-                .sum();
+            let (fitted, leverage) = fitted_and_leverage(&columns, i, &m, k);
             let denominator = &d - leverage;
             (!denominator.is_zero()).then(|| BigRational::new(&d * &y[i] - fitted, denominator))
         })

@@ -155,6 +155,18 @@ impl<S: Clone> Model<S> {
     }
 }
 
+/// `Some(true)` when interval `x` lies wholly below `y`, `Some(false)` wholly above:
+/// the f64 bounds alone decide; `None` when they overlap and exact scores must.
+fn separated(x: Bounds, y: Bounds) -> Option<bool> {
+    if x.hi < y.lo {
+        Some(true)
+    } else if x.lo > y.hi {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// Whether `a`'s figure of merit is below `b`'s, both models having exact scores.
 pub(super) fn less<D: Exact>(
     design: &D,
@@ -162,12 +174,8 @@ pub(super) fn less<D: Exact>(
     a: &Model<D::Score>,
     b: &Model<D::Score>,
 ) -> bool {
-    let (x, y) = (a.bounds(metric), b.bounds(metric));
-    if x.hi < y.lo {
-        return true;
-    }
-    if x.lo > y.hi {
-        return false;
+    if let Some(order) = separated(a.bounds(metric), b.bounds(metric)) {
+        return order;
     }
     match (a.exact(design), b.exact(design)) {
         (Some(sa), Some(sb)) => D::value(sa, metric) < D::value(sb, metric),
@@ -182,12 +190,8 @@ pub(super) fn before<D: Exact>(
     a: &Model<D::Score>,
     b: &Model<D::Score>,
 ) -> bool {
-    let (x, y) = (a.bounds(metric), b.bounds(metric));
-    if x.hi < y.lo {
-        return true;
-    }
-    if x.lo > y.hi {
-        return false;
+    if let Some(order) = separated(a.bounds(metric), b.bounds(metric)) {
+        return order;
     }
     match (a.exact(design), b.exact(design)) {
         (Some(sa), Some(sb)) => D::before(sa, sb, metric),
