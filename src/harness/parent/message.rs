@@ -77,12 +77,15 @@ pub(super) fn compose(facts: &Facts) -> Message {
             ),
         );
     }
-    let mut text = headline(facts)
-        .into_iter()
-        .chain(lines)
-        .collect::<Vec<_>>()
-        .join("\n  ");
-    if let Some(h) = hint(decision) {
+    let lines: Vec<String> = headline(facts).into_iter().chain(lines).collect();
+    finish(facts, &lines, changes)
+}
+
+/// The message of `lines` (indented under the first), the hint after them, and the
+/// diff.
+fn finish(facts: &Facts, lines: &[String], changes: Vec<Change>) -> Message {
+    let mut text = lines.join("\n  ");
+    if let Some(h) = hint(facts.decision) {
         text += &format!("\n{h}");
     }
     Message {
@@ -120,15 +123,7 @@ fn sweep_changed(facts: &Facts, why: &str) -> Message {
     }
     lines.extend(written_lines(facts));
     lines.extend(facts.kept.clone());
-    let mut text = lines.join("\n  ");
-    if let Some(h) = hint(decision) {
-        text += &format!("\n{h}");
-    }
-    Message {
-        text,
-        changes,
-        diff: diff(facts),
-    }
+    finish(facts, &lines, changes)
 }
 
 /// The first line of a failure.
