@@ -118,6 +118,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 mod screen;
 use screen::{Basis, Floats, Metric, Whole};
@@ -514,15 +515,26 @@ impl Monomial {
 
     /// The monomial's value at `point`.
     pub fn eval(&self, point: &Point) -> Result<BigInt, AxesError> {
-        let mut value = BigInt::one();
+        // In u128 while it fits (every grid's monomials do; big integers cost an
+        // allocation a product), in big integers past that.
+        let mut small = 1u128;
+        let mut big: Option<BigInt> = None;
         for (axis, power) in &self.powers {
             let v = point.get(axis).ok_or_else(|| AxesError::MissingAxis {
                 axis: axis.clone(),
                 known: self.names(),
             })?;
-            value *= BigInt::from(*v).pow(u32::from(*power));
+            let power = u32::from(*power);
+            let product = u128::from(*v)
+                .checked_pow(power)
+                .and_then(|f| f.checked_mul(small));
+            match (&mut big, product) {
+                (None, Some(p)) => small = p,
+                (None, None) => big = Some(BigInt::from(small) * BigInt::from(*v).pow(power)),
+                (Some(b), _) => *b *= BigInt::from(*v).pow(power),
+            }
         }
-        Ok(value)
+        Ok(big.unwrap_or_else(|| BigInt::from(small)))
     }
 
     fn names(&self) -> String {
@@ -1128,14 +1140,18 @@ fn candidates(grid: &Grid, series: &[(Point, u64)]) -> Vec<Candidate> {
 }
 
 /// The candidates' values at every point, the measured bytes, and the normal
-/// equations of all the candidates at once (`XᵀX` and `Xᵀy`), from which every subset's
-/// are taken instead of computed again.
+/// equations of all the candidates (`XᵀX` and `Xᵀy`), from which every subset's are
+/// taken instead of computed again. Their entries are computed on first use: the
+/// floating-point screening leaves few subsets to score exactly, and the whole `XᵀX` of
+/// a 256-point grid's 81 candidates is 1.7 million big-integer products, most of an
+/// unoptimized fit's time when computed up front.
 struct Design {
     columns: Vec<Vec<BigInt>>,
     degrees: Vec<u32>,
     y: Vec<BigInt>,
-    gram: Vec<Vec<BigInt>>,
-    xty: Vec<BigInt>,
+    /// `XᵀX`'s upper triangle, row `r` holding columns `r..`.
+    gram: Vec<Vec<OnceLock<BigInt>>>,
+    xty: Vec<OnceLock<BigInt>>,
     /// The floating-point copy that screens subsets; `None` scores every one exactly.
     floats: Option<Floats>,
 }
@@ -1155,11 +1171,11 @@ impl Design {
             columns.push(column);
         }
         let y: Vec<BigInt> = series.iter().map(|(_, b)| BigInt::from(*b)).collect();
-        let gram = columns
-            .iter()
-            .map(|r| columns.iter().map(|c| dot(r, c)).collect())
+        let n = columns.len();
+        let gram = (0..n)
+            .map(|r| (r..n).map(|_| OnceLock::new()).collect())
             .collect();
-        let xty = columns.iter().map(|c| dot(c, &y)).collect();
+        let xty = (0..n).map(|_| OnceLock::new()).collect();
         let floats = match screening {
             Screening::Float => Some(Floats::new(&columns, &y)),
             Screening::Exact => None,
@@ -1172,6 +1188,19 @@ impl Design {
             gram,
             xty,
         })
+    }
+}
+
+impl Design {
+    /// `XᵀX[r][c]`: the dot product of candidates `r` and `c`.
+    fn gram(&self, r: usize, c: usize) -> &BigInt {
+        let (lo, hi) = if r <= c { (r, c) } else { (c, r) };
+        self.gram[lo][hi - lo].get_or_init(|| dot(&self.columns[lo], &self.columns[hi]))
+    }
+
+    /// `Xᵀy[r]`: the dot product of candidate `r` and the measured bytes.
+    fn xty(&self, r: usize) -> &BigInt {
+        self.xty[r].get_or_init(|| dot(&self.columns[r], &self.y))
     }
 }
 
@@ -1302,10 +1331,10 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
         .map(|(r, &sr)| {
             let mut row: Vec<BigInt> = subset
                 .iter()
-                .map(|&sc| design.gram[sr][sc].clone())
+                .map(|&sc| design.gram(sr, sc).clone())
                 .collect();
             row.extend((0..k).map(|c| BigInt::from(u8::from(c == r))));
-            row.push(design.xty[sr].clone());
+            row.push(design.xty(sr).clone());
             row
         })
         .collect();
@@ -1391,8 +1420,8 @@ fn exact_support(design: &Design, subset: &[usize]) -> Option<Vec<usize>> {
     let mut m: Vec<Vec<BigInt>> = subset
         .iter()
         .map(|&r| {
-            let mut row: Vec<BigInt> = subset.iter().map(|&c| design.gram[r][c].clone()).collect();
-            row.push(design.xty[r].clone());
+            let mut row: Vec<BigInt> = subset.iter().map(|&c| design.gram(r, c).clone()).collect();
+            row.push(design.xty(r).clone());
             row
         })
         .collect();

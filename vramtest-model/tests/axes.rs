@@ -699,3 +699,21 @@ proptest! {
         prop_assert_eq!(Fit::new(&g, &s).unwrap(), Fit::new(&g, &t).unwrap());
     }
 }
+
+proptest! {
+    /// A monomial's value is the product of its axes' powers, in small integers or
+    /// past `u128` alike (the evaluation switches to big integers where a product
+    /// overflows).
+    #[test]
+    fn a_monomial_is_the_product_of_its_powers(
+        a in 1u64..=u64::MAX, b in 1u64..=u64::MAX, c in 1u64..=4096,
+        pa in 0u8..=2, pb in 0u8..=2, pc in 0u8..=2,
+    ) {
+        let m = Monomial::new([("a", pa), ("b", pb), ("c", pc)]);
+        let p = point(&[("a", a), ("b", b), ("c", c)]);
+        let expected = BigInt::from(a).pow(u32::from(pa))
+            * BigInt::from(b).pow(u32::from(pb))
+            * BigInt::from(c).pow(u32::from(pc));
+        prop_assert_eq!(m.eval(&p).unwrap(), expected);
+    }
+}
