@@ -1304,10 +1304,22 @@ fn fitted_and_leverage<C: AsRef<[BigInt]>>(
     m: &[Vec<BigInt>],
     k: usize,
 ) -> (BigInt, BigInt) {
-    let x: Vec<&BigInt> = columns.iter().map(|c| &c.as_ref()[i]).collect();
-    let fitted: BigInt = x.iter().zip(m).map(|(xj, row)| *xj * &row[2 * k]).sum();
-    let leverage: BigInt = x
+    (fitted(columns, i, m, k), leverage(columns, i, m, k))
+}
+
+/// Point `i`'s fitted value, scaled by the determinant (see [`fitted_and_leverage`]).
+fn fitted<C: AsRef<[BigInt]>>(columns: &[C], i: usize, m: &[Vec<BigInt>], k: usize) -> BigInt {
+    columns
         .iter()
+        .zip(m)
+        .map(|(c, row)| &c.as_ref()[i] * &row[2 * k])
+        .sum()
+}
+
+/// Point `i`'s leverage, scaled by the determinant (see [`fitted_and_leverage`]).
+fn leverage<C: AsRef<[BigInt]>>(columns: &[C], i: usize, m: &[Vec<BigInt>], k: usize) -> BigInt {
+    let x: Vec<&BigInt> = columns.iter().map(|c| &c.as_ref()[i]).collect();
+    x.iter()
         .zip(m)
         .map(|(xj, row)| {
             *xj * x
@@ -1316,8 +1328,7 @@ fn fitted_and_leverage<C: AsRef<[BigInt]>>(
                 .map(|(xl, a)| *xl * a)
                 .sum::<BigInt>()
         })
-        .sum();
-    (fitted, leverage)
+        .sum()
 }
 
 /// Scores the least-squares model of `subset`: `None` when its normal equations are
@@ -1343,15 +1354,30 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
     // once at the end (a gcd per point costs more than the rest of the score).
     let (mut worst_num, mut worst_den) = (BigInt::zero(), BigInt::one());
     let (mut bytes_num, mut bytes_den) = (BigInt::zero(), BigInt::one());
-    let mut residual = BigInt::zero();
-    for (i, y) in design.y.iter().enumerate() {
-        let (fitted, leverage) = fitted_and_leverage(&cols, i, &m, k);
-        let denominator = &d - leverage;
+    // Every point's in-sample miss is exact and cheap; its leverage (a quadratic form in
+    // big integers) only where floating point cannot rule the point out as the worst.
+    let misses: Vec<BigInt> = (design.y.iter().enumerate())
+        .map(|(i, y)| (&d * y - fitted(&cols, i, &m, k)).abs())
+        .collect();
+    let residual = misses.iter().max().cloned().unwrap_or_default();
+    let needed = {
+        let d = d.to_f64().unwrap_or(f64::INFINITY).abs();
+        let float = |b: &BigInt| b.to_f64().unwrap_or(f64::INFINITY) / d;
+        let misses: Vec<f64> = misses.iter().map(float).collect();
+        let scales: Vec<f64> = (design.y.iter())
+            .map(|y| y.to_f64().unwrap_or(f64::INFINITY).max(1.0))
+            .collect();
+        screen::worst_candidates(&misses, &scales, screen::leverages(design, subset).as_ref())
+    };
+    for ((i, y), miss) in design.y.iter().enumerate().zip(misses) {
+        if !needed[i] {
+            continue;
+        }
+        let denominator = &d - leverage(&cols, i, &m, k);
         if denominator.is_zero() {
             return None;
         }
         let scale = y.clone().max(BigInt::one());
-        let miss = (&d * y - fitted).abs();
         let denominator = denominator.abs();
         if &miss * &bytes_den > &bytes_num * &denominator {
             (bytes_num, bytes_den) = (miss.clone(), denominator.clone());
@@ -1360,7 +1386,6 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
         if &miss * &worst_den > &worst_num * &den {
             (worst_num, worst_den) = (miss.clone(), den);
         }
-        residual = residual.max(miss);
     }
     Some(Scored {
         worst: BigRational::new(worst_num, worst_den),
@@ -1647,7 +1672,13 @@ fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bo
         .expect("the constant model always scores: at least 3 points, leverage 1/n")
         .scored(design);
     let tolerance = &best.worst_bytes + &best.residual;
-    let within = |s: &Model| s.scored(design).worst_bytes <= tolerance;
+    // Sizes whose bounds already miss the tolerance need no exact score: with a series
+    // that many models fit exactly, those scores are most of an unoptimized fit.
+    let limit = tolerance.to_f64().unwrap_or(f64::INFINITY);
+    let within = |s: &Model| {
+        !screen::certainly_above(s, Metric::Bytes, limit)
+            && s.scored(design).worst_bytes <= tolerance
+    };
     let Some(at) = sizes.iter().position(within) else {
         return best;
     };

@@ -167,6 +167,12 @@ fn separated(x: Bounds, y: Bounds) -> Option<bool> {
     }
 }
 
+/// Whether the bounds alone put `m`'s figure of merit above `limit` (an f64 copy of an
+/// exact value, hence the margin): no exact score is needed to rule it out.
+pub(super) fn certainly_above<S: Clone>(m: &Model<S>, metric: Metric, limit: f64) -> bool {
+    m.bounds(metric).lo > limit * (1.0 + 1e-9) + f64::MIN_POSITIVE
+}
+
 /// Whether `a`'s figure of merit is below `b`'s, both models having exact scores.
 pub(super) fn less<D: Exact>(
     design: &D,
@@ -363,6 +369,91 @@ impl Basis {
         let spread = SLACK * f64::EPSILON * points * (terms + 1.0) * self.growth;
         Some((&self.residual, spread * floats.y_norm))
     }
+}
+
+/// Each point's leverage under the least-squares fit of `subset` in floating point, and
+/// the bound on its rounding: what decides which points' held-out misses can be the
+/// worst, so that only theirs are computed exactly. `None` when the columns nearly
+/// depend on each other, or the design is exact only.
+pub(super) fn leverages(design: &impl Exact, subset: &[usize]) -> Option<(Vec<f64>, f64)> {
+    let floats = design.floats()?;
+    let n = floats.y.len();
+    let mut basis: Vec<Vec<f64>> = Vec::with_capacity(subset.len());
+    let mut leverage = vec![0.0; n];
+    let mut growth = 1.0f64;
+    for &s in subset {
+        let mut q = floats.columns[s].clone();
+        for b in &basis {
+            project_out(&mut q, b);
+        }
+        let length = norm(&q);
+        growth = growth.max(1.0 / length);
+        if !(length > 0.0 && growth <= GROWTH_LIMIT) {
+            return None;
+        }
+        q.iter_mut().for_each(|x| *x /= length);
+        for (h, x) in leverage.iter_mut().zip(&q) {
+            *h += x * x;
+        }
+        basis.push(q);
+    }
+    let spread = SLACK * f64::EPSILON * n as f64 * (subset.len() as f64 + 1.0) * growth;
+    Some((leverage, spread))
+}
+
+/// Which points' held-out misses must be computed exactly for the worst of them to be
+/// exact, by both metrics: `misses[i]` is point `i`'s in-sample miss (exact, scaled by
+/// `d`), `scales[i]` what a relative miss divides by, `leverage` [`leverages`]'s
+/// answer. A point is left out only when its interval lies wholly below another point's
+/// lower bound, or its miss is 0 and its leverage certainly below 1 (it then misses by
+/// 0 held out, and its held-out refit is determined).
+pub(super) fn worst_candidates(
+    misses: &[f64],
+    scales: &[f64],
+    leverage: Option<&(Vec<f64>, f64)>,
+) -> Vec<bool> {
+    let Some((h, error)) = leverage else {
+        return vec![true; misses.len()];
+    };
+    // Per point: the bytes and relative intervals, or None where floating point cannot
+    // bound them.
+    let bounds: Vec<Option<(Bounds, Bounds)>> = misses
+        .iter()
+        .zip(h)
+        .zip(scales)
+        .map(|((&miss, &h), &scale)| {
+            let free = 1.0 - h - 2.0 * error;
+            if !(miss.is_finite() && free > 0.0) {
+                return None;
+            }
+            let lo = miss / (1.0 - h + 2.0 * error) * (1.0 - 1e-9);
+            let hi = miss / free * (1.0 + 1e-9);
+            let bytes = Bounds { lo, hi };
+            let relative = Bounds {
+                lo: lo / scale,
+                hi: hi / scale,
+            };
+            Some((bytes, relative))
+        })
+        .collect();
+    let floor = |pick: fn(&(Bounds, Bounds)) -> Bounds| {
+        bounds
+            .iter()
+            .flatten()
+            .map(|b| pick(b).lo)
+            .fold(0.0f64, f64::max)
+    };
+    let (bytes_floor, relative_floor) = (floor(|b| b.0), floor(|b| b.1));
+    bounds
+        .iter()
+        .map(|b| match b {
+            None => true,
+            Some((bytes, relative)) => {
+                (bytes.hi > 0.0 && bytes.hi >= bytes_floor)
+                    || (relative.hi > 0.0 && relative.hi >= relative_floor)
+            }
+        })
+        .collect()
 }
 
 /// What floating point tells of the least-squares fit of every candidate at once.
