@@ -15,6 +15,7 @@ use crate::cli::{BuildArgs, ExecArgs, FilterArgs};
 use crate::discover::Workspace;
 use crate::error::{Error, Result};
 use crate::filter;
+use crate::output::sinks::write_file;
 use crate::progress::Progress;
 use crate::{build, runner};
 use std::path::Path;
@@ -127,34 +128,6 @@ fn check_shared_snapshots(all: &[TestCase]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Writes `text` to a report file, creating its directory; atomically (a temporary
-/// file renamed over the target), so a reader never sees half a report.
-fn write_file(path: &Path, text: &str) -> Result<()> {
-    use vramtest_model::snapshot::{FileError, write_atomic};
-    write_atomic(path, text).map_err(|e| match e {
-        FileError::Io { source, .. } => Error::Report {
-            path: path.to_owned(),
-            source,
-        },
-        other => Error::Snapshot(other),
-    })
-}
-
-/// Appends `text` and a newline to a report file (the job summary).
-fn append_file(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write as _;
-    let report = |source| Error::Report {
-        path: path.to_owned(),
-        source,
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(report)?;
-    writeln!(f, "{text}").map_err(report)
 }
 
 #[cfg(test)]
