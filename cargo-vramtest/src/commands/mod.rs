@@ -1,6 +1,7 @@
 //! One module per subcommand, each with its `execute` (`accept` holds `accept` and
 //! `reject`); here, what several of them share: the environment handed to the tests,
-//! the device a run measures on, finding the tests to run, and writing files.
+//! the device a run measures on and finding the tests to run. `run` and `merge` hand
+//! their reports to [`crate::output::sinks`], which also writes `show --svg`'s file.
 
 pub mod accept;
 pub mod list;

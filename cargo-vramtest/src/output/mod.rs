@@ -1,9 +1,9 @@
 //! What the commands print and write. For a run: the terminal table, JSON lines, JUnit
 //! XML, a markdown PR comment, an HTML page and GitHub Actions annotations, each a pure
-//! function of the one [`RunView`] that `run` and `merge` build, reached through one
-//! seam ([`sink`]: the flags to the list of sinks). This module holds what they share
-//! (the rows of the table, the summary, status labels). For `list` and `show`: their
-//! tables, what fits, and call sites.
+//! function of the one [`RunView`] that `run` and `merge` build ([`view`]), reached
+//! through one seam ([`sinks`]: the report flags to the list of [`Sink`]s). This
+//! module holds what the formats share (the rows of the table, status labels). For
+//! `list` and `show`: their tables, what fits, and call sites.
 
 pub mod fits;
 pub mod github;
