@@ -8,12 +8,13 @@
 //! another cargo-vramtest version, another snapshot schema, another partition) are an
 //! error: there is nothing sound to merge.
 //!
-//! The report types are the harness's own (`vramtest_model::report::TestReport`,
-//! `vramtest_model::Body`), deserialized as the run serialized them, so a field added
-//! to them travels through a merge unchanged.
+//! The lines are read as the run wrote them, into the one type it writes
+//! ([`crate::output::json::JsonLine`]), whose reports are the harness's own
+//! (`vramtest_model::report::TestReport`, `vramtest_model::Body`), so a field added to
+//! them travels through a merge unchanged.
 
 use crate::case::{Binary, Outcome, TestCase};
-use crate::output::json::FORMAT_VERSION;
+use crate::output::json::{FORMAT_VERSION, JsonLine, LineHead, Record, SummaryLine, TestLine};
 use crate::partition::Partition;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -21,7 +22,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use vramtest_model::report::{Status, TestReport};
+use vramtest_model::report::Status;
 
 /// One shard's report, read back.
 #[derive(Debug, Clone)]
@@ -40,40 +41,6 @@ pub struct Shard {
     pub duration: Duration,
     /// Problems an earlier merge recorded in it.
     pub problems: Vec<String>,
-}
-
-/// The first fields of every line.
-#[derive(Deserialize)]
-struct Head {
-    format_version: Option<u32>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-}
-
-/// A `"type": "test"` line: the fields the run adds around the harness's report.
-#[derive(Deserialize)]
-struct TestLine {
-    package: String,
-    name: String,
-    duration_secs: f64,
-    /// Whether the run counted it as failing: it must agree with the status.
-    fails: bool,
-    #[serde(flatten)]
-    report: TestReport,
-}
-
-/// The `"type": "summary"` line.
-#[derive(Deserialize)]
-struct SummaryLine {
-    tests: usize,
-    duration_secs: f64,
-    exit_code: u8,
-    #[serde(default)]
-    cargo_vramtest_version: Option<String>,
-    #[serde(default)]
-    partition: Option<String>,
-    #[serde(default)]
-    problems: Vec<String>,
 }
 
 /// Reads one shard's report from its text. The error says what is wrong with the
@@ -155,7 +122,7 @@ fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String>
             }
             Err(e) => return Err(format!("line {n} is not a JSON object: {e}")),
         };
-        let head = Head::deserialize(&value)
+        let head = LineHead::deserialize(&value)
             .map_err(|e| format!("line {n} is not a cargo-vramtest report line: {e}"))?;
         if head.format_version != Some(FORMAT_VERSION) {
             return Err(format!(
@@ -165,25 +132,14 @@ fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String>
                     .map_or("(none)".to_owned(), |v| v.to_string())
             ));
         }
-        match head.kind.as_deref() {
+        let what = match head.kind.as_deref() {
             Some("test") => {
                 vramtest_model::report::check_schema(&value).map_err(|e| {
                     format!("line {n} is {e} (hint: merge with the cargo-vramtest that wrote it)")
                 })?;
-                let line = TestLine::deserialize(value)
-                    .map_err(|e| format!("line {n} is not a test's report: {e}"))?;
-                let said = line.fails;
-                let o = outcome(line, &mut binaries).map_err(|e| format!("line {n}: {e}"))?;
-                if o.fails() != said {
-                    return Err(contradiction(n, &o, said));
-                }
-                outcomes.push(o);
+                "a test's report"
             }
-            Some("summary") => {
-                let s = SummaryLine::deserialize(value)
-                    .map_err(|e| format!("line {n} is not a run's summary: {e}"))?;
-                summary = Some(s);
-            }
+            Some("summary") => "a run's summary",
             other => {
                 return Err(format!(
                     "line {n} is a `{}` line, not a run's report (hint: merge the output of \
@@ -191,6 +147,19 @@ fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String>
                     other.unwrap_or("(no type)")
                 ));
             }
+        };
+        let line =
+            JsonLine::deserialize(value).map_err(|e| format!("line {n} is not {what}: {e}"))?;
+        match line.record {
+            Record::Test(line) => {
+                let said = line.fails;
+                let o = outcome(*line, &mut binaries).map_err(|e| format!("line {n}: {e}"))?;
+                if o.fails() != said {
+                    return Err(contradiction(n, &o, said));
+                }
+                outcomes.push(o);
+            }
+            Record::Summary(s) => summary = Some(s),
         }
     }
     Ok((outcomes, summary))
@@ -220,10 +189,10 @@ fn duration(secs: f64) -> Duration {
 /// A test line as the outcome the reports are written from. Only what a report shows
 /// is known: the binary's path and the package's directory are not in the line.
 fn outcome(
-    line: TestLine,
+    line: TestLine<'_>,
     binaries: &mut HashMap<(String, String), Arc<Binary>>,
 ) -> Result<Outcome, String> {
-    let report = line.report;
+    let report = line.report.into_owned();
     let binary = binaries
         .entry((line.package.clone(), report.target.clone()))
         .or_insert_with(|| {
@@ -397,18 +366,15 @@ pub fn combine(shards: Vec<Shard>) -> (Vec<Outcome>, Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::fixtures::{mixed, outcome};
-    use crate::output::json::{self, RunInfo};
-    use crate::output::{Results, Summary};
+    use crate::output::fixtures::{mixed, outcome, view};
+    use crate::output::json;
+    use crate::output::view::Summary;
 
     /// What `--message-format json` prints for `outcomes`, as shard `partition`.
     fn report(outcomes: &[Outcome], partition: Option<&str>) -> String {
-        let results = Results {
-            outcomes,
-            duration: Duration::from_millis(1500),
-        };
-        let info = RunInfo::run(partition.map(str::to_owned));
-        json::render(results, &Summary::of(outcomes), &info)
+        let mut run = view(outcomes, Duration::from_millis(1500));
+        run.partition = partition.map(str::to_owned);
+        json::render(&run)
     }
 
     fn shard(outcomes: &[Outcome], partition: Option<&str>, path: &str) -> Shard {

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with its `execute` (`accept` holds `accept` and
 //! `reject`); here, what several of them share: the environment handed to the tests,
-//! the device a run measures on, finding the tests to run, and writing files.
+//! the device a run measures on and finding the tests to run. `run` and `merge` hand
+//! their reports to [`crate::output::sinks`], which also writes `show --svg`'s file.
 
 pub mod accept;
 pub mod list;
@@ -15,6 +16,7 @@ use crate::cli::{BuildArgs, ExecArgs, FilterArgs};
 use crate::discover::Workspace;
 use crate::error::{Error, Result};
 use crate::filter;
+use crate::output::sinks::write_file;
 use crate::progress::Progress;
 use crate::{build, runner};
 use std::path::Path;
@@ -127,34 +129,6 @@ fn check_shared_snapshots(all: &[TestCase]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Writes `text` to a report file, creating its directory; atomically (a temporary
-/// file renamed over the target), so a reader never sees half a report.
-fn write_file(path: &Path, text: &str) -> Result<()> {
-    use vramtest_model::snapshot::{FileError, write_atomic};
-    write_atomic(path, text).map_err(|e| match e {
-        FileError::Io { source, .. } => Error::Report {
-            path: path.to_owned(),
-            source,
-        },
-        other => Error::Snapshot(other),
-    })
-}
-
-/// Appends `text` and a newline to a report file (the job summary).
-fn append_file(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write as _;
-    let report = |source| Error::Report {
-        path: path.to_owned(),
-        source,
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(report)?;
-    writeln!(f, "{text}").map_err(report)
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! Under GitHub Actions (`GITHUB_ACTIONS=true`): an `::error` workflow command per
 //! failing test, at the test function's line (a malformed snapshot: at the snapshot's
-//! line), and a `::notice` per improvement. The markdown report goes to the job summary
-//! (`$GITHUB_STEP_SUMMARY`) from the `run` command.
+//! line), and a `::notice` per improvement (a run's only: each shard's job printed its
+//! own before a merge). The markdown report goes to the job summary
+//! (`$GITHUB_STEP_SUMMARY`, [`super::sinks`]).
 
-use super::Results;
+use super::{Origin, RunView, Sink};
 use crate::case::Outcome;
 use std::path::{Path, PathBuf};
 use vramtest_model::report::Status;
@@ -48,9 +49,8 @@ pub fn command(
 
 /// The annotations of a run. Paths are relative to `base`: the repository
 /// (`$GITHUB_WORKSPACE`) when the workspace is inside it, else the workspace root.
-pub fn annotations(results: Results<'_>, base: &Path) -> Vec<String> {
-    results
-        .outcomes
+pub fn annotations(outcomes: &[Outcome], base: &Path) -> Vec<String> {
+    outcomes
         .iter()
         .filter_map(|o| annotation(o, base))
         .collect()
@@ -98,6 +98,27 @@ fn relative(path: &Path, base: &Path) -> String {
         .replace('\\', "/")
 }
 
+/// The annotations of a run's failures (a merge has none: each shard's job printed
+/// its own), one line each, on stdout, or on stderr when stdout holds JSON lines.
+pub struct Annotations {
+    pub on_stdout: bool,
+}
+
+impl Sink for Annotations {
+    fn write(&self, view: &RunView) -> crate::error::Result<()> {
+        if let Origin::Run { root, .. } = &view.origin {
+            for line in annotations(&view.outcomes, &base(root)) {
+                if self.on_stdout {
+                    println!("{line}");
+                } else {
+                    eprintln!("{line}");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The base of annotation paths: `$GITHUB_WORKSPACE` when `root` is inside it.
 pub fn base(root: &Path) -> PathBuf {
     std::env::var_os("GITHUB_WORKSPACE")
@@ -111,7 +132,6 @@ pub fn base(root: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use crate::output::fixtures::*;
-    use std::time::Duration;
     use test_case::test_case;
     use vramtest_model::workflow::inert_with;
 
@@ -167,11 +187,7 @@ mod tests {
     #[test]
     fn one_annotation_per_failure_at_the_tests_line() {
         let outcomes = mixed();
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::ZERO,
-        };
-        let lines = annotations(results, Path::new("/w"));
+        let lines = annotations(&outcomes, Path::new("/w"));
         assert_eq!(lines.len(), 4, "{lines:#?}");
         assert!(lines[0].starts_with(
             "::error file=mlp/tests/vram.rs,line=15,title=mlp%3A%3Avram%3A%3Aadamw%3A regressed::memory regression in adamw (cpu)%0A"

@@ -2,19 +2,39 @@
 //! nothing loaded from the network), so it opens from a downloaded CI artifact. The
 //! page itself is drawn by `vramtest-chart`; this module maps outcomes onto it.
 
-use super::Results;
+use super::{Origin, RunView};
 use crate::case::Outcome;
 use vramtest_chart::{Report, Status as PageStatus, TestEntry, Timeline};
 use vramtest_model::report::Status;
 
-/// The page of a run. `timeline` finds the recorded timeline of a test, when there
-/// is one.
-pub fn render(
-    results: Results<'_>,
-    title: &str,
-    timeline: impl Fn(&Outcome) -> Option<Timeline>,
-) -> String {
-    let tests = results
+/// The page of a run, with each test's timeline where this run recorded one.
+pub fn render(view: &RunView) -> String {
+    page(view, &title(view), |o| view.timeline(o))
+}
+
+/// The page's title: the workspace of a run; what a merge merged, and whether it is
+/// whole.
+fn title(view: &RunView) -> String {
+    match &view.origin {
+        Origin::Run { root, .. } => format!("cargo vramtest: {}", root.display()),
+        Origin::Merge { files } => {
+            let mut title = format!(
+                "cargo vramtest: {} merged from {files} {}",
+                view.summary.headline(),
+                if *files == 1 { "report" } else { "reports" }
+            );
+            if !view.problems.is_empty() {
+                title += &format!(" (incomplete: {})", view.problems.join("; "));
+            }
+            title
+        }
+    }
+}
+
+/// The page of a run under `title`. `timeline` finds the recorded timeline of a test,
+/// when there is one.
+fn page(view: &RunView, title: &str, timeline: impl Fn(&Outcome) -> Option<Timeline>) -> String {
+    let tests = view
         .outcomes
         .iter()
         .map(|o| entry(o, timeline(o)))
@@ -79,11 +99,8 @@ mod tests {
     #[test]
     fn every_test_is_on_the_page_with_its_status() {
         let outcomes = mixed();
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::ZERO,
-        };
-        let page = render(results, "cargo vramtest: mlp", |_| None);
+        let run = view(&outcomes, Duration::ZERO);
+        let page = page(&run, "cargo vramtest: mlp", |_| None);
         for o in &outcomes {
             assert!(page.contains(&o.case.full_name()), "{}", o.case.full_name());
         }
@@ -94,12 +111,31 @@ mod tests {
     #[test]
     fn a_regression_shows_its_message_and_diff() {
         let outcomes = [regression()];
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::ZERO,
-        };
-        let page = render(results, "t", |_| None);
+        let run = view(&outcomes, Duration::ZERO);
+        let page = page(&run, "t", |_| None);
         assert!(page.contains("memory regression in mlp_adamw"), "{page}");
         assert!(page.contains("peak_bytes"), "the diff is on the page");
+    }
+
+    #[test]
+    fn the_title_says_where_the_run_came_from() {
+        let mut run = view(&mixed(), Duration::ZERO);
+        assert_eq!(title(&run), "cargo vramtest: /w");
+        run.origin = Origin::Merge { files: 1 };
+        let headline = run.summary.headline();
+        assert_eq!(
+            title(&run),
+            format!("cargo vramtest: {headline} merged from 1 report")
+        );
+        run.origin = Origin::Merge { files: 3 };
+        run.problems = vec!["a: empty".into(), "shard hash:3/3: no report".into()];
+        assert_eq!(
+            title(&run),
+            format!(
+                "cargo vramtest: {headline} merged from 3 reports (incomplete: a: empty; shard hash:3/3: no report)"
+            )
+        );
+        let page = render(&run);
+        assert!(page.contains("merged from 3 reports"), "{page}");
     }
 }

@@ -14,133 +14,155 @@
 //!   ran the tests), and when set `partition` (the shard, `hash:2/4`) and `problems`
 //!   (what `merge` could not merge: a missing or truncated shard).
 //!
-//! `cargo vramtest merge` reads these lines back ([`crate::shards`]): everything a
-//! report needs is in them.
+//! The lines are one type, [`JsonLine`]: this module writes it and `cargo vramtest
+//! merge` reads it back ([`crate::shards`]); everything a report needs is in them.
 //!
 //! `list --message-format json` prints `"type": "list"` objects instead (see
 //! [`super::list`]): `package`, `binary_id`, `name`, `test`, `ignored`, `shard` (with
 //! `--partition`) and `snapshots`.
 
-use super::{Results, Summary};
+use super::{RunView, Sink};
 use crate::case::Outcome;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use vramtest_model::report::TestReport;
 
 /// The version of this format; bumped on incompatible changes.
 pub const FORMAT_VERSION: u32 = 1;
 
-#[derive(Serialize)]
-struct TestLine<'a> {
-    format_version: u32,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    package: &'a str,
-    binary_id: String,
-    name: String,
-    duration_secs: f64,
-    fails: bool,
+/// One line of a run's JSON report: the format's version, then what the line is.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonLine<'a> {
+    pub format_version: u32,
     #[serde(flatten)]
-    report: &'a TestReport,
+    pub record: Record<'a>,
 }
 
-#[derive(Serialize)]
-struct SummaryLine<'a> {
-    format_version: u32,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    tests: usize,
-    counts: BTreeMap<&'static str, usize>,
-    pending: usize,
-    failing: usize,
-    duration_secs: f64,
-    exit_code: u8,
-    cargo_vramtest_version: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    partition: Option<&'a str>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    problems: &'a [String],
+/// What a line of a run's JSON report holds, by its `"type"`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Record<'a> {
+    /// One test's result.
+    Test(Box<TestLine<'a>>),
+    /// The run's counts and exit code: the last line.
+    Summary(SummaryLine),
 }
 
-/// What the summary line says about the run besides its counts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunInfo {
-    /// The cargo-vramtest that ran the tests.
-    pub version: String,
-    /// The shard the run was (`--partition hash:2/4`), when it was one.
+/// A `"type": "test"` line: the fields the run adds around the harness's report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestLine<'a> {
+    pub package: String,
+    /// `package::target`.
+    #[serde(default)]
+    pub binary_id: String,
+    /// `package::target::test`.
+    pub name: String,
+    pub duration_secs: f64,
+    /// Whether the run counted it as failing: a reader checks it against the status.
+    pub fails: bool,
+    #[serde(flatten)]
+    pub report: Cow<'a, TestReport>,
+}
+
+/// The `"type": "summary"` line. A reader needs only `tests`, `duration_secs` and
+/// `exit_code`; the other fields have defaults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SummaryLine {
+    pub tests: usize,
+    /// The tests by status (`"regressed": 1`), in the order of the names.
+    #[serde(default)]
+    pub counts: BTreeMap<String, usize>,
+    #[serde(default)]
+    pub pending: usize,
+    #[serde(default)]
+    pub failing: usize,
+    pub duration_secs: f64,
+    pub exit_code: u8,
+    /// The cargo-vramtest that ran the tests (`None`: a report without the field).
+    #[serde(default)]
+    pub cargo_vramtest_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
-    /// What went wrong beyond the tests: a shard `merge` could not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
 }
 
-impl RunInfo {
-    /// A run of this cargo-vramtest, of the shard `partition` when it is one.
-    pub fn run(partition: Option<String>) -> RunInfo {
-        RunInfo {
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            partition,
-            problems: Vec::new(),
+/// The first fields of any line, read leniently before the line itself, so that a
+/// line of another version or type is named as such.
+#[derive(Debug, Deserialize)]
+pub struct LineHead {
+    pub format_version: Option<u32>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+}
+
+impl<'a> JsonLine<'a> {
+    fn of(record: Record<'a>) -> JsonLine<'a> {
+        JsonLine {
+            format_version: FORMAT_VERSION,
+            record,
         }
     }
-}
 
-fn test_object(o: &Outcome) -> TestLine<'_> {
-    TestLine {
-        format_version: FORMAT_VERSION,
-        kind: "test",
-        package: &o.case.binary.package,
-        binary_id: o.case.binary.id(),
-        name: o.case.full_name(),
-        duration_secs: o.duration.as_secs_f64(),
-        fails: o.fails(),
-        report: &o.report,
+    /// A test's line.
+    pub fn test(o: &'a Outcome) -> JsonLine<'a> {
+        JsonLine::of(Record::Test(Box::new(TestLine {
+            package: o.case.binary.package.clone(),
+            binary_id: o.case.binary.id(),
+            name: o.case.full_name(),
+            duration_secs: o.duration.as_secs_f64(),
+            fails: o.fails(),
+            report: Cow::Borrowed(&o.report),
+        })))
     }
-}
 
-/// One test's line.
-pub fn test_line(o: &Outcome) -> String {
-    serde_json::to_string(&test_object(o)).expect("reports serialize")
-}
-
-fn summary_object<'a>(
-    results: Results<'_>,
-    summary: &Summary,
-    info: &'a RunInfo,
-) -> SummaryLine<'a> {
-    SummaryLine {
-        format_version: FORMAT_VERSION,
-        kind: "summary",
-        tests: summary.tests,
-        counts: summary
-            .counts
-            .iter()
-            .map(|(s, n)| (s.as_str(), *n))
-            .collect(),
-        pending: summary.pending,
-        failing: summary.failing,
-        duration_secs: results.duration.as_secs_f64(),
-        exit_code: summary.exit_code,
-        cargo_vramtest_version: &info.version,
-        partition: info.partition.as_deref(),
-        problems: &info.problems,
+    /// The summary line of a run.
+    pub fn summary(view: &RunView) -> JsonLine<'static> {
+        let summary = &view.summary;
+        JsonLine::of(Record::Summary(SummaryLine {
+            tests: summary.tests,
+            counts: summary
+                .counts
+                .iter()
+                .map(|(s, n)| (s.as_str().to_owned(), *n))
+                .collect(),
+            pending: summary.pending,
+            failing: summary.failing,
+            duration_secs: view.duration.as_secs_f64(),
+            exit_code: summary.exit_code,
+            cargo_vramtest_version: Some(view.version.clone()),
+            partition: view.partition.clone(),
+            problems: view.problems.clone(),
+        }))
     }
-}
 
-/// The summary line.
-pub fn summary_line(results: Results<'_>, summary: &Summary, info: &RunInfo) -> String {
-    serde_json::to_string(&summary_object(results, summary, info)).expect("summaries serialize")
+    /// The line as one line of JSON.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("report lines serialize")
+    }
 }
 
 /// Every line of a run.
-pub fn render(results: Results<'_>, summary: &Summary, info: &RunInfo) -> String {
+pub fn render(view: &RunView) -> String {
     let mut out = String::new();
-    for o in results.outcomes {
-        out += &test_line(o);
+    for o in &view.outcomes {
+        out += &JsonLine::test(o).to_line();
         out.push('\n');
     }
-    out += &summary_line(results, summary, info);
+    out += &JsonLine::summary(view).to_line();
     out.push('\n');
     out
+}
+
+/// `--message-format json`: the lines on stdout.
+pub struct Stdout;
+
+impl Sink for Stdout {
+    fn write(&self, view: &RunView) -> crate::error::Result<()> {
+        print!("{}", render(view));
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -154,12 +176,9 @@ mod tests {
     #[test]
     fn one_object_per_line_then_a_summary() {
         let outcomes = mixed();
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::from_secs(2),
-        };
-        let info = RunInfo::run(Some("hash:2/4".into()));
-        let text = render(results, &Summary::of(&outcomes), &info);
+        let mut run = view(&outcomes, Duration::from_secs(2));
+        run.partition = Some("hash:2/4".into());
+        let text = render(&run);
         let lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -194,6 +213,39 @@ mod tests {
         assert_eq!(lines[3]["old_body"], Value::Null, "a new test has none");
     }
 
+    #[test]
+    fn a_line_reads_back_as_the_type_it_was_written_from() {
+        let mut run = view(&mixed(), Duration::from_millis(2500));
+        run.partition = Some("hash:1/2".into());
+        run.problems = vec!["b.jsonl: empty".into()];
+        let text = render(&run);
+        let mut kinds = Vec::new();
+        for line in text.lines() {
+            let read: JsonLine = serde_json::from_str(line).unwrap();
+            assert_eq!(read.to_line(), line, "written again, the same line");
+            kinds.push(match read.record {
+                Record::Test(t) => {
+                    let o = &run.outcomes[kinds.len()];
+                    assert_eq!(*t.report, o.report);
+                    assert_eq!((t.name, t.fails), (o.case.full_name(), o.fails()));
+                    "test"
+                }
+                Record::Summary(s) => {
+                    assert_eq!((s.tests, s.exit_code), (6, run.summary.exit_code));
+                    assert_eq!(s.problems, run.problems);
+                    "summary"
+                }
+            });
+        }
+        assert_eq!(
+            kinds,
+            ["test"; 6]
+                .into_iter()
+                .chain(["summary"])
+                .collect::<Vec<_>>()
+        );
+    }
+
     /// The ```json blocks of a markdown text.
     fn json_blocks(markdown: &str) -> Vec<&str> {
         markdown
@@ -206,30 +258,17 @@ mod tests {
     #[test]
     fn the_readme_example_is_what_a_run_prints() {
         let outcomes = [regression()];
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::from_millis(1250),
-        };
+        let mut run = view(&outcomes, Duration::from_millis(1250));
         // A fixed version: the example must not change with each release.
-        let info = RunInfo {
-            version: "0.1.0".into(),
-            partition: None,
-            problems: Vec::new(),
-        };
-        let test = serde_json::to_string_pretty(&test_object(&outcomes[0])).unwrap();
-        let summary =
-            serde_json::to_string_pretty(&summary_object(results, &Summary::of(&outcomes), &info))
-                .unwrap();
+        run.version = "0.1.0".into();
+        let test = serde_json::to_string_pretty(&JsonLine::test(&outcomes[0])).unwrap();
+        let summary = serde_json::to_string_pretty(&JsonLine::summary(&run)).unwrap();
         // What `--message-format json` prints, one object a line, pretty-printed.
-        for (pretty, line) in [
-            (&test, test_line(&outcomes[0])),
-            (
-                &summary,
-                summary_line(results, &Summary::of(&outcomes), &info),
-            ),
-        ] {
+        let text = render(&run);
+        let lines: Vec<&str> = text.lines().collect();
+        for (pretty, line) in [(&test, lines[0]), (&summary, lines[1])] {
             let a: Value = serde_json::from_str(pretty).unwrap();
-            let b: Value = serde_json::from_str(&line).unwrap();
+            let b: Value = serde_json::from_str(line).unwrap();
             assert_eq!(a, b);
         }
         insta::assert_snapshot!(format!("{test}\n{summary}"));

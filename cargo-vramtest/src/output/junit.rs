@@ -2,22 +2,17 @@
 //! binary (`package::target`), one case per test; a failing test carries its message,
 //! the snapshot diff and the test's output; each case records its peak as a property.
 
-use super::Results;
+use super::RunView;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::collections::BTreeMap;
 use vramtest_model::report::Status;
 
-/// The XML text of a run.
-pub fn render(results: Results<'_>) -> String {
-    render_with_problems(results, &[])
-}
-
-/// The XML text of a merged run (`cargo vramtest merge`): its tests, then, when a shard
-/// could not be merged, a suite `cargo-vramtest merge` with one error case per problem,
-/// so a dashboard cannot show the merged run as complete.
-pub fn render_with_problems(results: Results<'_>, problems: &[String]) -> String {
+/// The XML text of a run: its tests, then, when the run has problems (a shard `merge`
+/// could not read), a suite `cargo-vramtest merge` with one error case per problem,
+/// so a dashboard cannot show a merged run as complete.
+pub fn render(view: &RunView) -> String {
     let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
-    for o in results.outcomes {
+    for o in &view.outcomes {
         let r = &o.report;
         let mut status = match r.status {
             Status::Ignored => TestCaseStatus::skipped(),
@@ -64,11 +59,11 @@ pub fn render_with_problems(results: Results<'_>, problems: &[String]) -> String
     }
     let mut report = Report::new("cargo-vramtest");
     report
-        .set_time(results.duration)
+        .set_time(view.duration)
         .add_test_suites(suites.into_values());
-    if !problems.is_empty() {
+    if !view.problems.is_empty() {
         let mut suite = TestSuite::new("cargo-vramtest merge");
-        for (i, problem) in problems.iter().enumerate() {
+        for (i, problem) in view.problems.iter().enumerate() {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
             status.set_message(problem.as_str()).set_type("merge");
             suite.add_test_case(TestCase::new(format!("problem {}", i + 1), status));
@@ -87,10 +82,7 @@ mod tests {
     #[test]
     fn a_case_per_test_a_suite_per_binary() {
         let outcomes = mixed();
-        let xml = render(Results {
-            outcomes: &outcomes,
-            duration: Duration::from_secs(3),
-        });
+        let xml = render(&view(&outcomes, Duration::from_secs(3)));
         let report = Report::deserialize_from_str(&xml).unwrap();
         assert_eq!(report.name.as_str(), "cargo-vramtest");
         assert_eq!(report.tests, 6);
@@ -120,12 +112,11 @@ mod tests {
     #[test]
     fn a_merge_problem_is_an_error_case() {
         let outcomes = [outcome("sgd", Status::Passed)];
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::from_secs(3),
-        };
+        let mut run = view(&outcomes, Duration::from_secs(3));
+        let plain = render(&run);
         let problem = "shard hash:2/2: no report".to_owned();
-        let xml = render_with_problems(results, std::slice::from_ref(&problem));
+        run.problems = vec![problem.clone()];
+        let xml = render(&run);
         let report = Report::deserialize_from_str(&xml).unwrap();
         assert_eq!((report.tests, report.errors), (2, 1));
         let suite = &report.test_suites[1];
@@ -136,6 +127,11 @@ mod tests {
             "{:?}",
             suite.test_cases[0].status
         );
-        assert_eq!(render(results), render_with_problems(results, &[]));
+        // Without problems, no such suite.
+        let plain = Report::deserialize_from_str(&plain).unwrap();
+        assert_eq!(
+            (plain.tests, plain.errors, plain.test_suites.len()),
+            (1, 0, 1)
+        );
     }
 }

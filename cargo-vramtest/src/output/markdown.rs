@@ -1,8 +1,9 @@
 //! `--markdown PATH` (and the GitHub job summary): a pull-request comment body. It
 //! starts with a hidden marker line, so a bot can find and update its own comment,
-//! then the run's table and one collapsible `<details>` block per failure.
+//! then the run's headline, a warning when the run is incomplete (a shard `merge` could
+//! not read), the table and one collapsible `<details>` block per failure.
 
-use super::{Results, Row, Summary};
+use super::{Row, RunView};
 use std::fmt::Write as _;
 use vramtest_model::report::Status;
 
@@ -17,15 +18,17 @@ const OUTPUT_LINES: usize = 60;
 pub const MAX_BYTES: usize = 60_000;
 
 /// The markdown text of a run.
-pub fn render(results: Results<'_>, summary: &Summary) -> String {
+pub fn render(view: &RunView) -> String {
+    let summary = &view.summary;
     let mut out = String::new();
     let mark = if summary.exit_code == 0 { "✅" } else { "❌" };
     let _ = writeln!(out, "{MARKER}");
     let _ = writeln!(out, "### cargo-vramtest {mark} {}\n", summary.headline());
-    if !results.outcomes.is_empty() {
+    out += &incomplete(&view.problems);
+    if !view.outcomes.is_empty() {
         out += "| Test | Peak | Change | Worst category | Status |\n";
         out += "| :--- | ---: | ---: | :--- | :--- |\n";
-        for o in results.outcomes {
+        for o in &view.outcomes {
             let r = Row::of(o);
             let _ = writeln!(
                 out,
@@ -39,7 +42,7 @@ pub fn render(results: Results<'_>, summary: &Summary) -> String {
             );
         }
     }
-    let failing: Vec<_> = results.outcomes.iter().filter(|o| o.fails()).collect();
+    let failing: Vec<_> = view.outcomes.iter().filter(|o| o.fails()).collect();
     for (shown, o) in failing.iter().enumerate() {
         let block = failure_block(o);
         if out.len() + block.len() > MAX_BYTES {
@@ -57,6 +60,22 @@ pub fn render(results: Results<'_>, summary: &Summary) -> String {
         out += "\nPending results were written as `.snap.new` files: review them with `cargo vramtest review` (or `cargo insta review`).\n";
     }
     out
+}
+
+/// The problems in a warning right under the headline, so a pull-request comment
+/// cannot look complete when a shard is missing; nothing without problems.
+fn incomplete(problems: &[String]) -> String {
+    if problems.is_empty() {
+        return String::new();
+    }
+    let mut block = String::from(
+        "> [!WARNING]\n> **Incomplete:** this report does not hold every shard's tests.\n>\n",
+    );
+    for p in problems {
+        let _ = writeln!(block, "> - {}", p.replace('\n', " "));
+    }
+    block.push('\n');
+    block
 }
 
 /// One collapsible block: the message, a chart of old against new per category,
@@ -145,21 +164,15 @@ mod tests {
     #[test]
     fn a_pull_request_comment() {
         let outcomes = mixed();
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::from_secs(2),
-        };
-        insta::assert_snapshot!(render(results, &Summary::of(&outcomes)));
+        let run = view(&outcomes, Duration::from_secs(2));
+        insta::assert_snapshot!(render(&run));
     }
 
     #[test]
     fn a_failure_charts_old_against_new() {
         let outcomes = [regression()];
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::ZERO,
-        };
-        let text = render(results, &Summary::of(&outcomes));
+        let run = view(&outcomes, Duration::ZERO);
+        let text = render(&run);
         let chart = text.split("```mermaid\n").nth(1).expect("a mermaid block");
         assert!(chart.starts_with("xychart-beta\n"), "{chart}");
         assert!(chart.contains("\"activations\""), "{chart}");
@@ -170,11 +183,8 @@ mod tests {
         let outcomes: Vec<_> = (0..400)
             .map(|i| outcome(&format!("t{i}"), Status::Regressed))
             .collect();
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::ZERO,
-        };
-        let text = render(results, &Summary::of(&outcomes));
+        let run = view(&outcomes, Duration::ZERO);
+        let text = render(&run);
         assert!(text.len() <= MAX_BYTES + 1_000, "{} bytes", text.len());
         assert!(text.contains("more failing tests left out"), "{text}");
         assert!(text.contains("cargo vramtest --html"));
@@ -183,15 +193,36 @@ mod tests {
     #[test]
     fn a_clean_run() {
         let outcomes = [outcome("sgd", vramtest_model::report::Status::Passed)];
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::ZERO,
-        };
-        let text = render(results, &Summary::of(&outcomes));
+        let run = view(&outcomes, Duration::ZERO);
+        let text = render(&run);
         assert!(text.starts_with(&format!(
             "{MARKER}\n### cargo-vramtest ✅ 1 test: 1 passed\n"
         )));
         assert!(!text.contains("<details>"));
+    }
+
+    #[test]
+    fn the_warning_comes_right_after_the_headline() {
+        let mut run = view(&mixed(), Duration::ZERO);
+        let plain = render(&run);
+        run.problems = vec!["shard hash:2/3: no report".to_owned()];
+        let warned = render(&run);
+        let lines: Vec<&str> = warned.lines().collect();
+        assert_eq!(lines[0], MARKER);
+        assert!(lines[1].starts_with("### cargo-vramtest"), "{warned}");
+        assert_eq!(lines[3], "> [!WARNING]");
+        assert!(
+            warned.contains("> - shard hash:2/3: no report\n\n| Test |"),
+            "{warned}"
+        );
+        // Everything else is the plain report.
+        assert_eq!(
+            warned.replace(
+                &warned[plain.find("\n\n").unwrap() + 2..warned.find("| Test").unwrap()],
+                ""
+            ),
+            plain
+        );
     }
 
     #[test]

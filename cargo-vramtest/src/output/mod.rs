@@ -1,8 +1,9 @@
 //! What the commands print and write. For a run: the terminal table, JSON lines, JUnit
 //! XML, a markdown PR comment, an HTML page and GitHub Actions annotations, each a pure
-//! function of the [`Results`]; this module holds what they share (the rows of the
-//! table, the summary, status labels). For `list` and `show`: their tables, what fits,
-//! and call sites.
+//! function of the one [`RunView`] that `run` and `merge` build ([`view`]), reached
+//! through one seam ([`sinks`]: the report flags to the list of [`Sink`]s). This
+//! module holds what the formats share (the rows of the table, status labels). For
+//! `list` and `show`: their tables, what fits, and call sites.
 
 pub mod fits;
 pub mod github;
@@ -13,79 +14,17 @@ pub mod list;
 pub mod markdown;
 pub mod measure;
 pub mod predict;
+pub mod sinks;
 pub mod site_listing;
 pub mod table;
+pub mod view;
+
+pub use view::{Origin, RunView, Sink};
 
 use crate::case::Outcome;
 use anstyle::{AnsiColor, Style};
-use std::collections::BTreeMap;
-use std::time::Duration;
 use vramtest_model::report::{Change, Status, TestReport};
 use vramtest_model::{HumanBytes, HumanDelta, Movement, Subject};
-
-/// What a run gave, for the reports: every test's outcome, and how long it took.
-#[derive(Debug, Clone, Copy)]
-pub struct Results<'a> {
-    pub outcomes: &'a [Outcome],
-    pub duration: Duration,
-}
-
-/// Counts and the exit code of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Summary {
-    pub tests: usize,
-    pub counts: BTreeMap<Status, usize>,
-    /// New results left pending for review (`.snap.new`).
-    pub pending: usize,
-    /// Tests that fail the run.
-    pub failing: usize,
-    pub exit_code: u8,
-}
-
-impl Summary {
-    pub fn of(outcomes: &[Outcome]) -> Summary {
-        let mut counts = BTreeMap::new();
-        for o in outcomes {
-            *counts.entry(o.report.status).or_insert(0) += 1;
-        }
-        let failing = outcomes.iter().filter(|o| o.fails()).count();
-        let exit_code = if counts.contains_key(&Status::SnapshotError) {
-            2
-        } else if failing > 0 {
-            1
-        } else {
-            0
-        };
-        Summary {
-            tests: outcomes.len(),
-            counts,
-            pending: outcomes.iter().filter(|o| o.report.is_pending()).count(),
-            failing,
-            exit_code,
-        }
-    }
-
-    /// `3 tests: 1 passed, 1 regressed, 1 new`.
-    pub fn headline(&self) -> String {
-        let noun = if self.tests == 1 { "test" } else { "tests" };
-        if self.tests == 0 {
-            return "0 tests".into();
-        }
-        let parts: Vec<String> = self
-            .counts
-            .iter()
-            .map(|(s, n)| format!("{n} {}", status_word(*s)))
-            .collect();
-        format!("{} {noun}: {}", self.tests, parts.join(", "))
-    }
-}
-
-fn status_word(s: Status) -> &'static str {
-    match s {
-        Status::SnapshotError => "snapshot error",
-        other => other.as_str(),
-    }
-}
 
 /// The status column: `passed`, `regressed`, `new (pending)`, `ignored: no CUDA
 /// driver`, …
@@ -96,7 +35,7 @@ pub fn status_label(r: &TestReport) -> String {
             Some(reason) => format!("ignored: {reason}"),
             None => "ignored".into(),
         },
-        s => status_word(s).into(),
+        s => view::status_word(s).into(),
     }
 }
 
@@ -305,6 +244,15 @@ pub(crate) mod fixtures {
         }
     }
 
+    /// The view of a run of `outcomes` in the workspace `/w`.
+    pub fn view(outcomes: &[Outcome], duration: Duration) -> crate::output::view::RunView {
+        let origin = crate::output::view::Origin::Run {
+            root: "/w".into(),
+            target_dir: "/w/target".into(),
+        };
+        crate::output::view::RunView::new(outcomes.to_vec(), duration, origin)
+    }
+
     pub fn change(subject: &str, old: u64, new: u64, movement: &str) -> Change {
         Change {
             subject: Subject::try_from(subject.to_owned()).expect("a known subject"),
@@ -390,6 +338,7 @@ pub(crate) mod fixtures {
 #[cfg(test)]
 mod tests {
     use super::fixtures::*;
+    use super::view::Summary;
     use super::*;
 
     #[test]

@@ -2,7 +2,8 @@
 //! and `show`'s per-category and per-phase tables of one snapshot. Text carries ANSI
 //! styles; `anstream` strips them where color is off.
 
-use super::{Results, Row, Summary, status_style};
+use super::{Row, RunView, Sink, status_style};
+use crate::case::Outcome;
 use anstyle::{AnsiColor, Style};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -49,23 +50,34 @@ pub fn grid(headers: &[&str], rows: &[Vec<Cell>], right: &[bool]) -> String {
 
 /// The whole human report of a run, as plain as the terminal gets it off GitHub Actions.
 #[cfg(test)]
-pub fn render(results: Results<'_>, summary: &Summary) -> String {
-    render_guarded(results, summary, false)
+pub fn render(view: &RunView) -> String {
+    render_guarded(view, false)
 }
 
 /// The whole human report of a run, as the terminal gets it: under GitHub Actions the
 /// failures' blocks (the messages, the diffs, the tests' own output) are printed with
 /// workflow commands stopped ([`super::github::inert`]), so an `::error` or
 /// `::add-mask::` a test printed is shown, not run.
-pub fn render_for_terminal(results: Results<'_>, summary: &Summary) -> String {
-    render_guarded(results, summary, super::github::active())
+pub fn render_for_terminal(view: &RunView) -> String {
+    render_guarded(view, super::github::active())
+}
+
+/// `--message-format human`: the table on stdout, styled where color is on.
+pub struct Terminal;
+
+impl Sink for Terminal {
+    fn write(&self, view: &RunView) -> crate::error::Result<()> {
+        anstream::print!("{}", render_for_terminal(view));
+        Ok(())
+    }
 }
 
 /// The report, with the failures' blocks made inert to the runner when `guard`.
-fn render_guarded(results: Results<'_>, summary: &Summary, guard: bool) -> String {
+fn render_guarded(view: &RunView, guard: bool) -> String {
+    let summary = &view.summary;
     let mut out = String::new();
-    if !results.outcomes.is_empty() {
-        let rows: Vec<Vec<Cell>> = results
+    if !view.outcomes.is_empty() {
+        let rows: Vec<Vec<Cell>> = view
             .outcomes
             .iter()
             .map(|o| {
@@ -94,7 +106,7 @@ fn render_guarded(results: Results<'_>, summary: &Summary, guard: bool) -> Strin
             &[false, true, true, true, false, false],
         );
     }
-    let failures = failure_blocks(results);
+    let failures = failure_blocks(&view.outcomes);
     if guard && !failures.is_empty() {
         out += &super::github::inert(&failures);
     } else {
@@ -109,7 +121,7 @@ fn render_guarded(results: Results<'_>, summary: &Summary, guard: bool) -> Strin
         out,
         "\n{style}{}{style:#} ({:.2}s)",
         summary.headline(),
-        results.duration.as_secs_f64()
+        view.duration.as_secs_f64()
     );
     if summary.pending > 0 {
         out += "hint: review the pending results with `cargo vramtest review`, or accept them all with `cargo vramtest accept`\n";
@@ -118,9 +130,9 @@ fn render_guarded(results: Results<'_>, summary: &Summary, guard: bool) -> Strin
 }
 
 /// One block per failing test: its status, message, diff and its own output.
-fn failure_blocks(results: Results<'_>) -> String {
+fn failure_blocks(outcomes: &[Outcome]) -> String {
     let mut out = String::new();
-    for o in results.outcomes.iter().filter(|o| o.fails()) {
+    for o in outcomes.iter().filter(|o| o.fails()) {
         let style = status_style(o.report.status, true);
         let _ = write!(
             out,
@@ -282,11 +294,8 @@ mod tests {
     #[test]
     fn the_run_table() {
         let outcomes = mixed();
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::from_millis(4321),
-        };
-        let text = strip_str(&render(results, &Summary::of(&outcomes))).to_string();
+        let run = view(&outcomes, Duration::from_millis(4321));
+        let text = strip_str(&render(&run)).to_string();
         assert!(
             !text.contains("──── mlp::vram::sgd"),
             "passing tests get no block"
@@ -297,12 +306,9 @@ mod tests {
     #[test]
     fn a_failure_block_colors_its_diff() {
         let outcomes = [regression()];
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::from_millis(1250),
-        };
+        let run = view(&outcomes, Duration::from_millis(1250));
         // The styles themselves are part of the design: pinned as escape codes.
-        insta::assert_snapshot!(render(results, &Summary::of(&outcomes)));
+        insta::assert_snapshot!(render(&run));
     }
 
     #[test]
@@ -310,13 +316,9 @@ mod tests {
         let mut failed = outcome("broken", Status::Failed);
         failed.report.output = Some("::error::forged\n::add-mask::secret".into());
         let outcomes = [outcome("sgd", Status::Passed), failed];
-        let results = Results {
-            outcomes: &outcomes,
-            duration: std::time::Duration::ZERO,
-        };
-        let summary = Summary::of(&outcomes);
-        let plain = render(results, &summary);
-        let guarded = render_guarded(results, &summary, true);
+        let run = view(&outcomes, std::time::Duration::ZERO);
+        let plain = render(&run);
+        let guarded = render_guarded(&run, true);
         assert!(!plain.contains("::stop-commands::"), "{plain}");
         let lines: Vec<&str> = guarded.lines().collect();
         let start = lines
@@ -353,11 +355,8 @@ mod tests {
     #[test]
     fn a_clean_run_is_one_table_and_a_line() {
         let outcomes = [outcome("sgd", Status::Passed)];
-        let results = Results {
-            outcomes: &outcomes,
-            duration: Duration::ZERO,
-        };
-        let text = strip_str(&render(results, &Summary::of(&outcomes))).to_string();
+        let run = view(&outcomes, Duration::ZERO);
+        let text = strip_str(&render(&run)).to_string();
         assert_eq!(text.lines().count(), 4, "{text}");
         assert!(!text.contains("hint:"));
     }
