@@ -20,6 +20,8 @@
 //! in [`commands`]; the exit codes are [`cli::EXIT_CODES`], the JSON lines are
 //! described in [`output::json`], the configuration keys in [`config`].
 
+#[cfg(test)]
+mod book;
 mod build;
 mod case;
 mod cli;

@@ -86,7 +86,7 @@ pub struct Context {
     pub outlives: bool,
 }
 
-/// The classification rule (README, "How memory is classified"), in one place:
+/// The classification rule (the book: `docs/src/guide/categories.md`), in one place:
 ///
 /// 1. an explicit tag wins;
 /// 2. freed before the phase that made it ended → `temporaries`;
