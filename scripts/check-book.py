@@ -9,6 +9,10 @@
   points at a file of the repository;
 - every `{{#include ….snap:5:}}` of the book skips exactly an insta header (four lines:
   `---`, two or three keys, `---`), so a golden's header never shows in the book;
+- the CI examples the book includes work: `docs/src/ci/examples/pin-gpu.sh` pins a
+  test to its nextest slot's GPU and leaves other tests alone, and
+  `docs/src/ci/examples/nextest.toml` puts the vramtest binaries in a test group it
+  defines;
 - every fenced block of README.md under a `<!-- from PATH -->` line is, line for line,
   a piece of PATH (a file CI compiles, or a golden a test checks; `// ...` or `...`
   skips), so the README's examples and outputs cannot go stale.
@@ -17,10 +21,17 @@ Nothing here reaches the network. Exits 1 with one line per problem.
 """
 
 import html.parser
+import os
 import pathlib
 import re
+import subprocess
 import sys
 import urllib.parse
+
+try:
+    import tomllib  # Python 3.11+
+except ImportError:  # older Pythons: the nextest example is not parsed
+    tomllib = None
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SGR = re.compile("\x1b\\[[0-9;]*m")
@@ -107,6 +118,32 @@ def check_snap_includes():
     return problems
 
 
+def check_ci_examples():
+    problems = []
+    examples = ROOT / "docs/src/ci/examples"
+    script = examples / "pin-gpu.sh"
+    show = ["sh", str(script), "sh", "-c", 'printf %s "${CUDA_VISIBLE_DEVICES-unset}"']
+    for slot, expected in (("2", "2"), (None, "unset"), ("x", "unset")):
+        env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "NEXTEST_TEST_GROUP_SLOT")}
+        if slot is not None:
+            env["NEXTEST_TEST_GROUP_SLOT"] = slot
+        got = subprocess.run(show, env=env, capture_output=True, text=True).stdout
+        if got != expected:
+            problems.append(f"{script.relative_to(ROOT)}: slot {slot!r} gives CUDA_VISIBLE_DEVICES {got!r}, not {expected!r}")
+    if tomllib is None:
+        print("check-book: no tomllib (Python < 3.11): docs/src/ci/examples/nextest.toml not parsed")
+        return problems
+    config = tomllib.loads((examples / "nextest.toml").read_text(encoding="utf-8"))
+    groups = config.get("test-groups", {})
+    overrides = config.get("profile", {}).get("default", {}).get("overrides", [])
+    if not all(isinstance(g.get("max-threads"), int) for g in groups.values()) or not groups:
+        problems.append("docs/src/ci/examples/nextest.toml: a test group without an integer max-threads")
+    for o in overrides:
+        if o.get("test-group") not in groups or "filter" not in o:
+            problems.append(f"docs/src/ci/examples/nextest.toml: override {o} names no defined test group")
+    return problems
+
+
 def check_readme_examples():
     problems = []
     text = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -155,6 +192,7 @@ def main():
         check_html(pathlib.Path(sys.argv[1]))
         + check_front_pages()
         + check_snap_includes()
+        + check_ci_examples()
         + check_readme_examples()
     )
     for p in problems:
