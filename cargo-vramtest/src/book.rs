@@ -51,7 +51,8 @@ fn cli_page() -> String {
     let mut out = header("clap's long help (cargo-vramtest/src/cli.rs)");
     out.push_str("\n### cargo vramtest\n\n");
     text_block(&mut out, &cmd.render_long_help().to_string());
-    for sub in cmd.get_subcommands_mut() {
+    // clap's own `help` subcommand says nothing `--help` does not.
+    for sub in cmd.get_subcommands_mut().filter(|s| s.get_name() != "help") {
         let name = sub.get_name().to_owned();
         let _ = write!(out, "\n### cargo vramtest {name}\n\n");
         text_block(&mut out, &sub.render_long_help().to_string());
