@@ -75,25 +75,52 @@ fn exit_codes_page() -> String {
     out
 }
 
-/// The options of `#[vramtest]`, as the attribute's own documentation lists them (the
-/// `///` lines above `#[proc_macro_attribute]` in vramtest-macros/src/lib.rs).
-fn attributes_page() -> String {
-    let path = "vramtest-macros/src/lib.rs";
+/// The `///` comment right above the first line of the file at `path` (in the
+/// repository) that starts with `item`, as markdown.
+fn doc_above(path: &str, item: &str) -> Vec<String> {
     let source = std::fs::read_to_string(repo().join(path)).unwrap();
     let lines: Vec<&str> = source.lines().collect();
     let at = lines
         .iter()
-        .position(|l| l.trim() == "#[proc_macro_attribute]")
-        .expect("vramtest-macros defines the attribute");
+        .position(|l| l.trim_start().starts_with(item))
+        .unwrap_or_else(|| panic!("{path} has no line starting with `{item}`"));
     let start = lines[..at]
         .iter()
         .rposition(|l| !l.trim_start().starts_with("///"))
         .map_or(0, |i| i + 1);
+    lines[start..at]
+        .iter()
+        .map(|line| {
+            let text = line.trim_start().trim_start_matches("///");
+            text.strip_prefix(' ').unwrap_or(text).to_owned()
+        })
+        .collect()
+}
+
+/// The options of `#[vramtest]`, as the attribute's own documentation lists them.
+fn attributes_page() -> String {
+    let doc = doc_above("vramtest-macros/src/lib.rs", "#[proc_macro_attribute]");
     let mut out = header("the documentation of `#[vramtest]` (vramtest-macros/src/lib.rs)");
     out.push('\n');
-    for line in &lines[start..at] {
-        let text = line.trim_start().trim_start_matches("///");
-        out.push_str(text.strip_prefix(' ').unwrap_or(text));
+    for line in doc {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The classification rule, as `ledger::classify` documents the code that applies it:
+/// its numbered list, without the first line that names it.
+fn classification_page() -> String {
+    let doc = doc_above("vramtest-model/src/ledger.rs", "pub fn classify(");
+    let list = doc
+        .iter()
+        .position(|l| l.starts_with("1. "))
+        .expect("ledger::classify's comment lists the rule from `1. `");
+    let mut out = header("the documentation of `ledger::classify` (vramtest-model/src/ledger.rs)");
+    out.push('\n');
+    for line in &doc[list..] {
+        out.push_str(line);
         out.push('\n');
     }
     out
@@ -189,6 +216,7 @@ fn pages() -> Vec<(&'static str, String)> {
         ("exit-codes.md", exit_codes_page()),
         ("environment.md", environment_page()),
         ("attributes.md", attributes_page()),
+        ("classification.md", classification_page()),
     ]
 }
 
