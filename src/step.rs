@@ -50,7 +50,8 @@ impl std::str::FromStr for Device {
 /// The handle a `#[vramtest]` function marks its training step with.
 ///
 /// Each phase method runs its closure and returns its result unchanged; the memory
-/// allocated inside is attributed by the classification rule (see the README):
+/// allocated inside is attributed by the classification rule (the book's "The categories
+/// and the classification rule", `docs/src/guide/categories.md`):
 /// survivors of `params` are parameters, of `forward` activations, and so on.
 #[derive(Debug)]
 pub struct Step {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use vramtest_model::settings::DeviceSetting;
 use vramtest_model::sweep::Shard;
 
-/// The exit codes, shown after `--help`. The README repeats this text.
+/// The exit codes, shown after `--help`. The book's CLI page is generated from it.
 pub const EXIT_CODES: &str = "\
 Exit codes:
   0    every test passed (an improvement or a change within its limits passes)

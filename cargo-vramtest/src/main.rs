@@ -18,8 +18,13 @@
 //!
 //! This file parses the command line ([`cli`]) and hands it to the subcommand's module
 //! in [`commands`]; the exit codes are [`cli::EXIT_CODES`], the JSON lines are
-//! described in [`output::json`], the configuration keys in [`config`].
+//! described in [`output::json`], the configuration keys in `vramtest_model::settings`.
+//!
+//! For users: the book, <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md>, has every command, flag, exit code and
+//! output format ("CLI and exit codes", generated from this crate's `--help`).
 
+#[cfg(test)]
+mod book;
 mod build;
 mod case;
 mod cli;

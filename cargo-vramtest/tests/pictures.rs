@@ -111,8 +111,8 @@ fn list(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// The README's picture (`fixtures/candle-mlp/timeline.svg`, drawn by `cargo vramtest
-/// show mlp_adamw --svg`) still shows what the tool draws for the fixture today: the
+/// The book's timeline picture (`fixtures/candle-mlp/timeline.svg`, on its Pictures
+/// page; drawn by `cargo vramtest show mlp_adamw --svg`) still shows what the tool draws for the fixture today: the
 /// same title, axis, phase and iteration labels, legend and peak label, their figures
 /// left out (labels are compared, not the drawing). (Event order between threads may
 /// vary from run to run, so the shapes are not compared point by point.) To refresh it: run the README's first command, then

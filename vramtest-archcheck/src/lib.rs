@@ -7,7 +7,7 @@
 //!   glob, `self`/`super`, a `pub use` re-export followed to its definition);
 //! - no function over a line limit outside tests ([`long`]).
 //!
-//! [`check`] runs both over source folders (`src`, `cargo-vramtest/src`); the
+//! [`check()`] runs both over source folders (`src`, `cargo-vramtest/src`); the
 //! `vramtest-archcheck` binary prints what it finds.
 
 pub mod attrs;

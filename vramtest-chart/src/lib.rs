@@ -12,6 +12,10 @@
 //!
 //! Every picture takes its colors from one table, [`CATEGORY_COLORS`].
 //!
+//! It is a part of [vramtest](https://crates.io/crates/vramtest): `cargo vramtest show
+//! --svg`, `--html` and `--markdown` draw with it. What the pictures show is in the book,
+//! <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md> ("Pictures").
+//!
 //! # Why hand-written SVG and not plotters
 //!
 //! plotters (without default features, SVG backend and area series only) can draw
@@ -36,6 +40,8 @@
 //! The price is code: the drawing (`svg.rs`) is about 360 lines without its tests,
 //! where the plotters prototype of the bare chart took about 40 lines of calls; each
 //! point above would have added its own workaround to those.
+
+#![deny(missing_docs)]
 
 pub mod color;
 pub mod html;

@@ -40,6 +40,13 @@
 //! for builds where no other crate picks a version; turn it off to use the version
 //! another crate selects. With dynamic loading (our own choice) it compiles without a
 //! CUDA toolkit and runs, reporting [`Availability::Unavailable`], without a driver.
+//!
+//! It is a part of [vramtest](https://crates.io/crates/vramtest), whose `cuda` feature
+//! (on by default) turns it on; a user's tests depend on `vramtest`. Devices, fidelity and
+//! the cudarc and CUDA versions it builds beside are in the book,
+//! <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md> ("Devices and fidelity").
+
+#![deny(missing_docs)]
 
 mod attribute;
 mod constants;

@@ -2,6 +2,12 @@
 //!
 //! Options are checked at compile time, with the same parsers the harness uses, so a
 //! typo in a limit is a compile error at the attribute, not a surprise in CI.
+//!
+//! Use it through `vramtest`, which re-exports it (`use vramtest::vramtest;`). Every
+//! option is described in the book, <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md> ("Attribute options, limits and
+//! budgets").
+
+#![deny(missing_docs)]
 
 use proc_macro::TokenStream;
 use quote::quote;

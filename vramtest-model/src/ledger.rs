@@ -9,7 +9,7 @@
 //! The stream is read once, front to back. The walk keeps the live allocations in a
 //! `HashMap` by id and decides each allocation's category the moment it is released (or
 //! at the end of the stream): every fact the rule needs is known by then. It writes
-//! down what each allocation, release and resize did to the live bytes (a [`Tape`]);
+//! down what each allocation, release and resize did to the live bytes (a `Tape`);
 //! a second walk, over the tape rather than the stream, adds and subtracts bytes per
 //! category once every category is known. Memory: about 16 B per event of the tape, 1 B
 //! per allocation for its category, and the map of the allocations alive at once.
@@ -86,7 +86,7 @@ pub struct Context {
     pub outlives: bool,
 }
 
-/// The classification rule (README, "How memory is classified"), in one place:
+/// The classification rule (the book: `docs/src/guide/categories.md`), in one place:
 ///
 /// 1. an explicit tag wins;
 /// 2. freed before the phase that made it ended → `temporaries`;

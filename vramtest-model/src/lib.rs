@@ -13,8 +13,15 @@
 //!   CPU run would allocate and reserve on a GPU.
 //!
 //! Nothing here touches a device; only [`snapshot::read`] and
-//! [`snapshot::write_atomic`] touch the file system, and only [`env`] reads the
+//! [`snapshot::write_atomic`] touch the file system, and only [`mod@env`] reads the
 //! environment.
+//!
+//! It is a part of [vramtest](https://crates.io/crates/vramtest), shared by the test
+//! harness and `cargo vramtest`; a user's tests depend on `vramtest`, not on this crate.
+//! How the pieces fit: the book's design part, <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md>
+//! ("The harness pipeline").
+
+#![deny(missing_docs)]
 
 pub mod axes;
 pub mod bytes;

@@ -1,5 +1,5 @@
 //! Lists the tests of each built binary and runs them, split the way cargo-nextest
-//! splits it: [`list`] asks each binary for its tests, [`schedule`] hands them out
+//! splits it: [`mod@list`] asks each binary for its tests, [`schedule`] hands them out
 //! to slots (every core, or one GPU each, each process pinned to its own), [`execute`]
 //! runs one test in a process of its own and reads its report back, and [`reporter`]
 //! shows the progress as they end. A test that panics, aborts or segfaults fails with
