@@ -198,7 +198,7 @@ impl Profile {
             hints.push(format!(
                 "hint: `parameters` is {} but {} allocated in the first forward pass lived as long as the model (charged to `workspace`): \
                  the framework seems to initialize parameters lazily, on first use (burn does). \
-                 Touch every parameter inside `t.params` so they are created there (README: \"Lazy parameters\")",
+                 Touch every parameter inside `t.params` so they are created there (the guide, Framework notes: \"Lazy parameters in burn\")",
                 HumanBytes(parameters),
                 HumanBytes(lazy),
             ));
