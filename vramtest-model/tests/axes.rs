@@ -717,3 +717,30 @@ proptest! {
         prop_assert_eq!(m.eval(&p).unwrap(), expected);
     }
 }
+
+proptest! {
+    /// A formula's value is the sum of its terms, each its coefficient times its
+    /// monomial, whatever their denominators (summed here one rational at a time).
+    #[test]
+    fn a_formula_is_the_sum_of_its_terms(
+        terms in proptest::collection::vec((-10_000i64..10_000, 1i64..50, 0u8..=2, 0u8..=2), 0..6),
+        a in 1u64..5000, b in 1u64..5000,
+    ) {
+        let formula = Formula {
+            terms: terms
+                .iter()
+                .map(|&(n, d, pa, pb)| Term {
+                    coefficient: BigRational::new(n.into(), d.into()),
+                    monomial: Monomial::new([("a", pa), ("b", pb)]),
+                })
+                .collect(),
+        };
+        let p = point(&[("a", a), ("b", b)]);
+        let mut expected = BigRational::from_integer(0.into());
+        for &(n, d, pa, pb) in &terms {
+            let m = BigInt::from(a).pow(u32::from(pa)) * BigInt::from(b).pow(u32::from(pb));
+            expected += BigRational::new(n.into(), d.into()) * BigRational::from_integer(m);
+        }
+        prop_assert_eq!(formula.eval(&p).unwrap(), expected);
+    }
+}
