@@ -20,8 +20,9 @@ pub struct Options {
     pub iterations: Option<u32>,
     /// `Some(reason)` (possibly empty) when the test is ignored.
     pub ignore: Option<&'static str>,
-    /// `(key, limit)` pairs: `tolerance`, `peak`, `reserved`, `leak` or a category.
-    pub limits: &'static [(&'static str, &'static str)],
+    /// `(key, limit)` pairs: `tolerance`, `peak`, `reserved`, `leak` or a category,
+    /// read by the attribute at compile time.
+    pub limits: &'static [(vramtest_model::LimitKey, vramtest_model::Limit)],
     pub budget: Option<u64>,
     /// Device classes the test supports (`cpu`, `cuda`); empty means all.
     pub devices: &'static [&'static str],
