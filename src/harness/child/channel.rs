@@ -24,13 +24,24 @@ impl ResultSink {
     }
 
     /// Writes the result and closes the channel.
-    pub(super) fn write(self, bytes: &[u8]) -> Result<(), String> {
+    pub(super) fn write(self, bytes: &[u8]) -> Result<(), SinkError> {
         match self {
-            ResultSink::Pipe(mut file) => file
-                .write_all(bytes)
-                .map_err(|e| format!("cannot write the result to the parent's pipe: {e}")),
-            ResultSink::File(path) => std::fs::write(&path, bytes)
-                .map_err(|e| format!("cannot write the result to {}: {e}", path.display())),
+            ResultSink::Pipe(mut file) => file.write_all(bytes).map_err(SinkError::Pipe),
+            ResultSink::File(path) => {
+                std::fs::write(&path, bytes).map_err(|source| SinkError::File { path, source })
+            }
         }
     }
+}
+
+/// A result that cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SinkError {
+    #[error("cannot write the result to the parent's pipe: {0}")]
+    Pipe(std::io::Error),
+    #[error("cannot write the result to {}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
