@@ -285,7 +285,8 @@ mod tests {
         let e = text.parse::<Device>().unwrap_err();
         assert_eq!(e, super::ParseDeviceError(text.to_owned()));
         assert!(
-            e.to_string().starts_with(&format!("unknown device `{text}`")),
+            e.to_string()
+                .starts_with(&format!("unknown device `{text}`")),
             "{e}"
         );
     }

@@ -1,6 +1,7 @@
 //! The child's end of its result channel: taken before the test's code runs (so a
 //! program the step starts does not inherit it), written once when the test ends.
 
+use crate::harness::fd::FdError;
 use crate::harness::protocol::ResultChannel;
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ pub(super) enum ResultSink {
 impl ResultSink {
     /// Takes the channel the invocation names. `Err`: the descriptor is not open here
     /// (the binary was started by hand with a made-up one).
-    pub(super) fn open(channel: &ResultChannel) -> Result<ResultSink, String> {
+    pub(super) fn open(channel: &ResultChannel) -> Result<ResultSink, FdError> {
         match channel {
             ResultChannel::File(path) => Ok(ResultSink::File(path.clone())),
             ResultChannel::Fd(fd) => crate::harness::fd::take(*fd, "result").map(ResultSink::Pipe),

@@ -3,7 +3,7 @@
 //! is built from them once, by [`super::report::build`].
 
 use super::decide::Decision;
-use super::files::Written;
+use super::files::{WriteError, Written};
 use super::site_reruns::NoSites;
 use crate::harness::protocol::RunPoint;
 use std::path::PathBuf;
@@ -103,7 +103,7 @@ pub(super) struct Verdict {
 /// What recording a verdict wrote: nothing when there was nothing to record.
 pub(super) struct Recorded {
     /// The snapshot or pending result written, or why it could not be.
-    pub(super) written: Result<Option<Written>, String>,
+    pub(super) written: Result<Option<Written>, WriteError>,
     /// Why a stale pending result was kept.
     pub(super) kept: Option<String>,
 }

@@ -151,7 +151,7 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
 #[cfg(test)]
 mod tests {
     use super::super::decide::decide;
-    use super::super::files::Written;
+    use super::super::files::{WriteError, Written};
     use super::super::outcome::{Judged, Measured, Point, Recorded, Unjudged, Verdict};
     use super::super::site_reruns::NoSites;
     use super::*;
@@ -240,7 +240,10 @@ mod tests {
                 replaced: false,
             })),
             Ok(false) => Ok(None),
-            Err(e) => Err(e.to_owned()),
+            Err(e) => Err(WriteError(snapshot::FileError::Io {
+                path: "t.snap".into(),
+                source: std::io::Error::other(e),
+            })),
         };
         Steps {
             measured,
@@ -297,7 +300,9 @@ mod tests {
         let r = build(&head(), &Outcome::Measured(Box::new(s)));
         assert_eq!(r.status, Status::Failed);
         assert!(
-            r.message.ends_with("\ndisk full") && r.message.len() > "\ndisk full".len(),
+            r.message
+                .ends_with("\ncannot write the snapshot: t.snap: disk full")
+                && r.message.len() > "\ncannot write the snapshot: t.snap: disk full".len(),
             "{}",
             r.message
         );

@@ -41,8 +41,8 @@ pub(super) struct SnapshotMode {
 /// run's switches.
 pub(super) struct RunContext {
     pub(super) target: Target,
-    /// The device tests measure on, or why there is none.
-    pub(super) device: Result<Device, String>,
+    /// The device tests measure on (a run without one ends before its tests).
+    pub(super) device: Device,
     /// The workspace's and the package's settings, merged.
     pub(super) settings: Settings,
     pub(super) mode: SnapshotMode,
@@ -76,11 +76,10 @@ impl RunContext {
 
     /// Runs one test: measures, judges and records it, then writes its report.
     pub(super) fn trial(&self, name: &str, def: &TestDef) -> Result<Completion, Failed> {
-        let class = self.device.as_ref().ok().map(|d| d.class());
-        let outcome = match (self.skip_reason(def, class), &self.device) {
-            (Some(reason), _) => Outcome::Unmeasured(Unmeasured::Skipped(reason)),
-            (None, Ok(device)) => self.run(name, def, *device),
-            (None, Err(_)) => unreachable!("no device is a skip"),
+        let class = Some(self.device.class());
+        let outcome = match self.skip_reason(def, class) {
+            Some(reason) => Outcome::Unmeasured(Unmeasured::Skipped(reason)),
+            None => self.run(name, def, self.device),
         };
         let report = report::build(&self.head(name, def, class), &outcome);
         if let Some(reports) = &self.outputs.reports {
@@ -89,11 +88,10 @@ impl RunContext {
         completion(&report, self.outputs.inert)
     }
 
-    /// Why the test does not run here: no device, or a device it does not support.
+    /// Why the test does not run here: a device it does not support.
     pub(super) fn skip_reason(&self, def: &TestDef, class: Option<DeviceClass>) -> Option<String> {
-        match (&self.device, class) {
-            (Err(reason), _) => Some(reason.clone()),
-            (Ok(_), Some(class))
+        match class {
+            Some(class)
                 if !def.options.devices.is_empty()
                     && !def.options.devices.contains(&class.as_str()) =>
             {
@@ -140,8 +138,8 @@ impl RunContext {
         let mut unread: Option<Vec<String>> = None;
         for (point, (run, wall)) in points.into_iter().zip(runs) {
             let label = grid::label(name, def, &point);
-            let ended = run.map_err(|message| Unmeasured::Failed {
-                message,
+            let ended = run.map_err(|e| Unmeasured::Failed {
+                message: e.to_string(),
                 output: None,
             })?;
             let message = match (ended.result, ended.unclean) {
