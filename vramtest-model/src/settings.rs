@@ -17,8 +17,8 @@
 //! limits = { activations = "+5%", leak = "0" }
 //! ```
 //!
-//! Each key is named once, in [`Table`]; what a value may be is its type's to say
-//! ([`ByteSize`], [`PowerOfTwo`], [`Iterations`], [`DeviceSetting`], [`Limit`],
+//! Each key is named once, in [`SettingsTable`]; what a value may be is its type's to say
+//! ([`ByteSize`], [`PowerOfTwo`], [`IterationCount`], [`DeviceSetting`], [`Limit`],
 //! [`LimitKey`]).
 
 use crate::bytes::ByteSize;
@@ -102,24 +102,24 @@ impl<'de> Deserialize<'de> for DeviceSetting {
 /// The `iterations` setting: a whole number, at least 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct Iterations(pub u32);
+pub struct IterationCount(pub u32);
 
-impl<'de> Deserialize<'de> for Iterations {
+impl<'de> Deserialize<'de> for IterationCount {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visitor;
         impl serde::de::Visitor<'_> for Visitor {
-            type Value = Iterations;
+            type Value = IterationCount;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a whole number of at least 1")
             }
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Iterations, E> {
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<IterationCount, E> {
                 u32::try_from(n)
                     .ok()
                     .filter(|&n| n >= 1)
-                    .map(Iterations)
+                    .map(IterationCount)
                     .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Unsigned(n), &self))
             }
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Iterations, E> {
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<IterationCount, E> {
                 match u64::try_from(n) {
                     Ok(n) => self.visit_u64(n),
                     Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(n), &self)),
@@ -184,10 +184,10 @@ impl<'de> Deserialize<'de> for Limits {
     deny_unknown_fields,
     expecting = "a table of settings like { iterations = 3 }"
 )]
-pub struct Table {
+pub struct SettingsTable {
     /// Iterations of the training loop for tests that do not set them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<Iterations>,
+    pub iterations: Option<IterationCount>,
     /// The device to measure on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceSetting>,
@@ -248,8 +248,8 @@ pub struct Settings {
     pub limits: BTreeMap<LimitKey, Limit>,
 }
 
-impl From<Table> for Settings {
-    fn from(t: Table) -> Settings {
+impl From<SettingsTable> for Settings {
+    fn from(t: SettingsTable) -> Settings {
         let mut limits = t.limits.unwrap_or_default().0;
         if let Some(tolerance) = t.tolerance {
             limits.insert(LimitKey::Tolerance, tolerance);
@@ -268,11 +268,11 @@ impl From<Table> for Settings {
     }
 }
 
-impl From<&Settings> for Table {
+impl From<&Settings> for SettingsTable {
     /// The table that reads back to `s`, every limit under `limits`.
-    fn from(s: &Settings) -> Table {
-        Table {
-            iterations: s.iterations.map(Iterations),
+    fn from(s: &Settings) -> SettingsTable {
+        SettingsTable {
+            iterations: s.iterations.map(IterationCount),
             device: s.device,
             budget: s.budget.map(ByteSize),
             reserve: s.reserve.map(ByteSize),
@@ -339,7 +339,7 @@ impl SettingsErrors {
 }
 
 impl Settings {
-    /// Reads the JSON form of a `vramtest` table (`null`: no table) as a [`Table`].
+    /// Reads the JSON form of a `vramtest` table (`null`: no table) as a [`SettingsTable`].
     /// Every bad key is reported, not only the first serde stops at: each key is read
     /// again on its own, and each limit of `limits`.
     pub fn parse(value: &Value) -> Result<Settings, SettingsErrors> {
@@ -355,7 +355,7 @@ impl Settings {
                 return Err(SettingsErrors(vec![bad("vramtest", &e)]));
             }
         }
-        match Table::deserialize(value) {
+        match SettingsTable::deserialize(value) {
             Ok(table) => Ok(table.into()),
             Err(first) => Err(SettingsErrors(every_error(value, first))),
         }
@@ -364,7 +364,7 @@ impl Settings {
     /// The JSON form [`Settings::parse`] reads back to these settings: a `vramtest`
     /// table, every limit under `limits`. What `cargo vramtest` hands the harness.
     pub fn to_json(&self) -> Value {
-        serde_json::to_value(Table::from(self)).expect("settings are plain data")
+        serde_json::to_value(SettingsTable::from(self)).expect("settings are plain data")
     }
 
     /// These settings with `over`'s keys taking precedence (a package over its
@@ -419,7 +419,7 @@ impl Settings {
 }
 
 /// Every error of a table serde refused (`first`: what it stopped at): each key read
-/// on its own as a one-key [`Table`], and each limit of a `limits` table as a one-limit
+/// on its own as a one-key [`SettingsTable`], and each limit of a `limits` table as a one-limit
 /// one, so that one bad key does not hide the next.
 fn every_error(value: &Value, first: serde_json::Error) -> Vec<SettingsError> {
     let Value::Object(table) = value else {
@@ -430,7 +430,7 @@ fn every_error(value: &Value, first: serde_json::Error) -> Vec<SettingsError> {
             key.to_owned(),
             value.clone(),
         )]));
-        Table::deserialize(&one).err()
+        SettingsTable::deserialize(&one).err()
     };
     let mut errors = Vec::new();
     for (key, value) in table {
