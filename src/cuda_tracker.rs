@@ -42,7 +42,7 @@ static UNAVAILABLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(Non
 /// with `reason`, as it is without a driver, not failed.
 ///
 /// ```no_run
-/// # fn load_cublas() -> Result<(), String> { Ok(()) }
+/// # fn load_cublas() -> std::io::Result<()> { Ok(()) }
 /// # fn f() -> vramtest::Result<()> {
 /// load_cublas().map_err(|why| vramtest::cuda_unavailable(format!("no cuBLAS ({why})")))?;
 /// # Ok(()) }

@@ -119,6 +119,7 @@ pub mod __private {
     pub use crate::harness::{Options, TestDef, main};
     pub use crate::probe::heap::{BYTES_PER_EVENT, Counting, recorder_capacity_bytes, start, stop};
     pub use inventory;
+    pub use vramtest_model::{Category, Limit, LimitKey};
 }
 
 /// The `main` of a `harness = false` test target: installs the counting allocator and

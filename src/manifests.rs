@@ -6,12 +6,56 @@
 
 use std::path::{Path, PathBuf};
 use vramtest_model::env::HarnessEnv;
-use vramtest_model::settings::Settings;
+use vramtest_model::settings::{Settings, SettingsError};
+
+/// A manifest that cannot be read, or whose `vramtest` table has bad keys.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The manifest cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The manifest is not TOML.
+    #[error("{}: {source}", path.display())]
+    Toml {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    /// A `vramtest` table cannot be put in its JSON form.
+    #[error("{}: {source}", path.display())]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// Every bad key of a `vramtest` table, in the manifest's order, each with its line
+    /// where it can be found.
+    #[error("{}", bad_keys(path, table, problems))]
+    Settings {
+        path: PathBuf,
+        /// The table (`package.metadata.vramtest`).
+        table: String,
+        problems: Vec<(Option<usize>, SettingsError)>,
+    },
+}
+
+/// One line per bad key: `Cargo.toml:5: [package.metadata.vramtest] `iteration`: ...`.
+fn bad_keys(path: &Path, table: &str, problems: &[(Option<usize>, SettingsError)]) -> String {
+    problems
+        .iter()
+        .map(|(line, e)| {
+            let line = line.map(|l| format!(":{l}")).unwrap_or_default();
+            format!("{}{line}: [{table}] {e}", path.display())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// The settings of a run of the crate at `manifest_dir`: those `cargo vramtest` handed
 /// over (`VRAMTEST_CONFIG`, read into `env`), else its manifests'. The one way the
 /// harness's parent and child come to their settings.
-pub fn of_run(env: &HarnessEnv, manifest_dir: &Path) -> Result<Settings, String> {
+pub fn of_run(env: &HarnessEnv, manifest_dir: &Path) -> Result<Settings, ManifestError> {
     match &env.settings {
         Some(handed) => Ok(handed.clone()),
         None => settings(manifest_dir),
@@ -19,7 +63,7 @@ pub fn of_run(env: &HarnessEnv, manifest_dir: &Path) -> Result<Settings, String>
 }
 
 /// The merged settings for the crate at `manifest_dir`.
-pub fn settings(manifest_dir: &Path) -> Result<Settings, String> {
+pub fn settings(manifest_dir: &Path) -> Result<Settings, ManifestError> {
     let own = manifest_dir.join("Cargo.toml");
     let own_text = read(&own)?;
     let own_table = parse(&own, &own_text)?;
@@ -31,12 +75,18 @@ pub fn settings(manifest_dir: &Path) -> Result<Settings, String> {
     Ok(workspace.overridden_by(&package))
 }
 
-fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+fn read(path: &Path) -> Result<String, ManifestError> {
+    std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+        path: path.to_owned(),
+        source,
+    })
 }
 
-fn parse(path: &Path, text: &str) -> Result<toml::Table, String> {
-    toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))
+fn parse(path: &Path, text: &str) -> Result<toml::Table, ManifestError> {
+    toml::from_str(text).map_err(|source| ManifestError::Toml {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// The manifest with the `[workspace]` table, found the way cargo finds it: the one
@@ -46,7 +96,7 @@ fn parse(path: &Path, text: &str) -> Result<toml::Table, String> {
 fn workspace_manifest(
     manifest_dir: &Path,
     own: &toml::Table,
-) -> Result<Option<(PathBuf, String, toml::Table)>, String> {
+) -> Result<Option<(PathBuf, String, toml::Table)>, ManifestError> {
     if own.contains_key("workspace") {
         return Ok(None);
     }
@@ -104,7 +154,7 @@ fn table_settings(
     text: &str,
     table: &toml::Table,
     section: &str,
-) -> Result<Settings, String> {
+) -> Result<Settings, ManifestError> {
     let sections: &[&str] = if section == "package" && table.contains_key("workspace") {
         &["workspace", "package"]
     } else {
@@ -117,18 +167,19 @@ fn table_settings(
             .and_then(|t| t.get("metadata"))
             .and_then(|m| m.get("vramtest"));
         let Some(value) = value else { continue };
-        let json = serde_json::to_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+        let json = serde_json::to_value(value).map_err(|source| ManifestError::Json {
+            path: path.to_owned(),
+            source,
+        })?;
         let name = format!("{s}.metadata.vramtest");
-        let settings = Settings::parse(&json).map_err(|errors| {
-            errors
+        let settings = Settings::parse(&json).map_err(|errors| ManifestError::Settings {
+            path: path.to_owned(),
+            problems: errors
                 .in_file_order(text, &name)
                 .into_iter()
-                .map(|(line, e)| {
-                    let line = line.map(|l| format!(":{l}")).unwrap_or_default();
-                    format!("{}{line}: [{name}] {e}", path.display())
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
+                .map(|(line, e)| (line, e.clone()))
+                .collect(),
+            table: name,
         })?;
         merged = merged.overridden_by(&settings);
     }
@@ -173,7 +224,7 @@ mod tests {
             "Cargo.toml",
             "[package]\nname = \"a\"\n\n[package.metadata.vramtest]\niteration = 2\n[workspace]\n",
         )]);
-        let e = settings(root.path()).unwrap_err();
+        let e = settings(root.path()).unwrap_err().to_string();
         assert!(
             e.contains("Cargo.toml:5: [package.metadata.vramtest] `iteration`"),
             "{e}"

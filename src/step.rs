@@ -32,17 +32,22 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// A device name that is not `cpu` or `cuda:N`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown device `{0}` (hint: `cpu` or `cuda:N`)")]
+pub struct ParseDeviceError(pub String);
+
 /// Reads what [`Display`](std::fmt::Display) writes: `cpu` or `cuda:N`.
 impl std::str::FromStr for Device {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Device, String> {
+    type Err = ParseDeviceError;
+    fn from_str(s: &str) -> Result<Device, ParseDeviceError> {
         match s {
             "cpu" => Ok(Device::Cpu),
             other => other
                 .strip_prefix("cuda:")
                 .and_then(|n| n.parse().ok())
                 .map(Device::Cuda)
-                .ok_or_else(|| format!("unknown device `{other}` (hint: `cpu` or `cuda:N`)")),
+                .ok_or_else(|| ParseDeviceError(other.to_owned())),
         }
     }
 }
@@ -279,6 +284,11 @@ mod tests {
     #[test_case("CPU"; "upper case")]
     fn an_unknown_device_is_named(text: &str) {
         let e = text.parse::<Device>().unwrap_err();
-        assert!(e.contains(&format!("unknown device `{text}`")), "{e}");
+        assert_eq!(e, super::ParseDeviceError(text.to_owned()));
+        assert!(
+            e.to_string()
+                .starts_with(&format!("unknown device `{text}`")),
+            "{e}"
+        );
     }
 }

@@ -450,7 +450,9 @@ fn snapshots_are_created_reviewed_and_checked() {
     let r = run(&dir, &exe, &one, &[]);
     assert_eq!(r.output.status.code(), Some(2), "{}", r.text());
     assert!(
-        r.text().contains("Cargo.toml:") && r.text().contains("`budgt`: unknown key"),
+        r.text().contains("Cargo.toml:")
+            && r.text()
+                .contains("`budgt`: unknown field `budgt`, expected one of `iterations`"),
         "{}",
         r.text()
     );

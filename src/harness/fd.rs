@@ -2,18 +2,33 @@
 //! pipe, the harness's report pipe from `cargo vramtest`): taken once, and closed on
 //! exec, so no program started afterwards inherits them.
 
+/// An inherited descriptor that cannot be taken.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FdError {
+    /// Not open in this process.
+    #[error(
+        "the {what} descriptor {fd} is not open in this process (it is handed down by the process that starts this one)"
+    )]
+    NotOpen { what: &'static str, fd: i32 },
+    /// Not a Unix process.
+    #[allow(
+        dead_code,
+        reason = "built on Unix too, where descriptors are handed down"
+    )]
+    #[error("the {what} descriptor {fd}: descriptors are handed down on Unix only")]
+    NotUnix { what: &'static str, fd: i32 },
+}
+
 /// Takes ownership of the inherited descriptor `fd` (the `what` pipe). `Err`: it is
 /// not open in this process (a command line or variable made up by hand).
 #[cfg(unix)]
-pub(crate) fn take(fd: i32, what: &str) -> Result<std::fs::File, String> {
+pub(crate) fn take(fd: i32, what: &'static str) -> Result<std::fs::File, FdError> {
     use std::os::fd::FromRawFd;
     // SAFETY: fcntl(2) on a descriptor number only reads and sets its flags; a number
     // that is not open fails with EBADF, checked before the descriptor is owned.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
     if flags == -1 {
-        return Err(format!(
-            "the {what} descriptor {fd} is not open in this process (it is handed down by the process that starts this one)"
-        ));
+        return Err(FdError::NotOpen { what, fd });
     }
     // SAFETY: as above; close-on-exec keeps it from programs started later.
     unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) };
@@ -24,10 +39,8 @@ pub(crate) fn take(fd: i32, what: &str) -> Result<std::fs::File, String> {
 
 /// Descriptors are handed down on Unix only.
 #[cfg(not(unix))]
-pub(crate) fn take(fd: i32, what: &str) -> Result<std::fs::File, String> {
-    Err(format!(
-        "the {what} descriptor {fd}: descriptors are handed down on Unix only"
-    ))
+pub(crate) fn take(fd: i32, what: &'static str) -> Result<std::fs::File, FdError> {
+    Err(FdError::NotUnix { what, fd })
 }
 
 /// Lets the child `cmd` starts inherit `fd`: its close-on-exec flag is cleared in the

@@ -112,22 +112,18 @@ impl RunPoint {
             .join(sep)
     }
 
-    fn parse_axes(text: &str) -> Result<Vec<(String, usize)>, String> {
+    fn parse_axes(text: &str) -> Result<Vec<(String, usize)>, InvocationError> {
         if text == "-" {
             return Ok(Vec::new());
         }
         text.split(',')
             .map(|part| {
-                let (k, v) = part.split_once('=').ok_or_else(|| format!("`{part}`"))?;
-                let v: usize = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| format!("`{part}`"))?;
+                let bad = || InvocationError::AxisValue(part.to_owned());
+                let (k, v) = part.split_once('=').ok_or_else(bad)?;
+                let v: usize = v.parse().ok().filter(|&n| n >= 1).ok_or_else(bad)?;
                 Ok((k.to_owned(), v))
             })
-            .collect::<Result<_, String>>()
-            .map_err(|part| format!("{FLAG}: bad axis value {part}"))
+            .collect()
     }
 }
 
@@ -151,14 +147,14 @@ impl ResultChannel {
         }
     }
 
-    fn from_arg(arg: &std::ffi::OsStr) -> Result<ResultChannel, String> {
+    fn from_arg(arg: &std::ffi::OsStr) -> Result<ResultChannel, InvocationError> {
         match arg.to_str().and_then(|a| a.strip_prefix("fd:")) {
             Some(n) => n
                 .parse()
                 .ok()
                 .filter(|&fd: &i32| fd > 2)
                 .map(ResultChannel::Fd)
-                .ok_or_else(|| format!("{FLAG}: bad result descriptor `fd:{n}`")),
+                .ok_or_else(|| InvocationError::ResultDescriptor(n.to_owned())),
             None => Ok(ResultChannel::File(PathBuf::from(arg))),
         }
     }
@@ -166,6 +162,27 @@ impl ResultChannel {
 
 /// The first argument of a test binary started as a child.
 const FLAG: &str = "--vramtest-child";
+
+/// A child's command line that does not read back (the binary started by hand).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum InvocationError {
+    #[error("{FLAG}: the {0} is missing")]
+    Missing(&'static str),
+    #[error("{FLAG}: {0}")]
+    Device(#[from] crate::step::ParseDeviceError),
+    #[error("{FLAG}: bad iterations: {0}")]
+    Iterations(std::num::ParseIntError),
+    #[error("{FLAG}: bad result descriptor `fd:{0}`")]
+    ResultDescriptor(String),
+    #[error("{FLAG}: bad {what} `{given}`")]
+    Count { what: &'static str, given: String },
+    #[error("{FLAG}: bad thread count")]
+    ThreadCount,
+    #[error("{FLAG}: bad axis value `{0}`")]
+    AxisValue(String),
+    #[error("{FLAG}: unknown call-sites mode `{0}`")]
+    SitesMode(String),
+}
 
 /// What the parent tells a child: on its command line, never in its environment,
 /// which every process the test itself starts would inherit.
@@ -208,45 +225,46 @@ impl Invocation {
 
     /// The invocation in a process's arguments (the program name first); `None` when
     /// the process is not a child.
-    pub(crate) fn from_args(args: &[OsString]) -> Option<Result<Invocation, String>> {
+    pub(crate) fn from_args(args: &[OsString]) -> Option<Result<Invocation, InvocationError>> {
         if args.get(1).is_none_or(|a| a != FLAG) {
             return None;
         }
-        let text = |i: usize, what: &str| {
+        let text = |i: usize, what: &'static str| {
             args.get(i)
                 .and_then(|a| a.to_str())
-                .ok_or_else(|| format!("{FLAG}: the {what} is missing"))
+                .ok_or(InvocationError::Missing(what))
         };
         Some((|| {
-            let device: Device = text(3, "device")?
-                .parse()
-                .map_err(|e| format!("{FLAG}: {e}"))?;
+            let device: Device = text(3, "device")?.parse()?;
             let iterations = text(4, "iterations")?
                 .parse()
-                .map_err(|e| format!("{FLAG}: bad iterations: {e}"))?;
+                .map_err(InvocationError::Iterations)?;
             let result = args
                 .get(5)
                 .map(|a| ResultChannel::from_arg(a))
-                .ok_or_else(|| format!("{FLAG}: the result channel is missing"))??;
+                .ok_or(InvocationError::Missing("result channel"))??;
             // A count of at least 1.
-            let count = |i: usize, what: &str| -> Result<usize, String> {
+            let count = |i: usize, what: &'static str| -> Result<usize, InvocationError> {
                 let given = text(i, what)?;
                 given
                     .parse()
                     .ok()
                     .filter(|&n: &usize| n >= 1)
-                    .ok_or_else(|| format!("{FLAG}: bad {what} `{given}`"))
+                    .ok_or_else(|| InvocationError::Count {
+                        what,
+                        given: given.to_owned(),
+                    })
             };
             let batch = count(6, "batch size")?;
             let threads = u32::try_from(count(7, "thread count")?)
-                .map_err(|_| format!("{FLAG}: bad thread count"))?;
+                .map_err(|_| InvocationError::ThreadCount)?;
             let axes = RunPoint::parse_axes(text(8, "axes")?)?;
             let sites = match args.get(9).and_then(|a| a.to_str()) {
                 None => SitesMode::Off,
                 Some("sites-plan") => SitesMode::Plan,
                 Some("sites-all") => SitesMode::Everything,
                 Some("sites-capture") => SitesMode::Capture,
-                Some(other) => return Err(format!("{FLAG}: unknown call-sites mode `{other}`")),
+                Some(other) => return Err(InvocationError::SitesMode(other.to_owned())),
             };
             Ok(Invocation {
                 test: text(2, "test name")?.to_owned(),
@@ -326,7 +344,10 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "seq=0"], "bad axis value `seq=0`"; "an axis at zero")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
     fn a_malformed_child_command_line_is_an_error(argv: &[&str], needle: &str) {
-        let e = Invocation::from_args(&args(argv)).unwrap().unwrap_err();
+        let e = Invocation::from_args(&args(argv))
+            .unwrap()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(needle), "{e}");
     }
 }

@@ -20,8 +20,9 @@ pub struct Options {
     pub iterations: Option<u32>,
     /// `Some(reason)` (possibly empty) when the test is ignored.
     pub ignore: Option<&'static str>,
-    /// `(key, limit)` pairs: `tolerance`, `peak`, `reserved`, `leak` or a category.
-    pub limits: &'static [(&'static str, &'static str)],
+    /// `(key, limit)` pairs: `tolerance`, `peak`, `reserved`, `leak` or a category,
+    /// read by the attribute at compile time.
+    pub limits: &'static [(vramtest_model::LimitKey, vramtest_model::Limit)],
     pub budget: Option<u64>,
     /// Device classes the test supports (`cpu`, `cuda`); empty means all.
     pub devices: &'static [&'static str],
@@ -57,24 +58,39 @@ impl TestDef {
         }
     }
 
-    /// Starts the probe with `start`, runs the test body, and turns an error or a
-    /// panic into a message. Returns what `start` returned.
-    pub(crate) fn run<S>(&self, step: &mut Step, start: impl FnOnce() -> S) -> Result<S, String> {
+    /// Starts the probe with `start`, runs the test body, and catches an error or a
+    /// panic. Returns what `start` returned.
+    pub(crate) fn run<S>(
+        &self,
+        step: &mut Step,
+        start: impl FnOnce() -> S,
+    ) -> Result<S, StepFailed> {
         let started = start();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.func)(step)));
         match outcome {
             Ok(Ok(())) => Ok(started),
-            Ok(Err(e)) => Err(format!("returned an error: {e}")),
+            Ok(Err(e)) => Err(StepFailed::Returned(e)),
             Err(payload) => {
                 let msg = payload
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| payload.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "a non-string panic payload".into());
-                Err(format!("panicked: {msg}"))
+                Err(StepFailed::Panicked(msg))
             }
         }
     }
+}
+
+/// How a test body failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StepFailed {
+    /// It returned an error.
+    #[error("returned an error: {0}")]
+    Returned(crate::Error),
+    /// It panicked, with this message.
+    #[error("panicked: {0}")]
+    Panicked(String),
 }
 
 /// Every test of this binary under its listed name, sorted by name.

@@ -47,10 +47,8 @@ mod imp {
     }
 
     /// Opens a session on device `ordinal` and makes it the active device probe.
-    pub(crate) fn start(ordinal: usize) -> Result<(), String> {
-        let session = CudarcDriver::new(ordinal)
-            .and_then(PoolSession::new)
-            .map_err(|e| e.to_string())?;
+    pub(crate) fn start(ordinal: usize) -> Result<(), vramtest_cuda::CudaError> {
+        let session = CudarcDriver::new(ordinal).and_then(PoolSession::new)?;
         probe::set_device(Box::new(Probe {
             session: Some(session),
             error: None,
@@ -81,9 +79,11 @@ mod imp {
 pub(crate) use imp::*;
 
 /// The first CUDA device, or why there is none.
-pub(crate) fn first_device() -> Result<Device, String> {
+pub(crate) fn first_device() -> Result<Device, vramtest_model::device::CudaUnavailable> {
     match found() {
         CudaFound::Ready { .. } => Ok(Device::Cuda(0)),
-        CudaFound::Unavailable { reason } => Err(reason),
+        CudaFound::Unavailable { reason } => {
+            Err(vramtest_model::device::CudaUnavailable { reason })
+        }
     }
 }

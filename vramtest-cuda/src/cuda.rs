@@ -305,7 +305,9 @@ impl Driver for CudarcDriver {
     #[cfg(feature = "cupti")]
     fn allocation_records(
         &self,
-    ) -> Option<Result<Box<dyn crate::records::AllocationRecords>, String>> {
+    ) -> Option<
+        Result<Box<dyn crate::records::AllocationRecords>, crate::records::RecordsUnavailable>,
+    > {
         Some(
             crate::cupti::Cupti::start(Some(self.ctx), self.ordinal)
                 .map(|c| Box::new(c) as Box<dyn crate::records::AllocationRecords>),

@@ -23,7 +23,7 @@
 
 use crate::CudaError;
 use crate::error::guard;
-use crate::records::{AllocationRecords, MemoryKind, MemoryRecord, Operation};
+use crate::records::{AllocationRecords, MemoryKind, MemoryRecord, Operation, RecordsUnavailable};
 use cudarc::driver::sys::CUcontext;
 use std::alloc::{Layout, alloc, dealloc};
 use std::ffi::c_int;
@@ -31,15 +31,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-/// What follows a fallback reason: the fidelity the session falls back to.
-const FALLBACK: &str = "phase fidelity";
-
 /// Whether a session holds CUPTI's activity API.
 static RECORDING: AtomicBool = AtomicBool::new(false);
 /// Memory records of the buffers CUPTI completed since the last flush.
 static DELIVERED: Mutex<Vec<MemoryRecord>> = Mutex::new(Vec::new());
 /// `cuptiActivityRegisterCallbacks`, once per process.
-static CALLBACKS: OnceLock<Result<(), String>> = OnceLock::new();
+static CALLBACKS: OnceLock<Result<(), CudaError>> = OnceLock::new();
 
 /// Each activity buffer CUPTI asks for (about 40 000 memory records).
 const BUFFER: Layout = match Layout::from_size_align(4 << 20, 8) {
@@ -91,26 +88,33 @@ struct Api {
 impl Api {
     /// libcupti's functions, opened once per process, or why not (ending in "phase
     /// fidelity").
-    fn get() -> Result<Api, String> {
-        static API: OnceLock<Result<Api, String>> = OnceLock::new();
+    fn get() -> Result<Api, RecordsUnavailable> {
+        static API: OnceLock<Result<Api, RecordsUnavailable>> = OnceLock::new();
         API.get_or_init(|| {
             if let Some(why) = library_problem() {
                 return Err(why);
             }
             let name = match crate::libs::find_library("cupti", crate::libs::bindings_version()) {
                 crate::libs::Lookup::Found { name } => name,
-                other => return Err(format!("{other:?}: {FALLBACK}")),
+                other => return Err(RecordsUnavailable::Lookup(format!("{other:?}"))),
             };
             // SAFETY: opening libcupti runs its initializers only; it stays loaded for
             // the process (its functions are kept in `API`).
-            let lib = unsafe { libloading::Library::new(&name) }
-                .map_err(|e| format!("{name} could not be opened ({e}): {FALLBACK}"))?;
+            let lib = unsafe { libloading::Library::new(&name) }.map_err(|e| {
+                RecordsUnavailable::Open {
+                    name: name.clone(),
+                    error: e.to_string(),
+                }
+            })?;
             let lib: &'static libloading::Library = Box::leak(Box::new(lib));
-            fn symbol<T: Copy>(lib: &libloading::Library, name: &str) -> Result<T, String> {
+            fn symbol<T: Copy>(
+                lib: &libloading::Library,
+                name: &'static str,
+            ) -> Result<T, RecordsUnavailable> {
                 // SAFETY: `T` is the function type cupti.h gives `name`.
                 unsafe { lib.get::<T>(name.as_bytes()) }
                     .map(|f| *f)
-                    .map_err(|_| format!("the CUPTI library lacks {name} (too old): {FALLBACK}"))
+                    .map_err(|_| RecordsUnavailable::Symbol(name))
             }
             Ok(Api {
                 register_callbacks: symbol(lib, "cuptiActivityRegisterCallbacks")?,
@@ -140,14 +144,10 @@ fn check(call: &'static str, code: c_int) -> Result<(), CudaError> {
 
 /// Why libcupti cannot be used (`None` when it can): missing under every name, or
 /// present only under a major version the bindings' loader does not open.
-pub(crate) fn library_problem() -> Option<String> {
+pub(crate) fn library_problem() -> Option<RecordsUnavailable> {
     crate::libs::find_library("cupti", crate::libs::bindings_version())
         .problem("CUPTI library")
-        .map(|why| {
-            format!(
-                "{why} (the toolkit's extras/CUPTI/lib64 or a CUDA wheel's lib folder): {FALLBACK}"
-            )
-        })
+        .map(RecordsUnavailable::Library)
 }
 
 /// CUPTI recording the memory activity of one device, until dropped.
@@ -161,58 +161,53 @@ impl Cupti {
     /// Starts recording `MEMORY2` activity; the records kept are those of the device of
     /// `ctx` (CUPTI's device id of the context, else `ordinal`). The error is the
     /// session's fallback reason, ending in "phase fidelity". Never panics.
-    pub(crate) fn start(ctx: Option<CUcontext>, ordinal: usize) -> Result<Cupti, String> {
+    pub(crate) fn start(
+        ctx: Option<CUcontext>,
+        ordinal: usize,
+    ) -> Result<Cupti, RecordsUnavailable> {
         if let Some(why) = library_problem() {
             return Err(why);
         }
         if RECORDING.swap(true, Ordering::AcqRel) {
-            return Err(
-                "CUPTI already records for another session in this process: phase fidelity"
-                    .to_owned(),
-            );
+            return Err(RecordsUnavailable::Busy);
         }
-        let started = Api::get().map_err(|why| CudaError::Records {
-            call: "libcupti",
-            code: why,
-        });
-        let started = started.and_then(|api| {
-            guard("cuptiActivityEnable", || {
-                CALLBACKS
-                    .get_or_init(|| {
-                        // SAFETY: two functions of the signatures CUPTI expects.
-                        let code = unsafe {
-                            (api.register_callbacks)(Some(buffer_requested), Some(buffer_completed))
-                        };
-                        check("cuptiActivityRegisterCallbacks", code).map_err(|e| e.to_string())
-                    })
-                    .clone()
-                    .map_err(|code| CudaError::Records {
-                        call: "cuptiActivityRegisterCallbacks",
-                        code,
-                    })?;
-                // SAFETY: a plain call with an activity kind.
-                check("cuptiActivityEnable", unsafe { (api.enable)(MEMORY2) })?;
-                let mut device = u32::try_from(ordinal).unwrap_or(u32::MAX);
-                if let Some(ctx) = ctx {
-                    let mut id = 0u32;
-                    // SAFETY: a context the driver retained; writes one u32.
-                    if unsafe { (api.get_device_id)(ctx, &mut id) } == SUCCESS {
-                        device = id;
-                    }
+        let api = match Api::get() {
+            Ok(api) => api,
+            Err(why) => {
+                RECORDING.store(false, Ordering::Release);
+                return Err(why);
+            }
+        };
+        let started = guard("cuptiActivityEnable", || {
+            CALLBACKS
+                .get_or_init(|| {
+                    // SAFETY: two functions of the signatures CUPTI expects.
+                    let code = unsafe {
+                        (api.register_callbacks)(Some(buffer_requested), Some(buffer_completed))
+                    };
+                    check("cuptiActivityRegisterCallbacks", code)
+                })
+                .clone()?;
+            // SAFETY: a plain call with an activity kind.
+            check("cuptiActivityEnable", unsafe { (api.enable)(MEMORY2) })?;
+            let mut device = u32::try_from(ordinal).unwrap_or(u32::MAX);
+            if let Some(ctx) = ctx {
+                let mut id = 0u32;
+                // SAFETY: a context the driver retained; writes one u32.
+                if unsafe { (api.get_device_id)(ctx, &mut id) } == SUCCESS {
+                    device = id;
                 }
-                Ok((api, device))
-            })
+            }
+            Ok(device)
         });
         match started {
-            Ok((api, device)) => {
+            Ok(device) => {
                 take_delivered();
                 Ok(Cupti { api, device })
             }
             Err(e) => {
                 RECORDING.store(false, Ordering::Release);
-                Err(format!(
-                    "CUPTI could not record memory activity ({e}): phase fidelity"
-                ))
+                Err(RecordsUnavailable::Failed(e))
             }
         }
     }
@@ -382,16 +377,18 @@ mod tests {
         match Cupti::start(None, 0) {
             Err(reason) if library_problem().is_some() => {
                 assert_eq!(Some(&reason), library_problem().as_ref());
-                assert!(reason.starts_with("no CUPTI library"), "{reason}");
-                assert!(reason.ends_with("phase fidelity"), "{reason}");
+                let text = reason.to_string();
+                assert!(text.starts_with("no CUPTI library"), "{text}");
+                assert!(text.ends_with("phase fidelity"), "{text}");
                 // Nothing was left half-started: the same answer again.
                 assert_eq!(Cupti::start(None, 0).unwrap_err(), reason);
             }
-            Err(reason) => assert!(reason.contains("CUPTI"), "{reason}"),
+            Err(reason) => assert!(reason.to_string().contains("CUPTI"), "{reason}"),
             Ok(cupti) => {
                 // One session at a time.
                 let second = Cupti::start(None, 0).unwrap_err();
-                assert!(second.contains("already records"), "{second}");
+                assert_eq!(second, RecordsUnavailable::Busy);
+                assert!(second.to_string().contains("already records"), "{second}");
                 drop(cupti);
             }
         }

@@ -29,7 +29,9 @@ pub trait Driver {
     /// [`PoolSession`](crate::PoolSession) starts: `None` when the build or the driver
     /// has none (the default), `Some(Err(reason))` when it has one that cannot run here
     /// (the reason becomes the report's `fallback`, e.g. "no CUPTI library …").
-    fn allocation_records(&self) -> Option<Result<Box<dyn AllocationRecords>, String>> {
+    fn allocation_records(
+        &self,
+    ) -> Option<Result<Box<dyn AllocationRecords>, crate::records::RecordsUnavailable>> {
         None
     }
 }

@@ -459,13 +459,17 @@ impl Driver for FakePool {
         Ok((12, 8))
     }
 
-    fn allocation_records(&self) -> Option<Result<Box<dyn AllocationRecords>, String>> {
+    fn allocation_records(
+        &self,
+    ) -> Option<Result<Box<dyn AllocationRecords>, crate::records::RecordsUnavailable>> {
         match &self.lock().records {
             RecordMode::Off => None,
             RecordMode::On => Some(Ok(Box::new(FakeRecords {
                 state: Arc::clone(&self.state),
             }))),
-            RecordMode::Unavailable(reason) => Some(Err(reason.clone())),
+            RecordMode::Unavailable(reason) => Some(Err(
+                crate::records::RecordsUnavailable::Other(reason.clone()),
+            )),
         }
     }
 }

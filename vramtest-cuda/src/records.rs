@@ -81,6 +81,38 @@ pub struct Batch {
     pub records: Vec<MemoryRecord>,
 }
 
+/// Why a per-allocation record source cannot run here: a session's fallback reason,
+/// each ending in the fidelity it falls back to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordsUnavailable {
+    /// The library is missing, or present only under a version the bindings do not open.
+    #[error("{0} (the toolkit's extras/CUPTI/lib64 or a CUDA wheel's lib folder): phase fidelity")]
+    Library(String),
+    /// The library was not found: what the lookup said.
+    #[error("{0}: phase fidelity")]
+    Lookup(String),
+    /// The library could not be opened.
+    #[error("{name} could not be opened ({error}): phase fidelity")]
+    Open {
+        /// The library's file name.
+        name: String,
+        /// What the loader said.
+        error: String,
+    },
+    /// The library lacks a function (it is too old).
+    #[error("the CUPTI library lacks {0} (too old): phase fidelity")]
+    Symbol(&'static str),
+    /// Another session of this process records already (CUPTI's API is process-wide).
+    #[error("CUPTI already records for another session in this process: phase fidelity")]
+    Busy,
+    /// Starting it failed.
+    #[error("CUPTI could not record memory activity ({0}): phase fidelity")]
+    Failed(CudaError),
+    /// A reason given as it is (a test double's).
+    #[error("{0}")]
+    Other(String),
+}
+
 /// A source of per-allocation records for one device: CUPTI's activity API with the
 /// `cupti` feature ([`CudarcDriver`](crate::CudarcDriver)), or
 /// [`FakePool`](crate::FakePool)'s log in tests.

@@ -150,7 +150,7 @@ impl<D: Driver> PoolSession<D> {
                 }),
                 None,
             ),
-            Some(Err(reason)) => (None, Some(reason)),
+            Some(Err(reason)) => (None, Some(reason.to_string())),
         };
         let baseline = sample(&driver, pools, 0)?;
         // What happened before the baseline is the baseline: drop it. A source that

@@ -209,11 +209,15 @@ impl Options {
                 self.target = Some((target(list)?, list.delimiter.span().join()));
             }
             // A limit: the names the metadata's `limits` take, from the one list.
+            // Read here, by the parser the settings use, and handed to the harness typed.
             (Meta::NameValue(nv), k) if k.parse::<vramtest_model::LimitKey>().is_ok() => {
-                let text = string(&nv.value)?;
-                text.parse::<vramtest_model::Limit>()
+                let key = k
+                    .parse::<vramtest_model::LimitKey>()
+                    .expect("the guard read the key");
+                let limit = string(&nv.value)?
+                    .parse::<vramtest_model::Limit>()
                     .map_err(|e| syn::Error::new_spanned(&nv.value, e))?;
-                self.limits.push(quote!((#k, #text)));
+                self.limits.push(limit_tokens(key, limit));
             }
             _ => {
                 return Err(syn::Error::new_spanned(
@@ -226,6 +230,35 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// A limit as the harness's `Options` hold it: `(LimitKey, Limit)`, both constants, so
+/// the harness reads no limit text again.
+fn limit_tokens(
+    key: vramtest_model::LimitKey,
+    limit: vramtest_model::Limit,
+) -> proc_macro2::TokenStream {
+    use vramtest_model::LimitKey;
+    let private = quote!(::vramtest::__private);
+    // The variants' own names, as `Debug` writes them (`Category(Activations)`).
+    let key = match key {
+        LimitKey::Category(c) => {
+            let variant = quote::format_ident!("{c:?}");
+            quote!(#private::LimitKey::Category(#private::Category::#variant))
+        }
+        other => {
+            let variant = quote::format_ident!("{other:?}");
+            quote!(#private::LimitKey::#variant)
+        }
+    };
+    let limit = if limit.is_allow() {
+        quote!(#private::Limit::ALLOW)
+    } else {
+        let percent = proc_macro2::Literal::f64_suffixed(limit.percent);
+        let bytes = proc_macro2::Literal::u64_suffixed(limit.bytes);
+        quote!(#private::Limit { percent: #percent, bytes: #bytes })
+    };
+    quote!((#key, #limit))
 }
 
 /// `iterations = 5`, `threads = 4`: an integer, at least 1.
@@ -658,7 +691,7 @@ mod tests {
                 ),
                 (
                     "limits",
-                    "& [(\"activations\" , \"+5%\") , (\"peak\" , \"1MiB\")]".to_owned()
+                    "& [(:: vramtest :: __private :: LimitKey :: Category (:: vramtest :: __private :: Category :: Activations) , :: vramtest :: __private :: Limit { percent : 5f64 , bytes : 0u64 }) , (:: vramtest :: __private :: LimitKey :: Peak , :: vramtest :: __private :: Limit { percent : 0f64 , bytes : 1048576u64 })]".to_owned()
                 ),
                 (
                     "budget",
@@ -674,6 +707,31 @@ mod tests {
                 ("target", "& []".to_owned()),
             ]
         );
+    }
+
+    /// Every limit key reaches the harness as its own variant, and `allow` as the
+    /// constant (its percentage has no literal).
+    #[test]
+    fn every_limit_key_is_a_constant_of_its_own() {
+        let private = ":: vramtest :: __private ::";
+        for key in vramtest_model::LimitKey::ALL {
+            let (_, def) = expansion(&format!("{key} = \"allow\""), GOOD);
+            let limits = options(&def)
+                .into_iter()
+                .find(|(name, _)| *name == "limits")
+                .unwrap()
+                .1;
+            let variant = match key {
+                vramtest_model::LimitKey::Category(c) => {
+                    format!("{private} LimitKey :: Category ({private} Category :: {c:?})")
+                }
+                other => format!("{private} LimitKey :: {other:?}"),
+            };
+            assert_eq!(
+                limits,
+                format!("& [({variant} , {private} Limit :: ALLOW)]")
+            );
+        }
     }
 
     #[test]

@@ -83,6 +83,42 @@ pub fn parse_bytes(input: &str) -> Result<u64, ParseBytesError> {
     Ok(bytes.round() as u64)
 }
 
+/// A byte size as settings write it: a count (`4096`) or a number with a unit
+/// (`"64KiB"`, `"22GiB"`; see [`parse_bytes`]). Written back as a count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct ByteSize(pub u64);
+
+impl From<ByteSize> for u64 {
+    fn from(size: ByteSize) -> u64 {
+        size.0
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a byte size like \"22GiB\" or a byte count like 4096")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ByteSize, E> {
+                parse_bytes(s).map(ByteSize).map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<ByteSize, E> {
+                u64::try_from(n)
+                    .map(ByteSize)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +148,20 @@ mod tests {
     #[test_case("0", 0)]
     fn parses(input: &str, expected: u64) {
         assert_eq!(parse_bytes(input).unwrap(), expected);
+    }
+
+    #[test_case(serde_json::json!("64KiB"), Ok(64 * 1024))]
+    #[test_case(serde_json::json!(4096), Ok(4096))]
+    #[test_case(serde_json::json!(-1), Err("invalid value: integer `-1`"); "negative")]
+    #[test_case(serde_json::json!(1.5), Err("invalid type: floating point `1.5`"); "a fraction")]
+    #[test_case(serde_json::json!("lots"), Err("invalid byte size `lots`"); "not a size")]
+    fn byte_sizes_deserialize(value: serde_json::Value, expected: Result<u64, &str>) {
+        let got = serde_json::from_value::<ByteSize>(value).map_err(|e| e.to_string());
+        match (got, expected) {
+            (Ok(got), Ok(expected)) => assert_eq!(got, ByteSize(expected)),
+            (Err(got), Err(needle)) => assert!(got.starts_with(needle), "{got}"),
+            (got, expected) => panic!("{got:?} against {expected:?}"),
+        }
     }
 
     #[test_case("", "no number")]

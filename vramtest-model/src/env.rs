@@ -6,8 +6,8 @@
 //! variable name is typed twice.
 
 use crate::axes::Point;
-use crate::settings::{DeviceSetting, Settings};
-use crate::sweep::parse_point;
+use crate::settings::{DeviceSetting, Settings, SettingsErrors};
+use crate::sweep::{PointError, parse_point};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -136,16 +136,63 @@ pub struct HarnessEnv {
     pub measure_at: Option<Point>,
 }
 
+/// A switch with a value outside its set: each names the variable, its value and the
+/// values it takes.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    /// `VRAMTEST_CONFIG` is not JSON.
+    #[error("{CONFIG} is not a valid configuration: {0}")]
+    ConfigJson(serde_json::Error),
+    /// `VRAMTEST_CONFIG` holds bad settings.
+    #[error("{CONFIG}: {0}")]
+    Config(SettingsErrors),
+    /// `VRAMTEST_DEVICE` names no device.
+    #[error("{DEVICE}={0}: unknown device (hint: use cpu, cuda or auto)")]
+    Device(String),
+    /// `VRAMTEST_UPDATE` or `INSTA_UPDATE` names no mode.
+    #[error("{var}={value}: unknown mode (hint: use always, new, no or auto)")]
+    Update {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// `VRAMTEST_SITES` names no mode.
+    #[error("{SITES}={0}: unknown mode (hint: use 0 to turn call sites off, always, or auto)")]
+    Sites(String),
+    /// A timeout that is not a positive number of seconds.
+    #[error("{var}={value}: not a number of seconds (hint: {var}={example})")]
+    Seconds {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// A value it takes.
+        example: u32,
+    },
+    /// `VRAMTEST_REPORT_FD` is not a descriptor past standard error.
+    #[error("{REPORT_FD}={0}: not a descriptor number above 2")]
+    ReportFd(String),
+    /// `VRAMTEST_MEASURE_AT` is not a point.
+    #[error("{MEASURE_AT}={value}: {error}")]
+    MeasureAt {
+        /// Its value.
+        value: String,
+        /// Why it is not a point.
+        error: PointError,
+    },
+}
+
 impl HarnessEnv {
     /// Reads every switch from the process's environment. An error names the variable,
     /// its value and the values it takes.
-    pub fn from_env() -> Result<HarnessEnv, String> {
+    pub fn from_env() -> Result<HarnessEnv, EnvError> {
         HarnessEnv::from_lookup(|name| std::env::var_os(name))
     }
 
     /// Reads every switch through `var`, which gives a variable's value or `None` when
     /// it is unset (a value that is not UTF-8 counts as unset, but for the paths).
-    pub fn from_lookup(var: impl Fn(&str) -> Option<OsString>) -> Result<HarnessEnv, String> {
+    pub fn from_lookup(var: impl Fn(&str) -> Option<OsString>) -> Result<HarnessEnv, EnvError> {
         let text = |name: &str| var(name).and_then(|v| v.into_string().ok());
         let flag =
             |name: &str| text(name).is_some_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
@@ -171,7 +218,7 @@ impl HarnessEnv {
             references: path(REFERENCES),
             measure_at: text(MEASURE_AT)
                 .filter(|v| !v.trim().is_empty())
-                .map(|v| parse_point(&v).map_err(|e| format!("{MEASURE_AT}={v}: {e}")))
+                .map(|v| parse_point(&v).map_err(|error| EnvError::MeasureAt { value: v, error }))
                 .transpose()?,
         })
     }
@@ -247,68 +294,66 @@ fn show_at(point: &Point) -> String {
 }
 
 /// `VRAMTEST_REPORT_FD`: a descriptor number past standard error.
-fn report_fd(value: Option<String>) -> Result<Option<i32>, String> {
+fn report_fd(value: Option<String>) -> Result<Option<i32>, EnvError> {
     value
-        .map(|v| {
-            v.parse()
-                .ok()
-                .filter(|&fd: &i32| fd > 2)
-                .ok_or_else(|| format!("{REPORT_FD}={v}: not a descriptor number above 2"))
+        .map(|v| match v.parse() {
+            Ok(fd) if fd > 2 => Ok(fd),
+            _ => Err(EnvError::ReportFd(v)),
         })
         .transpose()
 }
 
 /// `VRAMTEST_CONFIG`: the settings' JSON form, checked as the metadata is.
-fn settings(value: Option<String>) -> Result<Option<Settings>, String> {
+fn settings(value: Option<String>) -> Result<Option<Settings>, EnvError> {
     match value {
         Some(json) if !json.trim().is_empty() => {
-            let value = serde_json::from_str(&json)
-                .map_err(|e| format!("{CONFIG} is not a valid configuration: {e}"))?;
-            Settings::parse(&value)
-                .map(Some)
-                .map_err(|e| format!("{CONFIG}: {e}"))
+            let value = serde_json::from_str(&json).map_err(EnvError::ConfigJson)?;
+            Settings::parse(&value).map(Some).map_err(EnvError::Config)
         }
         _ => Ok(None),
     }
 }
 
-fn device(value: Option<String>) -> Result<Option<DeviceSetting>, String> {
+fn device(value: Option<String>) -> Result<Option<DeviceSetting>, EnvError> {
     match value.as_deref().unwrap_or_default() {
         "" => Ok(None),
         other => other
             .parse()
             .map(Some)
-            .map_err(|_| format!("{DEVICE}={other}: unknown device (hint: use cpu, cuda or auto)")),
+            .map_err(|_| EnvError::Device(other.to_owned())),
     }
 }
 
 /// An update mode in `var` (`VRAMTEST_UPDATE` or `INSTA_UPDATE`); `None`: auto.
-fn update(var: &str, value: &str) -> Result<Option<Update>, String> {
+fn update(var: &'static str, value: &str) -> Result<Option<Update>, EnvError> {
     match value {
         "" | "auto" => Ok(None),
         "always" | "force" => Ok(Some(Update::Always)),
         "new" | "unseen" => Ok(Some(Update::New)),
         "no" => Ok(Some(Update::No)),
-        other => Err(format!(
-            "{var}={other}: unknown mode (hint: use always, new, no or auto)"
-        )),
+        other => Err(EnvError::Update {
+            var,
+            value: other.to_owned(),
+        }),
     }
 }
 
-fn sites(value: Option<String>) -> Result<SitesWhen, String> {
+fn sites(value: Option<String>) -> Result<SitesWhen, EnvError> {
     match value.as_deref().unwrap_or_default() {
         "" | "auto" | "1" | "on" | "true" => Ok(SitesWhen::OnRegression),
         "0" | "off" | "false" => Ok(SitesWhen::Off),
         "always" => Ok(SitesWhen::Always),
-        other => Err(format!(
-            "{SITES}={other}: unknown mode (hint: use 0 to turn call sites off, always, or auto)"
-        )),
+        other => Err(EnvError::Sites(other.to_owned())),
     }
 }
 
 /// A positive number of seconds in `var`; `None` when it is unset or empty. The error
 /// suggests `example`.
-fn seconds(var: &str, value: Option<String>, example: u32) -> Result<Option<Duration>, String> {
+fn seconds(
+    var: &'static str,
+    value: Option<String>,
+    example: u32,
+) -> Result<Option<Duration>, EnvError> {
     match value {
         Some(v) if !v.trim().is_empty() => v
             .trim()
@@ -316,7 +361,11 @@ fn seconds(var: &str, value: Option<String>, example: u32) -> Result<Option<Dura
             .ok()
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(|s| Some(Duration::from_secs_f64(s)))
-            .ok_or_else(|| format!("{var}={v}: not a number of seconds (hint: {var}={example})")),
+            .ok_or(EnvError::Seconds {
+                var,
+                value: v,
+                example,
+            }),
         _ => Ok(None),
     }
 }
@@ -328,7 +377,7 @@ mod tests {
     use std::collections::HashMap;
     use test_case::test_case;
 
-    fn read(vars: &[(&str, &str)]) -> Result<HarnessEnv, String> {
+    fn read(vars: &[(&str, &str)]) -> Result<HarnessEnv, EnvError> {
         let vars: HashMap<String, OsString> = vars
             .iter()
             .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
@@ -440,7 +489,7 @@ mod tests {
     #[test_case(&[("VRAMTEST_CONFIG", "{")], "VRAMTEST_CONFIG is not a valid configuration"; "config not JSON")]
     #[test_case(&[("VRAMTEST_CONFIG", r#"{"limits": {"activation": "+5%"}}"#)], "VRAMTEST_CONFIG: `limits.activation`: unknown limit"; "config with a bad key")]
     fn a_bad_value_names_its_variable(vars: &[(&str, &str)], needle: &str) {
-        let e = read(vars).unwrap_err();
+        let e = read(vars).unwrap_err().to_string();
         assert!(e.starts_with(needle), "{e}");
     }
 

@@ -14,8 +14,8 @@ use std::str::FromStr;
 ///
 /// The `leak` limit is a ceiling instead: the bytes a loop may keep per iteration, with
 /// the percentage taken of the test's peak (see [`Limit::LEAK`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(into = "String")]
 pub struct Limit {
     /// Allowed relative growth, in percent of the old value.
     pub percent: f64,
@@ -146,10 +146,33 @@ impl FromStr for Limit {
     }
 }
 
-impl TryFrom<String> for Limit {
-    type Error = ParseLimitError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
+/// Reads a limit as written (`"+2% | 1MiB"`), or the bare number `0` (no growth): the
+/// one reading of a limit, for the settings, a snapshot and the attribute alike.
+impl<'de> Deserialize<'de> for Limit {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Limit;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a limit like \"+2% | 1MiB\", \"+5%\", \"allow\" or 0")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Limit, E> {
+                s.parse().map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Limit, E> {
+                match n {
+                    0 => Ok(Limit::EXACT),
+                    n => Err(E::invalid_value(serde::de::Unexpected::Unsigned(n), &self)),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Limit, E> {
+                match u64::try_from(n) {
+                    Ok(n) => self.visit_u64(n),
+                    Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(n), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
     }
 }
 
@@ -245,6 +268,19 @@ impl FromStr for LimitKey {
     }
 }
 
+impl Serialize for LimitKey {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for LimitKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,6 +332,37 @@ mod tests {
             let back: Limit = String::from(l).parse().unwrap();
             assert_eq!(l, back);
         }
+    }
+
+    /// Deserialized as the settings and a snapshot write a limit: its text, or `0`.
+    #[test_case(serde_json::json!("+2% | 1MiB"), Ok(Limit { percent: 2.0, bytes: 1 << 20 }))]
+    #[test_case(serde_json::json!("allow"), Ok(Limit::ALLOW))]
+    #[test_case(serde_json::json!(0), Ok(Limit::EXACT); "a bare zero")]
+    #[test_case(serde_json::json!(3), Err("invalid value: integer `3`"); "another number")]
+    #[test_case(serde_json::json!(-1), Err("invalid value: integer `-1`"); "a negative number")]
+    #[test_case(serde_json::json!("-3%"), Err("invalid limit `-3%`"); "a bad text")]
+    #[test_case(serde_json::json!(true), Err("invalid type: boolean `true`"); "a boolean")]
+    fn deserializes(value: serde_json::Value, expected: Result<Limit, &str>) {
+        let got = serde_json::from_value::<Limit>(value).map_err(|e| e.to_string());
+        match (got, expected) {
+            (Ok(got), Ok(expected)) => assert_eq!(got, expected),
+            (Err(got), Err(needle)) => assert!(got.starts_with(needle), "{got}"),
+            (got, expected) => panic!("{got:?} against {expected:?}"),
+        }
+    }
+
+    #[test]
+    fn a_limit_key_deserializes_from_its_name_only() {
+        for key in LimitKey::ALL {
+            let json = serde_json::to_value(key).unwrap();
+            assert_eq!(json, serde_json::json!(key.as_str()));
+            assert_eq!(serde_json::from_value::<LimitKey>(json).unwrap(), key);
+        }
+        let e = serde_json::from_value::<LimitKey>(serde_json::json!("activation")).unwrap_err();
+        assert!(
+            e.to_string().starts_with("unknown limit `activation`"),
+            "{e}"
+        );
     }
 
     #[test]

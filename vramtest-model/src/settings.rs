@@ -1,9 +1,9 @@
 //! The settings of a run: `[workspace.metadata.vramtest]` and
-//! `[package.metadata.vramtest]`, validated from their JSON form (what `cargo metadata`
-//! reports, or a manifest parsed as TOML), merged (the package wins, key by key, then a
-//! test's attribute) and turned into the [`Policy`] a result is held to. Shared by
-//! `cargo vramtest` and the test harness, so both read the same settings the same way;
-//! the first hands its reading to the second in the same JSON form
+//! `[package.metadata.vramtest]`, read from their JSON form (what `cargo metadata`
+//! reports, or a manifest parsed as TOML) by serde, merged (the package wins, key by
+//! key, then a test's attribute) and turned into the [`Policy`] a result is held to.
+//! Shared by `cargo vramtest` and the test harness, so both read the same settings the
+//! same way; the first hands its reading to the second in the same JSON form
 //! ([`Settings::to_json`], carried by [`crate::env::HarnessEnv`]).
 //!
 //! ```toml
@@ -16,10 +16,17 @@
 //! tolerance = "+2% | 1MiB"  # the peak and every category but untracked
 //! limits = { activations = "+5%", leak = "0" }
 //! ```
+//!
+//! Each key is named once, in [`SettingsTable`]; what a value may be is its type's to say
+//! ([`ByteSize`], [`PowerOfTwo`], [`IterationCount`], [`DeviceSetting`], [`Limit`],
+//! [`LimitKey`]).
 
-use crate::{Limit, LimitKey, Policy, parse_bytes};
+use crate::bytes::ByteSize;
+use crate::{Limit, LimitKey, Policy};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::fmt;
 use toml::de::{DeTable, DeValue};
 
 /// The `device` setting.
@@ -48,8 +55,8 @@ impl DeviceSetting {
         [DeviceSetting::Cpu, DeviceSetting::Cuda, DeviceSetting::Auto];
 }
 
-impl std::fmt::Display for DeviceSetting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for DeviceSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
@@ -69,8 +76,146 @@ impl std::str::FromStr for DeviceSetting {
     }
 }
 
-/// The keys a `vramtest` table may hold.
-const KEYS: &str = "iterations, device, budget, reserve, cuda_context, cublas_workspace, pool_alignment, pool_granule, tolerance, limits";
+impl Serialize for DeviceSetting {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for DeviceSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = DeviceSetting;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"cpu\", \"cuda\" or \"auto\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<DeviceSetting, E> {
+                s.parse()
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Str(s), &self))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+/// The `iterations` setting: a whole number, at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct IterationCount(pub u32);
+
+impl<'de> Deserialize<'de> for IterationCount {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = IterationCount;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a whole number of at least 1")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<IterationCount, E> {
+                u32::try_from(n)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .map(IterationCount)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Unsigned(n), &self))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<IterationCount, E> {
+                match u64::try_from(n) {
+                    Ok(n) => self.visit_u64(n),
+                    Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(n), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A pool model's alignment or granule: a [`ByteSize`] that is a power of two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct PowerOfTwo(pub u64);
+
+impl<'de> Deserialize<'de> for PowerOfTwo {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let ByteSize(bytes) = ByteSize::deserialize(deserializer)?;
+        if bytes.is_power_of_two() {
+            Ok(PowerOfTwo(bytes))
+        } else {
+            Err(serde::de::Error::custom(format_args!(
+                "expected a power of two like 512 or \"2MiB\", found {bytes}"
+            )))
+        }
+    }
+}
+
+/// The `limits` table: a [`Limit`] per [`LimitKey`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Limits(pub BTreeMap<LimitKey, Limit>);
+
+impl<'de> Deserialize<'de> for Limits {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Limits;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table like { activations = \"+5%\" }")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Limits, A::Error> {
+                let mut limits = BTreeMap::new();
+                while let Some((key, limit)) = map.next_entry::<LimitKey, Limit>()? {
+                    limits.insert(key, limit);
+                }
+                Ok(Limits(limits))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// One `vramtest` table as written: every key it may hold, each named here once. A key
+/// that is absent (or `null`: an earlier `cargo vramtest` wrote one for a setting it
+/// did not have) is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table of settings like { iterations = 3 }"
+)]
+pub struct SettingsTable {
+    /// Iterations of the training loop for tests that do not set them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<IterationCount>,
+    /// The device to measure on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceSetting>,
+    /// Hard ceiling on the peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<ByteSize>,
+    /// What a GPU needs besides the measured tensors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve: Option<ByteSize>,
+    /// The CUDA context's device memory in a GPU prediction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_context: Option<ByteSize>,
+    /// The cuBLAS workspace in a GPU prediction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cublas_workspace: Option<ByteSize>,
+    /// The CUDA pool model's allocation alignment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_alignment: Option<PowerOfTwo>,
+    /// The CUDA pool model's reservation granule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_granule: Option<PowerOfTwo>,
+    /// The peak and every category but `untracked` (also `limits.tolerance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Limit>,
+    /// The limits named, by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
+}
 
 /// One `vramtest` metadata table, validated; or several merged
 /// ([`Settings::overridden_by`]).
@@ -103,13 +248,52 @@ pub struct Settings {
     pub limits: BTreeMap<LimitKey, Limit>,
 }
 
+impl From<SettingsTable> for Settings {
+    fn from(t: SettingsTable) -> Settings {
+        let mut limits = t.limits.unwrap_or_default().0;
+        if let Some(tolerance) = t.tolerance {
+            limits.insert(LimitKey::Tolerance, tolerance);
+        }
+        Settings {
+            iterations: t.iterations.map(|i| i.0),
+            device: t.device,
+            budget: t.budget.map(u64::from),
+            reserve: t.reserve.map(u64::from),
+            cuda_context: t.cuda_context.map(u64::from),
+            cublas_workspace: t.cublas_workspace.map(u64::from),
+            pool_alignment: t.pool_alignment.map(|p| p.0),
+            pool_granule: t.pool_granule.map(|p| p.0),
+            limits,
+        }
+    }
+}
+
+impl From<&Settings> for SettingsTable {
+    /// The table that reads back to `s`, every limit under `limits`.
+    fn from(s: &Settings) -> SettingsTable {
+        SettingsTable {
+            iterations: s.iterations.map(IterationCount),
+            device: s.device,
+            budget: s.budget.map(ByteSize),
+            reserve: s.reserve.map(ByteSize),
+            cuda_context: s.cuda_context.map(ByteSize),
+            cublas_workspace: s.cublas_workspace.map(ByteSize),
+            pool_alignment: s.pool_alignment.map(PowerOfTwo),
+            pool_granule: s.pool_granule.map(PowerOfTwo),
+            tolerance: None,
+            limits: (!s.limits.is_empty()).then(|| Limits(s.limits.clone())),
+        }
+    }
+}
+
 /// A key of a `vramtest` table that is unknown or has a bad value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{key}`: {message}")]
 pub struct SettingsError {
-    /// The offending key, dotted (`limits.activations`), or empty for the table itself.
+    /// The offending key, dotted (`limits.activations`), or `vramtest` for the table
+    /// itself.
     pub key: String,
-    /// What is wrong with it.
+    /// What is wrong with it, as its type says.
     pub message: String,
 }
 
@@ -118,8 +302,8 @@ pub struct SettingsError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingsErrors(pub Vec<SettingsError>);
 
-impl std::fmt::Display for SettingsErrors {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for SettingsErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, e) in self.0.iter().enumerate() {
             if i > 0 {
                 f.write_str("; ")?;
@@ -154,98 +338,33 @@ impl SettingsErrors {
     }
 }
 
-fn bad(key: impl Into<String>, message: impl Into<String>) -> SettingsError {
-    SettingsError {
-        key: key.into(),
-        message: message.into(),
-    }
-}
-
 impl Settings {
-    /// Validates the JSON form of a `vramtest` table (`null`: no table). A key whose
-    /// value is `null` counts as absent (TOML has no null; an earlier `cargo vramtest`
-    /// wrote one for a setting it did not have).
-    /// Every bad key is reported, not only the first.
+    /// Reads the JSON form of a `vramtest` table (`null`: no table) as a [`SettingsTable`].
+    /// Every bad key is reported, not only the first serde stops at: each key is read
+    /// again on its own, and each limit of `limits`.
     pub fn parse(value: &Value) -> Result<Settings, SettingsErrors> {
-        let table = match value {
+        match value {
             Value::Null => return Ok(Settings::default()),
-            Value::Object(t) => t,
+            Value::Object(_) => {}
+            // serde would read an array as the fields in order: a table is a table.
             other => {
-                return Err(SettingsErrors(vec![bad(
-                    "vramtest",
-                    format!("expected a table, found {}", kind(other)),
-                )]));
-            }
-        };
-        let mut s = Settings::default();
-        let mut errors = Vec::new();
-        for (key, value) in table.iter().filter(|(_, v)| !v.is_null()) {
-            if let Err(e) = s.set(key, value) {
-                errors.extend(e);
+                let e = <serde_json::Error as serde::de::Error>::invalid_type(
+                    unexpected(other),
+                    &"a table of settings like { iterations = 3 }",
+                );
+                return Err(SettingsErrors(vec![bad("vramtest", &e)]));
             }
         }
-        if errors.is_empty() {
-            Ok(s)
-        } else {
-            Err(SettingsErrors(errors))
+        match SettingsTable::deserialize(value) {
+            Ok(table) => Ok(table.into()),
+            Err(first) => Err(SettingsErrors(every_error(value, first))),
         }
-    }
-
-    /// Sets the top-level `key` from `value`, or says what is wrong with it (a `limits`
-    /// table: with each of its bad keys).
-    fn set(&mut self, key: &str, value: &Value) -> Result<(), Vec<SettingsError>> {
-        let one = |e: SettingsError| vec![e];
-        match key {
-            "iterations" => self.iterations = Some(iterations(value).map_err(one)?),
-            "device" => self.device = Some(device(value).map_err(one)?),
-            "budget" => self.budget = Some(byte_size(key, value).map_err(one)?),
-            "reserve" => self.reserve = Some(byte_size(key, value).map_err(one)?),
-            "cuda_context" => self.cuda_context = Some(byte_size(key, value).map_err(one)?),
-            "cublas_workspace" => self.cublas_workspace = Some(byte_size(key, value).map_err(one)?),
-            "pool_alignment" => self.pool_alignment = Some(pool_unit(key, value).map_err(one)?),
-            "pool_granule" => self.pool_granule = Some(pool_unit(key, value).map_err(one)?),
-            "tolerance" => {
-                let l = limit(key, value).map_err(one)?;
-                self.limits.insert(LimitKey::Tolerance, l);
-            }
-            "limits" => self.limits.extend(limits(value)?),
-            _ => {
-                return Err(one(bad(
-                    key,
-                    format!("unknown key (expected one of: {KEYS})"),
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// The JSON form [`Settings::parse`] reads back to these settings: a `vramtest`
     /// table, every limit under `limits`. What `cargo vramtest` hands the harness.
     pub fn to_json(&self) -> Value {
-        let mut table = serde_json::Map::new();
-        let mut put = |key: &str, value: Option<Value>| {
-            if let Some(v) = value {
-                table.insert(key.to_owned(), v);
-            }
-        };
-        put("iterations", self.iterations.map(Value::from));
-        put("device", self.device.map(|d| Value::from(d.as_str())));
-        put("budget", self.budget.map(Value::from));
-        put("reserve", self.reserve.map(Value::from));
-        put("cuda_context", self.cuda_context.map(Value::from));
-        put("cublas_workspace", self.cublas_workspace.map(Value::from));
-        put("pool_alignment", self.pool_alignment.map(Value::from));
-        put("pool_granule", self.pool_granule.map(Value::from));
-        let limits: serde_json::Map<String, Value> = self
-            .limits
-            .iter()
-            .map(|(k, l)| (k.as_str().to_owned(), Value::from(String::from(*l))))
-            .collect();
-        put(
-            "limits",
-            (!limits.is_empty()).then_some(Value::Object(limits)),
-        );
-        Value::Object(table)
+        serde_json::to_value(SettingsTable::from(self)).expect("settings are plain data")
     }
 
     /// These settings with `over`'s keys taking precedence (a package over its
@@ -299,108 +418,57 @@ impl Settings {
     }
 }
 
-/// The `limits` table: a limit per key, or every bad one.
-fn limits(value: &Value) -> Result<Vec<(LimitKey, Limit)>, Vec<SettingsError>> {
-    let Value::Object(limits) = value else {
-        return Err(vec![bad(
-            "limits",
-            format!(
-                "expected a table like {{ activations = \"+5%\" }}, found {}",
-                kind(value)
-            ),
-        )]);
+/// Every error of a table serde refused (`first`: what it stopped at): each key read
+/// on its own as a one-key [`SettingsTable`], and each limit of a `limits` table as a one-limit
+/// one, so that one bad key does not hide the next.
+fn every_error(value: &Value, first: serde_json::Error) -> Vec<SettingsError> {
+    let Value::Object(table) = value else {
+        unreachable!("only a table is read key by key")
     };
-    let (good, bad_keys): (Vec<_>, Vec<_>) = limits
-        .iter()
-        .map(|(k, v)| {
-            let dotted = format!("limits.{k}");
-            let key = k.parse::<LimitKey>().map_err(|_| {
-                bad(
-                    &dotted,
-                    format!("unknown limit (expected one of: {})", LimitKey::names()),
-                )
-            })?;
-            Ok((key, limit(&dotted, v)?))
-        })
-        .partition(Result::is_ok);
-    if bad_keys.is_empty() {
-        Ok(good.into_iter().filter_map(Result::ok).collect())
-    } else {
-        Err(bad_keys.into_iter().filter_map(Result::err).collect())
+    let alone = |key: &str, value: &Value| {
+        let one = Value::Object(serde_json::Map::from_iter([(
+            key.to_owned(),
+            value.clone(),
+        )]));
+        SettingsTable::deserialize(&one).err()
+    };
+    let mut errors = Vec::new();
+    for (key, value) in table {
+        let Some(e) = alone(key, value) else { continue };
+        match value {
+            Value::Object(limits) if key == "limits" => {
+                errors.extend(limits.iter().filter_map(|(k, v)| {
+                    let limit = Value::Object(serde_json::Map::from_iter([(k.clone(), v.clone())]));
+                    alone(key, &limit).map(|e| bad(format!("limits.{k}"), &e))
+                }))
+            }
+            _ => errors.push(bad(key.as_str(), &e)),
+        }
+    }
+    if errors.is_empty() {
+        // Not expected (a table is bad only through a key), but never an empty list.
+        errors.push(bad("vramtest", &first));
+    }
+    errors
+}
+
+/// What a value is, for a message that it is the wrong kind.
+fn unexpected(value: &Value) -> serde::de::Unexpected<'_> {
+    use serde::de::Unexpected;
+    match value {
+        Value::Null => Unexpected::Unit,
+        Value::Bool(b) => Unexpected::Bool(*b),
+        Value::Number(_) => Unexpected::Other("a number"),
+        Value::String(s) => Unexpected::Str(s),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
     }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "nothing",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "a table",
-    }
-}
-
-fn iterations(v: &Value) -> Result<u32, SettingsError> {
-    v.as_u64()
-        .filter(|n| (1..=u32::MAX as u64).contains(n))
-        .map(|n| n as u32)
-        .ok_or_else(|| {
-            bad(
-                "iterations",
-                format!("expected a whole number of at least 1, found {v}"),
-            )
-        })
-}
-
-fn device(v: &Value) -> Result<DeviceSetting, SettingsError> {
-    match v.as_str().map(str::parse) {
-        Some(Ok(device)) => Ok(device),
-        _ => Err(bad(
-            "device",
-            format!("expected \"cpu\", \"cuda\" or \"auto\", found {v}"),
-        )),
-    }
-}
-
-fn byte_size(key: &str, v: &Value) -> Result<u64, SettingsError> {
-    match v {
-        Value::Number(n) => n
-            .as_u64()
-            .ok_or_else(|| bad(key, format!("expected a byte count, found {n}"))),
-        Value::String(s) => parse_bytes(s).map_err(|e| bad(key, e.to_string())),
-        other => Err(bad(
-            key,
-            format!("expected a byte size like \"22GiB\", found {}", kind(other)),
-        )),
-    }
-}
-
-/// A pool model's alignment or granule: a byte size that is a power of two.
-fn pool_unit(key: &str, v: &Value) -> Result<u64, SettingsError> {
-    let bytes = byte_size(key, v)?;
-    if bytes.is_power_of_two() {
-        Ok(bytes)
-    } else {
-        Err(bad(
-            key,
-            format!("expected a power of two like 512 or \"2MiB\", found {bytes}"),
-        ))
-    }
-}
-
-fn limit(key: &str, v: &Value) -> Result<Limit, SettingsError> {
-    match v {
-        Value::String(s) => s.parse::<Limit>().map_err(|e| bad(key, e.to_string())),
-        // `0` as a bare number: no growth.
-        Value::Number(n) if n.as_u64() == Some(0) => Ok(Limit::EXACT),
-        other => Err(bad(
-            key,
-            format!(
-                "expected a limit like \"+2% | 1MiB\", found {}",
-                kind(other)
-            ),
-        )),
+fn bad(key: impl Into<String>, error: &serde_json::Error) -> SettingsError {
+    SettingsError {
+        key: key.into(),
+        message: error.to_string(),
     }
 }
 
@@ -494,17 +562,20 @@ mod tests {
     #[test_case(json!({"device": "tpu"}), "device", "\"cpu\", \"cuda\" or \"auto\""; "unknown device")]
     #[test_case(json!({"budget": "lots"}), "budget", "hint:"; "budget not a size")]
     #[test_case(json!({"budget": -1}), "budget", "byte count"; "negative budget")]
-    #[test_case(json!({"budget": true}), "budget", "a boolean"; "budget as a boolean")]
+    #[test_case(json!({"budget": true}), "budget", "boolean `true`"; "budget as a boolean")]
     #[test_case(json!({"reserve": "much"}), "reserve", "hint:"; "reserve not a size")]
     #[test_case(json!({"cuda_context": "big"}), "cuda_context", "hint:"; "context not a size")]
     #[test_case(json!({"cublas_workspace": -4}), "cublas_workspace", "byte count"; "negative workspace")]
     #[test_case(json!({"tolerance": "-3%"}), "tolerance", "invalid limit"; "negative tolerance")]
-    #[test_case(json!({"tolerance": 5}), "tolerance", "a number"; "tolerance as a number")]
+    #[test_case(json!({"tolerance": 5}), "tolerance", "integer `5`, expected a limit like"; "tolerance as a number")]
     #[test_case(json!({"limits": "+5%"}), "limits", "expected a table"; "limits not a table")]
     #[test_case(json!({"limits": {"activation": "+5%"}}), "limits.activation", "unknown limit"; "misspelt category")]
     #[test_case(json!({"limits": {"activations": "5 parsecs"}}), "limits.activations", "invalid limit"; "bad limit")]
-    #[test_case(json!({"iteration": 3}), "iteration", "unknown key"; "misspelt key")]
-    #[test_case(json!({"budgets": "1GiB"}), "budgets", "expected one of: iterations, device"; "unknown key lists the known ones")]
+    #[test_case(json!({"iteration": 3}), "iteration", "unknown field `iteration`"; "misspelt key")]
+    #[test_case(json!({"budgets": "1GiB"}), "budgets", "expected one of `iterations`, `device`, `budget`, `reserve`, `cuda_context`, `cublas_workspace`, `pool_alignment`, `pool_granule`, `tolerance`, `limits`"; "unknown key lists the known ones")]
+    #[test_case(json!({"pool_granule": "3MiB"}), "pool_granule", "power of two"; "granule not a power of two")]
+    #[test_case(json!({"iterations": 5_000_000_000u64}), "iterations", "at least 1"; "iterations too many")]
+    #[test_case(json!({"limits": {"peak": 7}}), "limits.peak", "integer `7`"; "a bare limit other than 0")]
     #[test_case(json!(["cpu"]), "vramtest", "expected a table"; "not a table")]
     fn rejects(value: Value, key: &str, needle: &str) {
         let errors = Settings::parse(&value).unwrap_err();

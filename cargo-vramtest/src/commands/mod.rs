@@ -35,7 +35,9 @@ fn cargo_color() -> &'static str {
 /// before anything is built: a value outside its set is an error here, not in every
 /// test (the harness reads it with the same code).
 fn user_env() -> Result<HarnessEnv> {
-    HarnessEnv::from_env().map_err(|message| Error::Environment { message })
+    HarnessEnv::from_env().map_err(|e| Error::Environment {
+        message: e.to_string(),
+    })
 }
 
 /// The environment each package's tests get: the user's, with the settings read from

@@ -37,7 +37,11 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
     }
     let plan = match site_capture::prepare(&invocation.sites) {
         Ok(plan) => plan,
-        Err(message) => return ChildResult::Failed { message },
+        Err(e) => {
+            return ChildResult::Failed {
+                message: e.to_string(),
+            };
+        }
     };
     let mut step = Step::new(Device::Cpu, invocation.iterations)
         .with_point(invocation.point.batch, &invocation.point.axes);
@@ -45,7 +49,11 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
     let events = heap::stop();
     let baseline = match outcome {
         Ok(baseline) => baseline,
-        Err(message) => return ChildResult::Failed { message },
+        Err(failed) => {
+            return ChildResult::Failed {
+                message: failed.to_string(),
+            };
+        }
     };
     let (mut profile, timeline) =
         timeline::profile_and_timeline(&events, vramtest_chart::DEFAULT_MAX_POINTS);
@@ -60,7 +68,8 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
     // The pool model as the package's metadata sets it (`pool_alignment`, `pool_granule`),
     // read as the parent reads it (the parent checked the environment already).
     let model = vramtest_model::env::HarnessEnv::from_env()
-        .and_then(|env| crate::manifests::of_run(&env, package_dir))
+        .ok()
+        .and_then(|env| crate::manifests::of_run(&env, package_dir).ok())
         .map(|s| s.cuda_pool())
         .unwrap_or_default();
     let pool = pool::replay(&events, &model);
@@ -87,8 +96,8 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
 fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
     use crate::cuda_tracker::{failed_request, unavailable};
     use crate::probe::cuda;
-    if let Err(reason) = cuda::first_device() {
-        return ChildResult::Ignored { reason };
+    if let Err(e) = cuda::first_device() {
+        return ChildResult::Ignored { reason: e.reason };
     }
     let mut step = Step::new(Device::Cuda(ordinal), invocation.iterations)
         .with_point(invocation.point.batch, &invocation.point.axes);
@@ -102,7 +111,10 @@ fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
         // breakdown up to the failure, the failed request and the blocks alive then,
         // not the bare error. No call sites on a device: the report says how to find
         // them on the CPU.
-        Err(message) if failed_request().is_some() || vramtest_cuda::is_out_of_memory(&message) => {
+        Err(failed)
+            if failed_request().is_some()
+                || vramtest_cuda::is_out_of_memory(&failed.to_string()) =>
+        {
             let detail = match session {
                 Some(s) => s
                     .out_of_memory(failed_request())
@@ -111,10 +123,12 @@ fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
                 None => "the CUDA probe was not running: no breakdown".to_owned(),
             };
             ChildResult::Failed {
-                message: format!("{message}\n{detail}"),
+                message: format!("{failed}\n{detail}"),
             }
         }
-        Err(message) => ChildResult::Failed { message },
+        Err(failed) => ChildResult::Failed {
+            message: failed.to_string(),
+        },
         Ok(Err(message)) => ChildResult::Failed {
             message: format!("cannot start the CUDA probe: {message}"),
         },
@@ -172,6 +186,6 @@ fn finish_cuda(session: crate::probe::cuda::Session, unread_axes: Vec<String>) -
 #[cfg(not(feature = "cuda"))]
 fn cuda(_def: &TestDef, _ordinal: usize, _invocation: &Invocation) -> ChildResult {
     ChildResult::Ignored {
-        reason: crate::probe::cuda::first_device().unwrap_err(),
+        reason: crate::probe::cuda::first_device().unwrap_err().reason,
     }
 }

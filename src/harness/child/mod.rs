@@ -8,13 +8,16 @@ mod site_capture;
 pub(crate) mod threads;
 mod timeline;
 
-use super::protocol::{ChildResult, Invocation};
+use super::protocol::{ChildResult, Invocation, InvocationError};
 use super::registry;
 use std::path::Path;
 use std::process::ExitCode;
 
 /// Runs one test in this (child) process and writes its result.
-pub(crate) fn main(invocation: Result<Invocation, String>, package_dir: &Path) -> ExitCode {
+pub(crate) fn main(
+    invocation: Result<Invocation, InvocationError>,
+    package_dir: &Path,
+) -> ExitCode {
     let invocation = match invocation {
         Ok(i) => i,
         Err(message) => {
@@ -58,8 +61,10 @@ fn run(invocation: &Invocation, package_dir: &Path) -> ChildResult {
             message: format!("no test named `{test}` in this binary"),
         };
     };
-    if let Err(message) = threads::pin(invocation.threads) {
-        return ChildResult::Failed { message };
+    if let Err(e) = threads::pin(invocation.threads) {
+        return ChildResult::Failed {
+            message: e.to_string(),
+        };
     }
     crate::probe::backend::backend(invocation.device).measure(def, invocation, package_dir)
 }

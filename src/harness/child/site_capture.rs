@@ -11,15 +11,14 @@ use vramtest_model::sites::{self, Call, Capture, Plan, SiteKey};
 
 /// Gets the probe ready for `mode` before the step runs: a capture run reads its plan
 /// and captures the traces of the calls it names.
-pub(super) fn prepare(mode: &SitesMode) -> Result<Option<Plan>, String> {
+pub(super) fn prepare(mode: &SitesMode) -> Result<Option<Plan>, PlanError> {
     match mode {
         SitesMode::Capture => {
             // The parent writes the plan on standard input and closes it.
             let mut bytes = Vec::new();
-            let plan = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
-                .map_err(|e| e.to_string())
-                .and_then(|_| serde_json::from_slice::<Plan>(&bytes).map_err(|e| e.to_string()))
-                .map_err(|e| format!("cannot read the call-sites plan on standard input: {e}"))?;
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+                .map_err(PlanError::Read)?;
+            let plan = serde_json::from_slice::<Plan>(&bytes).map_err(PlanError::Parse)?;
             heap::capture(heap::Capture::Sizes(&plan.wanted));
             Ok(Some(plan))
         }
@@ -29,6 +28,15 @@ pub(super) fn prepare(mode: &SitesMode) -> Result<Option<Plan>, String> {
         }
         SitesMode::Off | SitesMode::Plan => Ok(None),
     }
+}
+
+/// A call-sites plan that cannot be read on standard input.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PlanError {
+    #[error("cannot read the call-sites plan on standard input: {0}")]
+    Read(std::io::Error),
+    #[error("cannot read the call-sites plan on standard input: {0}")]
+    Parse(serde_json::Error),
 }
 
 /// What the child's `mode` asks of the events it just recorded (`traces`: what the

@@ -20,15 +20,16 @@ pub(crate) const POOL_VARIABLES: [&str; 7] = [
 /// Checks that this process runs with `threads` CPU threads: every variable of
 /// [`POOL_VARIABLES`] says so, and rayon's global pool, started now if nothing started
 /// it yet, has exactly that many workers.
-pub(crate) fn pin(threads: u32) -> Result<(), String> {
+pub(crate) fn pin(threads: u32) -> Result<(), ThreadsError> {
     let expected = threads.to_string();
     for var in POOL_VARIABLES {
         let found = std::env::var(var).ok();
         if found.as_deref() != Some(expected.as_str()) {
-            return Err(format!(
-                "the measured process should run with {threads} CPU threads, but {var} is {} (the harness sets it; was the test binary started by hand?)",
-                found.map_or("unset".to_owned(), |v| format!("`{v}`"))
-            ));
+            return Err(ThreadsError::Variable {
+                threads,
+                var,
+                found: found.map_or("unset".to_owned(), |v| format!("`{v}`")),
+            });
         }
     }
     let pool = rayon_core::current_num_threads();
@@ -37,11 +38,27 @@ pub(crate) fn pin(threads: u32) -> Result<(), String> {
     // the step's figures.
     rayon_core::broadcast(|_| ());
     if pool != threads as usize {
-        return Err(format!(
-            "the measured process should run with {threads} CPU threads, but rayon's global pool has {pool} (something built it before the test ran)"
-        ));
+        return Err(ThreadsError::Pool { threads, pool });
     }
     Ok(())
+}
+
+/// A measured process that does not run with the thread count it was given.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ThreadsError {
+    #[error(
+        "the measured process should run with {threads} CPU threads, but {var} is {found} (the harness sets it; was the test binary started by hand?)"
+    )]
+    Variable {
+        threads: u32,
+        var: &'static str,
+        /// The variable's value, quoted, or `unset`.
+        found: String,
+    },
+    #[error(
+        "the measured process should run with {threads} CPU threads, but rayon's global pool has {pool} (something built it before the test ran)"
+    )]
+    Pool { threads: u32, pool: usize },
 }
 
 #[cfg(test)]
@@ -52,7 +69,7 @@ mod tests {
     fn a_variable_that_disagrees_is_named() {
         // This test process was not started by the harness: its variables are not set
         // to 3 (the test runner does not set RAYON_NUM_THREADS to 3).
-        let e = pin(3).unwrap_err();
+        let e = pin(3).unwrap_err().to_string();
         assert!(
             POOL_VARIABLES.iter().any(|v| e.contains(v)),
             "names the variable: {e}"

@@ -11,8 +11,11 @@ use vramtest_model::settings::DeviceSetting;
 /// ignoring every test on a machine whose driver broke).
 /// `by_cargo_vramtest`: the run is one of `cargo vramtest`'s, which says once per run
 /// that it measures on the CPU, so this test binary does not say it again.
-pub(super) fn select(choice: DeviceSetting, by_cargo_vramtest: bool) -> Result<Device, String> {
-    let choice = device::choose(choice, cuda::found).map_err(|e| e.to_string())?;
+pub(super) fn select(
+    choice: DeviceSetting,
+    by_cargo_vramtest: bool,
+) -> Result<Device, device::CudaUnavailable> {
+    let choice = device::choose(choice, cuda::found)?;
     if let Some(note) = note(&choice, by_cargo_vramtest) {
         eprintln!("{note}");
     }

@@ -29,13 +29,18 @@ pub(super) struct Written {
     pub(super) replaced: bool,
 }
 
+/// A snapshot or pending result that cannot be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the snapshot: {0}")]
+pub(super) struct WriteError(#[from] pub(super) snapshot::FileError);
+
 /// Writes `snapshot` where `decision` says (the `.snap` itself or the pending
 /// `.snap.new` beside it), atomically.
 pub(super) fn write_result(
     decision: &Decision,
     snap: &Path,
     snapshot: &Snapshot,
-) -> Result<Option<Written>, String> {
+) -> Result<Option<Written>, WriteError> {
     let pending = snapshot::pending_path(snap);
     let written = match decision.write {
         Some(Write::Snapshot) => Written {
@@ -48,8 +53,7 @@ pub(super) fn write_result(
         },
         None => return Ok(None),
     };
-    snapshot::write_atomic(&written.path, &snapshot.to_text())
-        .map_err(|e| format!("cannot write the snapshot: {e}"))?;
+    snapshot::write_atomic(&written.path, &snapshot.to_text())?;
     Ok(Some(written))
 }
 
@@ -91,7 +95,9 @@ pub(super) enum Reports {
 impl Reports {
     /// The reports' destination the environment names; the pipe is taken at once, so
     /// no child started later inherits it.
-    pub(super) fn of(env: &vramtest_model::env::HarnessEnv) -> Result<Option<Reports>, String> {
+    pub(super) fn of(
+        env: &vramtest_model::env::HarnessEnv,
+    ) -> Result<Option<Reports>, crate::harness::fd::FdError> {
         if let Some(fd) = env.report_fd {
             let file = crate::harness::fd::take(fd, "report")?;
             return Ok(Some(Reports::Pipe(std::sync::Mutex::new(file))));

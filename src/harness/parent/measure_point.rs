@@ -55,7 +55,7 @@ fn measure(
     def: &TestDef,
     at: &Point,
 ) -> Result<Completion, Failed> {
-    let class = context.device.as_ref().ok().map(|d| d.class());
+    let class = Some(context.device.class());
     let mut report = TestReport {
         source: relative_source(&context.target, def.file),
         line: def.line,
@@ -64,10 +64,9 @@ fn measure(
         measured_at: Some(at.clone()),
         ..TestReport::new(&context.target.name, name, Status::Failed)
     };
-    let outcome = match (context.skip_reason(def, class), &context.device) {
-        (Some(reason), _) => Err(NotMeasured::Skipped(reason)),
-        (None, Ok(device)) => run_point(context, name, def, *device, at),
-        (None, Err(reason)) => Err(NotMeasured::Skipped(reason.clone())),
+    let outcome = match context.skip_reason(def, class) {
+        Some(reason) => Err(NotMeasured::Skipped(reason)),
+        None => run_point(context, name, def, context.device, at),
     };
     match outcome {
         Ok(body) => {
@@ -119,7 +118,7 @@ fn run_point(
     let ended = context
         .spawner
         .measure(name, def, device, &point)
-        .map_err(|m| NotMeasured::Failed(m, None))?;
+        .map_err(|e| NotMeasured::Failed(e.to_string(), None))?;
     let message = match (ended.result, ended.unclean) {
         (Some(ChildResult::Measured { profile, .. }), None) => {
             return Ok(Body::from_profile(&profile, device.class()));

@@ -26,10 +26,32 @@ use std::sync::Arc;
 use trial::{RunContext, SnapshotMode};
 use vramtest_model::env::HarnessEnv;
 
+/// A usage or configuration error that ends a run before any test runs (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RunError {
+    /// Tests whose snapshot files would be one.
+    #[error("{}", shared_lines(.0))]
+    SharedFiles(Vec<vramtest_model::snapshot::SharedFile>),
+    #[error(transparent)]
+    Env(#[from] vramtest_model::env::EnvError),
+    #[error(transparent)]
+    Manifest(#[from] crate::manifests::ManifestError),
+    #[error(transparent)]
+    Device(#[from] vramtest_model::device::CudaUnavailable),
+    #[error(transparent)]
+    ReportPipe(#[from] crate::harness::fd::FdError),
+}
+
+/// Each pair on a line of its own, each line an error.
+fn shared_lines(shared: &[vramtest_model::snapshot::SharedFile]) -> String {
+    let lines: Vec<String> = shared.iter().map(ToString::to_string).collect();
+    lines.join("\nerror: ")
+}
+
 /// Runs the tests of this binary as libtest does (`--list`, filters, `--ignored`):
 /// each in a child process, judged against its snapshot. `Err` is a usage or
 /// configuration error (exit code 2).
-pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
+pub(crate) fn run(target: Target) -> Result<ExitCode, RunError> {
     let mut args = Arguments::from_args();
     let tests = registry::registered();
     // Two tests of one file would overwrite each other's snapshot and be judged
@@ -40,8 +62,7 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
             .map(|(name, _)| (target.name.as_str(), name.as_str())),
     );
     if !shared.is_empty() {
-        let lines: Vec<String> = shared.iter().map(ToString::to_string).collect();
-        return Err(lines.join("\nerror: "));
+        return Err(RunError::SharedFiles(shared));
     }
     if args.list {
         return Ok(list::list(&args, &tests));
@@ -62,7 +83,7 @@ pub(crate) fn run(target: Target) -> Result<ExitCode, String> {
     }
     let context = Arc::new(RunContext {
         target,
-        device: Ok(device),
+        device,
         mode: SnapshotMode {
             update: env.update(),
             check: env.check,

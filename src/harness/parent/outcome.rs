@@ -3,13 +3,12 @@
 //! is built from them once, by [`super::report::build`].
 
 use super::decide::Decision;
-use super::files::Written;
+use super::files::{WriteError, Written};
 use super::site_reruns::NoSites;
 use crate::harness::protocol::RunPoint;
 use std::path::PathBuf;
 use vramtest_chart::Timeline;
 use vramtest_model::fit::SweepFit;
-use vramtest_model::limit::{ParseLimitError, UnknownLimitKey};
 use vramtest_model::pool::{PoolPeaks, Prediction};
 use vramtest_model::sites::Sites;
 use vramtest_model::snapshot::{self, Info};
@@ -88,17 +87,6 @@ pub(super) enum Unjudged {
     Invalid(#[from] snapshot::FileError),
 }
 
-/// Why a test's limits (`#[vramtest(limits(..))]`) cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum LimitsError {
-    /// A key that names no limit.
-    #[error(transparent)]
-    Key(#[from] UnknownLimitKey),
-    /// A limit that does not parse.
-    #[error(transparent)]
-    Limit(#[from] ParseLimitError),
-}
-
 /// The verdict on a measurement whose snapshot could be read.
 pub(super) struct Verdict {
     /// The committed snapshot, when there is one: the one source of the old figures.
@@ -115,7 +103,7 @@ pub(super) struct Verdict {
 /// What recording a verdict wrote: nothing when there was nothing to record.
 pub(super) struct Recorded {
     /// The snapshot or pending result written, or why it could not be.
-    pub(super) written: Result<Option<Written>, String>,
+    pub(super) written: Result<Option<Written>, WriteError>,
     /// Why a stale pending result was kept.
     pub(super) kept: Option<String>,
 }
@@ -139,7 +127,7 @@ pub(super) enum Outcome {
 /// What each step of a measured test returned.
 pub(super) struct Steps {
     pub(super) measured: Measured,
-    /// The judgement, or why the test's limits cannot be read.
-    pub(super) judged: Result<Judged, LimitsError>,
+    /// The judgement.
+    pub(super) judged: Judged,
     pub(super) recorded: Recorded,
 }

@@ -55,7 +55,7 @@ pub(super) fn build(head: &Head, outcome: &Outcome) -> TestReport {
     }
 }
 
-/// The report of a measured test: failed when its limits, its snapshot or the file
+/// The report of a measured test: failed when its snapshot or the file
 /// its verdict asks for cannot be read or written; else the verdict in words.
 fn measured_report(head: &Head, steps: &Steps) -> TestReport {
     let Steps {
@@ -76,15 +76,6 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
         }),
         notes: head.notes.iter().chain(&measured.notes).cloned().collect(),
         ..head.report(Status::Failed)
-    };
-    let judged = match judged {
-        Ok(judged) => judged,
-        Err(e) => {
-            return TestReport {
-                message: e.to_string(),
-                ..report
-            };
-        }
     };
     let report = TestReport {
         snapshot: Some(judged.path.clone()),
@@ -160,10 +151,8 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
 #[cfg(test)]
 mod tests {
     use super::super::decide::decide;
-    use super::super::files::Written;
-    use super::super::outcome::{
-        Judged, LimitsError, Measured, Point, Recorded, Unjudged, Verdict,
-    };
+    use super::super::files::{WriteError, Written};
+    use super::super::outcome::{Judged, Measured, Point, Recorded, Unjudged, Verdict};
     use super::super::site_reruns::NoSites;
     use super::*;
     use std::path::PathBuf;
@@ -251,11 +240,14 @@ mod tests {
                 replaced: false,
             })),
             Ok(false) => Ok(None),
-            Err(e) => Err(e.to_owned()),
+            Err(e) => Err(WriteError(snapshot::FileError::Io {
+                path: "t.snap".into(),
+                source: std::io::Error::other(e),
+            })),
         };
         Steps {
             measured,
-            judged: Ok(Judged {
+            judged: Judged {
                 path,
                 new: Snapshot {
                     source: "tests/vram.rs".into(),
@@ -270,7 +262,7 @@ mod tests {
                     sites: Some(Err(NoSites::NoneFound)),
                     note: Some("another machine".into()),
                 }),
-            }),
+            },
             recorded: Recorded {
                 written,
                 kept: None,
@@ -308,7 +300,9 @@ mod tests {
         let r = build(&head(), &Outcome::Measured(Box::new(s)));
         assert_eq!(r.status, Status::Failed);
         assert!(
-            r.message.ends_with("\ndisk full") && r.message.len() > "\ndisk full".len(),
+            r.message
+                .ends_with("\ncannot write the snapshot: t.snap: disk full")
+                && r.message.len() > "\ncannot write the snapshot: t.snap: disk full".len(),
             "{}",
             r.message
         );
@@ -317,29 +311,15 @@ mod tests {
         assert!(r.fails());
         // The snapshot cannot be read: a snapshot error, with the new body.
         let mut s = steps(None, Update::New, Ok(false));
-        if let Ok(judged) = &mut s.judged {
-            judged.verdict = Err(Unjudged::Invalid(snapshot::FileError::Io {
-                path: "t.snap".into(),
-                source: std::io::Error::other("line 3: oops"),
-            }));
-        }
+        s.judged.verdict = Err(Unjudged::Invalid(snapshot::FileError::Io {
+            path: "t.snap".into(),
+            source: std::io::Error::other("line 3: oops"),
+        }));
         let r = build(&head(), &Outcome::Measured(Box::new(s)));
         assert_eq!(r.status, Status::SnapshotError);
         assert_eq!(r.message, "invalid snapshot: t.snap: line 3: oops");
         assert_eq!(r.body.as_ref(), Some(&new));
         assert!(r.snapshot.is_some() && r.old_body.is_none() && r.notes.is_empty());
-        // A limit of the test cannot be read: failed, measured but not judged.
-        let mut s = steps(None, Update::New, Ok(false));
-        let bad = "+x%".parse::<vramtest_model::Limit>().unwrap_err();
-        s.judged = Err(LimitsError::Limit(bad));
-        let r = build(&head(), &Outcome::Measured(Box::new(s)));
-        assert_eq!(r.status, Status::Failed);
-        assert!(
-            r.message.starts_with("invalid limit `+x%`: "),
-            "{}",
-            r.message
-        );
-        assert!(r.body.is_none() && r.snapshot.is_none() && r.details.is_some());
     }
 
     #[test]

@@ -25,8 +25,8 @@ pub(super) enum NoSites {
     #[error("cut short after {} (VRAMTEST_SITES_TIMEOUT)", humantime(*.0))]
     CutShort(Duration),
     /// A re-run could not start or timed out: what the spawner said.
-    #[error("{0}")]
-    Spawn(String),
+    #[error(transparent)]
+    Spawn(#[from] super::spawn::SpawnError),
     /// A re-run ended with a non-zero status or a signal, and its output.
     #[error("the re-run ended with {how}{}", output_section(.output))]
     Unclean {

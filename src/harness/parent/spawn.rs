@@ -52,6 +52,31 @@ pub(super) fn output_section(output: &str) -> String {
     }
 }
 
+/// A child that could not be run to a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum SpawnError {
+    #[error("cannot find the test binary: {0}")]
+    Exe(String),
+    #[error("cannot open a pipe for the result: {0}")]
+    Pipe(String),
+    #[allow(dead_code, reason = "the result channel is a file off Unix only")]
+    #[error("cannot create a temporary directory for the result: {0}")]
+    TempDir(String),
+    #[error("cannot start the test: {0}")]
+    Start(String),
+    #[error("cannot wait for the test: {0}")]
+    Wait(String),
+    /// The child outlived its timeout and was killed: what the caller says of it.
+    #[error("{0}")]
+    TimedOut(String),
+    #[error("the test's result is unreadable: {0}")]
+    Unreadable(String),
+    #[error(
+        "the test's result channel held more than one result: a copy of its process (forked by the step?) returned from the step too, or another process wrote into it"
+    )]
+    TwoResults,
+}
+
 /// How a child ended: the result it wrote (none when it died before it could), its
 /// output, and how its process ended.
 pub(super) struct Ended {
@@ -72,7 +97,7 @@ impl Spawner {
         def: &TestDef,
         device: Device,
         point: &RunPoint,
-    ) -> Result<Ended, String> {
+    ) -> Result<Ended, SpawnError> {
         let timeout = self.timeout;
         let timed_out = |output: &str| {
             format!(
@@ -99,7 +124,7 @@ impl Spawner {
         &self,
         launch: &Launch,
         timed_out_message: &dyn Fn(&str) -> String,
-    ) -> Result<Ended, String> {
+    ) -> Result<Ended, SpawnError> {
         let Launch {
             name,
             def,
@@ -109,8 +134,7 @@ impl Spawner {
             timeout,
             ref stdin,
         } = *launch;
-        let exe =
-            std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+        let exe = std::env::current_exe().map_err(|e| SpawnError::Exe(e.to_string()))?;
         let channel = Channel::open()?;
         let invocation = Invocation {
             test: name.to_owned(),
@@ -132,7 +156,7 @@ impl Spawner {
         cmd.env_remove(vramtest_model::env::REPORT_DIR);
         let finished = run_process(cmd, !self.nocapture, timeout, channel, stdin.clone())?;
         let Some(status) = finished.status else {
-            return Err(timed_out_message(&finished.output));
+            return Err(SpawnError::TimedOut(timed_out_message(&finished.output)));
         };
         Ok(Ended {
             result: parse_result(&finished.result)?,
@@ -144,18 +168,15 @@ impl Spawner {
 
 /// The result a child wrote: nothing (it died before it could), or exactly one
 /// result. Two results mean two processes returned from the step (the step forked).
-fn parse_result(bytes: &[u8]) -> Result<Option<ChildResult>, String> {
+fn parse_result(bytes: &[u8]) -> Result<Option<ChildResult>, SpawnError> {
     let mut results = serde_json::Deserializer::from_slice(bytes).into_iter::<ChildResult>();
     let first = match results.next() {
         None => return Ok(None),
-        Some(r) => r.map_err(|e| format!("the test's result is unreadable: {e}"))?,
+        Some(r) => r.map_err(|e| SpawnError::Unreadable(e.to_string()))?,
     };
     match results.next() {
         None => Ok(Some(first)),
-        Some(_) => Err(
-            "the test's result channel held more than one result: a copy of its process (forked by the step?) returned from the step too, or another process wrote into it"
-                .into(),
-        ),
+        Some(_) => Err(SpawnError::TwoResults),
     }
 }
 
@@ -173,20 +194,19 @@ enum Channel {
 
 impl Channel {
     #[cfg(unix)]
-    fn open() -> Result<Channel, String> {
+    fn open() -> Result<Channel, SpawnError> {
         // Both ends close on exec: only the child this channel is for gets the write
         // end (`fd::hand_down`), whichever thread starts another child meanwhile.
-        let (reader, writer) =
-            std::io::pipe().map_err(|e| format!("cannot open a pipe for the result: {e}"))?;
+        let (reader, writer) = std::io::pipe().map_err(|e| SpawnError::Pipe(e.to_string()))?;
         Ok(Channel::Pipe(reader, writer))
     }
 
     #[cfg(not(unix))]
-    fn open() -> Result<Channel, String> {
+    fn open() -> Result<Channel, SpawnError> {
         let dir = tempfile::Builder::new()
             .prefix("vramtest-")
             .tempdir()
-            .map_err(|e| format!("cannot create a temporary directory for the result: {e}"))?;
+            .map_err(|e| SpawnError::TempDir(e.to_string()))?;
         let path = dir.path().join("result.json");
         Ok(Channel::File(dir, path))
     }
@@ -220,7 +240,7 @@ fn run_process(
     timeout: Option<Duration>,
     channel: Channel,
     stdin: Option<Vec<u8>>,
-) -> Result<Finished, String> {
+) -> Result<Finished, SpawnError> {
     use wait_timeout::ChildExt;
     if capture {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -239,7 +259,7 @@ fn run_process(
     // child (and whatever it started) is done with it.
     #[cfg(unix)]
     drop((cmd, writer));
-    let mut child = spawned.map_err(|e| format!("cannot start the test: {e}"))?;
+    let mut child = spawned.map_err(|e| SpawnError::Start(e.to_string()))?;
     if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
         // Written from a thread, closed when done: the child reads it to its end.
         std::thread::spawn(move || {
@@ -254,7 +274,7 @@ fn run_process(
         Some(t) => child.wait_timeout(t),
         None => child.wait().map(Some),
     }
-    .map_err(|e| format!("cannot wait for the test: {e}"))?;
+    .map_err(|e| SpawnError::Wait(e.to_string()))?;
     if status.is_none() {
         // Still running, so not reaped: its pid (the group's id) cannot have been
         // reused by another process.
@@ -371,9 +391,11 @@ mod tests {
         assert!(parse_result(&one).unwrap().is_some());
         assert!(parse_result(b"").unwrap().is_none());
         let e = parse_result(&two).unwrap_err();
-        assert!(e.contains("more than one result"), "{e}");
+        assert_eq!(e, SpawnError::TwoResults);
+        assert!(e.to_string().contains("more than one result"), "{e}");
         let e = parse_result(b"{\"Ignored\":").unwrap_err();
-        assert!(e.contains("unreadable"), "{e}");
+        assert!(matches!(e, SpawnError::Unreadable(_)), "{e}");
+        assert!(e.to_string().contains("unreadable"), "{e}");
     }
 
     #[cfg(unix)]

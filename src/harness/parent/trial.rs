@@ -9,7 +9,7 @@ use super::decide;
 use super::files::{self, Outputs};
 use super::grid;
 use super::outcome::{
-    Judged, LimitsError, Measured, Outcome, Point, Recorded, Steps, Unjudged, Unmeasured, Verdict,
+    Judged, Measured, Outcome, Point, Recorded, Steps, Unjudged, Unmeasured, Verdict,
 };
 use super::report::{self, Head};
 use super::site_reruns;
@@ -24,7 +24,7 @@ use vramtest_model::pool::{CudaPool, PredictedPoint, Prediction};
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::settings::Settings;
 use vramtest_model::snapshot::{self, Info, SweepScaling};
-use vramtest_model::{Body, DeviceClass, HumanBytes, Limit, LimitKey, Policy, Snapshot};
+use vramtest_model::{Body, DeviceClass, HumanBytes, Policy, Snapshot};
 
 /// What the snapshots may be: written, compared, failed on any change.
 #[derive(Debug, Clone, Copy)]
@@ -41,8 +41,8 @@ pub(super) struct SnapshotMode {
 /// run's switches.
 pub(super) struct RunContext {
     pub(super) target: Target,
-    /// The device tests measure on, or why there is none.
-    pub(super) device: Result<Device, String>,
+    /// The device tests measure on (a run without one ends before its tests).
+    pub(super) device: Device,
     /// The workspace's and the package's settings, merged.
     pub(super) settings: Settings,
     pub(super) mode: SnapshotMode,
@@ -76,11 +76,10 @@ impl RunContext {
 
     /// Runs one test: measures, judges and records it, then writes its report.
     pub(super) fn trial(&self, name: &str, def: &TestDef) -> Result<Completion, Failed> {
-        let class = self.device.as_ref().ok().map(|d| d.class());
-        let outcome = match (self.skip_reason(def, class), &self.device) {
-            (Some(reason), _) => Outcome::Unmeasured(Unmeasured::Skipped(reason)),
-            (None, Ok(device)) => self.run(name, def, *device),
-            (None, Err(_)) => unreachable!("no device is a skip"),
+        let class = Some(self.device.class());
+        let outcome = match self.skip_reason(def, class) {
+            Some(reason) => Outcome::Unmeasured(Unmeasured::Skipped(reason)),
+            None => self.run(name, def, self.device),
         };
         let report = report::build(&self.head(name, def, class), &outcome);
         if let Some(reports) = &self.outputs.reports {
@@ -89,11 +88,10 @@ impl RunContext {
         completion(&report, self.outputs.inert)
     }
 
-    /// Why the test does not run here: no device, or a device it does not support.
+    /// Why the test does not run here: a device it does not support.
     pub(super) fn skip_reason(&self, def: &TestDef, class: Option<DeviceClass>) -> Option<String> {
-        match (&self.device, class) {
-            (Err(reason), _) => Some(reason.clone()),
-            (Ok(_), Some(class))
+        match class {
+            Some(class)
                 if !def.options.devices.is_empty()
                     && !def.options.devices.contains(&class.as_str()) =>
             {
@@ -114,10 +112,7 @@ impl RunContext {
         };
         let judged = self.judge(name, def, &measured, device.class());
         measured.notes = fit_notes(name, &measured, &judged);
-        let recorded = match &judged {
-            Ok(judged) => self.record(&measured, judged),
-            Err(_) => Recorded::nothing(),
-        };
+        let recorded = self.record(&measured, &judged);
         Outcome::Measured(Box::new(Steps {
             measured,
             judged,
@@ -143,8 +138,8 @@ impl RunContext {
         let mut unread: Option<Vec<String>> = None;
         for (point, (run, wall)) in points.into_iter().zip(runs) {
             let label = grid::label(name, def, &point);
-            let ended = run.map_err(|message| Unmeasured::Failed {
-                message,
+            let ended = run.map_err(|e| Unmeasured::Failed {
+                message: e.to_string(),
                 output: None,
             })?;
             let message = match (ended.result, ended.unclean) {
@@ -251,33 +246,22 @@ impl RunContext {
     }
 
     /// The limits for `def`: the settings (workspace, package) refined by the test's
-    /// attribute, key by key and category by category.
-    fn policy(&self, def: &TestDef) -> Result<Policy, LimitsError> {
-        let mut attribute = Settings {
+    /// attribute (read when it was compiled), key by key and category by category.
+    fn policy(&self, def: &TestDef) -> Policy {
+        let attribute = Settings {
             budget: def.options.budget,
+            limits: def.options.limits.iter().copied().collect(),
             ..Settings::default()
         };
-        for (key, text) in def.options.limits {
-            let key = key.parse::<LimitKey>()?;
-            let limit = text.parse::<Limit>()?;
-            attribute.limits.insert(key, limit);
-        }
         let mut policy = self.settings.clone().overridden_by(&attribute).policy();
         policy.strict = self.mode.strict;
-        Ok(policy)
+        policy
     }
 
     /// Judges a measurement against its snapshot: reads it, decides (see
-    /// [`decide`]), finds call sites where they are wanted. Writes nothing. `Err`: a
-    /// limit of the test cannot be read.
-    fn judge(
-        &self,
-        name: &str,
-        def: &TestDef,
-        measured: &Measured,
-        class: DeviceClass,
-    ) -> Result<Judged, LimitsError> {
-        let policy = self.policy(def)?;
+    /// [`decide`]), finds call sites where they are wanted. Writes nothing.
+    fn judge(&self, name: &str, def: &TestDef, measured: &Measured, class: DeviceClass) -> Judged {
+        let policy = self.policy(def);
         let point = &measured.first;
         let mut body = Body::from_profile(&point.profile, class);
         body.scaling = match (&measured.fit, &measured.axes) {
@@ -303,7 +287,7 @@ impl RunContext {
             Ok(old) => Ok(self.verdict(name, def, &point.point, old, &mut new, policy)),
             Err(e) => Err(Unjudged::Invalid(e)),
         };
-        Ok(Judged { path, new, verdict })
+        Judged { path, new, verdict }
     }
 
     /// The verdict on `new` against the committed snapshot `old`; the call sites
@@ -420,14 +404,14 @@ impl RunContext {
 
 /// The notes on a sweep's flagged figures whose flags the committed snapshot does not
 /// already record (new or changed ones), printed here and kept for the report.
-fn fit_notes(name: &str, measured: &Measured, judged: &Result<Judged, LimitsError>) -> Vec<String> {
+fn fit_notes(name: &str, measured: &Measured, judged: &Judged) -> Vec<String> {
     let Some(axes) = &measured.axes else {
         return Vec::new();
     };
     let old = judged
+        .verdict
         .as_ref()
         .ok()
-        .and_then(|j| j.verdict.as_ref().ok())
         .and_then(|v| v.old.as_ref())
         .and_then(|o| match &o.body.scaling {
             Some(SweepScaling::Axes(old)) => Some(old),
