@@ -243,12 +243,6 @@ pub const MEMORY_SIZES: [MemorySize; 6] = [
     },
 ];
 
-/// The largest batch whose modelled peak fits in `memory` after `reserve` bytes for
-/// the CUDA context and libraries.
-pub fn largest_batch(peak: &Linear, memory: u64, reserve: u64) -> Fits {
-    peak.largest_batch(memory.saturating_sub(reserve))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,7 +300,6 @@ mod tests {
         };
         assert_eq!(flat.largest_batch(100), Fits::Any);
         assert_eq!(flat.largest_batch(99), Fits::UpTo(0));
-        assert_eq!(largest_batch(&line, 1_000, 900), Fits::UpTo(0));
     }
 
     #[test]
