@@ -49,7 +49,7 @@ fn a_sweep_over_named_axes_predicts_its_target_and_gates_it() {
     let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
     assert_eq!(r.status("transformer_like"), Status::New, "{}", r.text());
     let b = body(&r);
-    let sweep = b.axes_sweep().expect("a sweep over named axes");
+    let sweep = b.sweep().expect("a sweep over named axes");
     assert_eq!(sweep.axes["seq"], vec![4, 8, 12]);
     // The snapshot's own figures are the grid's first point.
     for (c, bytes) in expected(1, 4, 1, false) {

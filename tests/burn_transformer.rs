@@ -61,7 +61,7 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
         &[("VRAMTEST_UPDATE", "always")],
     );
     let swept = body(&r, "burn_transformer");
-    let sweep = swept.axes_sweep().expect("a sweep over named axes");
+    let sweep = swept.sweep().expect("a sweep over named axes");
     let at: Point = AT.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
     for axis in ["layers", "seq"] {
         let largest = sweep.axes[axis].iter().max().unwrap();

@@ -1,16 +1,19 @@
 //! Batch sweeps of the candle MLP (`fixtures/candle-mlp/tests/sweep.rs`, batch 32, 64
-//! and 128): the fitted per-sample costs against the arithmetic of one sample, the
-//! optimizer state against its formula, the largest batch within a budget against the
-//! fit by hand, and a per-sample regression that names its category.
+//! and 128), sweeps over the one axis `batch`: the fitted per-sample costs against the
+//! arithmetic of one sample, the optimizer state against its formula, the largest batch
+//! within a budget against the fit by hand, and a per-sample regression that names its
+//! category. The committed snapshots hold the older batch `scaling` (a line per
+//! figure): each run passes against them, migrated.
 
 mod common;
 
 use common::{Run, baseline_here, build_test_target, candle_tensor_header_bytes, repo_root, run};
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use vramtest_model::axes::Point;
 use vramtest_model::explain::ratios;
-use vramtest_model::fit::Scaling;
 use vramtest_model::report::{Status, TestReport};
+use vramtest_model::sweep::AxesSweep;
 use vramtest_model::{Body, Category};
 
 const F32: u64 = 4;
@@ -34,15 +37,26 @@ fn run_sweep(test: &str, envs: &[(&str, &str)]) -> (Run, TestReport) {
     (r, report)
 }
 
-fn measured(test: &str) -> (Body, Scaling) {
+fn measured(test: &str) -> (Body, AxesSweep) {
     let (r, report) = run_sweep(test, &[("CI", "true")]);
     assert_eq!(report.status, Status::Passed, "{}", r.text());
     let body = report.body.expect("measured");
-    let scaling = body
-        .batch_scaling()
-        .cloned()
-        .expect("a sweep has a scaling key");
+    let scaling = body.sweep().cloned().expect("a sweep has a scaling key");
     (body, scaling)
+}
+
+fn at(batch: u64) -> Point {
+    [("batch".to_owned(), batch)].into()
+}
+
+/// `category`'s fitted bytes at `batch`.
+fn bytes(s: &AxesSweep, category: Category, batch: u64) -> i64 {
+    s.estimate(&at(batch), 1).unwrap().category_bytes[&category] as i64
+}
+
+/// What each sample adds to `category` over the sweep (its fit's slope from 32 to 128).
+fn per_sample(s: &AxesSweep, category: Category) -> i64 {
+    (bytes(s, category, 128) - bytes(s, category, 32)) / 96
 }
 
 fn within(what: &str, measured: i64, expected: u64, percent: f64) {
@@ -57,8 +71,8 @@ fn within(what: &str, measured: i64, expected: u64, percent: f64) {
 #[ignore = "slow, builds candle: cargo test -p vramtest --test candle_sweep -- --ignored"]
 fn per_sample_costs_are_the_bytes_of_one_sample() {
     let (body, s) = measured("mlp_adamw_sweep");
-    assert_eq!(s.batch, vec![32, 64, 128]);
-    let per = |c: Category| s.category_peaks[&c].bytes_per_sample;
+    assert_eq!(s.axes["batch"], vec![32, 64, 128]);
+    let per = |c: Category| per_sample(&s, c);
     within(
         "inputs per sample",
         per(Category::Inputs),
@@ -74,7 +88,7 @@ fn per_sample_costs_are_the_bytes_of_one_sample() {
     let weights = (INPUT * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES) * F32;
     within(
         "parameters fixed",
-        s.category_peaks[&Category::Parameters].fixed_bytes,
+        bytes(&s, Category::Parameters, 1),
         weights,
         2.0,
     );
@@ -118,28 +132,23 @@ fn optimizer_state_reads_as_its_formula() {
 fn the_largest_batch_within_the_budget_follows_the_fit() {
     let (_, s) = measured("mlp_sgd_sweep");
     let budget: u64 = 64 << 20; // the test's `budget = "64MiB"`
-    let within = s.within_budget.expect("a budget is set");
-    assert_eq!(within.budget_bytes, budget);
-    if s.peak.bytes_per_sample <= 0 {
-        // gemm's packing buffers (workspace) are sized from the CPU's caches and can
-        // shrink as the batch grows by as much as the activations grow: a peak that
-        // does not grow with the batch fits at any batch.
-        assert!(s.peak.at(1) <= i128::from(budget), "{}", s.peak);
-        assert_eq!(within.largest_batch, None, "{}", s.peak);
-        return;
+    let peak = |batch: u64| s.estimate(&at(batch), 1).unwrap().peak_bytes;
+    let largest = s
+        .solve_by(&at(1), "batch", 1, |e| Ok(e.peak_bytes <= budget))
+        .unwrap();
+    // By hand: the fitted peak at the largest batch fits, one more sample does not
+    // (gemm's packing buffers can shrink as the batch grows by as much as the
+    // activations grow: a peak that does not grow fits up to the search's cap).
+    let largest = largest.expect("batch 1 fits in 64 MiB");
+    assert!(peak(largest) <= budget, "{largest}");
+    if largest < 1 << 32 {
+        assert!(peak(largest + 1) > budget, "{largest}");
     }
-    // By hand: (budget − fixed) / per-sample, rounded down.
-    let (fixed, per) = (s.peak.fixed_bytes as u64, s.peak.bytes_per_sample as u64);
-    let by_hand = (budget - fixed) / per;
-    assert_eq!(within.largest_batch, Some(by_hand));
-    // And the fitted peak at that batch fits, one more sample does not.
-    assert!(fixed + per * by_hand <= budget);
-    assert!(fixed + per * (by_hand + 1) > budget);
 }
 
 #[test]
 #[ignore = "slow, builds candle: cargo test -p vramtest --test candle_sweep -- --ignored"]
-fn a_wider_hidden_layer_per_sample_fails_naming_activations_per_sample() {
+fn a_wider_hidden_layer_per_sample_fails_naming_activations_per_batch() {
     let (dir, exe) = sweep_binary();
     let baseline = baseline_here(&dir, &exe, "mlp_adamw_sweep", &[]);
     let manifest_dir = baseline.path().to_str().unwrap();
@@ -152,13 +161,13 @@ fn a_wider_hidden_layer_per_sample_fails_naming_activations_per_sample() {
     );
     assert_eq!(report.status, Status::Regressed, "{}", r.text());
     let text = r.text();
+    // Judged at the sweep's largest point, naming the term of the fit that grew.
     let line = text
         .lines()
-        .find(|l| l.contains("activations per sample:"))
-        .unwrap_or_else(|| panic!("no per-sample line:\n{text}"));
-    assert!(line.contains("over the limit"), "{line}");
+        .find(|l| l.contains("at batch=128, the sweep's largest point: activations"))
+        .unwrap_or_else(|| panic!("no line on activations at the largest batch:\n{text}"));
     assert!(
-        text.contains("peak per sample:") && text.contains("largest batch within"),
-        "what it does to the largest batch:\n{text}"
+        line.contains("activations: +") && line.contains("× batch"),
+        "{line}"
     );
 }

@@ -63,7 +63,7 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
     assert_eq!(report.status, Status::New, "{}", report.message);
     let snap = f.snapshots().join("vram__decoder@cpu.snap");
     let swept: Body = vramtest_model::snapshot::read(&snap).unwrap().unwrap().body;
-    let sweep = swept.axes_sweep().expect("a sweep over named axes");
+    let sweep = swept.sweep().expect("a sweep over named axes");
     let at: Point = AT.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
     for axis in ["layers", "seq"] {
         let largest = sweep.axes[axis].iter().max().unwrap();

@@ -252,7 +252,11 @@ fn bad_input_is_an_error_and_nothing_is_run_or_written() {
             AT,
             "no snapshot of a test named `transformer_like_over_budget`",
         ),
-        ("linear_adam", "batch=8", "holds no sweep over named axes"),
+        (
+            "linear_adam",
+            "batch=8",
+            "holds no sweep, so there is no prediction",
+        ),
     ] {
         let ran = f.run(&["measure", test, "--at", at], &[]);
         assert_code(&ran, 2);

@@ -215,7 +215,7 @@ fn show_at_predicts_solves_projects_and_refuses_bad_input() {
     let ran = f.run(&["show", "linear_adam", "--at", "batch=8"], &[]);
     assert_code(&ran, 2);
     assert!(
-        ran.stderr.contains("holds no sweep over named axes"),
+        ran.stderr.contains("holds no sweep, so --at"),
         "{}",
         ran.text()
     );

@@ -799,7 +799,6 @@ mod tests {
         assert!(out.contains("batch : & []"), "{out}");
     }
 
-    #[test_case("axes(batch = [2, 4])", "needs at least 3"; "too few points")]
     #[test_case("axes(seq = [16])", "`seq` has 1 distinct value"; "one value")]
     #[test_case("axes(seq = [])", "axis `seq` has no values"; "an empty list")]
     #[test_case("axes(seq = [16, 16, 32])", "lists 16 twice"; "a repeated value")]

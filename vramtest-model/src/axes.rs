@@ -21,8 +21,11 @@
 //! when the value is 0). The leave-one-out residual comes exactly from the full fit
 //! (`residual / (1 − leverage)`), so each model costs one exact solve. A model may have
 //! at most `points − 2` terms, so every held-out refit is overdetermined or exact with
-//! one point to spare; a model in which a point alone determines a coefficient
-//! (leverage 1) cannot be checked and is not considered.
+//! one point to spare; on a grid of one axis (a batch sweep), `points − 1`, so that
+//! three sizes fit `a + b × batch` with each size predicted from the other two, and two
+//! sizes give the line through them, unchecked, as a line through two points is. A
+//! model in which a point alone determines a coefficient (leverage 1) cannot be checked
+//! and is not considered.
 //!
 //! **Search strategy:** first, the least-squares fit of every candidate at once (up to
 //! 100 candidates): when
@@ -126,6 +129,50 @@ use screen::{Basis, Floats, Metric, Whole};
 /// A model under consideration by the search.
 type Model = screen::Model<Scored>;
 
+/// The most terms a model of `points` points of `grid` may have: `points − 2` (every
+/// held-out refit overdetermined), or `points − 1` on a grid of one axis, where each
+/// held-out refit goes through the other points exactly and the held-out point is the
+/// check (a batch sweep of three sizes is fitted as `a + b × batch`, each size
+/// predicted from the other two).
+fn max_terms(grid: &Grid, points: usize) -> usize {
+    if grid.axes.len() == 1 {
+        points - 1
+    } else {
+        points - 2
+    }
+}
+
+/// The line through the two points of a grid of one axis of two values (a batch sweep
+/// of two sizes): nothing is held out to check it, so its leave-one-out error is 0, as
+/// a line through two points has no residual.
+fn line_through(axis: &str, series: &[(Point, u64)]) -> Fit {
+    let at = |i: usize| {
+        (
+            BigRational::from_integer(BigInt::from(series[i].0[axis])),
+            BigRational::from_integer(BigInt::from(series[i].1)),
+        )
+    };
+    let ((x0, y0), (x1, y1)) = (at(0), at(1));
+    let slope = (&y1 - &y0) / (&x1 - &x0);
+    let intercept = &y0 - &slope * &x0;
+    let terms = [
+        (intercept, Monomial::constant()),
+        (slope, Monomial::new([(axis, 1)])),
+    ]
+    .into_iter()
+    .filter(|(c, _)| !c.is_zero())
+    .map(|(coefficient, monomial)| Term {
+        coefficient,
+        monomial,
+    })
+    .collect();
+    Fit {
+        terms: Formula { terms },
+        loo_error_ppm: 0,
+        residue_bytes: 0,
+    }
+}
+
 /// Whether subsets are screened in floating point before the exact scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Screening {
@@ -203,7 +250,7 @@ pub enum AxesError {
     },
     /// An axis with too few values for any model.
     #[error(
-        "axis `{axis}` has {values} distinct value(s); the model needs at least {needed} (hint: a model has at most points − 2 terms, checked by leave-one-out)"
+        "axis `{axis}` has {values} distinct value(s); the model needs at least {needed} (hint: a line needs two values, a checked line three)"
     )]
     TooFewValues {
         /// The axis.
@@ -354,7 +401,8 @@ fn check_axis(name: &str, values: &[u64]) -> Result<(), AxesError> {
 impl Grid {
     /// A grid of these axes, in this order (the order of [`Grid::points`] and of the
     /// factors in a monomial). Every axis needs at least two distinct positive values,
-    /// the grid at least 3 and at most [`MAX_POINTS`] points.
+    /// the grid at most [`MAX_POINTS`] points (a grid of one axis of two values, a batch
+    /// sweep of two sizes, is fitted as the line through them).
     pub fn new<I, S>(axes: I) -> Result<Grid, AxesError>
     where
         I: IntoIterator<Item = (S, Vec<u64>)>,
@@ -380,13 +428,6 @@ impl Grid {
                 .collect::<Vec<_>>()
                 .join(" × ");
             return Err(AxesError::TooManyPoints { shape, points });
-        }
-        if points < 3 {
-            return Err(AxesError::TooFewValues {
-                axis: out[0].name.clone(),
-                values: out[0].values.len(),
-                needed: 3,
-            });
         }
         Ok(Grid { axes: out })
     }
@@ -791,6 +832,9 @@ impl Fit {
         for (point, _) in series {
             grid.check_point(point)?;
         }
+        if series.len() == 2 && grid.axes.len() == 1 {
+            return Ok(line_through(&grid.axes[0].name, series));
+        }
         if series.len() < 3 {
             return Err(AxesError::TooFewPoints {
                 points: series.len(),
@@ -801,7 +845,7 @@ impl Fit {
             Some(linear) => linear,
             None => {
                 let design = Design::new(&candidates, series, screening)?;
-                let max_terms = (series.len() - 2).min(candidates.len());
+                let max_terms = max_terms(grid, series.len()).min(candidates.len());
                 exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms))
             }
         };
@@ -1595,7 +1639,7 @@ fn linear_model(
     };
     let subset: Vec<Candidate> = kept.iter().map(|&i| candidates[i].clone()).collect();
     let design = Design::new(&subset, series, screening)?;
-    let max_terms = (series.len() - 2).min(subset.len());
+    let max_terms = max_terms(grid, series.len()).min(subset.len());
     let steps = |m: &Scored| steps_with_counting_axes(grid, series, &subset, &design, &m.subset);
     let mut model =
         exact(&design, max_terms).unwrap_or_else(|| parsimonious(&design, max_terms, steps));

@@ -4,8 +4,8 @@
 
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
-use crate::fit::Scaling;
 use crate::profile::CategoryBytes;
+use crate::sweep::{AxesSweep, BATCH};
 use std::fmt;
 
 /// How far a multiple may sit from a whole number and still read as that formula.
@@ -174,8 +174,27 @@ pub struct Measured<'a> {
     pub at_peak: &'a CategoryBytes,
     /// Each category's own peak.
     pub category_peaks: &'a CategoryBytes,
-    /// The batch sweep's model and the batch the figures above were measured at.
-    pub scaling: Option<(&'a Scaling, u64)>,
+    /// The sweep the figures above are the first point of, if any.
+    pub scaling: Option<&'a AxesSweep>,
+}
+
+/// The batch of a sweep's first point and what each sample adds to its activations
+/// there, from the sweep's fit (`None` without a `batch` axis).
+fn activations_per_sample(sweep: &AxesSweep) -> Option<(u64, u64)> {
+    let first: crate::axes::Point = sweep
+        .axes
+        .iter()
+        .map(|(k, v)| Some((k.clone(), *v.first()?)))
+        .collect::<Option<_>>()?;
+    let batch = *first.get(BATCH)?;
+    let fit = sweep.figures.get(Category::Activations.as_str())?;
+    let at = |b: u64| {
+        let mut point = first.clone();
+        point.insert(BATCH.to_owned(), b);
+        fit.predict(&point).ok().map(|p| p.bytes)
+    };
+    let one_less = batch.checked_sub(1).filter(|&b| b > 0)?;
+    Some((batch, at(batch)?.saturating_sub(at(one_less)?)))
 }
 
 /// A suggestion with the bytes it would save at the peak.
@@ -241,13 +260,8 @@ pub fn hints(m: &Measured<'_>) -> Vec<Hint> {
     let acts = m.at_peak.activations;
     // Without a sweep nothing measured says how activations grow: no hint.
     if share(acts) >= HINT_SHARE
-        && let Some((scaling, batch)) = m.scaling
+        && let Some((batch, per_sample)) = m.scaling.and_then(activations_per_sample)
     {
-        let per_sample = scaling
-            .category_peaks
-            .get(&Category::Activations)
-            .map(|l| l.bytes_per_sample.max(0) as u64)
-            .unwrap_or(0);
         let saved = per_sample.saturating_mul(batch / 2).min(acts);
         if saved > 0 {
             out.push(Hint {

@@ -1,17 +1,14 @@
-//! A step's own memory model: every figure of a batch sweep fitted as
-//! `fixed_bytes + bytes_per_sample × batch`, and what follows from it — the largest
-//! batch that fits in a given amount of memory.
+//! Lines in the batch (`fixed_bytes + bytes_per_sample × batch`) for the CUDA pool
+//! model's predicted peaks over a batch sweep ([`crate::pool`]), what follows from
+//! them — the largest batch that fits in a given amount of memory — and the memory
+//! sizes `show` answers for. A sweep's own figures are fitted by [`crate::axes`].
 //!
 //! The fit is least squares in exact integer arithmetic, so the same measurements give
 //! the same snapshot on every machine. A figure that does not grow linearly with the
 //! batch is never fitted silently: [`SeriesFit::worst_residual`] says how far the
 //! worst point is from the line, and [`SeriesFit::is_linear`] applies the threshold.
 
-use crate::category::Category;
-use crate::limit::Limit;
-use crate::profile::CategoryBytes;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// The largest distance of a point from its line, as a fraction of the largest
@@ -207,103 +204,6 @@ fn clamp_i64(v: i128) -> i64 {
     v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
-/// The `scaling` key of a snapshot body: the step's memory model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Scaling {
-    /// The batch sizes measured, in the order they ran.
-    pub batch: Vec<u64>,
-    /// The peak total.
-    pub peak: Linear,
-    /// Each category's own peak.
-    pub category_peaks: BTreeMap<Category, Linear>,
-    /// With a `budget`: the largest batch whose modelled peak stays within it. A change
-    /// that lowers it fails.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub within_budget: Option<WithinBudget>,
-}
-
-/// The largest batch within a hard budget, as a snapshot stores it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WithinBudget {
-    /// The hard budget, in bytes.
-    pub budget_bytes: u64,
-    /// `null`: the peak does not grow with the batch, any batch fits.
-    pub largest_batch: Option<u64>,
-}
-
-impl Scaling {
-    /// Records the largest batch within `budget` (see [`Scaling::within_budget`]).
-    pub fn with_budget(mut self, budget: Option<u64>) -> Scaling {
-        self.within_budget = budget.map(|b| WithinBudget {
-            budget_bytes: b,
-            largest_batch: self.peak.largest_batch(b).batch(),
-        });
-        self
-    }
-}
-
-/// One measured point of a sweep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SweepPoint {
-    /// The batch size.
-    pub batch: u64,
-    /// The peak total at that batch size, in bytes.
-    pub peak_bytes: u64,
-    /// Each category's own peak at that batch size, in bytes.
-    pub category_peaks: CategoryBytes,
-}
-
-/// A sweep fitted: the snapshot's [`Scaling`] and the figures that are not linear.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SweepFit {
-    /// The fitted lines, as the snapshot stores them.
-    pub scaling: Scaling,
-    /// The peak's fit quality.
-    pub peak: SeriesFit,
-    /// Each category's fit quality.
-    pub categories: BTreeMap<Category, SeriesFit>,
-}
-
-impl SweepFit {
-    /// Figures whose worst residual is over [`NONLINEAR_RESIDUAL`]: `None` names the
-    /// peak.
-    pub fn nonlinear(&self) -> Vec<(Option<Category>, SeriesFit)> {
-        let peak = (!self.peak.is_linear()).then_some((None, self.peak));
-        peak.into_iter()
-            .chain(
-                self.categories
-                    .iter()
-                    .filter(|(_, f)| !f.is_linear())
-                    .map(|(&c, &f)| (Some(c), f)),
-            )
-            .collect()
-    }
-}
-
-/// Fits the peak and every category's own peak over a sweep.
-pub fn fit_sweep(points: &[SweepPoint]) -> Result<SweepFit, FitError> {
-    let batches: Vec<u64> = points.iter().map(|p| p.batch).collect();
-    let peaks: Vec<u64> = points.iter().map(|p| p.peak_bytes).collect();
-    let peak = fit_series(&batches, &peaks)?;
-    let mut categories = BTreeMap::new();
-    for c in Category::ALL {
-        let bytes: Vec<u64> = points.iter().map(|p| p.category_peaks[c]).collect();
-        categories.insert(c, fit_series(&batches, &bytes)?);
-    }
-    Ok(SweepFit {
-        scaling: Scaling {
-            batch: batches,
-            peak: peak.line,
-            category_peaks: categories.iter().map(|(&c, f)| (c, f.line)).collect(),
-            within_budget: None,
-        },
-        peak,
-        categories,
-    })
-}
-
 /// A memory size to plan for, with a GPU that has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemorySize {
@@ -342,126 +242,6 @@ pub const MEMORY_SIZES: [MemorySize; 6] = [
         example: "H200",
     },
 ];
-
-/// The largest batch whose modelled peak fits in `memory` after `reserve` bytes for
-/// the CUDA context and libraries.
-pub fn largest_batch(peak: &Linear, memory: u64, reserve: u64) -> Fits {
-    peak.largest_batch(memory.saturating_sub(reserve))
-}
-
-/// A per-sample cost that moved between an accepted sweep and a new one.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PerSampleChange {
-    /// The peak (`None`) or a category.
-    pub category: Option<Category>,
-    /// The accepted sweep's bytes per sample.
-    pub old: i64,
-    /// The new sweep's bytes per sample.
-    pub new: i64,
-    /// The limit the growth is held to.
-    pub limit: Limit,
-    /// The sweep's largest batch, where the cost is judged.
-    pub judged_at: u64,
-    /// Whether the growth fails: over the limit, or a lower largest batch within a budget.
-    pub regressed: bool,
-    /// For the peak: the largest batch within `budget` before and after.
-    pub largest_batch: Option<(u64, Fits, Fits)>,
-}
-
-impl fmt::Display for PerSampleChange {
-    /// `activations per sample: 3.00 KiB → 12.00 KiB (+9.00 KiB, +300.0%), over the limit +1% | 64.00 KiB at batch 256`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use crate::bytes::{HumanBytes, HumanDelta};
-        let name = self.category.map_or("peak", Category::as_str);
-        let delta = i128::from(self.new) - i128::from(self.old);
-        write!(
-            f,
-            "{name} per sample: {} → {} ({}",
-            HumanBytes(self.old.max(0) as u64),
-            HumanBytes(self.new.max(0) as u64),
-            HumanDelta(delta)
-        )?;
-        if self.old > 0 {
-            write!(f, ", {:+.1}%", delta as f64 * 100.0 / self.old as f64)?;
-        }
-        f.write_str(")")?;
-        if self.regressed {
-            write!(
-                f,
-                ", over the limit {} at batch {}",
-                self.limit, self.judged_at
-            )?;
-        }
-        if let Some((memory, old, new)) = self.largest_batch.filter(|(_, o, n)| o != n) {
-            write!(
-                f,
-                "; largest batch within {}: {old} → {new}",
-                crate::bytes::HumanBytes(memory)
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// Whether `a` allows a smaller batch than `b`.
-fn fewer(a: Fits, b: Fits) -> bool {
-    match (a, b) {
-        (Fits::Any, _) => false,
-        (Fits::UpTo(_), Fits::Any) => true,
-        (Fits::UpTo(x), Fits::UpTo(y)) => x < y,
-    }
-}
-
-/// Holds a new sweep's per-sample costs to the accepted ones. A per-sample cost is
-/// judged at the sweep's largest batch: it fails when what it adds there,
-/// `(new − old) × batch`, exceeds the limit's slack on `old × batch` — so the
-/// absolute part of a limit means the same bytes with or without a sweep. Only growth
-/// is reported. The peak's line also says what the growth does to the largest batch
-/// within `memory`; with a hard `budget` (then `memory` is the budget) a lower largest
-/// batch fails whatever the limit.
-pub fn compare_per_sample(
-    old: &Scaling,
-    new: &Scaling,
-    limit_of: impl Fn(Option<Category>) -> Limit,
-    budget: Option<u64>,
-    memory: u64,
-) -> Vec<PerSampleChange> {
-    let memory = budget.unwrap_or(memory);
-    let at = new.batch.iter().copied().max().unwrap_or(1).max(1);
-    let judge = |category: Option<Category>, o: &Linear, n: &Linear| {
-        let (old, new) = (o.bytes_per_sample, n.bytes_per_sample);
-        if new <= old {
-            return None;
-        }
-        let limit = limit_of(category);
-        let grown = (i128::from(new) - i128::from(old)) * i128::from(at);
-        let base = (i128::from(old.max(0)) * i128::from(at)).min(i128::from(u64::MAX)) as u64;
-        let largest_batch = category
-            .is_none()
-            .then(|| (memory, o.largest_batch(memory), n.largest_batch(memory)));
-        let lowered = budget.is_some() && largest_batch.is_some_and(|(_, o, n)| fewer(n, o));
-        let regressed = grown > i128::from(limit.slack(base)) || lowered;
-        Some(PerSampleChange {
-            category,
-            old,
-            new,
-            limit,
-            judged_at: at,
-            regressed,
-            largest_batch,
-        })
-    };
-    let mut out: Vec<PerSampleChange> = Category::ALL
-        .iter()
-        .filter_map(|&c| {
-            let (o, n) = (old.category_peaks.get(&c)?, new.category_peaks.get(&c)?);
-            judge(Some(c), o, n)
-        })
-        .collect();
-    out.extend(judge(None, &old.peak, &new.peak));
-    out.sort_by_key(|c| !c.regressed);
-    out
-}
 
 #[cfg(test)]
 mod tests {
@@ -520,7 +300,6 @@ mod tests {
         };
         assert_eq!(flat.largest_batch(100), Fits::Any);
         assert_eq!(flat.largest_batch(99), Fits::UpTo(0));
-        assert_eq!(largest_batch(&line, 1_000, 900), Fits::UpTo(0));
     }
 
     #[test]
@@ -530,117 +309,5 @@ mod tests {
             bytes_per_sample: 4096,
         };
         assert_eq!(line.to_string(), "12.00 MiB + 4.00 KiB × batch");
-    }
-
-    fn scaling(per_sample_acts: i64) -> Scaling {
-        let mut category_peaks = BTreeMap::new();
-        for c in Category::ALL {
-            category_peaks.insert(
-                c,
-                Linear {
-                    fixed_bytes: 0,
-                    bytes_per_sample: 0,
-                },
-            );
-        }
-        category_peaks.insert(
-            Category::Activations,
-            Linear {
-                fixed_bytes: 0,
-                bytes_per_sample: per_sample_acts,
-            },
-        );
-        Scaling {
-            batch: vec![64, 128, 256],
-            peak: Linear {
-                fixed_bytes: 1 << 20,
-                bytes_per_sample: per_sample_acts,
-            },
-            category_peaks,
-            within_budget: None,
-        }
-    }
-
-    #[test]
-    fn per_sample_growth_is_judged_at_the_largest_batch() {
-        // +64 B per sample × 256 = 16 KiB: within 64 KiB.
-        let small = compare_per_sample(
-            &scaling(4096),
-            &scaling(4096 + 64),
-            |_| Limit::DEFAULT,
-            None,
-            1 << 30,
-        );
-        assert!(small.iter().all(|c| !c.regressed), "{small:?}");
-        // +1 KiB per sample × 256 = 256 KiB: over max(1% of 1 MiB, 64 KiB).
-        let big = compare_per_sample(
-            &scaling(4096),
-            &scaling(4096 + 1024),
-            |_| Limit::DEFAULT,
-            None,
-            1 << 30,
-        );
-        let acts = big
-            .iter()
-            .find(|c| c.category == Some(Category::Activations))
-            .unwrap();
-        assert!(acts.regressed);
-        let line = acts.to_string();
-        assert!(
-            line.starts_with("activations per sample: 4.00 KiB → 5.00 KiB"),
-            "{line}"
-        );
-        let peak = big.iter().find(|c| c.category.is_none()).unwrap();
-        let (_, old, new) = peak.largest_batch.unwrap();
-        // (1 GiB − 1 MiB) / 4 KiB = 261,888 and / 5 KiB = 209,510.
-        assert_eq!((old, new), (Fits::UpTo(261_888), Fits::UpTo(209_510)));
-        assert!(peak.to_string().contains("261888 → 209510"), "{peak}");
-    }
-
-    #[test]
-    fn a_budget_fails_any_change_that_lowers_its_largest_batch() {
-        // +16 B per sample: within the limit at batch 256, but (1 GiB − 1 MiB) / 4112
-        // is 260,868 < 261,888.
-        let budget = 1 << 30;
-        let old = scaling(4096).with_budget(Some(budget));
-        assert_eq!(
-            old.within_budget,
-            Some(WithinBudget {
-                budget_bytes: budget,
-                largest_batch: Some(261_888)
-            })
-        );
-        let changes = compare_per_sample(
-            &old,
-            &scaling(4096 + 16),
-            |_| Limit::DEFAULT,
-            Some(budget),
-            0,
-        );
-        let peak = changes.iter().find(|c| c.category.is_none()).unwrap();
-        assert!(peak.regressed, "{peak}");
-        assert_eq!(
-            peak.largest_batch,
-            Some((budget, Fits::UpTo(261_888), Fits::UpTo(260_868)))
-        );
-        let acts = changes.iter().find(|c| c.category.is_some()).unwrap();
-        assert!(
-            !acts.regressed,
-            "only the budget's largest batch fails: {acts}"
-        );
-    }
-
-    #[test]
-    fn shrinking_per_sample_is_not_reported() {
-        assert!(
-            compare_per_sample(
-                &scaling(4096),
-                &scaling(1024),
-                |_| Limit::DEFAULT,
-                None,
-                1 << 30
-            )
-            .is_empty()
-        );
     }
 }

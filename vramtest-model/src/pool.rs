@@ -443,7 +443,7 @@ pub struct PredictedPoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PredictedLines {
     /// The allocated peaks: per sample, the larger of their least-squares slope and the
-    /// measured peak's (the snapshot's `scaling.peak`); the fixed part the smallest
+    /// measured peak's (from the sweep's fit of the peak); the fixed part the smallest
     /// that keeps the line at or above every measured point.
     pub allocated: Linear,
     /// The reserved peaks: per sample, the larger of their least-squares slope and

@@ -18,7 +18,6 @@
 //! which comparisons ignore; the body is deterministic for a deterministic program.
 
 use crate::category::{Category, Phase};
-use crate::fit::Scaling;
 use crate::profile::{CategoryBytes, Fidelity, PhaseRecord, Profile};
 use crate::sites::Site;
 use crate::sweep::AxesSweep;
@@ -101,12 +100,17 @@ pub struct Body {
     /// `workspace` and peak still hold it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_only: Option<u64>,
-    /// A sweep's memory model: a batch sweep's (`#[vramtest(batch = [..])]`) or a
-    /// sweep over named axes (`axes(..)`); the keys above then describe the sweep's
+    /// A sweep's memory model, over named axes (`axes(..)`) or over the one axis
+    /// `batch` (`#[vramtest(batch = [..])]`); the keys above then describe the sweep's
     /// first point. Absent without a sweep, so snapshots written before sweeps existed
-    /// read unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scaling: Option<SweepScaling>,
+    /// read unchanged. A batch sweep's older shape (a line per figure) reads too,
+    /// migrated ([`AxesSweep::migrated`]).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::sweep::deserialize_scaling"
+    )]
+    pub scaling: Option<AxesSweep>,
 }
 
 impl Body {
@@ -136,20 +140,9 @@ impl Body {
         }
     }
 
-    /// A batch sweep's model, if the body holds one.
-    pub fn batch_scaling(&self) -> Option<&Scaling> {
-        match &self.scaling {
-            Some(SweepScaling::Batch(s)) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// A sweep over named axes, if the body holds one.
-    pub fn axes_sweep(&self) -> Option<&AxesSweep> {
-        match &self.scaling {
-            Some(SweepScaling::Axes(s)) => Some(s),
-            _ => None,
-        }
+    /// The sweep, if the body holds one.
+    pub fn sweep(&self) -> Option<&AxesSweep> {
+        self.scaling.as_ref()
     }
 
     /// Whether this is a CPU snapshot recorded before CPU-only memory was kept apart:
@@ -171,34 +164,6 @@ impl Body {
         let mut s = serde_json::to_string_pretty(self).expect("a Body always serializes");
         s.push('\n');
         s
-    }
-}
-
-/// A body's `scaling` key: a batch sweep's linear model (`batch`, `peak`,
-/// `category_peaks`), or a sweep over named axes (`axes`, `figures`, `target`). Told
-/// apart by the `axes` key, so each reads with its own errors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum SweepScaling {
-    /// `#[vramtest(batch = [..])]`.
-    Batch(Scaling),
-    /// `#[vramtest(axes(..))]`.
-    Axes(AxesSweep),
-}
-
-impl<'de> Deserialize<'de> for SweepScaling {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let value = serde_json::Value::deserialize(d)?;
-        if value.get("axes").is_some() {
-            serde_json::from_value(value)
-                .map(SweepScaling::Axes)
-                .map_err(|e| D::Error::custom(format!("scaling over named axes: {e}")))
-        } else {
-            serde_json::from_value(value)
-                .map(SweepScaling::Batch)
-                .map_err(|e| D::Error::custom(format!("batch scaling: {e}")))
-        }
     }
 }
 

@@ -32,6 +32,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod legacy;
+pub use legacy::BATCH;
+
 /// The figure name of the whole peak.
 pub const PEAK: &str = "peak";
 /// The figure name of what the CUDA pool's allocated peak adds to the peak (each
@@ -119,7 +122,9 @@ pub struct GridRun {
     pub pool: Option<PoolPeaks>,
 }
 
-/// A sweep over named axes, as a snapshot keeps it under `scaling`.
+/// A sweep, as a snapshot keeps it under `scaling`: over named axes (`axes(..)`), or
+/// over the one axis `batch` (`batch = [..]`, a batch sweep). Categorical axes will
+/// add their levels beside `axes`, and one such fit per combination of levels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AxesSweep {
@@ -130,6 +135,49 @@ pub struct AxesSweep {
     /// The target configuration's predicted figures, when the test names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
+    /// Read from a batch sweep's older `scaling` (a line per figure), migrated into
+    /// this shape: the run says so once; the file is rewritten only when accepted.
+    #[serde(skip)]
+    pub migrated: bool,
+}
+
+impl From<legacy::BatchLines> for AxesSweep {
+    fn from(old: legacy::BatchLines) -> AxesSweep {
+        let (batch, peak, categories) = old.into_fits();
+        let mut figures: BTreeMap<String, Fit> = categories
+            .into_iter()
+            .map(|(c, fit)| (c.as_str().to_owned(), fit))
+            .collect();
+        figures.insert(PEAK.to_owned(), peak);
+        AxesSweep {
+            axes: BTreeMap::from([(BATCH.to_owned(), batch)]),
+            figures,
+            target: None,
+            migrated: true,
+        }
+    }
+}
+
+/// A body's `scaling`: a sweep's (`axes`, `figures`, `target`), or a batch sweep's old
+/// lines (`batch`, `peak`, `category_peaks`), migrated (then
+/// [`AxesSweep::migrated`]). Told apart by the `axes` key, so each reads with its own
+/// errors.
+pub fn deserialize_scaling<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<AxesSweep>, D::Error> {
+    use serde::de::Error;
+    let Some(value) = Option::<serde_json::Value>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if value.get("axes").is_some() {
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| D::Error::custom(format!("scaling over named axes: {e}")))
+    } else {
+        serde_json::from_value::<legacy::BatchLines>(value)
+            .map(|old| Some(old.into()))
+            .map_err(|e| D::Error::custom(format!("batch scaling: {e}")))
+    }
 }
 
 /// The predicted figures of the configuration a test names in `target(..)`.
@@ -241,6 +289,7 @@ impl AxesSweep {
             axes: fitted.axes,
             figures: fitted.figures,
             target: None,
+            migrated: false,
         })
     }
 
@@ -649,13 +698,39 @@ pub struct TargetFinding {
     pub why: String,
 }
 
-/// The target compared with the snapshot's.
+/// The largest batch within a hard budget, before and after: a change that lowers it
+/// fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WithinBudget {
+    /// The budget, in bytes.
+    pub budget_bytes: u64,
+    /// The snapshot's largest batch (`None`: not even 1).
+    pub old: Option<u64>,
+    /// This run's.
+    pub new: Option<u64>,
+}
+
+impl WithinBudget {
+    /// Whether the largest batch fell.
+    pub fn lowered(&self) -> bool {
+        self.new < self.old
+    }
+}
+
+/// A sweep compared with the snapshot's: at the target its test names, else at the
+/// grid's largest point (every axis at its largest value).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TargetCheck {
+    /// Where the sweeps are compared; empty when nothing is.
+    pub at: Point,
+    /// Whether `at` is the test's target (else the grid's largest point).
+    pub named: bool,
     /// Each figure that moved (regressions first).
     pub findings: Vec<TargetFinding>,
-    /// The target's peak and the budget, when it no longer fits.
+    /// The peak at `at` and the budget, when it is over the budget.
     pub over_budget: Option<(u64, u64)>,
+    /// With a budget and a `batch` axis: the largest batch within it, before and after.
+    pub within_budget: Option<WithinBudget>,
     /// The sweeps cannot be compared (axes or target changed): accept again.
     pub changed: Option<String>,
 }
@@ -666,26 +741,44 @@ impl TargetCheck {
         self.over_budget.is_some()
             || self.changed.is_some()
             || self.findings.iter().any(|f| f.regressed)
+            || self.within_budget.is_some_and(|w| w.lowered())
+    }
+
+    /// `target (batch=8, seq=4096)`, or `at batch=128, the sweep's largest point`.
+    fn place(&self) -> String {
+        if self.named {
+            format!("target ({})", show_point(&self.at))
+        } else {
+            format!("at {}, the sweep's largest point", show_point(&self.at))
+        }
     }
 
     /// One line per failing figure and the budget, for a failure's message.
-    pub fn lines(&self, at: &Point) -> Vec<String> {
+    pub fn lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
         if let Some(changed) = &self.changed {
             lines.push(changed.clone());
         }
+        let place = self.place();
         if let Some((peak, budget)) = self.over_budget {
             lines.push(format!(
-                "target ({}): predicted peak {} is over the budget {}",
-                show_point(at),
+                "{place}: predicted peak {} is over the budget {}",
                 HumanBytes(peak),
                 HumanBytes(budget)
             ));
         }
+        if let Some(w) = self.within_budget.filter(WithinBudget::lowered) {
+            let show = |n: Option<u64>| n.map_or("none".to_owned(), |n| n.to_string());
+            lines.push(format!(
+                "largest batch within the budget of {}: {} → {} (a change that lowers it fails)",
+                HumanBytes(w.budget_bytes),
+                show(w.old),
+                show(w.new)
+            ));
+        }
         for f in self.findings.iter().filter(|f| f.regressed) {
             lines.push(format!(
-                "target ({}): {} {} → {} (+{}, limit {}): {}",
-                show_point(at),
+                "{place}: {} {} → {} (+{}, limit {}): {}",
                 f.figure,
                 HumanBytes(f.old),
                 HumanBytes(f.new),
@@ -698,19 +791,49 @@ impl TargetCheck {
     }
 }
 
-/// Compares `new`'s target with `old`'s: each category and the peak against its limit
-/// (`limit_of(None)` is the peak's), and the peak against `budget`. Without a target in
-/// `new`, nothing is checked.
+/// The grid's largest point: every axis at its largest value.
+pub fn largest_point(sweep: &AxesSweep) -> Point {
+    sweep
+        .axes
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().copied().max().unwrap_or(1)))
+        .collect()
+}
+
+/// The figures `new` is judged by: its target's, else its prediction at the grid's
+/// largest point (`None` when it cannot predict there).
+fn judged(new: &AxesSweep) -> Option<(Target, bool)> {
+    match &new.target {
+        Some(target) => Some((target.clone(), true)),
+        None => Some((new.target_at(&largest_point(new), 1).ok()?, false)),
+    }
+}
+
+/// The largest batch whose predicted peak stays within `budget`, the other axes at `at`.
+fn largest_batch(sweep: &AxesSweep, at: &Point, budget: u64) -> Option<u64> {
+    sweep
+        .solve_by(at, BATCH, 1, |e| Ok(e.peak_bytes <= budget))
+        .ok()
+        .flatten()
+}
+
+/// Compares `new` with `old` at `new`'s target, or at the grid's largest point when
+/// the test names none: each category and the peak against its limit
+/// (`limit_of(None)` is the peak's), the peak against `budget` and, with a `batch`
+/// axis, the largest batch within `budget` (a change that lowers it fails). A target
+/// added to a sweep without one is recorded, not compared.
 pub fn compare_target(
     old: Option<&AxesSweep>,
     new: &AxesSweep,
     limit_of: impl Fn(Option<Category>) -> Limit,
     budget: Option<u64>,
 ) -> TargetCheck {
-    let Some(target) = &new.target else {
+    let Some((target, named)) = judged(new) else {
         return TargetCheck::default();
     };
     let mut check = TargetCheck {
+        at: target.at.clone(),
+        named,
         over_budget: budget
             .filter(|&b| target.peak_bytes > b)
             .map(|b| (target.peak_bytes, b)),
@@ -727,17 +850,42 @@ pub fn compare_target(
         ));
         return check;
     }
-    let Some(old_target) = &old.target else {
-        return check;
+    let old_target = match (named, &old.target) {
+        (true, None) => return check,
+        (true, Some(o)) if o.at != target.at => {
+            check.changed = Some(format!(
+                "the target changed from ({}) to ({}): accept the snapshot again",
+                show_point(&o.at),
+                show_point(&target.at)
+            ));
+            return check;
+        }
+        (true, Some(o)) => o.clone(),
+        (false, _) => match old.target_at(&target.at, 1) {
+            Ok(o) => o,
+            Err(_) => return check,
+        },
     };
-    if old_target.at != target.at {
-        check.changed = Some(format!(
-            "the target changed from ({}) to ({}): accept the snapshot again",
-            show_point(&old_target.at),
-            show_point(&target.at)
-        ));
-        return check;
+    if let Some(budget) = budget.filter(|_| new.axes.contains_key(BATCH)) {
+        check.within_budget = Some(WithinBudget {
+            budget_bytes: budget,
+            old: largest_batch(old, &target.at, budget),
+            new: largest_batch(new, &target.at, budget),
+        });
     }
+    check.findings = findings(old, new, &old_target, &target, limit_of);
+    check
+}
+
+/// Each figure of `target` that grew over `old_target` (regressions first), with the
+/// term of its formula that grew.
+fn findings(
+    old: &AxesSweep,
+    new: &AxesSweep,
+    old_target: &Target,
+    target: &Target,
+    limit_of: impl Fn(Option<Category>) -> Limit,
+) -> Vec<TargetFinding> {
     let mut figures: Vec<(String, Option<Category>, u64, u64)> = Category::ALL
         .into_iter()
         .map(|c| {
@@ -747,6 +895,7 @@ pub fn compare_target(
         .collect();
     figures.push((PEAK.into(), None, old_target.peak_bytes, target.peak_bytes));
     let grid = new.grid().ok();
+    let mut out = Vec::new();
     for (name, category, o, n) in figures {
         if n <= o {
             continue;
@@ -757,7 +906,11 @@ pub fn compare_target(
             Some(c) => Figure::Category(c),
             None => peak_figure(new, &target.at),
         };
-        let mut why = term_that_grew(&name, old.get(figure), new.get(figure), &target.at);
+        let old_fit = old.get(figure).or_else(|| {
+            old.get(peak_figure(old, &target.at))
+                .filter(|_| category.is_none())
+        });
+        let mut why = term_that_grew(&name, old_fit, new.get(figure), &target.at);
         if let Some(caveat) = new
             .get(figure)
             .and_then(|fit| flag_caveat(fit, grid.as_ref()?))
@@ -775,7 +928,7 @@ pub fn compare_target(
                 }
             }
         }
-        check.findings.push(TargetFinding {
+        out.push(TargetFinding {
             why,
             figure: name,
             old: o,
@@ -784,8 +937,8 @@ pub fn compare_target(
             regressed,
         });
     }
-    check.findings.sort_by_key(|f| !f.regressed);
-    check
+    out.sort_by_key(|f| !f.regressed);
+    out
 }
 
 /// Why a fit's prediction is not to be trusted, when it is flagged on `grid`: a finding

@@ -3,7 +3,7 @@
 //! found by trying batch sizes one by one with the line's arithmetic written here.
 
 use proptest::prelude::*;
-use vramtest_model::fit::{Fits, Linear, fit_series, largest_batch};
+use vramtest_model::fit::{Fits, Linear, fit_series};
 
 fn batches() -> impl Strategy<Value = Vec<u64>> {
     proptest::collection::btree_set(1u64..4096, 2..6).prop_map(|s| s.into_iter().collect())
@@ -57,11 +57,6 @@ proptest! {
         let expected = by_counting(fixed, per_sample, available);
         let line = Linear { fixed_bytes: fixed, bytes_per_sample: per_sample };
         prop_assert_eq!(line.largest_batch(available), Fits::UpTo(expected));
-        // The free function takes the reserve off the memory first.
-        prop_assert_eq!(
-            largest_batch(&line, available + 12_345, 12_345),
-            Fits::UpTo(expected)
-        );
     }
 
     /// A line that does not grow fits at any batch when one sample fits, else at none.

@@ -10,40 +10,45 @@ use insta::TextSnapshotKind;
 use insta::internals::{Content, TextSnapshotContents};
 use std::path::{Path, PathBuf};
 use test_case::test_case;
-use vramtest_model::fit::{Linear, Scaling};
+use vramtest_model::axes::Grid;
 use vramtest_model::sites::{Site, SiteKey};
 use vramtest_model::snapshot::{self, Info};
+use vramtest_model::sweep::{AxesSweep, GridRun};
 use vramtest_model::{
     Body, Category, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot,
 };
 
-/// A batch sweep's model, as `#[vramtest(batch = [32, 64, 128], budget = ..)]` records it.
-fn scaling() -> Scaling {
-    let line = |fixed, per| Linear {
-        fixed_bytes: fixed,
-        bytes_per_sample: per,
-    };
-    let mut category_peaks = std::collections::BTreeMap::new();
-    for c in Category::ALL {
-        category_peaks.insert(c, line(0, 0));
-    }
-    category_peaks.insert(Category::Activations, line(5_372, 6_360));
-    category_peaks.insert(Category::Inputs, line(504, 3_140));
-    category_peaks.insert(Category::Workspace, line(3_689_458, -11_703));
-    Scaling {
-        batch: vec![32, 64, 128],
-        peak: line(10_168_114, 9_253),
-        category_peaks,
-        within_budget: None,
-    }
-    .with_budget(Some(64 << 20))
+/// A batch sweep's model, as `#[vramtest(batch = [32, 64, 128], budget = ..)]` records
+/// it: a sweep over the one axis `batch`, fitted from points on known lines.
+fn scaling() -> AxesSweep {
+    let grid = Grid::new([("batch", vec![32, 64, 128])]).unwrap();
+    let runs: Vec<GridRun> = [32u64, 64, 128]
+        .map(|b| {
+            let category_peaks = CategoryBytes {
+                activations: 5_372 + 6_360 * b,
+                inputs: 504 + 3_140 * b,
+                workspace: 3_689_458 - 11_703 * b,
+                ..CategoryBytes::default()
+            };
+            GridRun {
+                point: [("batch".to_owned(), b)].into(),
+                peak_bytes: 10_168_114 + 9_253 * b,
+                category_peaks,
+                phase_peaks: Default::default(),
+                phase_temporaries: Default::default(),
+                peak_outside_phases: true,
+                pool: None,
+            }
+        })
+        .into();
+    AxesSweep::fit(&grid, &runs).unwrap()
 }
 
 /// A body with every key filled in, as a measurement on `class` would give, with a
 /// sweep's `scaling` key or without.
 fn body_of(class: DeviceClass, sweep: bool) -> Body {
     Body {
-        scaling: sweep.then(|| vramtest_model::snapshot::SweepScaling::Batch(scaling())),
+        scaling: sweep.then(scaling),
         ..body(class)
     }
 }

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use vramtest_model::axes::{Grid, Point};
 use vramtest_model::pool::PoolPeaks;
-use vramtest_model::snapshot::SweepScaling;
 use vramtest_model::sweep::{
     AxesSweep, GridRun, Shard, TargetCheck, TargetFinding, compare_target, parse_point, project,
     show_point,
@@ -264,7 +263,7 @@ fn the_target_gate_names_the_term_that_grew() {
     assert!(act.regressed);
     assert_eq!(act.new - act.old, 512 * 8 * 4096 * 32);
     assert_eq!(act.why, "activations: +512 B × batch·seq·layers");
-    let lines = check.lines(&at);
+    let lines = check.lines();
     assert!(
         lines
             .iter()
@@ -375,25 +374,41 @@ fn changed_axes_or_target_must_be_accepted_again() {
     assert!(check.changed.unwrap().contains("axes changed"));
 }
 
+/// A body's `scaling`, read as a snapshot reads it.
+#[derive(Debug, serde::Deserialize)]
+struct Holder {
+    #[serde(
+        default,
+        deserialize_with = "vramtest_model::sweep::deserialize_scaling"
+    )]
+    scaling: Option<AxesSweep>,
+}
+
 #[test]
 fn the_sweep_round_trips_under_scaling_and_old_batch_scaling_still_reads() {
     let mut sweep = Model { act: 64 }.sweep();
     sweep.target = Some(sweep.target_at(&point(8, 4096, 32), 2 << 20).unwrap());
-    let json = serde_json::to_string_pretty(&SweepScaling::Axes(sweep.clone())).unwrap();
+    let json = serde_json::to_string_pretty(&sweep).unwrap();
     assert!(json.contains("\"axes\""), "{json}");
     assert!(!json.contains('.'), "no floats: {json}");
-    let back: SweepScaling = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, SweepScaling::Axes(sweep));
-    let old = r#"{"batch": [32, 64, 128],
+    assert!(!json.contains("migrated"), "{json}");
+    let back: Holder = serde_json::from_str(&format!("{{\"scaling\": {json}}}")).unwrap();
+    assert_eq!(back.scaling, Some(sweep));
+    let old = r#"{"scaling": {"batch": [32, 64, 128],
         "peak": {"fixed_bytes": 100, "bytes_per_sample": 10},
-        "category_peaks": {}}"#;
-    match serde_json::from_str::<SweepScaling>(old) {
-        Ok(SweepScaling::Batch(s)) => assert_eq!(s.batch, vec![32, 64, 128]),
-        other => panic!("{other:?}"),
-    }
-    let bad = r#"{"axes": {"seq": [1, 2, 3]}, "figures": {}, "extra": 1}"#;
-    let e = serde_json::from_str::<SweepScaling>(bad).unwrap_err();
+        "category_peaks": {}}}"#;
+    let migrated = serde_json::from_str::<Holder>(old)
+        .unwrap()
+        .scaling
+        .unwrap();
+    assert!(migrated.migrated);
+    assert_eq!(migrated.axes["batch"], vec![32, 64, 128]);
+    let bad = r#"{"scaling": {"axes": {"seq": [1, 2, 3]}, "figures": {}, "extra": 1}}"#;
+    let e = serde_json::from_str::<Holder>(bad).unwrap_err();
     assert!(e.to_string().contains("named axes"), "{e}");
+    let bad = r#"{"scaling": {"batch": [1, 2], "peak": {"fixed_bytes": 1}, "category_peaks": {}}}"#;
+    let e = serde_json::from_str::<Holder>(bad).unwrap_err();
+    assert!(e.to_string().contains("batch scaling"), "{e}");
 }
 
 #[test]

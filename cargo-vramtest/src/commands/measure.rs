@@ -101,9 +101,9 @@ fn predict(ws: &Workspace, file: &SnapshotFile, at: &Point) -> Result<Estimate> 
     let parsed = vramtest_model::snapshot::read(&file.path)?
         .ok_or_else(|| fail("the file is gone (removed since it was listed)".into()))?;
     let name = name_of(file);
-    let sweep = parsed.body.axes_sweep().ok_or_else(|| {
+    let sweep = parsed.body.sweep().ok_or_else(|| {
         fail(format!(
-            "{name} holds no sweep over named axes, so there is no prediction to measure against (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`)"
+            "{name} holds no sweep, so there is no prediction to measure against (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`)"
         ))
     })?;
     let granule = package_settings(ws, &file.package).cuda_pool().granularity;

@@ -111,9 +111,9 @@ fn show_prediction(
             "{}::{}::{} ({})",
             file.package, file.target, file.test, file.class
         );
-        let sweep = parsed.body.axes_sweep().ok_or_else(|| {
+        let sweep = parsed.body.sweep().ok_or_else(|| {
             fail(format!(
-                "{name} holds no sweep over named axes, so --at has nothing to predict from (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`; a batch sweep answers under `what fits` without --at)"
+                "{name} holds no sweep, so --at has nothing to predict from (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`, or a batch sweep, `#[vramtest(batch = [32, 64, 128])]` with `t.batch()`)"
             ))
         })?;
         let settings = package_settings(ws, &file.package);

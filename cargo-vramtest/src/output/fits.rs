@@ -1,13 +1,16 @@
 //! What `show` adds below a snapshot's tables: the breakdown as bars, the figures
 //! against the formulas practitioners use, what fits on common GPU memory sizes (the
-//! run's allocations replayed through the CUDA pool model, and a batch sweep's fit),
+//! run's allocations replayed through the CUDA pool model, and a batch sweep's fit:
+//! a sweep over the one axis `batch`, solved for it as `show --solve batch` does),
 //! and hints whose savings come from the measurement.
 
 use std::fmt::Write as _;
+use vramtest_model::axes::Point;
 use vramtest_model::explain::{self, Measured};
 use vramtest_model::fit::{self, Fits, MEMORY_SIZES};
 use vramtest_model::pool::{Allowance, Prediction};
-use vramtest_model::{Body, Category, DeviceClass, HumanBytes};
+use vramtest_model::sweep::{AxesSweep, BATCH, Figure};
+use vramtest_model::{Body, DeviceClass, HumanBytes};
 
 /// What `show` knows about running the step on a GPU.
 #[derive(Debug, Clone, Copy)]
@@ -69,15 +72,12 @@ pub fn render(body: &Body, gpu: &Gpu, totals: Option<&[u64]>, draw: Drawing) -> 
 
 /// At most three hints for a measured body, largest saving first.
 pub fn hints(body: &Body) -> Vec<String> {
-    let scaling = body
-        .batch_scaling()
-        .map(|s| (s, s.batch.first().copied().unwrap_or(1)));
     explain::hints(&Measured {
         peak_bytes: body.peak_bytes,
         peak_phase: body.peak_phase,
         at_peak: &body.at_peak,
         category_peaks: &body.category_peaks,
-        scaling,
+        scaling: body.sweep(),
     })
     .into_iter()
     .map(|h| h.text)
@@ -86,10 +86,54 @@ pub fn hints(body: &Body) -> Vec<String> {
 
 const NO_SWEEP: &str = "  no batch sweep: `#[vramtest(batch = [64, 128, 256])]` with `t.batch()` fits every category as fixed + per-sample bytes and says what batch fits\n";
 
+/// A batch sweep: a sweep over the one axis `batch`.
+pub fn batch_sweep(body: &Body) -> Option<&AxesSweep> {
+    body.sweep()
+        .filter(|s| s.axes.len() == 1 && s.axes.contains_key(BATCH))
+}
+
+/// The sweep's first point: each axis at its first value.
+fn first_point(sweep: &AxesSweep) -> Point {
+    sweep
+        .axes
+        .iter()
+        .map(|(k, v)| (k.clone(), v.first().copied().unwrap_or(1)))
+        .collect()
+}
+
+/// The peak at `batch` (the others axes at their first value), as the sweep predicts it.
+fn peak_at(sweep: &AxesSweep, batch: u64) -> Option<u64> {
+    let mut at = first_point(sweep);
+    at.insert(BATCH.to_owned(), batch);
+    sweep.estimate(&at, 1).ok().map(|e| e.peak_bytes)
+}
+
+/// What each sample adds to a batch sweep's peak, from its smallest to its largest
+/// batch.
+fn peak_per_sample(sweep: &AxesSweep) -> Option<i64> {
+    let batches = sweep.axes.get(BATCH)?;
+    let (lo, hi) = (*batches.iter().min()?, *batches.iter().max()?);
+    let rise = i128::from(peak_at(sweep, hi)?) - i128::from(peak_at(sweep, lo)?);
+    i64::try_from(rise / i128::from(hi - lo)).ok()
+}
+
+/// The largest batch whose predicted peak fits `memory` after `reserve`, as `show
+/// --solve batch` searches it (up to 2³²: beyond, the peak does not grow with the
+/// batch).
+fn largest_batch(sweep: &AxesSweep, memory: u64, reserve: u64) -> Fits {
+    const CAP: u64 = 1 << 32;
+    let room = memory.saturating_sub(reserve);
+    match sweep.solve_by(&first_point(sweep), BATCH, 1, |e| Ok(e.peak_bytes <= room)) {
+        Ok(Some(n)) if n >= CAP => Fits::Any,
+        Ok(Some(n)) => Fits::UpTo(n),
+        _ => Fits::UpTo(0),
+    }
+}
+
 /// What stands for a batch sweep's model: the axes of a sweep over named axes, and
 /// its target, or how to ask for a sweep.
 fn no_batch_sweep(body: &Body) -> String {
-    let Some(sweep) = body.axes_sweep() else {
+    let Some(sweep) = body.sweep() else {
         return NO_SWEEP.to_owned();
     };
     let axes: Vec<String> = sweep
@@ -113,15 +157,15 @@ fn no_batch_sweep(body: &Body) -> String {
 }
 
 /// The "what fits" section without a prediction: the fit and the largest batch per
-/// memory size, from the measured peak after `reserve`.
+/// memory size, from the predicted peak after `reserve`.
 pub fn fits(body: &Body, reserve: Option<u64>) -> String {
     let mut out = String::from("\nwhat fits\n");
-    let Some(scaling) = body.batch_scaling() else {
+    let Some(sweep) = batch_sweep(body) else {
         out += &no_batch_sweep(body);
         return out;
     };
     let reserve = reserve.unwrap_or(fit::DEFAULT_RESERVE);
-    out += &sweep_model(scaling);
+    out += &sweep_model(sweep);
     if body.device_class == DeviceClass::Cpu {
         let _ = writeln!(
             out,
@@ -141,7 +185,7 @@ pub fn fits(body: &Body, reserve: Option<u64>) -> String {
             (
                 HumanBytes(m.bytes).to_string(),
                 m.example,
-                describe(fit::largest_batch(&scaling.peak, m.bytes, reserve)),
+                describe(largest_batch(sweep, m.bytes, reserve)),
             )
         })
         .collect();
@@ -151,41 +195,53 @@ pub fn fits(body: &Body, reserve: Option<u64>) -> String {
     for (mem, gpu, batch) in rows {
         let _ = writeln!(out, "  {mem:<w0$}  {gpu:<w1$}  {batch}");
     }
-    out += &within_budget(scaling);
     out
 }
 
-/// A sweep's fit: the peak's line and every category's that grows with the batch.
-fn sweep_model(scaling: &fit::Scaling) -> String {
+/// A batch sweep's fit: the peak's formula (or its phases', whose largest it is) and
+/// every category's that grows with the batch.
+fn sweep_model(sweep: &AxesSweep) -> String {
     let mut out = String::new();
-    let sizes: Vec<String> = scaling.batch.iter().map(u64::to_string).collect();
-    let _ = writeln!(
-        out,
-        "  batch sweep {}: peak ≈ {}",
-        sizes.join(", "),
-        scaling.peak
-    );
-    for c in Category::ALL {
-        if let Some(line) = scaling
-            .category_peaks
-            .get(&c)
-            .filter(|l| l.bytes_per_sample != 0)
+    let sizes: Vec<String> = sweep
+        .axes
+        .get(BATCH)
+        .into_iter()
+        .flatten()
+        .map(u64::to_string)
+        .collect();
+    let formula = |figure: Figure| {
+        sweep
+            .figures
+            .get(&figure.to_string())
+            .map(|f| f.terms.to_string())
+    };
+    match formula(Figure::Peak) {
+        Some(peak) => {
+            let _ = writeln!(out, "  batch sweep {}: peak ≈ {peak}", sizes.join(", "));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  batch sweep {}: the peak is the largest of its phases'",
+                sizes.join(", ")
+            );
+            for phase in vramtest_model::Phase::ALL {
+                if let Some(f) = formula(Figure::Phase(phase)) {
+                    let _ = writeln!(out, "    phase {phase} ≈ {f}");
+                }
+            }
+        }
+    }
+    for c in vramtest_model::Category::ALL {
+        if let Some(fit) = sweep
+            .figures
+            .get(c.as_str())
+            .filter(|f| f.terms.terms.iter().any(|t| t.monomial.degree() > 0))
         {
-            let _ = writeln!(out, "    {c} ≈ {line}");
+            let _ = writeln!(out, "    {c} ≈ {}", fit.terms);
         }
     }
     out
-}
-
-fn within_budget(scaling: &fit::Scaling) -> String {
-    scaling.within_budget.map_or(String::new(), |b| {
-        format!(
-            "  within the budget of {}: {} (a change that lowers it fails)\n",
-            HumanBytes(b.budget_bytes),
-            b.largest_batch
-                .map_or("any batch".to_owned(), |n| n.to_string())
-        )
-    })
 }
 
 /// The "what fits" section of a CPU run with a prediction: per memory size, the
@@ -194,9 +250,9 @@ fn within_budget(scaling: &fit::Scaling) -> String {
 /// (the reserved line never grows slower than the snapshot's peak).
 pub fn predicted_fits(body: &Body, prediction: &Prediction, allowance: Allowance) -> String {
     let mut out = String::from("\nwhat fits\n");
-    let scaling = body.batch_scaling();
-    match scaling {
-        Some(scaling) => out += &sweep_model(scaling),
+    let sweep = batch_sweep(body);
+    match sweep {
+        Some(sweep) => out += &sweep_model(sweep),
         None => out += &no_batch_sweep(body),
     }
     let pool = prediction.pool;
@@ -206,7 +262,7 @@ pub fn predicted_fits(body: &Body, prediction: &Prediction, allowance: Allowance
         HumanBytes(pool.alignment),
         HumanBytes(pool.granularity)
     );
-    let peak_per_sample = scaling.map(|s| s.peak.bytes_per_sample);
+    let peak_per_sample = sweep.and_then(peak_per_sample);
     let lines = prediction
         .lines(peak_per_sample)
         .filter(|_| prediction.is_sweep());
@@ -257,9 +313,6 @@ pub fn predicted_fits(body: &Body, prediction: &Prediction, allowance: Allowance
         })
         .collect();
     out += &columns(&header, &table);
-    if let Some(scaling) = scaling {
-        out += &within_budget(scaling);
-    }
     out
 }
 
@@ -314,34 +367,35 @@ fn describe(fits: Fits) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
-    use vramtest_model::fit::{Linear, Scaling};
+    use vramtest_model::CategoryBytes;
+    use vramtest_model::axes::Grid;
     use vramtest_model::pool::{CudaPool, PoolPeaks, PredictedPoint};
+    use vramtest_model::sweep::GridRun;
 
-    /// The committed candle-mlp AdamW snapshot, with a sweep's model added.
+    /// The committed candle-mlp AdamW snapshot, with a batch sweep added: a sweep over
+    /// the axis `batch` fitted from points on known lines (10 MiB + 12 KiB a sample for
+    /// the peak).
     fn body(scaling: bool) -> Body {
         let text = include_str!("../../tests/data/mlp_adamw@cpu.snap");
         let mut body = vramtest_model::snapshot::parse(text).unwrap().body;
         if scaling {
-            let line = |fixed, per| Linear {
-                fixed_bytes: fixed,
-                bytes_per_sample: per,
-            };
-            let mut category_peaks = BTreeMap::new();
-            for c in Category::ALL {
-                category_peaks.insert(c, line(0, 0));
-            }
-            category_peaks.insert(Category::Activations, line(4096, 6_200));
-            category_peaks.insert(Category::Inputs, line(0, 3_140));
-            body.scaling = Some(vramtest_model::snapshot::SweepScaling::Batch(
-                Scaling {
-                    batch: vec![32, 64, 128],
-                    peak: line(10 << 20, 12_288),
-                    category_peaks,
-                    within_budget: None,
-                }
-                .with_budget(Some(1 << 30)),
-            ));
+            let grid = Grid::new([("batch", vec![32, 64, 128])]).unwrap();
+            let runs: Vec<GridRun> = [32u64, 64, 128]
+                .map(|b| GridRun {
+                    point: [("batch".to_owned(), b)].into(),
+                    peak_bytes: (10 << 20) + 12_288 * b,
+                    category_peaks: CategoryBytes {
+                        activations: 4096 + 6_200 * b,
+                        inputs: 3_140 * b,
+                        ..CategoryBytes::default()
+                    },
+                    phase_peaks: Default::default(),
+                    phase_temporaries: Default::default(),
+                    peak_outside_phases: true,
+                    pool: None,
+                })
+                .into();
+            body.scaling = Some(vramtest_model::sweep::AxesSweep::fit(&grid, &runs).unwrap());
         }
         body
     }

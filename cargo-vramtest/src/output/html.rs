@@ -78,7 +78,7 @@ fn entry(o: &Outcome, timeline: Option<Timeline>) -> TestEntry {
         fit: r
             .body
             .as_ref()
-            .filter(|b| b.batch_scaling().is_some())
+            .filter(|b| super::fits::batch_sweep(b).is_some())
             .map(|b| super::fits::fits(b, None).trim().to_owned()),
         hints: r
             .body

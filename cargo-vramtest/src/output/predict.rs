@@ -434,6 +434,7 @@ mod tests {
             axes: [("batch".to_owned(), vec![8, 16, 32])].into(),
             figures: BTreeMap::new(),
             target: None,
+            migrated: false,
         };
         let a = Answer {
             estimate: e,

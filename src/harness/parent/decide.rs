@@ -2,7 +2,6 @@
 //! file to write. Pure: [`super::files`] does the I/O, [`super::message`] the words.
 
 use vramtest_model::env::Update;
-use vramtest_model::fit::{self, PerSampleChange, Scaling};
 use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;
 use vramtest_model::sites::Site;
@@ -32,59 +31,12 @@ pub struct Decision {
     pub comparison: Option<Comparison>,
     /// Peak and budget, when the budget is exceeded.
     pub over_budget: Option<(u64, u64)>,
-    /// A batch sweep's per-sample costs that grew (regressions first).
-    pub per_sample: Vec<PerSampleChange>,
-    /// The sweep itself changed (sizes, or a sweep added or removed): the figures are
-    /// not comparable, the snapshot must be accepted again.
+    /// The sweep itself changed (its axes, or a sweep added or removed): the figures
+    /// are not comparable, the snapshot must be accepted again.
     pub sweep_changed: Option<String>,
-    /// A sweep over named axes: its target against the snapshot's, and the budget.
+    /// A sweep: at its target (or its largest point) against the snapshot's, and the
+    /// budget.
     pub target: TargetCheck,
-}
-
-/// The memory a per-sample change is explained against when no budget is set: an
-/// 80 GiB card, less the default reserve.
-pub const EXPLAIN_MEMORY: u64 = 80 * (1 << 30) - fit::DEFAULT_RESERVE;
-
-/// Per-sample costs of two sweeps under `policy`, and whether the sweeps can be
-/// compared at all.
-fn compare_sweeps(
-    old: Option<&Scaling>,
-    new: Option<&Scaling>,
-    policy: &Policy,
-) -> (Vec<PerSampleChange>, Option<String>) {
-    let list = |s: &Scaling| format!("{:?}", s.batch);
-    match (old, new) {
-        (None, None) => (Vec::new(), None),
-        (None, Some(n)) => (
-            Vec::new(),
-            Some(format!(
-                "this run is a batch sweep ({}) and the snapshot is not: accept it again to record the sweep",
-                list(n)
-            )),
-        ),
-        (Some(o), None) => (
-            Vec::new(),
-            Some(format!(
-                "the snapshot holds a batch sweep ({}) and this run has none: accept it again to drop the sweep",
-                list(o)
-            )),
-        ),
-        (Some(o), Some(n)) if o.batch != n.batch => (
-            Vec::new(),
-            Some(format!(
-                "batch sizes changed from {} to {}: accept the snapshot again",
-                list(o),
-                list(n)
-            )),
-        ),
-        (Some(o), Some(n)) => {
-            let limit_of = |c: Option<vramtest_model::Category>| {
-                policy.limit(c.map_or(Subject::Peak, Subject::Category))
-            };
-            let changes = fit::compare_per_sample(o, n, limit_of, policy.budget, EXPLAIN_MEMORY);
-            (changes, None)
-        }
-    }
 }
 
 /// Decides the status of `new` against `old` (the committed snapshot, if any).
@@ -118,23 +70,24 @@ pub fn decide(
             remove_pending: false,
             comparison: None,
             over_budget,
-            per_sample: Vec::new(),
             sweep_changed: None,
             target,
         };
     };
     let mut comparison = compare(old, new, policy);
-    let (mut per_sample, sweep_changed) =
-        compare_sweeps(old.batch_scaling(), new.batch_scaling(), policy);
-    let sweep_changed = sweep_changed.or_else(|| axes_changed(old, new));
+    let sweep_changed = sweep_changed(old, new);
     if sweep_changed.is_some() {
-        set_aside(&mut comparison, &mut per_sample, &mut target);
+        set_aside(&mut comparison, &mut target);
+    } else if let Some(note) = migrated_note(old) {
+        comparison.notes.push(note);
     }
     if comparison.predates_cpu_only {
         // The snapshot's sweep fitted CPU-only memory into its peak and workspace.
-        per_sample.retain(|c| c.category.is_some_and(|c| c != Category::Workspace));
+        target.findings.retain(|f| {
+            f.figure != vramtest_model::sweep::PEAK && f.figure != Category::Workspace.as_str()
+        });
     }
-    if sweep_changed.is_some() || per_sample.iter().any(|c| c.regressed) || target.fails() {
+    if sweep_changed.is_some() || target.fails() {
         comparison.verdict = Verdict::Regressed;
     }
     let over_budget = comparison.over_budget;
@@ -166,63 +119,67 @@ pub fn decide(
         remove_pending: write.is_none() && !status.is_failure() && update != Update::No,
         comparison: Some(comparison),
         over_budget,
-        per_sample,
         sweep_changed,
         target,
     }
 }
 
-/// The target of a sweep over named axes against the snapshot's, under `policy`'s
-/// limits and budget.
+/// The note of a snapshot whose sweep was read from a batch sweep's older `scaling` (a
+/// line per figure): compared as it is, rewritten in the new shape only when accepted.
+fn migrated_note(old: &Body) -> Option<String> {
+    let sweep = old.sweep().filter(|s| s.migrated)?;
+    Some(format!(
+        "note: scaling: the snapshot holds a batch sweep's older scaling (a line per figure over batch = {:?}), read as a sweep over the axis `batch` and compared; accept this result to record the new shape (VRAMTEST_UPDATE=always)",
+        sweep
+            .axes
+            .get(vramtest_model::sweep::BATCH)
+            .cloned()
+            .unwrap_or_default()
+    ))
+}
+
+/// A sweep at its target (or its largest point) against the snapshot's, under
+/// `policy`'s limits and budget.
 fn check_target(old: Option<&Body>, new: &Body, policy: &Policy) -> TargetCheck {
-    let Some(sweep) = new.axes_sweep() else {
+    let Some(sweep) = new.sweep() else {
         return TargetCheck::default();
     };
     let limit_of = |c: Option<Category>| policy.limit(c.map_or(Subject::Peak, Subject::Category));
-    compare_target(
-        old.and_then(Body::axes_sweep),
-        sweep,
-        limit_of,
-        policy.budget,
-    )
+    compare_target(old.and_then(Body::sweep), sweep, limit_of, policy.budget)
 }
 
 /// A changed sweep: its figures were measured at other points than the snapshot's, so
 /// none is compared (the change is said first and alone). What fails whatever the
 /// snapshot holds (the budget, the target's budget, the leak ceiling) is kept.
-fn set_aside(
-    comparison: &mut Comparison,
-    per_sample: &mut Vec<PerSampleChange>,
-    target: &mut TargetCheck,
-) {
+fn set_aside(comparison: &mut Comparison, target: &mut TargetCheck) {
     let over_ceiling = comparison.over_leak_ceiling.is_some();
     comparison
         .findings
         .retain(|f| over_ceiling && f.subject == Subject::Leak);
     comparison.notes.clear();
     comparison.incomparable = None;
-    per_sample.clear();
     *target = TargetCheck {
         over_budget: target.over_budget,
         ..TargetCheck::default()
     };
 }
 
-/// A sweep over named axes added or removed, or its grid changed: the figures are not
-/// comparable.
-fn axes_changed(old: &Body, new: &Body) -> Option<String> {
-    match (old.axes_sweep(), new.axes_sweep()) {
+/// A sweep added or removed, or its grid changed: the figures are not comparable.
+fn sweep_changed(old: &Body, new: &Body) -> Option<String> {
+    match (old.sweep(), new.sweep()) {
         (Some(o), Some(n)) if o.axes != n.axes => Some(format!(
             "the sweep's axes changed from {} to {}: accept the snapshot again",
             show_axes(&o.axes),
             show_axes(&n.axes)
         )),
-        (Some(_), None) => Some(
-            "the snapshot holds a sweep over named axes and this run has none: accept it again to drop the sweep".into(),
-        ),
-        (None, Some(_)) => Some(
-            "this run is a sweep over named axes and the snapshot is not: accept it again to record the sweep".into(),
-        ),
+        (Some(o), None) => Some(format!(
+            "the snapshot holds a sweep ({}) and this run has none: accept it again to drop the sweep",
+            show_axes(&o.axes)
+        )),
+        (None, Some(n)) => Some(format!(
+            "this run is a sweep ({}) and the snapshot is not: accept it again to record the sweep",
+            show_axes(&n.axes)
+        )),
         _ => None,
     }
 }
@@ -375,6 +332,76 @@ pub(crate) mod tests {
         // CI with VRAMTEST_UPDATE=new: pending files for an artifact, still a failure.
         let d = decide(None, &body(1), &p, Update::New, true);
         assert_eq!((d.status, d.write), (Status::Missing, Some(Write::Pending)));
+    }
+
+    /// `body` with a batch sweep of 32, 64 and 128 whose activations are
+    /// `per_sample × batch`: in the older shape (a line per figure) when `older`, else
+    /// fitted as this version records it.
+    fn batch_swept(body: &Body, older: bool, per_sample: u64) -> Body {
+        use vramtest_model::axes::Grid;
+        use vramtest_model::sweep::{AxesSweep, GridRun};
+        if older {
+            let zero = serde_json::json!({"fixed_bytes": 0, "bytes_per_sample": 0});
+            let mut lines = serde_json::Map::new();
+            for c in Category::ALL {
+                lines.insert(c.as_str().into(), zero.clone());
+            }
+            lines.insert(
+                "activations".into(),
+                serde_json::json!({"fixed_bytes": 0, "bytes_per_sample": per_sample}),
+            );
+            let mut value = serde_json::to_value(body).unwrap();
+            value["scaling"] = serde_json::json!({
+                "batch": [32, 64, 128],
+                "peak": {"fixed_bytes": 1 << 20, "bytes_per_sample": per_sample},
+                "category_peaks": lines,
+            });
+            return serde_json::from_value(value).unwrap();
+        }
+        let grid = Grid::new([("batch", vec![32, 64, 128])]).unwrap();
+        let runs: Vec<GridRun> = [32u64, 64, 128]
+            .map(|b| GridRun {
+                point: [("batch".to_owned(), b)].into(),
+                peak_bytes: (1 << 20) + per_sample * b,
+                category_peaks: CategoryBytes {
+                    activations: per_sample * b,
+                    ..CategoryBytes::default()
+                },
+                phase_peaks: Default::default(),
+                phase_temporaries: Default::default(),
+                peak_outside_phases: true,
+                pool: None,
+            })
+            .into();
+        Body {
+            scaling: Some(AxesSweep::fit(&grid, &runs).unwrap()),
+            ..body.clone()
+        }
+    }
+
+    #[test]
+    fn an_older_batch_scaling_passes_migrated_with_one_note() {
+        let p = Policy::default();
+        let old = batch_swept(&body(10 << 20), true, 4096);
+        assert!(old.sweep().unwrap().migrated);
+        let new = batch_swept(&body(10 << 20), false, 4096);
+        let d = decide(Some(&old), &new, &p, Update::New, false);
+        assert_eq!((d.status, d.write), (Status::Passed, None), "{d:?}");
+        assert_eq!(d.sweep_changed, None);
+        let notes = &d.comparison.as_ref().unwrap().notes;
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("older scaling"), "{notes:?}");
+        // Accepted, it is written in the new shape.
+        let d = decide(Some(&old), &new, &p, Update::Always, false);
+        assert_eq!((d.status, d.write), (Status::Passed, Some(Write::Snapshot)));
+        // Written in the new shape, the snapshot has nothing to note.
+        let d = decide(Some(&new), &new, &p, Update::New, false);
+        assert!(d.comparison.unwrap().notes.is_empty());
+        // Activations that grow by 1 KiB a sample fail against the migrated lines.
+        let grown = batch_swept(&body(10 << 20), false, 4096 + 1024);
+        let d = decide(Some(&old), &grown, &p, Update::New, false);
+        assert_eq!(d.status, Status::Regressed, "{d:?}");
+        assert!(d.target.lines().iter().any(|l| l.contains("activations")));
     }
 
     fn sites(bytes: u64) -> Vec<(Category, Vec<Site>)> {

@@ -1,6 +1,6 @@
 //! A test's points: one run, the sizes of a batch sweep (`batch = [..]`), or every
-//! combination of named axes (`axes(..)`); a sweep over named axes fitted and its
-//! target predicted.
+//! combination of named axes (`axes(..)`); a sweep fitted (a batch sweep is a sweep
+//! over the one axis `batch`) and its target predicted.
 
 use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
@@ -19,6 +19,20 @@ fn named_grid(def: &TestDef) -> Option<Result<Grid, AxesError>> {
             axes.iter()
                 .map(|&(k, v)| (k, v.iter().map(|&n| n as u64).collect::<Vec<_>>())),
         )
+    })
+}
+
+/// The grid `def` sweeps: its named axes, or its batch sizes as the one axis `batch`
+/// (`None` without a sweep).
+fn sweep_grid(def: &TestDef) -> Option<Result<Grid, AxesError>> {
+    named_grid(def).or_else(|| {
+        let batch = def.options.batch;
+        (!batch.is_empty()).then(|| {
+            Grid::new([(
+                vramtest_model::sweep::BATCH,
+                batch.iter().map(|&b| b as u64).collect::<Vec<_>>(),
+            )])
+        })
     })
 }
 
@@ -65,7 +79,7 @@ pub(super) fn label(name: &str, def: &TestDef, point: &RunPoint) -> String {
     }
 }
 
-/// One measured point of a sweep over named axes, as the fit reads it.
+/// One measured point of a sweep, as the fit reads it.
 pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPeaks>) -> GridRun {
     let mut phase_peaks = BTreeMap::new();
     for record in profile.steady_state_phases() {
@@ -84,8 +98,12 @@ pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPea
         .iter()
         .map(|(phase, peaks)| (*phase, peaks.temporaries))
         .collect();
+    let point = match point.axes.as_slice() {
+        [] => [(vramtest_model::sweep::BATCH.to_owned(), point.batch as u64)].into(),
+        axes => to_point(axes),
+    };
     GridRun {
-        point: to_point(&point.axes),
+        point,
         phase_temporaries,
         peak_bytes: profile.peak_bytes,
         category_peaks: profile.category_peaks,
@@ -101,14 +119,15 @@ fn to_point(axes: &[(impl AsRef<str>, usize)]) -> Point {
         .collect()
 }
 
-/// Fits a sweep over named axes and predicts its target; `None` for other tests.
+/// Fits a sweep (named axes, or a batch sweep's one axis) and predicts its target;
+/// `None` for a test without a sweep.
 /// `granule`: the CUDA pool's, for the reserved bytes (see [`AxesSweep::estimate`]).
 pub(super) fn fit(
     def: &TestDef,
     runs: &[GridRun],
     granule: u64,
 ) -> Result<Option<AxesSweep>, GridError> {
-    let Some(grid) = named_grid(def) else {
+    let Some(grid) = sweep_grid(def) else {
         return Ok(None);
     };
     let mut sweep = AxesSweep::fit(&grid?, runs)?;
@@ -222,6 +241,7 @@ mod tests {
                 (vramtest_model::sweep::RESERVED.to_owned(), fit(90_000)),
             ]),
             target: None,
+            migrated: false,
         };
         let notes = flagged_notes("step", &sweep, None);
         assert_eq!(notes.len(), 1, "{notes:?}");
@@ -250,6 +270,7 @@ mod tests {
                 ("workspace".to_owned(), fit(workspace)),
             ]),
             target: None,
+            migrated: false,
         };
         let now = sweep(268_930_000, 30_000);
         let figures = |notes: Vec<String>| -> Vec<String> {
@@ -311,6 +332,7 @@ mod tests {
                 ),
             ]),
             target: None,
+            migrated: false,
         };
         let notes = flagged_notes("step", &sweep, None);
         assert_eq!(notes.len(), 1, "{notes:?}");
@@ -372,6 +394,7 @@ mod tests {
                 axes: grid.to_map(),
                 figures,
                 target: None,
+                migrated: false,
             }
         };
         // The largest peak is 4 GiB + workspace; 0.01% of it is about 429.5 KB.

@@ -3,7 +3,6 @@
 
 use super::decide::{Decision, Write};
 use super::site_reruns::NoSites;
-use vramtest_model::fit::SweepFit;
 use vramtest_model::report::{Change, Status};
 use vramtest_model::sites::{self, Sites};
 use vramtest_model::snapshot::{self, Info};
@@ -18,8 +17,6 @@ pub(super) struct Facts<'a> {
     /// The new result.
     pub(super) body: &'a Body,
     pub(super) profile: &'a Profile,
-    /// A sweep's fit over its batch sizes.
-    pub(super) fit: Option<&'a SweepFit>,
     /// The committed snapshot, when there is one.
     pub(super) old: Option<&'a snapshot::Parsed>,
     /// Call sites, when they were asked for.
@@ -118,9 +115,7 @@ fn sweep_changed(facts: &Facts, why: &str) -> Message {
             HumanBytes(budget)
         ));
     }
-    if let Some(target) = facts.body.axes_sweep().and_then(|s| s.target.as_ref()) {
-        lines.extend(decision.target.lines(&target.at));
-    }
+    lines.extend(decision.target.lines());
     lines.extend(written_lines(facts));
     lines.extend(facts.kept.clone());
     finish(facts, &lines, changes)
@@ -177,23 +172,15 @@ fn changes(decision: &Decision) -> Vec<Change> {
     cmp.findings.iter().map(Change::from).collect()
 }
 
-/// What changed in a batch sweep.
+/// What changed in a sweep, at its target or its largest point.
 fn sweep_lines(facts: &Facts) -> Vec<String> {
     let decision = facts.decision;
     let mut lines: Vec<String> = decision.sweep_changed.clone().into_iter().collect();
-    for c in &decision.per_sample {
-        if c.regressed || c.category.is_none() {
-            lines.push(c.to_string());
-        }
-    }
-    if let Some(target) = facts.body.axes_sweep().and_then(|s| s.target.as_ref()) {
-        lines.extend(decision.target.lines(&target.at));
-    }
+    lines.extend(decision.target.lines());
     lines
 }
 
-/// Where and why memory grew: call sites, formulas, a sweep's nonlinear categories,
-/// leaks.
+/// Where and why memory grew: call sites, formulas, leaks.
 fn explanation_lines(facts: &Facts) -> Vec<String> {
     let regressed = facts.decision.status == Status::Regressed;
     let mut lines = Vec::new();
@@ -213,16 +200,6 @@ fn explanation_lines(facts: &Facts) -> Vec<String> {
         if !ratios.is_empty() {
             let text: Vec<String> = ratios.iter().map(|r| r.to_string()).collect();
             lines.push(format!("formulas: {}", text.join("; ")));
-        }
-    }
-    if let Some(fit) = facts.fit {
-        for (category, f) in fit.nonlinear() {
-            lines.push(format!(
-                "note: {} does not grow linearly with the batch (the worst point, batch {}, is {:.1}% of its largest value off the line): its per-sample figure is an approximation",
-                category.map_or("the peak", |c| c.as_str()),
-                f.worst_batch,
-                f.worst_residual * 100.0
-            ));
         }
     }
     let profile = facts.profile;
@@ -543,7 +520,6 @@ mod tests {
             policy: &policy,
             body: &body,
             profile: new,
-            fit: None,
             old,
             sites,
             snapshot: format!("tests/snapshots/vram__mlp__adamw@{class}.snap"),
@@ -721,15 +697,15 @@ mod tests {
         assert!(message.changes.is_empty());
     }
 
-    /// `body` as a sweep over named axes with the grid `batch` (no figures, no target).
+    /// `body` as a sweep over the axis `batch` (no figures, no target).
     fn swept(mut body: Body, batch: &[u64]) -> Body {
-        use vramtest_model::snapshot::SweepScaling;
         use vramtest_model::sweep::AxesSweep;
-        body.scaling = Some(SweepScaling::Axes(AxesSweep {
+        body.scaling = Some(AxesSweep {
             axes: [("batch".to_owned(), batch.to_vec())].into(),
             figures: Default::default(),
             target: None,
-        }));
+            migrated: false,
+        });
         body
     }
 
@@ -753,7 +729,6 @@ mod tests {
             policy: &policy,
             body: &body,
             profile: &profile,
-            fit: None,
             old: Some(&old),
             sites: Some(&Ok(sites())),
             snapshot: "tests/snapshots/vram__mlp__adamw@cpu.snap".into(),

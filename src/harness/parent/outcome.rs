@@ -8,7 +8,6 @@ use super::site_reruns::NoSites;
 use crate::harness::protocol::RunPoint;
 use std::path::PathBuf;
 use vramtest_chart::Timeline;
-use vramtest_model::fit::SweepFit;
 use vramtest_model::pool::{PoolPeaks, Prediction};
 use vramtest_model::sites::Sites;
 use vramtest_model::snapshot::{self, Info};
@@ -30,15 +29,14 @@ pub(super) struct Point {
 /// sweep's fit over every point, and a CPU run's GPU prediction.
 pub(super) struct Measured {
     pub(super) first: Point,
-    /// A batch sweep's fit (`None` without a sweep).
-    pub(super) fit: Option<SweepFit>,
-    /// A sweep over named axes, fitted, with its target (`None` without one).
-    pub(super) axes: Option<AxesSweep>,
+    /// The sweep (over named axes, or a batch sweep's one axis), fitted, with its
+    /// target (`None` without a sweep).
+    pub(super) sweep: Option<AxesSweep>,
     /// Every batch size's pool peaks (`None` when a point has none, as on a GPU).
     pub(super) prediction: Option<Prediction>,
     /// A sweep's child processes' wall times, in milliseconds (empty without one).
     pub(super) point_millis: Vec<u64>,
-    /// A sweep over named axes: its fit's wall time, in milliseconds.
+    /// A sweep: its fit's wall time, in milliseconds.
     pub(super) fit_millis: Option<u64>,
     /// What the fit says beside its figures (a flagged figure).
     pub(super) notes: Vec<String>,

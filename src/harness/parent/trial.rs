@@ -19,11 +19,10 @@ use crate::harness::registry::TestDef;
 use crate::step::Device;
 use libtest_mimic::{Completion, Failed};
 use vramtest_model::env::{SitesWhen, Update};
-use vramtest_model::fit::{FitError, SweepFit, SweepPoint, fit_sweep};
 use vramtest_model::pool::{CudaPool, PredictedPoint, Prediction};
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::settings::Settings;
-use vramtest_model::snapshot::{self, Info, SweepScaling};
+use vramtest_model::snapshot::{self, Info};
 use vramtest_model::{Body, DeviceClass, HumanBytes, Policy, Snapshot};
 
 /// What the snapshots may be: written, compared, failed on any change.
@@ -197,8 +196,8 @@ impl RunContext {
         }
     }
 
-    /// The measurement of a test: the sweep's fit over its points (a batch sweep's
-    /// lines, or a sweep over named axes with its target), their GPU prediction and
+    /// The measurement of a test: the sweep's fit over its points (over named axes, or
+    /// a batch sweep's one axis `batch`, with its target), their GPU prediction and
     /// timings; the first point is the one judged.
     fn fit(
         &self,
@@ -210,11 +209,6 @@ impl RunContext {
             message: format!("{name}: {e}"),
             output: None,
         };
-        let fit = if def.options.batch.is_empty() {
-            None
-        } else {
-            Some(fit(&points).map_err(|e| failed(e.to_string()))?)
-        };
         let point_millis: Vec<u64> = match points.len() {
             1 => Vec::new(),
             _ => points.iter().map(|p| p.wall.as_millis() as u64).collect(),
@@ -225,9 +219,11 @@ impl RunContext {
             .collect();
         let fitting = std::time::Instant::now();
         let granule = self.settings.cuda_pool().granularity;
-        let axes = grid::fit(def, &runs, granule).map_err(|e| failed(e.to_string()))?;
-        let fit_millis = axes.is_some().then(|| fitting.elapsed().as_millis() as u64);
-        if axes.is_some() {
+        let sweep = grid::fit(def, &runs, granule).map_err(|e| failed(e.to_string()))?;
+        let fit_millis = sweep
+            .is_some()
+            .then(|| fitting.elapsed().as_millis() as u64);
+        if !def.options.axes.is_empty() {
             // The pool model's batch lines read a batch sweep; a grid keeps its first
             // point's replay, and its own fits of the allocated and reserved peaks.
             points.truncate(1);
@@ -235,8 +231,7 @@ impl RunContext {
         let prediction = prediction(&points, self.settings.cuda_pool());
         Ok(Measured {
             first: points.swap_remove(0),
-            fit,
-            axes,
+            sweep,
             prediction,
             point_millis,
             fit_millis,
@@ -264,13 +259,7 @@ impl RunContext {
         let policy = self.policy(def);
         let point = &measured.first;
         let mut body = Body::from_profile(&point.profile, class);
-        body.scaling = match (&measured.fit, &measured.axes) {
-            (Some(f), _) => Some(SweepScaling::Batch(
-                f.scaling.clone().with_budget(policy.budget),
-            )),
-            (None, Some(axes)) => Some(SweepScaling::Axes(axes.clone())),
-            (None, None) => None,
-        };
+        body.scaling = measured.sweep.clone();
         let path = snapshot::path_for(&self.target.manifest_dir, &self.target.name, name, class);
         let mut new = Snapshot {
             source: relative_source(&self.target, def.file),
@@ -405,7 +394,7 @@ impl RunContext {
 /// The notes on a sweep's flagged figures whose flags the committed snapshot does not
 /// already record (new or changed ones), printed here and kept for the report.
 fn fit_notes(name: &str, measured: &Measured, judged: &Judged) -> Vec<String> {
-    let Some(axes) = &measured.axes else {
+    let Some(sweep) = &measured.sweep else {
         return Vec::new();
     };
     let old = judged
@@ -413,11 +402,8 @@ fn fit_notes(name: &str, measured: &Measured, judged: &Judged) -> Vec<String> {
         .as_ref()
         .ok()
         .and_then(|v| v.old.as_ref())
-        .and_then(|o| match &o.body.scaling {
-            Some(SweepScaling::Axes(old)) => Some(old),
-            _ => None,
-        });
-    let notes = grid::flagged_notes(name, axes, old);
+        .and_then(|o| o.body.sweep());
+    let notes = grid::flagged_notes(name, sweep, old);
     for note in &notes {
         eprintln!("note: {note}");
     }
@@ -459,19 +445,6 @@ fn completion(report: &TestReport, inert: bool) -> Result<Completion, Failed> {
         );
     }
     Ok(Completion::Completed)
-}
-
-/// A sweep's fit over its points.
-fn fit(points: &[Point]) -> Result<SweepFit, FitError> {
-    let points: Vec<SweepPoint> = points
-        .iter()
-        .map(|m| SweepPoint {
-            batch: m.point.batch as u64,
-            peak_bytes: m.profile.peak_bytes,
-            category_peaks: m.profile.category_peaks,
-        })
-        .collect();
-    fit_sweep(&points)
 }
 
 /// The GPU prediction of a CPU run: every batch size's pool peaks (none when a
