@@ -151,8 +151,9 @@ fn valid_snapshot() -> Snapshot {
 fn the_hand_written_file_parses_to_the_expected_body() {
     let parsed = snapshot::parse(&valid_text()).unwrap();
     assert_eq!(parsed.body, valid_body());
-    assert!(parsed.header.starts_with("source: \"tests/vram.rs\"\n"));
-    assert!(parsed.header.contains("  tool: \"vramtest 0.1.0\"\n"));
+    // Quoted scalars read as plain ones would.
+    assert_eq!(parsed.header, valid_snapshot().header());
+    assert_eq!(parsed.test(), Some("mlp_adamw"));
 }
 
 #[test]
@@ -191,8 +192,10 @@ fn a_cuda_snapshot_with_every_optional_field_round_trips() {
     let text = snap.to_text();
     let parsed = snapshot::parse(&text).unwrap();
     assert_eq!(parsed.body, snap.body);
-    assert!(parsed.header.contains("  driver: 570.86.15\n"), "{text}");
-    assert!(parsed.header.contains("  cuda: \"12.8\"\n"), "{text}");
+    assert!(text.contains("\n  driver: 570.86.15\n"), "{text}");
+    assert!(text.contains("\n  cuda: \"12.8\"\n"), "{text}");
+    assert_eq!(parsed.header, snap.header());
+    assert_eq!(parsed.test(), Some(snap.test.as_str()));
     // A quote in the test name does not break the header.
     assert!(
         text.contains("expression: \"models::conv::resnet \\\"tiny\\\"\"\n"),
@@ -282,7 +285,9 @@ fn a_file_rewritten_by_cargo_insta_accept_still_parses() {
     assert!(!text.ends_with('\n'));
     let parsed = snapshot::parse(&text).unwrap();
     assert_eq!(parsed.body, valid_body());
-    assert!(parsed.header.contains("snapshot_kind: text"));
+    // Its header reads as ours: `snapshot_kind` is read past, `info`'s order does
+    // not matter.
+    assert_eq!(parsed.header, valid_snapshot().header());
 }
 
 #[test]
@@ -334,6 +339,8 @@ fn edited(edit: Edit) -> String {
 #[test_case(Edit::Remove(2), 1, &["not a snapshot file", "`source:`"]; "no source line")]
 #[test_case(Edit::Keep(1, 8), 8, &["never closed"]; "header not closed")]
 #[test_case(Edit::Keep(1, 2), 2, &["never closed"]; "header not closed after source")]
+#[test_case(Edit::Replace(4, "expression: mlp_adamw: x"), 4, &["invalid snapshot header", "hint:"]; "header not yaml")]
+#[test_case(Edit::Replace(2, "source: [1, 2]"), 2, &["invalid snapshot header", "source"]; "header source not a string")]
 #[test_case(Edit::Replace(10, "this is not json"), 10, &["invalid snapshot body", "expected"]; "not json")]
 #[test_case(Edit::InsertAfter(11, "  \"comment\": \"hi\","), 12, &["unknown field `comment`"]; "unknown key")]
 #[test_case(Edit::InsertAfter(19, "    \"vram\": 5,"), 20, &["unknown field `vram`"]; "unknown category")]
@@ -741,6 +748,67 @@ mod properties {
                 apply(&mut bytes, m);
             }
             check(&bytes)?;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The committed snapshots.
+
+/// The harness's snapshot files committed in this repository, each with whether this
+/// version wrote it: the fixtures' (`true`), and the CLI tests' data, written by an
+/// earlier release that quoted every header scalar (`false`).
+fn committed_snapshots() -> Vec<(PathBuf, bool)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut dirs: Vec<(PathBuf, bool)> = std::fs::read_dir(root.join("fixtures"))
+        .unwrap()
+        .map(|e| (e.unwrap().path().join("tests").join("snapshots"), true))
+        .collect();
+    dirs.push((
+        root.join("cargo-vramtest").join("tests").join("data"),
+        false,
+    ));
+    let mut files: Vec<(PathBuf, bool)> = dirs
+        .iter()
+        .filter_map(|(d, current)| Some((std::fs::read_dir(d).ok()?, *current)))
+        .flat_map(|(entries, current)| entries.map(move |e| (e.unwrap().path(), current)))
+        .filter(|(p, _)| p.extension().is_some_and(|x| x == "snap"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Each committed snapshot reads into a typed header and a body that give the same
+/// header again, and the fixtures' files byte for byte: a run that writes the same
+/// figures leaves the file as it is.
+#[test]
+fn every_committed_snapshot_is_written_again_byte_for_byte() {
+    let files = committed_snapshots();
+    assert!(
+        files.iter().filter(|(_, current)| *current).count() >= 10,
+        "{files:?}"
+    );
+    assert!(files.iter().any(|(_, current)| !current), "{files:?}");
+    for (path, current) in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let parsed = snapshot::read(&path)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap();
+        let header = parsed.header.clone();
+        let again = Snapshot {
+            source: header.source,
+            test: header.expression.expect("an expression"),
+            info: header.info.expect("an info"),
+            body: parsed.body.clone(),
+        };
+        assert_eq!(again.header(), parsed.header, "{}", path.display());
+        if current {
+            assert_eq!(again.to_text(), text, "{}", path.display());
+        } else {
+            // The same header, in today's quoting.
+            assert_ne!(again.to_text(), text, "{}", path.display());
+            let reread = snapshot::parse(&again.to_text()).unwrap();
+            assert_eq!((reread.header, reread.body), (parsed.header, parsed.body));
         }
     }
 }
