@@ -18,10 +18,11 @@
 //! which comparisons ignore; the body is deterministic for a deterministic program.
 
 mod header;
+pub mod migrate;
 
 pub use header::{CpuFingerprint, Header, HeaderError, Info};
 
-use crate::category::Phase;
+use crate::category::{Category, Phase};
 use crate::fit::Scaling;
 use crate::profile::{CategoryBytes, Fidelity, PhaseRecord, Profile};
 use crate::sweep::AxesSweep;
@@ -30,7 +31,8 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The body's format version. Bump it when the body changes incompatibly.
+/// The body's format version. Bump it when the body changes incompatibly, with a step
+/// in [`migrate::MIGRATIONS`] that reads the bodies of the schema before.
 pub const SCHEMA: u32 = 1;
 
 /// The kind of device a snapshot was taken on; part of its file name.
@@ -165,7 +167,9 @@ impl Body {
     /// pool had allocated then (the peak without `untracked`, which is memory outside
     /// the pool). `None` without `reserved_bytes`.
     pub fn fragmentation_bytes(&self) -> Option<u64> {
-        let allocated = self.peak_bytes.saturating_sub(self.at_peak.untracked);
+        let allocated = self
+            .peak_bytes
+            .saturating_sub(self.at_peak[Category::Untracked]);
         self.reserved_bytes.map(|r| r.saturating_sub(allocated))
     }
 
@@ -388,8 +392,11 @@ pub struct Parsed {
     /// The header's lines between the `---` lines, as written: what `show` shows
     /// (keys this version does not read included). Never read back.
     pub header_lines: String,
-    /// The body, parsed.
+    /// The body, parsed, in this version's schema.
     pub body: Body,
+    /// The notes of the migration steps the body took from the schema it was written
+    /// in ([`migrate::MIGRATIONS`]); empty for a body of this version's schema.
+    pub migrated: Vec<&'static str>,
 }
 
 /// Parses a snapshot file's text. The header is read as insta reads it (YAML; keys it
@@ -431,38 +438,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     // serde_json counts a missing value at the end as the line after the last one.
     let last_line = 1 + text.matches('\n').count();
     let body_line = |e: &serde_json::Error| (line + e.line()).min(last_line);
-    // Check the schema first, so a future format gets a precise message.
-    let value: serde_json::Value =
-        serde_json::from_str(body_text).map_err(|e| ParseError::Body {
-            line: body_line(&e),
-            message: e.to_string(),
-        })?;
-    // The file line holding the `schema` key (the body starts after `line`).
-    let schema_line = line
-        + 1
-        + body_text
-            .lines()
-            .position(|l| l.contains("\"schema\""))
-            .unwrap_or(0);
-    match value.get("schema").and_then(|v| v.as_u64()) {
-        Some(s) if s == SCHEMA as u64 => {}
-        Some(found) => {
-            return Err(ParseError::Schema {
-                line: schema_line,
-                found,
-            });
-        }
-        None => {
-            return Err(ParseError::Body {
-                line: line + 1,
-                message: "missing integer `schema`".into(),
-            });
-        }
-    }
-    let body: Body = serde_json::from_str(body_text).map_err(|e| ParseError::Body {
-        line: body_line(&e),
-        message: e.to_string(),
-    })?;
+    let (body, migrated) = read_body(body_text, line, body_line)?;
     if let Err((field, message)) = consistency(&body) {
         // The field's line: where its path's first key appears (the body starts
         // after `line`).
@@ -481,7 +457,56 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         header,
         header_lines,
         body,
+        migrated,
     })
+}
+
+/// The body after the header's closing line `line`, strictly, with the notes of the
+/// migration steps it took from its schema to [`SCHEMA`] (none for a current body).
+/// `body_line`: the file line of a JSON error.
+fn read_body(
+    body_text: &str,
+    line: usize,
+    body_line: impl Fn(&serde_json::Error) -> usize,
+) -> Result<(Body, Vec<&'static str>), ParseError> {
+    let invalid = |e: serde_json::Error| ParseError::Body {
+        line: body_line(&e),
+        message: e.to_string(),
+    };
+    // Check the schema first, so a future format gets a precise message.
+    let value: serde_json::Value = serde_json::from_str(body_text).map_err(invalid)?;
+    // The file line holding the `schema` key (the body starts after `line`).
+    let schema_line = line
+        + 1
+        + body_text
+            .lines()
+            .position(|l| l.contains("\"schema\""))
+            .unwrap_or(0);
+    let Some(found) = value.get("schema").and_then(|v| v.as_u64()) else {
+        return Err(ParseError::Body {
+            line: line + 1,
+            message: "missing integer `schema`".into(),
+        });
+    };
+    if found == u64::from(SCHEMA) {
+        // Read from the text, so that an error names its line.
+        return Ok((
+            serde_json::from_str(body_text).map_err(invalid)?,
+            Vec::new(),
+        ));
+    }
+    let (value, notes) = u32::try_from(found)
+        .ok()
+        .and_then(|from| migrate::migrate(migrate::MIGRATIONS, value, from, SCHEMA))
+        .ok_or(ParseError::Schema {
+            line: schema_line,
+            found,
+        })?;
+    let body = serde_json::from_value(value).map_err(|e| ParseError::Body {
+        line: schema_line,
+        message: format!("{e} (after migrating from schema {found})"),
+    })?;
+    Ok((body, notes))
 }
 
 /// Whether a body's figures can come from one measurement: the categories at the peak

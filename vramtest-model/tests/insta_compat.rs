@@ -50,22 +50,25 @@ fn body_of(class: DeviceClass, sweep: bool) -> Body {
 
 /// A body with every key filled in, as a measurement on `class` would give.
 fn body(class: DeviceClass) -> Body {
-    let at_peak = CategoryBytes {
-        parameters: 1_629_948,
-        gradients: 3_412_695,
-        optimizer_state: 3_258_512,
-        activations: 412_412,
-        inputs: 201_464,
-        temporaries: 22_482_432,
-        workspace: 2_116_232,
-        untracked: if class == DeviceClass::Cuda {
-            8_388_608
-        } else {
-            0
-        },
-    };
+    let at_peak = CategoryBytes::from([
+        (Category::Parameters, 1_629_948),
+        (Category::Gradients, 3_412_695),
+        (Category::OptimizerState, 3_258_512),
+        (Category::Activations, 412_412),
+        (Category::Inputs, 201_464),
+        (Category::Temporaries, 22_482_432),
+        (Category::Workspace, 2_116_232),
+        (
+            Category::Untracked,
+            if class == DeviceClass::Cuda {
+                8_388_608
+            } else {
+                0
+            },
+        ),
+    ]);
     let mut category_peaks = at_peak;
-    category_peaks.temporaries += 4096;
+    category_peaks[Category::Temporaries] += 4096;
     Body {
         schema: snapshot::SCHEMA,
         device_class: class,

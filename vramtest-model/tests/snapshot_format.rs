@@ -6,8 +6,10 @@ mod required;
 
 use std::path::{Path, PathBuf};
 use test_case::test_case;
-use vramtest_model::snapshot::{self, FileError, Info, ParseError};
-use vramtest_model::{Body, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot};
+use vramtest_model::snapshot::{self, FileError, Info, ParseError, SCHEMA, migrate};
+use vramtest_model::{
+    Body, Category, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot,
+};
 
 /// A complete snapshot file, written by hand. Line numbers are in the margin comments
 /// of [`VALID_LINES`]; the malformed cases below edit single lines of it.
@@ -81,16 +83,16 @@ fn valid_text() -> String {
 
 /// The body that [`VALID_LINES`] spells out.
 fn valid_body() -> Body {
-    let at_peak = CategoryBytes {
-        parameters: 1000,
-        gradients: 1000,
-        optimizer_state: 2000,
-        activations: 500,
-        inputs: 300,
-        temporaries: 250,
-        workspace: 64,
-        untracked: 0,
-    };
+    let at_peak = CategoryBytes::from([
+        (Category::Parameters, 1000),
+        (Category::Gradients, 1000),
+        (Category::OptimizerState, 2000),
+        (Category::Activations, 500),
+        (Category::Inputs, 300),
+        (Category::Temporaries, 250),
+        (Category::Workspace, 64),
+        (Category::Untracked, 0),
+    ]);
     Body {
         schema: 1,
         device_class: DeviceClass::Cpu,
@@ -101,9 +103,10 @@ fn valid_body() -> Body {
         peak_phase: Some(Phase::Backward),
         peak_iteration: Some(2),
         at_peak,
-        category_peaks: CategoryBytes {
-            temporaries: 4000,
-            ..at_peak
+        category_peaks: {
+            let mut peaks = at_peak;
+            peaks[Category::Temporaries] = 4000;
+            peaks
         },
         phases: vec![
             PhaseRecord {
@@ -811,4 +814,67 @@ fn every_committed_snapshot_is_written_again_byte_for_byte() {
             assert_eq!((reread.header, reread.body), (parsed.header, parsed.body));
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Migrating bodies of earlier schemas.
+
+/// A body of this version's schema reads as it is, with no note.
+#[test]
+fn a_current_body_takes_no_migration_step() {
+    let parsed = snapshot::parse(&valid_text()).unwrap();
+    assert!(parsed.migrated.is_empty());
+    let value: serde_json::Value = serde_json::from_str(&valid_body().to_text()).unwrap();
+    let (same, notes) =
+        migrate::migrate(migrate::MIGRATIONS, value.clone(), SCHEMA, SCHEMA).unwrap();
+    assert_eq!((same, notes), (value, Vec::new()));
+}
+
+/// Every schema this version reads reaches this version's, one step at a time.
+#[test]
+fn the_migration_steps_form_a_chain_to_this_schema() {
+    for (i, step) in migrate::MIGRATIONS.iter().enumerate() {
+        assert_eq!(step.from + (migrate::MIGRATIONS.len() - i) as u32, SCHEMA);
+    }
+}
+
+/// A category added after a snapshot was written: the step that adds it reads the older
+/// body with 0 B of it, says so, and the strict reading then takes the body. Shown with
+/// `untracked` playing the new category, in a body of a schema before this one.
+#[test]
+fn a_body_written_before_a_category_existed_reads_with_0_for_it() {
+    const NOTE: &str = "`untracked` did not exist yet: read as 0 B";
+    let steps = [migrate::Migration {
+        from: SCHEMA - 1,
+        note: NOTE,
+        apply: |body| migrate::add_category(body, Category::Untracked),
+    }];
+    // The valid body without `untracked`, as the schema before would have written it.
+    let mut older: serde_json::Value = serde_json::from_str(&valid_body().to_text()).unwrap();
+    older["schema"] = (SCHEMA - 1).into();
+    for key in ["at_peak", "category_peaks"] {
+        older[key].as_object_mut().unwrap().remove("untracked");
+    }
+    // Without the step, the strict reading refuses it, naming the category.
+    let strict = serde_json::from_value::<Body>(older.clone()).unwrap_err();
+    assert!(
+        strict.to_string().contains("missing field `untracked`"),
+        "{strict}"
+    );
+
+    let (migrated, notes) = migrate::migrate(&steps, older.clone(), SCHEMA - 1, SCHEMA).unwrap();
+    assert_eq!(notes, [NOTE]);
+    let body: Body = serde_json::from_value(migrated).unwrap();
+    assert_eq!(body.at_peak[Category::Untracked], 0);
+    assert_eq!(body.category_peaks[Category::Untracked], 0);
+    // Everything else is the body as written (whose `untracked` was 0 already).
+    assert_eq!(body, valid_body());
+    // The step does not overwrite a category the body has.
+    let mut with = older.clone();
+    with["at_peak"]["untracked"] = 7.into();
+    let (kept, _) = migrate::migrate(&steps, with, SCHEMA - 1, SCHEMA).unwrap();
+    assert_eq!(kept["at_peak"]["untracked"], 7);
+    // A schema without a step from it, or newer than this one, has no way here.
+    assert!(migrate::migrate(&[], older.clone(), SCHEMA - 1, SCHEMA).is_none());
+    assert!(migrate::migrate(&steps, older, SCHEMA + 1, SCHEMA).is_none());
 }

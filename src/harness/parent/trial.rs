@@ -318,6 +318,11 @@ impl RunContext {
         policy: Policy,
     ) -> Verdict {
         let class = new.body.device_class;
+        // A snapshot of an earlier schema was read through its migration steps: said,
+        // and written in today's schema when the run writes the file.
+        for step in old.iter().flat_map(|o| &o.migrated) {
+            eprintln!("note: {name}: the snapshot predates this version's format: {step}");
+        }
         let note = old
             .as_ref()
             .and_then(|o| machine_note(o.machine(), new.info.machine.as_ref()));
