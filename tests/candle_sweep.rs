@@ -103,7 +103,7 @@ fn per_sample_costs_are_the_bytes_of_one_sample() {
     // The snapshot's own figures are the first batch size's: the batch's data, and the
     // host-side headers of its two tensors (`x`, two dimensions; `y`, one).
     assert_eq!(
-        body.category_peaks.inputs,
+        body.category_peaks[Category::Inputs],
         32 * INPUT_BYTES_PER_SAMPLE + candle_tensor_header_bytes(2) + candle_tensor_header_bytes(1)
     );
 }

@@ -370,7 +370,8 @@ fn snapshots_are_created_reviewed_and_checked() {
     assert!(text.starts_with("---\nsource: tests/vram.rs\n"), "{text}");
     // The first result keeps its call sites, for its first regression to be read
     // against: the activations are made in the fixture's own `forward`.
-    let sites = vramtest_model::snapshot::Info::sites_in_header(&text);
+    let parsed = vramtest_model::snapshot::parse(&text).unwrap();
+    let sites = parsed.sites();
     let activations = sites
         .iter()
         .find(|(c, _)| *c == Category::Activations)

@@ -10,14 +10,14 @@ use common::{Fixture, assert_code};
 use serde_json::Value;
 use std::path::Path;
 use vramtest_model::snapshot;
-use vramtest_model::{Body, HumanBytes};
+use vramtest_model::{Body, Category, HumanBytes};
 
 /// The committed body with 64 KiB fewer activations: what an older snapshot held.
 fn slimmer(body: &Body) -> Body {
     const LESS: u64 = 64 << 10;
     let mut old = body.clone();
-    old.at_peak.activations -= LESS;
-    old.category_peaks.activations -= LESS;
+    old.at_peak[Category::Activations] -= LESS;
+    old.category_peaks[Category::Activations] -= LESS;
     old.peak_bytes -= LESS;
     for phase in &mut old.phases {
         phase.peak_bytes = phase.peak_bytes.min(old.peak_bytes);
@@ -96,8 +96,8 @@ fn under_update_always_the_reports_show_the_snapshot_the_result_replaced() {
 
     // HTML: the snapshot column shows the old activations, the run's column the new.
     let expected = (
-        HumanBytes(old.category_peaks.activations).to_string(),
-        HumanBytes(measured.category_peaks.activations).to_string(),
+        HumanBytes(old.category_peaks[Category::Activations]).to_string(),
+        HumanBytes(measured.category_peaks[Category::Activations]).to_string(),
     );
     assert_ne!(expected.0, expected.1);
     let page = std::fs::read_to_string(&html).unwrap();

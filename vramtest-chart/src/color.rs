@@ -5,7 +5,7 @@ use vramtest_model::Category;
 /// The fill color of each category, in [`Category::ALL`] order (Tableau 10: tells
 /// the categories apart for most forms of color blindness). Every picture this crate
 /// draws (SVG timeline, HTML bars, legends) reads its colors from here.
-pub const CATEGORY_COLORS: [(Category, &str); 8] = [
+pub const CATEGORY_COLORS: [(Category, &str); Category::ALL.len()] = [
     (Category::Parameters, "#4e79a7"),
     (Category::Gradients, "#f28e2b"),
     (Category::OptimizerState, "#59a14f"),

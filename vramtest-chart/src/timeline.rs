@@ -44,7 +44,7 @@ pub struct Point {
 }
 
 #[derive(Serialize, Deserialize)]
-struct PointRepr(u64, [u64; 8]);
+struct PointRepr(u64, [u64; Category::ALL.len()]);
 
 impl From<Point> for PointRepr {
     fn from(p: Point) -> Self {

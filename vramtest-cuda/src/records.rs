@@ -375,9 +375,9 @@ mod tests {
             ]
         );
         let p = vramtest_model::ledger::profile(&m.events);
-        assert_eq!(p.at_peak.inputs, 2);
+        assert_eq!(p.at_peak[Category::Inputs], 2);
         // Forward survivors outside any iteration: workspace.
-        assert_eq!(p.at_peak.workspace, 1 + 3);
+        assert_eq!(p.at_peak[Category::Workspace], 1 + 3);
     }
 
     #[test]
@@ -443,7 +443,7 @@ mod tests {
         assert_eq!(m.events[1], Event::Free { id: 0xdead });
         let p = vramtest_model::ledger::profile(&m.events);
         assert_eq!(p.peak_bytes, 64);
-        assert_eq!(p.at_peak.parameters, 64);
+        assert_eq!(p.at_peak[Category::Parameters], 64);
         assert_eq!(p.allocations, 1);
     }
 

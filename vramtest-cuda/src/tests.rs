@@ -107,15 +107,14 @@ fn phase_fidelity_breaks_the_peak_down_by_phase() {
     assert_eq!(p.peak_iteration, Some(0));
     assert_eq!(
         p.at_peak,
-        CategoryBytes {
-            parameters: 4 * MIB,
-            optimizer_state: 8 * MIB,
-            inputs: 2 * MIB,
-            activations: 6 * MIB,
-            gradients: 4 * MIB,
-            temporaries: 2 * MIB,
-            ..CategoryBytes::default()
-        }
+        CategoryBytes::from([
+            (Category::Parameters, 4 * MIB),
+            (Category::OptimizerState, 8 * MIB),
+            (Category::Inputs, 2 * MIB),
+            (Category::Activations, 6 * MIB),
+            (Category::Gradients, 4 * MIB),
+            (Category::Temporaries, 2 * MIB),
+        ])
     );
     assert_eq!(p.at_peak.total(), p.peak_bytes);
     assert_eq!(p.iterations, 3);
@@ -138,8 +137,8 @@ fn phase_fidelity_breaks_the_peak_down_by_phase() {
         ),
         (Some(2), 14 * MIB, 22 * MIB, 20 * MIB)
     );
-    assert_eq!(p.category_peaks.temporaries, 2 * MIB);
-    assert_eq!(p.category_peaks.untracked, 0);
+    assert_eq!(p.category_peaks[Category::Temporaries], 2 * MIB);
+    assert_eq!(p.category_peaks[Category::Untracked], 0);
     // One sample per phase start/end and iteration start/end, plus finish.
     assert_eq!(r.boundaries, 2 * 2 + 3 * (2 + 2 * 4) + 1);
     assert!(r.boundary_overhead_share() <= 1.0);
@@ -165,10 +164,10 @@ fn high_water_marks_are_reset_between_phases() {
     assert_eq!(p.phases[1].peak_bytes, 2 * MIB + 4 * MIB);
     assert_eq!(p.peak_bytes, 102 * MIB);
     assert_eq!(p.peak_phase, Some(Phase::Params));
-    assert_eq!(p.at_peak.parameters, 2 * MIB);
-    assert_eq!(p.at_peak.temporaries, 100 * MIB);
-    assert_eq!(p.category_peaks.temporaries, 100 * MIB);
-    assert_eq!(p.category_peaks.untracked, 0);
+    assert_eq!(p.at_peak[Category::Parameters], 2 * MIB);
+    assert_eq!(p.at_peak[Category::Temporaries], 100 * MIB);
+    assert_eq!(p.category_peaks[Category::Temporaries], 100 * MIB);
+    assert_eq!(p.category_peaks[Category::Untracked], 0);
 }
 
 /// Memory freed on a stream is reusable on it at once (the CUDA Programming Guide's
@@ -197,12 +196,12 @@ fn a_stream_ordered_free_is_reused_on_the_stream_at_once() {
     assert_eq!(p.phases[0].end_bytes, 6 * MIB);
     // max(A, B) on top of the activations, not A + B.
     assert_eq!(p.peak_bytes, 6 * MIB + 2 * MIB);
-    assert_eq!(p.at_peak.activations, 6 * MIB);
-    assert_eq!(p.at_peak.temporaries, 2 * MIB);
+    assert_eq!(p.at_peak[Category::Activations], 6 * MIB);
+    assert_eq!(p.at_peak[Category::Temporaries], 2 * MIB);
     assert_eq!(r.pool.used_peak_bytes, 8 * MIB);
     // Freed before its iteration ended: activations, not workspace.
     assert_eq!(p.iteration_end_bytes, vec![0]);
-    assert_eq!(p.category_peaks.workspace, 0);
+    assert_eq!(p.category_peaks[Category::Workspace], 0);
     assert!(fake.syncs() >= 5);
 }
 
@@ -257,12 +256,12 @@ fn out_of_memory_inside_a_step_reports_the_breakdown_and_the_request() {
     assert_eq!(oom.total_bytes, SMALL_TOTAL);
     let p = oom.profile.as_ref().expect("measured up to the failure");
     assert_eq!(p.fidelity, Fidelity::Exact);
-    assert_eq!(p.at_peak.parameters, 16 * MIB);
-    assert_eq!(p.at_peak.optimizer_state, 32 * MIB);
+    assert_eq!(p.at_peak[Category::Parameters], 16 * MIB);
+    assert_eq!(p.at_peak[Category::OptimizerState], 32 * MIB);
     // The forward allocation never saw its iteration end: the ledger files a forward
     // survivor still alive at the end as workspace.
     assert_eq!(
-        p.at_peak.activations + p.at_peak.workspace,
+        p.at_peak[Category::Activations] + p.at_peak[Category::Workspace],
         4 * MIB,
         "{p:#?}"
     );
@@ -528,8 +527,8 @@ fn forward_survivors_that_outlive_the_iteration_are_workspace() {
         h.mark(Event::IterationEnd);
     }
     let p = h.finish().profile;
-    assert_eq!(p.category_peaks.workspace, 4 * MIB);
-    assert_eq!(p.category_peaks.activations, 0);
+    assert_eq!(p.category_peaks[Category::Workspace], 4 * MIB);
+    assert_eq!(p.category_peaks[Category::Activations], 0);
     assert_eq!(p.leak_bytes_per_iteration, 0);
 }
 
@@ -554,7 +553,7 @@ fn reserved_is_at_least_used_and_fragmentation_is_reported() {
     // The pool's slack (reserved − used) is reported as fragmentation, not untracked:
     // at a boundary it is mostly the just-ended phase's freed temporaries, which the
     // breakdown already counts.
-    assert_eq!(r.profile.category_peaks.untracked, 0);
+    assert_eq!(r.profile.category_peaks[Category::Untracked], 0);
 }
 
 /// The pool's recorded `RESERVED_MEM_HIGH` reaches the snapshot body of a device
@@ -620,10 +619,10 @@ fn untracked_is_device_used_minus_pool_used() {
     h.mark(Event::IterationEnd);
     let p = h.finish().profile;
     assert_eq!(expected, 32 * MIB);
-    assert_eq!(p.at_peak.untracked, expected);
+    assert_eq!(p.at_peak[Category::Untracked], expected);
     assert_eq!(p.peak_bytes, 4 * MIB + 6 * MIB + 32 * MIB);
     assert_eq!(p.at_peak.total(), p.peak_bytes);
-    assert_eq!(p.at_peak.parameters, 4 * MIB);
+    assert_eq!(p.at_peak[Category::Parameters], 4 * MIB);
     assert_eq!(p.peak_phase, Some(Phase::Forward));
     // Untracked is charged from the start of the interval it grew in: forward's peak
     // includes it.
@@ -650,16 +649,15 @@ fn without_pools_it_falls_back_to_mem_get_info_deltas() {
     assert_eq!(p.peak_bytes, 24 * MIB);
     assert_eq!(
         p.at_peak,
-        CategoryBytes {
-            parameters: 4 * MIB,
-            optimizer_state: 8 * MIB,
-            inputs: 2 * MIB,
-            activations: 6 * MIB,
-            gradients: 4 * MIB,
-            ..CategoryBytes::default()
-        }
+        CategoryBytes::from([
+            (Category::Parameters, 4 * MIB),
+            (Category::OptimizerState, 8 * MIB),
+            (Category::Inputs, 2 * MIB),
+            (Category::Activations, 6 * MIB),
+            (Category::Gradients, 4 * MIB),
+        ])
     );
-    assert_eq!(p.at_peak.untracked, 0);
+    assert_eq!(p.at_peak[Category::Untracked], 0);
 }
 
 #[test]
@@ -673,7 +671,7 @@ fn tracked_allocations_are_exact_and_match_the_ledger() {
     let reference = ledger::profile(&events);
     assert_eq!(p.fidelity, Fidelity::Exact);
     // Whole granules and no outside allocations: nothing untracked.
-    assert_eq!(p.at_peak.untracked, 0);
+    assert_eq!(p.at_peak[Category::Untracked], 0);
     assert_eq!(p.at_peak, reference.at_peak);
     assert_eq!(p.peak_bytes, reference.peak_bytes);
     assert_eq!(p.peak_phase, reference.peak_phase);
@@ -682,7 +680,7 @@ fn tracked_allocations_are_exact_and_match_the_ledger() {
     assert_eq!(p.phases, reference.phases);
     assert_eq!(p.iteration_end_bytes, reference.iteration_end_bytes);
     assert_eq!(p.allocations, reference.allocations);
-    assert_eq!(p.at_peak.temporaries, 2 * MIB);
+    assert_eq!(p.at_peak[Category::Temporaries], 2 * MIB);
     assert_eq!(p.at_peak.total(), p.peak_bytes);
 }
 
@@ -712,8 +710,8 @@ fn tracked_allocations_with_untracked_device_memory() {
                 .contains("2.00 MiB of the pool's memory was allocated without being reported"))
     );
     // Memory outside the pool stays untracked; the pool's growth is charged to phases.
-    assert_eq!(p.at_peak.untracked, 16 * MIB);
-    assert_eq!(p.at_peak.parameters, 4 * MIB);
+    assert_eq!(p.at_peak[Category::Untracked], 16 * MIB);
+    assert_eq!(p.at_peak[Category::Parameters], 4 * MIB);
     assert_eq!(p.at_peak.total(), p.peak_bytes);
     assert_eq!(p.allocations, 0);
 }
@@ -748,7 +746,7 @@ fn a_pool_rounding_to_512_bytes_keeps_a_tracked_run_exact() {
     assert_eq!(fake.used(), 100 * 1024);
     let p = h.finish().profile;
     assert_eq!(p.fidelity, Fidelity::Exact);
-    assert_eq!(p.at_peak.parameters, 100 * 1000);
+    assert_eq!(p.at_peak[Category::Parameters], 100 * 1000);
     assert_eq!(p.not_seen_bytes, None);
 }
 
@@ -800,7 +798,7 @@ fn tags_and_tracked_events_pass_through_boundary() {
     let syncs = fake.syncs();
     let r = s.finish().unwrap();
     assert_eq!(fake.syncs(), syncs + 1);
-    assert_eq!(r.profile.at_peak.workspace, 2 * MIB);
+    assert_eq!(r.profile.at_peak[Category::Workspace], 2 * MIB);
     assert_eq!(r.profile.fidelity, Fidelity::Exact);
     assert_eq!(r.device.name, "FakePool");
     assert_eq!(r.device.cuda_version.as_deref(), Some("12.8"));
@@ -837,7 +835,11 @@ fn a_device_without_a_driver_reports_no_driver() {
             let p = &r.profile;
             assert_eq!(p.fidelity, Fidelity::Exact, "{p:#?}");
             assert_eq!(p.allocations, 1, "{p:#?}");
-            assert_eq!(p.category_peaks.parameters, BYTES as u64, "{p:#?}");
+            assert_eq!(
+                p.category_peaks[Category::Parameters],
+                BYTES as u64,
+                "{p:#?}"
+            );
             assert!(p.peak_bytes >= BYTES as u64, "{p:#?}");
             assert_eq!(p.peak_bytes, p.at_peak.total());
         }
@@ -875,7 +877,7 @@ fn allocation_records_are_exact_without_tracking() {
     assert_eq!(r.profile.fidelity, Fidelity::Exact);
     // The very same profile as the harness's tracked allocations.
     assert_eq!(r.profile, reference.profile);
-    assert_eq!(r.profile.at_peak.temporaries, 2 * MIB);
+    assert_eq!(r.profile.at_peak[Category::Temporaries], 2 * MIB);
     assert_eq!(r.profile.allocations, 2 + 3 * 5);
     assert_eq!(r.boundaries, reference.boundaries);
 }
@@ -907,11 +909,10 @@ fn records_put_allocations_inside_their_tag() {
     let p = s.finish().unwrap().profile;
     assert_eq!(
         p.at_peak,
-        CategoryBytes {
-            activations: 8 * MIB,
-            workspace: 4 * MIB,
-            ..CategoryBytes::default()
-        }
+        CategoryBytes::from([
+            (Category::Activations, 8 * MIB),
+            (Category::Workspace, 4 * MIB)
+        ])
     );
 }
 
@@ -925,7 +926,7 @@ fn records_of_other_devices_are_ignored() {
     s.boundary(&Event::PhaseEnd).unwrap();
     let p = s.finish().unwrap().profile;
     assert_eq!(p.peak_bytes, 4 * MIB);
-    assert_eq!(p.at_peak.parameters, 4 * MIB);
+    assert_eq!(p.at_peak[Category::Parameters], 4 * MIB);
     assert_eq!(p.allocations, 1);
 }
 
@@ -940,7 +941,7 @@ fn records_before_the_session_are_baseline() {
     s.boundary(&Event::PhaseEnd).unwrap();
     let p = s.finish().unwrap().profile;
     assert_eq!(p.fidelity, Fidelity::Exact);
-    assert_eq!(p.at_peak.parameters, 2 * MIB);
+    assert_eq!(p.at_peak[Category::Parameters], 2 * MIB);
     assert_eq!(p.allocations, 1);
     assert_eq!(p.peak_bytes, 2 * MIB);
 }
@@ -958,9 +959,9 @@ fn records_leave_untracked_to_device_memory_outside_them() {
     h.mark(Event::IterationEnd);
     let p = h.finish().profile;
     assert_eq!(p.fidelity, Fidelity::Exact);
-    assert_eq!(p.at_peak.untracked, 16 * MIB);
-    assert_eq!(p.at_peak.parameters, 4 * MIB);
-    assert_eq!(p.at_peak.workspace, 2 * MIB);
+    assert_eq!(p.at_peak[Category::Untracked], 16 * MIB);
+    assert_eq!(p.at_peak[Category::Parameters], 4 * MIB);
+    assert_eq!(p.at_peak[Category::Workspace], 2 * MIB);
     assert_eq!(p.at_peak.total(), p.peak_bytes);
 }
 
@@ -1049,9 +1050,9 @@ fn cupti_sees_cudarc_allocations_on_a_real_device() {
     let p = &r.profile;
     assert_eq!(r.allocation_records, Some("CUPTI"));
     assert_eq!(p.fidelity, Fidelity::Exact);
-    assert_eq!(p.category_peaks.parameters, 4 << 20, "{p:#?}");
+    assert_eq!(p.category_peaks[Category::Parameters], 4 << 20, "{p:#?}");
     if pooled {
-        assert_eq!(p.category_peaks.temporaries, 2 << 20, "{p:#?}");
+        assert_eq!(p.category_peaks[Category::Temporaries], 2 << 20, "{p:#?}");
     }
     assert_eq!(p.allocations, if pooled { 2 } else { 1 });
     assert_eq!(p.at_peak.total(), p.peak_bytes);
@@ -1126,11 +1127,11 @@ fn a_fragmented_pool_reserves_what_the_pool_model_predicts() {
     assert_eq!(p.fidelity, Fidelity::Exact);
     assert_eq!(p.not_seen_bytes, None);
     assert_eq!(p.reserved_peak_bytes, Some(reserved));
-    assert_eq!(p.category_peaks.activations, 8 * (MIB + 100));
+    assert_eq!(p.category_peaks[Category::Activations], 8 * (MIB + 100));
     // Untracked at the peak is the pool's rounding of the eight blocks (412 B each),
     // device memory no tracked size holds; the fragmentation, reserved but not used,
     // is not untracked.
-    assert_eq!(p.at_peak.untracked, 8 * (512 - 100));
+    assert_eq!(p.at_peak[Category::Untracked], 8 * (512 - 100));
 }
 
 /// The same step with a 4 MiB workspace taken from the pool inside backward and given

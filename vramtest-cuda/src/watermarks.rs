@@ -607,8 +607,8 @@ mod tests {
         assert_eq!(p.fidelity, Fidelity::Phase);
         assert_eq!(p.peak_bytes, 5 * MIB);
         assert_eq!(p.peak_phase, Some(Phase::Params));
-        assert_eq!(p.at_peak.parameters, 4 * MIB);
-        assert_eq!(p.at_peak.temporaries, MIB);
+        assert_eq!(p.at_peak[Category::Parameters], 4 * MIB);
+        assert_eq!(p.at_peak[Category::Temporaries], MIB);
         assert_eq!(p.at_peak.total(), p.peak_bytes);
         assert_eq!(p.phases[0].start_bytes, 0);
         assert_eq!(p.phases[0].peak_bytes, 5 * MIB);
@@ -636,8 +636,8 @@ mod tests {
         assert_eq!(p.peak_bytes, 3 * MIB);
         // The 3 MiB chunk was split: 2 MiB freed within the iteration (activations),
         // 1 MiB outlived it (workspace).
-        assert_eq!(p.at_peak.activations, 2 * MIB);
-        assert_eq!(p.at_peak.workspace, MIB);
+        assert_eq!(p.at_peak[Category::Activations], 2 * MIB);
+        assert_eq!(p.at_peak[Category::Workspace], MIB);
         assert_eq!(p.iteration_end_bytes, vec![MIB]);
     }
 
@@ -658,7 +658,7 @@ mod tests {
             end,
         ];
         let p = profile(&events, &base, &samples, Source::Pool);
-        assert_eq!(p.at_peak.untracked, 32 * MIB);
+        assert_eq!(p.at_peak[Category::Untracked], 32 * MIB);
         assert_eq!(p.peak_bytes, 40 * MIB);
         assert_eq!(p.at_peak.total(), p.peak_bytes);
         assert_eq!(p.baseline_bytes, 500 * MIB);
@@ -673,8 +673,8 @@ mod tests {
             x.reserved_high = 0;
         }
         let p = profile(&events, &Sample::default(), &samples, Source::DeviceUsed);
-        assert_eq!(p.at_peak.parameters, 6 * MIB);
-        assert_eq!(p.at_peak.untracked, 0);
+        assert_eq!(p.at_peak[Category::Parameters], 6 * MIB);
+        assert_eq!(p.at_peak[Category::Untracked], 0);
         assert_eq!(p.reserved_peak_bytes, None);
     }
 
@@ -718,12 +718,11 @@ mod tests {
         assert_eq!(p.allocations, 3);
         assert_eq!(
             p.at_peak,
-            CategoryBytes {
-                parameters: 100,
-                activations: 50,
-                temporaries: 30,
-                ..CategoryBytes::default()
-            }
+            CategoryBytes::from([
+                (Category::Parameters, 100),
+                (Category::Activations, 50),
+                (Category::Temporaries, 30),
+            ])
         );
     }
 

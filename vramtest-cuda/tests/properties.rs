@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use vramtest_cuda::{FakePool, PoolSession, Report};
-use vramtest_model::{Event, Fidelity, Phase, ledger};
+use vramtest_model::{Category, Event, Fidelity, Phase, ledger};
 
 const MIB: u64 = 1 << 20;
 
@@ -111,7 +111,7 @@ proptest! {
         let (r, _) = run(&ops, false, true);
         prop_assert_eq!(r.profile.fidelity, Fidelity::Phase);
         prop_assert_eq!(r.profile.peak_bytes, r.pool.used_peak_bytes);
-        prop_assert_eq!(r.profile.at_peak.untracked, 0);
+        prop_assert_eq!(r.profile.at_peak[Category::Untracked], 0);
     }
 
     /// Tracked allocations with nothing else on the device: exactly the ledger's profile.

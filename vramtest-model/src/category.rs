@@ -1,33 +1,64 @@
 //! The names practitioners reason about: where memory goes (`Category`) and
 //! when it was allocated (`Phase`). Their serialized names are a stable contract.
 
+use enum_map::Enum;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// Where a byte of memory is charged. The serialized names never change:
-/// snapshots committed in users' repositories depend on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
+/// Declares [`Category`] from one list: each category's doc and its stable name, in
+/// report order. The enum, [`Category::ALL`], [`Category::as_str`], the serialized names
+/// and the per-category map ([`crate::CategoryBytes`], an [`enum_map::EnumMap`]) all
+/// follow from it.
+macro_rules! categories {
+    ($($(#[doc = $doc:literal])* $variant:ident => $name:literal,)+) => {
+        /// Where a byte of memory is charged. The serialized names never change:
+        /// snapshots committed in users' repositories depend on them.
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Enum,
+        )]
+        pub enum Category {
+            $($(#[doc = $doc])* #[serde(rename = $name)] $variant,)+
+        }
+
+        impl Category {
+            /// Every category, in report order.
+            pub const ALL: [Category; [$($name),+].len()] = [$(Category::$variant),+];
+
+            /// The stable serialized name (`optimizer_state`).
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Category::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+// A new category is one entry here (with its doc); then the compiler asks for its color
+// (`vramtest-chart`'s color table). Besides: the rule that charges bytes to it (the
+// ledger, or `Phase::survivor_category`), whether it holds tensors (`TENSORS` below),
+// and a step that reads the snapshots written before it (`SCHEMA` bumped, and
+// `snapshot::migrate::MIGRATIONS` with `migrate::add_category`).
+categories! {
     /// Model weights and biases (allocated in the `params` phase).
-    Parameters,
+    Parameters => "parameters",
     /// Gradients: `backward` survivors released within their iteration.
-    Gradients,
+    Gradients => "gradients",
     /// Optimizer state: moments, master copies (`optimizer_init` / `optimizer_step` survivors).
-    OptimizerState,
+    OptimizerState => "optimizer_state",
     /// Forward-pass survivors that are released within their iteration.
-    Activations,
+    Activations => "activations",
     /// The batch: `inputs` survivors released within their iteration.
-    Inputs,
+    Inputs => "inputs",
     /// Anything freed before the phase that allocated it ended.
-    Temporaries,
+    Temporaries => "temporaries",
     /// Long-lived scratch space and caches: survivors of `inputs`, `forward`, `backward`
     /// and untagged work outside phases that outlive their iteration (a gemm packing
     /// buffer, a cuBLAS workspace).
-    Workspace,
+    Workspace => "workspace",
     /// Memory the probe did not see allocated: on a GPU, driver-used minus tracked.
-    Untracked,
+    Untracked => "untracked",
 }
 
 impl Category {
@@ -41,32 +72,6 @@ impl Category {
         Category::Inputs,
         Category::Temporaries,
     ];
-
-    /// Every category, in report order.
-    pub const ALL: [Category; 8] = [
-        Category::Parameters,
-        Category::Gradients,
-        Category::OptimizerState,
-        Category::Activations,
-        Category::Inputs,
-        Category::Temporaries,
-        Category::Workspace,
-        Category::Untracked,
-    ];
-
-    /// The stable serialized name (`optimizer_state`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Parameters => "parameters",
-            Category::Gradients => "gradients",
-            Category::OptimizerState => "optimizer_state",
-            Category::Activations => "activations",
-            Category::Inputs => "inputs",
-            Category::Temporaries => "temporaries",
-            Category::Workspace => "workspace",
-            Category::Untracked => "untracked",
-        }
-    }
 
     /// Position in [`Category::ALL`]; handy for fixed-size per-category arrays.
     pub fn index(self) -> usize {

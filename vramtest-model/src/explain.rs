@@ -55,7 +55,7 @@ fn near(m: f64, k: f64) -> bool {
 /// peak (or a predicted configuration's figures). Empty when there are no parameters
 /// to compare with.
 pub fn ratios(category_peaks: &CategoryBytes) -> Vec<Ratio> {
-    let params = category_peaks.parameters;
+    let params = category_peaks[Category::Parameters];
     if params == 0 {
         return Vec::new();
     }
@@ -66,10 +66,10 @@ pub fn ratios(category_peaks: &CategoryBytes) -> Vec<Ratio> {
 /// or a gradient for only a small share of the weights (a backward pass that silently
 /// stops short of most of them).
 fn gradients(c: &CategoryBytes) -> Ratio {
-    let g = c.gradients as f64 / c.parameters as f64;
+    let g = c[Category::Gradients] as f64 / c[Category::Parameters] as f64;
     let (meaning, drift) = if near(g, 1.0) {
         ("one gradient per weight".to_owned(), false)
-    } else if c.gradients == 0 {
+    } else if c[Category::Gradients] == 0 {
         (
             "no gradients kept: frozen weights or no backward pass".to_owned(),
             false,
@@ -129,9 +129,9 @@ fn optimizer_formula(m: f64) -> Option<(&'static str, bool)> {
 /// of the weights train (gradients under the parameters: buffers such as rotary tables
 /// built in `t.params`), against the gradients, which measure the weights that train.
 fn optimizer_state(c: &CategoryBytes) -> Ratio {
-    let o = c.optimizer_state as f64 / c.parameters as f64;
-    let trained = c.gradients > 0 && c.gradients < c.parameters;
-    let by_gradients = c.optimizer_state as f64 / c.gradients.max(1) as f64;
+    let o = c[Category::OptimizerState] as f64 / c[Category::Parameters] as f64;
+    let trained = c[Category::Gradients] > 0 && c[Category::Gradients] < c[Category::Parameters];
+    let by_gradients = c[Category::OptimizerState] as f64 / c[Category::Gradients].max(1) as f64;
     let (base, multiple, meaning, drift) = match optimizer_formula(o) {
         Some((meaning, drift)) => (Category::Parameters, o, meaning.to_owned(), drift),
         None => match optimizer_formula(by_gradients).filter(|_| trained && by_gradients > 0.5) {
@@ -229,9 +229,9 @@ pub fn hints(m: &Measured<'_>) -> Vec<Hint> {
         .unwrap_or_else(|| "no phase".to_owned());
     let mut out = Vec::new();
 
-    let temps = m.at_peak.temporaries;
+    let temps = m.at_peak[Category::Temporaries];
     if share(temps) >= HINT_SHARE {
-        let largest_param = m.category_peaks.parameters;
+        let largest_param = m.category_peaks[Category::Parameters];
         let how = match m.peak_phase {
             Some(Phase::OptimizerStep) => "an in-place or fused update",
             Some(Phase::Forward) | Some(Phase::Backward) => "fused kernels or in-place ops",
@@ -257,7 +257,7 @@ pub fn hints(m: &Measured<'_>) -> Vec<Hint> {
         });
     }
 
-    let acts = m.at_peak.activations;
+    let acts = m.at_peak[Category::Activations];
     // Without a sweep nothing measured says how activations grow: no hint.
     if share(acts) >= HINT_SHARE
         && let Some((batch, per_sample)) = m.scaling.and_then(activations_per_sample)
@@ -277,7 +277,7 @@ pub fn hints(m: &Measured<'_>) -> Vec<Hint> {
         }
     }
 
-    let grads = m.at_peak.gradients;
+    let grads = m.at_peak[Category::Gradients];
     if m.peak_phase == Some(Phase::OptimizerStep) && share(grads) >= HINT_SHARE {
         out.push(Hint {
             saving_bytes: grads,
@@ -289,8 +289,8 @@ pub fn hints(m: &Measured<'_>) -> Vec<Hint> {
         });
     }
 
-    let opt = m.at_peak.optimizer_state;
-    let params = m.category_peaks.parameters;
+    let opt = m.at_peak[Category::OptimizerState];
+    let params = m.category_peaks[Category::Parameters];
     if params > 0 && opt as f64 >= 1.5 * params as f64 && share(opt) >= HINT_SHARE {
         let saved = opt / 4 * 3;
         out.push(Hint {
@@ -315,12 +315,11 @@ mod tests {
     use super::*;
 
     fn peaks(params: u64, grads: u64, opt: u64) -> CategoryBytes {
-        CategoryBytes {
-            parameters: params,
-            gradients: grads,
-            optimizer_state: opt,
-            ..CategoryBytes::default()
-        }
+        CategoryBytes::from([
+            (Category::Parameters, params),
+            (Category::Gradients, grads),
+            (Category::OptimizerState, opt),
+        ])
     }
 
     #[test]
@@ -399,14 +398,13 @@ mod tests {
 
     #[test]
     fn hints_come_largest_saving_first_and_at_most_three() {
-        let at_peak = CategoryBytes {
-            parameters: 100,
-            gradients: 100,
-            optimizer_state: 200,
-            activations: 300,
-            temporaries: 250,
-            ..CategoryBytes::default()
-        };
+        let at_peak = CategoryBytes::from([
+            (Category::Parameters, 100),
+            (Category::Gradients, 100),
+            (Category::OptimizerState, 200),
+            (Category::Activations, 300),
+            (Category::Temporaries, 250),
+        ]);
         let h = hints(&Measured {
             peak_bytes: at_peak.total(),
             peak_phase: Some(Phase::OptimizerStep),
@@ -422,11 +420,8 @@ mod tests {
 
     #[test]
     fn small_categories_give_no_hint() {
-        let at_peak = CategoryBytes {
-            parameters: 1000,
-            temporaries: 10,
-            ..CategoryBytes::default()
-        };
+        let at_peak =
+            CategoryBytes::from([(Category::Parameters, 1000), (Category::Temporaries, 10)]);
         let h = hints(&Measured {
             peak_bytes: at_peak.total(),
             peak_phase: Some(Phase::Forward),

@@ -146,7 +146,7 @@ pub fn profile_observing(
     // The phases open at each observation (innermost last), and each phase's own
     // highest live bytes per category.
     let mut open: Vec<Phase> = Vec::new();
-    let mut phase_peaks: Vec<(Phase, [u64; 8])> = Vec::new();
+    let mut phase_peaks: Vec<(Phase, [u64; Category::ALL.len()])> = Vec::new();
     let totals = walk.tape.replay(|k, live| {
         while let Some(&(_, marker)) = markers.next_if(|&&(before, _)| before <= k) {
             skipped += 1;
@@ -162,7 +162,7 @@ pub fn profile_observing(
             let i = match phase_peaks.iter().position(|(p, _)| *p == phase) {
                 Some(i) => i,
                 None => {
-                    phase_peaks.push((phase, [0; 8]));
+                    phase_peaks.push((phase, [0; Category::ALL.len()]));
                     phase_peaks.len() - 1
                 }
             };
@@ -198,7 +198,7 @@ pub fn leak_per_iteration(iteration_end_bytes: &[u64]) -> u64 {
         .unwrap_or(0)
 }
 
-fn to_bytes(live: &[u64; 8]) -> CategoryBytes {
+fn to_bytes(live: &[u64; Category::ALL.len()]) -> CategoryBytes {
     let mut out = CategoryBytes::default();
     for c in Category::ALL {
         out[c] = live[c.index()];
@@ -253,8 +253,12 @@ impl Tape {
 
     /// Walks the changes, calling `observe` after each allocation, release and resize
     /// (its number among them, from 0) with the live bytes per category (by index).
-    pub fn replay(&self, mut observe: impl FnMut(usize, &[u64; 8])) -> Totals {
-        let (mut live, mut peaks, mut at_peak) = ([0u64; 8], [0u64; 8], [0u64; 8]);
+    pub fn replay(&self, mut observe: impl FnMut(usize, &[u64; Category::ALL.len()])) -> Totals {
+        let (mut live, mut peaks, mut at_peak) = (
+            [0u64; Category::ALL.len()],
+            [0u64; Category::ALL.len()],
+            [0u64; Category::ALL.len()],
+        );
         let (mut total, mut highest, mut k) = (0u64, 0u64, 0usize);
         for change in &self.changes {
             if change.block != NO_BLOCK {
@@ -359,7 +363,7 @@ struct Walk {
     peak_iteration: Option<u32>,
     /// Bytes released after the last iteration ended (or alive at the end), made or
     /// resized after the warm-up, by category and site; reset when another starts.
-    sites: [[u64; SITES]; 8],
+    sites: [[u64; SITES]; Category::ALL.len()],
     first_forward_kept_bytes: u64,
     /// CPU-only blocks alive (id → bytes), their live total and its peak.
     cpu_only: HashMap<u64, u64, BuildHasherDefault<IdHasher>>,
@@ -389,7 +393,7 @@ impl Walk {
             peak: 0,
             peak_phase: None,
             peak_iteration: None,
-            sites: [[0; SITES]; 8],
+            sites: [[0; SITES]; Category::ALL.len()],
             first_forward_kept_bytes: 0,
             cpu_only: HashMap::default(),
             cpu_only_total: 0,
@@ -617,7 +621,7 @@ impl Walk {
                 if let Some(iteration) = self.iteration {
                     self.end_iteration(iteration);
                 }
-                self.sites = [[0; SITES]; 8];
+                self.sites = [[0; SITES]; Category::ALL.len()];
                 self.first_forward_kept_bytes = 0;
                 self.iteration = Some(self.iteration_ended.len() as u32);
                 self.number = Some(number);

@@ -211,22 +211,28 @@ pub enum LimitKey {
 }
 
 impl LimitKey {
-    /// Every key, in the order messages list them.
-    pub const ALL: [LimitKey; 13] = [
-        LimitKey::Tolerance,
-        LimitKey::Peak,
-        LimitKey::Reserved,
-        LimitKey::Leak,
-        LimitKey::CpuOnly,
-        LimitKey::Category(Category::Parameters),
-        LimitKey::Category(Category::Gradients),
-        LimitKey::Category(Category::OptimizerState),
-        LimitKey::Category(Category::Activations),
-        LimitKey::Category(Category::Inputs),
-        LimitKey::Category(Category::Temporaries),
-        LimitKey::Category(Category::Workspace),
-        LimitKey::Category(Category::Untracked),
-    ];
+    /// Every key, in the order messages list them: the keys of their own, then every
+    /// category under its own name, as [`Category::ALL`] lists them.
+    pub const ALL: [LimitKey; 5 + Category::ALL.len()] = {
+        const OWN: [LimitKey; 5] = [
+            LimitKey::Tolerance,
+            LimitKey::Peak,
+            LimitKey::Reserved,
+            LimitKey::Leak,
+            LimitKey::CpuOnly,
+        ];
+        let mut all = [LimitKey::Tolerance; 5 + Category::ALL.len()];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = if i < OWN.len() {
+                OWN[i]
+            } else {
+                LimitKey::Category(Category::ALL[i - OWN.len()])
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The key as written: `tolerance`, `peak`, `reserved`, `leak`, `cpu_only` or a
     /// category's name.

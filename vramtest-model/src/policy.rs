@@ -14,7 +14,7 @@ pub struct Policy {
     /// Allowed growth of the total peak.
     pub peak: Limit,
     /// Allowed growth of each category's own peak, indexed by [`Category::index`].
-    pub categories: [Limit; 8],
+    pub categories: [Limit; Category::ALL.len()],
     /// Allowed growth of a CUDA pool's reserved peak (`reserved_bytes`, device results
     /// only): [`Limit::RESERVED`] by default; `tolerance` leaves it alone.
     pub reserved: Limit,
@@ -33,7 +33,7 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        let mut categories = [Limit::DEFAULT; 8];
+        let mut categories = [Limit::DEFAULT; Category::ALL.len()];
         categories[Category::Untracked.index()] = Limit::UNTRACKED;
         Policy {
             peak: Limit::DEFAULT,
@@ -426,8 +426,8 @@ pub fn compare(old: &Body, new: &Body, policy: &Policy) -> Comparison {
     if predates_cpu_only {
         notes.push(format!(
             "note: workspace {} → {}, peak {} → {}: recorded before CPU-only memory was kept apart (this run: {} of CPU-only memory, measured apart): not compared; re-accept to migrate the snapshot",
-            HumanBytes(old.category_peaks.workspace),
-            HumanBytes(new.category_peaks.workspace),
+            HumanBytes(old.category_peaks[Category::Workspace]),
+            HumanBytes(new.category_peaks[Category::Workspace]),
             HumanBytes(old.peak_bytes),
             HumanBytes(new.peak_bytes),
             HumanBytes(new.cpu_only.unwrap_or(0)),

@@ -2,6 +2,8 @@
 
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
+use enum_map::EnumMap;
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::ops::{Index, IndexMut};
@@ -10,68 +12,103 @@ use std::ops::{Index, IndexMut};
 /// created parameters.
 pub const LAZY_HINT_MIN_BYTES: u64 = 256 * 1024;
 
-/// Bytes per category, one field per [`Category`], serialized in report order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CategoryBytes {
-    /// Tensors that hold the model's weights.
-    pub parameters: u64,
-    /// Gradients kept for the optimizer.
-    pub gradients: u64,
-    /// The optimizer's own state (momentum, variance, master copies).
-    pub optimizer_state: u64,
-    /// What the forward pass keeps for the backward pass.
-    pub activations: u64,
-    /// The batch (and its labels).
-    pub inputs: u64,
-    /// Freed within the phase that allocated it.
-    pub temporaries: u64,
-    /// Library scratch and caches that outlive their iteration.
-    pub workspace: u64,
-    /// Device memory the probe did not see (context, library handles).
-    pub untracked: u64,
-}
+/// Bytes per category: a map indexed by [`Category`] (`bytes[Category::Activations]`),
+/// serialized as an object keyed by the categories' names in report order. Reading is
+/// strict, as for a struct: every category once, no other key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct CategoryBytes(EnumMap<Category, u64>);
 
 impl CategoryBytes {
+    /// Each category's bytes from `f`.
+    pub fn from_fn(f: impl FnMut(Category) -> u64) -> CategoryBytes {
+        CategoryBytes(EnumMap::from_fn(f))
+    }
+
     /// The sum over all categories.
     pub fn total(&self) -> u64 {
-        Category::ALL.iter().map(|&c| self[c]).sum()
+        self.0.values().sum()
     }
 
     /// `(category, bytes)` pairs in report order.
     pub fn iter(&self) -> impl Iterator<Item = (Category, u64)> + '_ {
-        Category::ALL.into_iter().map(move |c| (c, self[c]))
+        self.0.iter().map(|(c, &b)| (c, b))
+    }
+}
+
+/// The categories named, the others 0.
+impl<const N: usize> From<[(Category, u64); N]> for CategoryBytes {
+    fn from(pairs: [(Category, u64); N]) -> CategoryBytes {
+        pairs.into_iter().collect()
+    }
+}
+
+/// The categories given (the last of a repeated one), the others 0.
+impl FromIterator<(Category, u64)> for CategoryBytes {
+    fn from_iter<I: IntoIterator<Item = (Category, u64)>>(pairs: I) -> CategoryBytes {
+        let mut bytes = CategoryBytes::default();
+        for (c, b) in pairs {
+            bytes[c] = b;
+        }
+        bytes
     }
 }
 
 impl Index<Category> for CategoryBytes {
     type Output = u64;
     fn index(&self, c: Category) -> &u64 {
-        match c {
-            Category::Parameters => &self.parameters,
-            Category::Gradients => &self.gradients,
-            Category::OptimizerState => &self.optimizer_state,
-            Category::Activations => &self.activations,
-            Category::Inputs => &self.inputs,
-            Category::Temporaries => &self.temporaries,
-            Category::Workspace => &self.workspace,
-            Category::Untracked => &self.untracked,
-        }
+        &self.0[c]
     }
 }
 
 impl IndexMut<Category> for CategoryBytes {
     fn index_mut(&mut self, c: Category) -> &mut u64 {
-        match c {
-            Category::Parameters => &mut self.parameters,
-            Category::Gradients => &mut self.gradients,
-            Category::OptimizerState => &mut self.optimizer_state,
-            Category::Activations => &mut self.activations,
-            Category::Inputs => &mut self.inputs,
-            Category::Temporaries => &mut self.temporaries,
-            Category::Workspace => &mut self.workspace,
-            Category::Untracked => &mut self.untracked,
+        &mut self.0[c]
+    }
+}
+
+impl<'de> Deserialize<'de> for CategoryBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(StrictCategories)
+    }
+}
+
+/// Reads a [`CategoryBytes`] object as serde's derive reads a struct with
+/// `deny_unknown_fields`: an unknown, repeated or missing category is an error naming it.
+struct StrictCategories;
+
+impl<'de> Visitor<'de> for StrictCategories {
+    type Value = CategoryBytes;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object with the bytes of each category")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CategoryBytes, A::Error> {
+        const NAMES: [&str; Category::ALL.len()] = {
+            let mut names = [""; Category::ALL.len()];
+            let mut i = 0;
+            while i < names.len() {
+                names[i] = Category::ALL[i].as_str();
+                i += 1;
+            }
+            names
+        };
+        let mut seen: EnumMap<Category, Option<u64>> = EnumMap::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let category: Category = key
+                .parse()
+                .map_err(|_| de::Error::unknown_field(&key, &NAMES))?;
+            if seen[category].is_some() {
+                return Err(de::Error::duplicate_field(category.as_str()));
+            }
+            seen[category] = Some(map.next_value()?);
         }
+        let mut bytes = CategoryBytes::default();
+        for (category, value) in seen {
+            bytes[category] = value.ok_or_else(|| de::Error::missing_field(category.as_str()))?;
+        }
+        Ok(bytes)
     }
 }
 
@@ -193,7 +230,7 @@ impl Profile {
             ));
         }
         let lazy = self.first_forward_kept_bytes;
-        let parameters = self.category_peaks.parameters;
+        let parameters = self.category_peaks[Category::Parameters];
         if lazy >= LAZY_HINT_MIN_BYTES && parameters < lazy / 4 {
             hints.push(format!(
                 "hint: `parameters` is {} but {} allocated in the first forward pass lived as long as the model (charged to `workspace`): \
@@ -215,5 +252,55 @@ impl Profile {
             .filter(|p| p.iteration.is_none() || p.iteration == last)
             .copied()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod category_bytes_tests {
+    use super::*;
+
+    #[test]
+    fn an_object_of_every_category_once_reads_and_writes_in_report_order() {
+        let bytes = CategoryBytes::from_fn(|c| 10 * c.index() as u64 + 1);
+        let text = serde_json::to_string(&bytes).unwrap();
+        let names: Vec<String> = Category::ALL
+            .iter()
+            .map(|c| format!("\"{c}\":{}", 10 * c.index() + 1))
+            .collect();
+        assert_eq!(text, format!("{{{}}}", names.join(",")));
+        assert_eq!(serde_json::from_str::<CategoryBytes>(&text).unwrap(), bytes);
+        assert_eq!(
+            bytes.total(),
+            Category::ALL
+                .iter()
+                .map(|c| 10 * c.index() as u64 + 1)
+                .sum::<u64>()
+        );
+    }
+
+    #[test]
+    fn a_repeated_unknown_or_missing_category_is_an_error_naming_it() {
+        let all = serde_json::to_value(CategoryBytes::default()).unwrap();
+        let text = serde_json::to_string(&all).unwrap();
+        let repeated = text.replacen('{', "{\"inputs\":1,", 1);
+        let err = serde_json::from_str::<CategoryBytes>(&repeated).unwrap_err();
+        assert!(
+            err.to_string().contains("duplicate field `inputs`"),
+            "{err}"
+        );
+        let unknown = text.replacen('{', "{\"vram\":1,", 1);
+        let err = serde_json::from_str::<CategoryBytes>(&unknown).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("unknown field `vram`, expected one of `parameters`"),
+            "{err}"
+        );
+        let mut missing = all.clone();
+        missing.as_object_mut().unwrap().remove("workspace");
+        let err = serde_json::from_value::<CategoryBytes>(missing).unwrap_err();
+        assert!(
+            err.to_string().contains("missing field `workspace`"),
+            "{err}"
+        );
     }
 }

@@ -587,15 +587,15 @@ struct Moment {
 #[derive(Debug)]
 struct Moments {
     peak: Option<Moment>,
-    category_peaks: [Option<Moment>; 8],
+    category_peaks: [Option<Moment>; Category::ALL.len()],
 }
 
 impl Moments {
     fn of(tape: &Tape) -> Moments {
         let mut best_total = 0;
-        let mut best = [0u64; 8];
+        let mut best = [0u64; Category::ALL.len()];
         let mut peak = None;
-        let mut category_peaks = [None; 8];
+        let mut category_peaks = [None; Category::ALL.len()];
         tape.replay(|at, live| {
             let total = live.iter().sum();
             if total > best_total {

@@ -17,16 +17,21 @@
 //! Everything volatile (device name, driver, tool version) lives in the header's `info`,
 //! which comparisons ignore; the body is deterministic for a deterministic program.
 
+mod header;
+pub mod migrate;
+
+pub use header::{CpuFingerprint, Header, HeaderError, Info};
+
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, PhaseRecord, Profile};
-use crate::sites::Site;
 use crate::sweep::AxesSweep;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The body's format version. Bump it when the body changes incompatibly.
+/// The body's format version. Bump it when the body changes incompatibly, with a step
+/// in [`migrate::MIGRATIONS`] that reads the bodies of the schema before.
 pub const SCHEMA: u32 = 1;
 
 /// The kind of device a snapshot was taken on; part of its file name.
@@ -155,7 +160,9 @@ impl Body {
     /// pool had allocated then (the peak without `untracked`, which is memory outside
     /// the pool). `None` without `reserved_bytes`.
     pub fn fragmentation_bytes(&self) -> Option<u64> {
-        let allocated = self.peak_bytes.saturating_sub(self.at_peak.untracked);
+        let allocated = self
+            .peak_bytes
+            .saturating_sub(self.at_peak[Category::Untracked]);
         self.reserved_bytes.map(|r| r.saturating_sub(allocated))
     }
 
@@ -164,136 +171,6 @@ impl Body {
         let mut s = serde_json::to_string_pretty(self).expect("a Body always serializes");
         s.push('\n');
         s
-    }
-}
-
-/// The header's volatile metadata. Lives under insta's `info` key, which `cargo insta`
-/// keeps when it rewrites a file.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Info {
-    /// `cpu`, or the GPU's name.
-    pub device: String,
-    /// How the figures were measured (`exact` or `phase`).
-    pub fidelity: Fidelity,
-    /// `vramtest <version>`.
-    pub tool: String,
-    /// GPU driver version, where there is one.
-    pub driver: Option<String>,
-    /// CUDA version, where there is one.
-    pub cuda: Option<String>,
-    /// The top call sites of each category at the peak, when the run captured them
-    /// (`cargo vramtest show --sites`, a regression): what a later failure compares its
-    /// own sites with. Volatile, like the rest of `info`: never compared.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sites: Vec<(Category, Vec<Site>)>,
-    /// For CPU results: the machine that measured them (CPU, instruction set, caches,
-    /// threads), which CPU-only memory depends on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine: Option<CpuFingerprint>,
-}
-
-/// Where a CPU result was measured. CPU-only memory (gemm's packing buffers) follows
-/// the CPU's caches and instruction set; the gated figures do not.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct CpuFingerprint {
-    /// The CPU's model name.
-    pub cpu: String,
-    /// The widest SIMD instruction set: `avx512`, `avx2`, `sse2`, `neon`.
-    pub isa: String,
-    /// The cache sizes: `L1d 48 KiB, L2 2048 KiB, L3 107520 KiB`.
-    pub caches: String,
-    /// The CPU threads the measured process ran with.
-    pub threads: u32,
-}
-
-impl CpuFingerprint {
-    /// The fingerprint in a snapshot header's `info` (`cpu`, `isa`, `caches`,
-    /// `threads`), as [`Snapshot::to_text`] writes it; `None` when it has none.
-    pub fn in_header(header: &str) -> Option<CpuFingerprint> {
-        let mut f = CpuFingerprint::default();
-        let mut seen = 0;
-        for line in info_lines(header) {
-            let Some((key, value)) = line.strip_prefix("  ").and_then(|l| l.split_once(':')) else {
-                continue;
-            };
-            if key.starts_with(' ') {
-                continue;
-            }
-            let value = yaml_unquote(value).unwrap_or_default();
-            match key {
-                "cpu" => f.cpu = value,
-                "isa" => f.isa = value,
-                "caches" => f.caches = value,
-                "threads" => f.threads = value.parse().ok()?,
-                _ => continue,
-            }
-            seen += 1;
-        }
-        (seen == 4).then_some(f)
-    }
-}
-
-impl fmt::Display for CpuFingerprint {
-    /// `AMD EPYC 7B13 (avx2; L1d 32 KiB, L2 512 KiB, L3 32768 KiB), 2 threads`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({}; {}), {} thread{}",
-            self.cpu,
-            self.isa,
-            self.caches,
-            self.threads,
-            if self.threads == 1 { "" } else { "s" }
-        )
-    }
-}
-
-impl Info {
-    /// The `sites` key of a snapshot header's `info`, as [`Snapshot::to_text`] writes it
-    /// or `cargo insta accept` rewrites it; empty when there is none (or it is not
-    /// readable: `info` is never worth failing a test over).
-    pub fn sites_in_header(header: &str) -> Vec<(Category, Vec<Site>)> {
-        let mut out: Vec<(Category, Vec<Site>)> = Vec::new();
-        let mut lines = info_lines(header);
-        let Some(_) = lines.find(|l| l.trim_end() == "  sites:") else {
-            return out;
-        };
-        for line in lines {
-            let indent = line.len() - line.trim_start().len();
-            let text = line.trim();
-            if indent <= 2 && !text.starts_with("- ") {
-                break;
-            }
-            if let Some(item) = text.strip_prefix("- ") {
-                if let (Some(last), Some(site)) = (out.last_mut(), yaml_unquote(item)) {
-                    last.1.extend(Site::from_line(&site));
-                }
-            } else if let Some(Ok(category)) = text.strip_suffix(':').map(str::parse) {
-                out.push((category, Vec::new()));
-            }
-        }
-        out
-    }
-}
-
-/// The lines of a snapshot header's `info` map: the indented lines after `info:`.
-fn info_lines(header: &str) -> impl Iterator<Item = &str> {
-    header
-        .lines()
-        .skip_while(|l| l.trim_end() != "info:")
-        .skip(1)
-        .take_while(|l| l.starts_with(' '))
-}
-
-/// A YAML scalar's text: plain, double-quoted (JSON's escapes) or single-quoted.
-fn yaml_unquote(s: &str) -> Option<String> {
-    let s = s.trim();
-    if s.starts_with('"') {
-        serde_json::from_str(s).ok()
-    } else if let Some(inner) = s.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
-        Some(inner.replace("''", "'"))
-    } else {
-        Some(s.to_owned())
     }
 }
 
@@ -311,71 +188,27 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Renders the file, header first.
-    pub fn to_text(&self) -> String {
-        let mut s = String::from("---\n");
-        s += &format!("source: {}\n", yaml_str(&self.source));
-        s += &format!(
-            "description: {}\n",
-            yaml_str(&format!(
+    /// The file's header: insta's keys, with the test's name as its `expression`.
+    pub fn header(&self) -> Header {
+        Header {
+            source: self.source.clone(),
+            assertion_line: None,
+            description: Some(format!(
                 "vramtest: peak memory of {} on {}, by category",
                 self.test, self.body.device_class
-            ))
-        );
-        s += &format!("expression: {}\n", yaml_str(&self.test));
-        s += "info:\n";
-        s += &format!("  device: {}\n", yaml_str(&self.info.device));
-        s += &format!(
-            "  fidelity: {}\n",
-            yaml_str(&self.info.fidelity.to_string())
-        );
-        s += &format!("  tool: {}\n", yaml_str(&self.info.tool));
-        if let Some(d) = &self.info.driver {
-            s += &format!("  driver: {}\n", yaml_str(d));
+            )),
+            expression: Some(self.test.clone()),
+            info: Some(self.info.clone()),
         }
-        if let Some(c) = &self.info.cuda {
-            s += &format!("  cuda: {}\n", yaml_str(c));
-        }
-        if let Some(m) = &self.info.machine {
-            s += &format!("  cpu: {}\n", yaml_str(&m.cpu));
-            s += &format!("  isa: {}\n", yaml_str(&m.isa));
-            s += &format!("  caches: {}\n", yaml_str(&m.caches));
-            s += &format!("  threads: {}\n", m.threads);
-        }
-        if !self.info.sites.is_empty() {
-            s += "  sites:\n";
-            for (category, sites) in &self.info.sites {
-                s += &format!("    {category}:\n");
-                for site in sites {
-                    s += &format!("      - {}\n", yaml_str(&site.to_line()));
-                }
-            }
-        }
-        s += "---\n";
-        s += &self.body.to_text();
-        s
     }
-}
 
-/// A YAML scalar, written the way `cargo insta accept` rewrites it (so accepting does
-/// not churn the header): plain when that is unambiguous, else JSON's quoted form, which
-/// is valid YAML.
-fn yaml_str(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars().all(|c| {
-            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '@' | '-' | ' ' | '(' | ')')
-        })
-        && !s.starts_with([' ', '-', '.', '@'])
-        && !s.ends_with(' ')
-        && !matches!(
-            s.to_ascii_lowercase().as_str(),
-            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~"
+    /// Renders the file, header first.
+    pub fn to_text(&self) -> String {
+        format!(
+            "---\n{}---\n{}",
+            self.header().to_yaml(),
+            self.body.to_text()
         )
-        && s.parse::<f64>().is_err();
-    if plain {
-        s.to_owned()
-    } else {
-        serde_json::to_string(s).expect("strings serialize")
     }
 }
 
@@ -414,29 +247,6 @@ mod timeline_tests {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::yaml_str;
-
-    #[test]
-    fn yaml_scalars_are_plain_only_when_unambiguous() {
-        for (input, expected) in [
-            ("tests/vram.rs", "tests/vram.rs"),
-            ("vramtest 0.1.0", "vramtest 0.1.0"),
-            ("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"),
-            ("a, b", "\"a, b\""),
-            ("key: value", "\"key: value\""),
-            ("true", "\"true\""),
-            ("12.8", "\"12.8\""),
-            ("", "\"\""),
-            ("-x", "\"-x\""),
-            ("#comment", "\"#comment\""),
-        ] {
-            assert_eq!(yaml_str(input), expected, "{input}");
-        }
-    }
-}
-
 /// A snapshot file that is not what it should be. Displayed `line N: what is wrong`;
 /// [`ParseError::line`] and [`ParseError::reason`] give the two apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -453,6 +263,13 @@ pub enum ParseError {
     UnclosedHeader {
         /// The file's last line (from 1).
         line: usize,
+    },
+    /// The header is not readable YAML, or lacks its `source`.
+    Header {
+        /// The line of the error (from 1).
+        line: usize,
+        /// What is wrong with it.
+        message: String,
     },
     /// The body is not valid JSON or not a valid body.
     Body {
@@ -488,6 +305,7 @@ impl ParseError {
             ParseError::NoHeader => 1,
             ParseError::UnclosedHeader { line }
             | ParseError::NotUtf8 { line }
+            | ParseError::Header { line, .. }
             | ParseError::Body { line, .. }
             | ParseError::Schema { line, .. }
             | ParseError::Inconsistent { line, .. } => *line,
@@ -506,6 +324,9 @@ impl ParseError {
             ParseError::UnclosedHeader { .. } => {
                 "the header is never closed by a `---` line".to_owned()
             }
+            ParseError::Header { message, .. } => format!(
+                "invalid snapshot header: {message} (hint: the header is YAML, as insta writes it)"
+            ),
             ParseError::Body { message, .. } => format!("invalid snapshot body: {message}"),
             ParseError::Schema { found, .. } if *found < u64::from(SCHEMA) => format!(
                 "snapshot schema {found} is older than this version's (schema {SCHEMA}), which no longer reads it (hint: re-create the snapshot: delete it and run the test)"
@@ -528,16 +349,23 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// What parsing keeps: the body (compared) and the header's raw lines (shown).
+/// What parsing keeps: the header (shown, never compared) and the body (compared).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
-    /// The header's lines between the `---` lines, as written.
-    pub header: String,
-    /// The body, parsed.
+    /// The header, parsed.
+    pub header: Header,
+    /// The header's lines between the `---` lines, as written: what `show` shows
+    /// (keys this version does not read included). Never read back.
+    pub header_lines: String,
+    /// The body, parsed, in this version's schema.
     pub body: Body,
+    /// The notes of the migration steps the body took from the schema it was written
+    /// in ([`migrate::MIGRATIONS`]); empty for a body of this version's schema.
+    pub migrated: Vec<&'static str>,
 }
 
-/// Parses a snapshot file's text. Header keys are not interpreted (`cargo insta accept`
+/// Parses a snapshot file's text. The header is read as insta reads it (YAML; keys it
+/// does not know and an `info` it cannot read are passed over, as `cargo insta accept`
 /// may have rewritten them); the body is parsed strictly.
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -565,42 +393,17 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     if !closed {
         return Err(ParseError::UnclosedHeader { line });
     }
+    // The header's first line is the file's second.
+    let header_lines = header;
+    let header = Header::from_yaml(&header_lines).map_err(|e| ParseError::Header {
+        line: 1 + e.line,
+        message: e.message,
+    })?;
     let body_text = &text[offset..];
     // serde_json counts a missing value at the end as the line after the last one.
     let last_line = 1 + text.matches('\n').count();
     let body_line = |e: &serde_json::Error| (line + e.line()).min(last_line);
-    // Check the schema first, so a future format gets a precise message.
-    let value: serde_json::Value =
-        serde_json::from_str(body_text).map_err(|e| ParseError::Body {
-            line: body_line(&e),
-            message: e.to_string(),
-        })?;
-    // The file line holding the `schema` key (the body starts after `line`).
-    let schema_line = line
-        + 1
-        + body_text
-            .lines()
-            .position(|l| l.contains("\"schema\""))
-            .unwrap_or(0);
-    match value.get("schema").and_then(|v| v.as_u64()) {
-        Some(s) if s == SCHEMA as u64 => {}
-        Some(found) => {
-            return Err(ParseError::Schema {
-                line: schema_line,
-                found,
-            });
-        }
-        None => {
-            return Err(ParseError::Body {
-                line: line + 1,
-                message: "missing integer `schema`".into(),
-            });
-        }
-    }
-    let body: Body = serde_json::from_str(body_text).map_err(|e| ParseError::Body {
-        line: body_line(&e),
-        message: e.to_string(),
-    })?;
+    let (body, migrated) = read_body(body_text, line, body_line)?;
     if let Err((field, message)) = consistency(&body) {
         // The field's line: where its path's first key appears (the body starts
         // after `line`).
@@ -615,7 +418,60 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             message,
         });
     }
-    Ok(Parsed { header, body })
+    Ok(Parsed {
+        header,
+        header_lines,
+        body,
+        migrated,
+    })
+}
+
+/// The body after the header's closing line `line`, strictly, with the notes of the
+/// migration steps it took from its schema to [`SCHEMA`] (none for a current body).
+/// `body_line`: the file line of a JSON error.
+fn read_body(
+    body_text: &str,
+    line: usize,
+    body_line: impl Fn(&serde_json::Error) -> usize,
+) -> Result<(Body, Vec<&'static str>), ParseError> {
+    let invalid = |e: serde_json::Error| ParseError::Body {
+        line: body_line(&e),
+        message: e.to_string(),
+    };
+    // Check the schema first, so a future format gets a precise message.
+    let value: serde_json::Value = serde_json::from_str(body_text).map_err(invalid)?;
+    // The file line holding the `schema` key (the body starts after `line`).
+    let schema_line = line
+        + 1
+        + body_text
+            .lines()
+            .position(|l| l.contains("\"schema\""))
+            .unwrap_or(0);
+    let Some(found) = value.get("schema").and_then(|v| v.as_u64()) else {
+        return Err(ParseError::Body {
+            line: line + 1,
+            message: "missing integer `schema`".into(),
+        });
+    };
+    if found == u64::from(SCHEMA) {
+        // Read from the text, so that an error names its line.
+        return Ok((
+            serde_json::from_str(body_text).map_err(invalid)?,
+            Vec::new(),
+        ));
+    }
+    let (value, notes) = u32::try_from(found)
+        .ok()
+        .and_then(|from| migrate::migrate(migrate::MIGRATIONS, value, from, SCHEMA))
+        .ok_or(ParseError::Schema {
+            line: schema_line,
+            found,
+        })?;
+    let body = serde_json::from_value(value).map_err(|e| ParseError::Body {
+        line: schema_line,
+        message: format!("{e} (after migrating from schema {found})"),
+    })?;
+    Ok((body, notes))
 }
 
 /// Whether a body's figures can come from one measurement: the categories at the peak
@@ -660,16 +516,21 @@ fn consistency(body: &Body) -> Result<(), (String, String)> {
 impl Parsed {
     /// The test the snapshot was written for (its header's `expression`, as
     /// [`Snapshot::to_text`] writes it); `None` in a file without one.
-    pub fn test(&self) -> Option<String> {
-        let value = self
-            .header
-            .lines()
-            .find_map(|l| l.strip_prefix("expression:"))?
-            .trim();
-        match value.starts_with('"') {
-            true => serde_json::from_str(value).ok(),
-            false => Some(value.to_owned()),
-        }
+    pub fn test(&self) -> Option<&str> {
+        self.header.expression.as_deref()
+    }
+
+    /// The call sites its header's `info` keeps (empty without any).
+    pub fn sites(&self) -> &[(crate::Category, Vec<crate::sites::Site>)] {
+        self.header
+            .info
+            .as_ref()
+            .map_or(&[], |i| i.sites.as_slice())
+    }
+
+    /// The machine its header's `info` names (CPU results).
+    pub fn machine(&self) -> Option<&CpuFingerprint> {
+        self.header.info.as_ref()?.machine.as_ref()
     }
 }
 

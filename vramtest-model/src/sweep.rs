@@ -256,7 +256,7 @@ impl AxesSweep {
                     .iter()
                     .map(|p| r.phase_temporaries[p])
                     .max()
-                    == Some(r.category_peaks.temporaries)
+                    == Some(r.category_peaks[Category::Temporaries])
             });
         for run in runs {
             // With every phase fitted, the peak is their maximum: no fit of its own.

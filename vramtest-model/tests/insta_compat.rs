@@ -55,22 +55,25 @@ fn body_of(class: DeviceClass, sweep: bool) -> Body {
 
 /// A body with every key filled in, as a measurement on `class` would give.
 fn body(class: DeviceClass) -> Body {
-    let at_peak = CategoryBytes {
-        parameters: 1_629_948,
-        gradients: 3_412_695,
-        optimizer_state: 3_258_512,
-        activations: 412_412,
-        inputs: 201_464,
-        temporaries: 22_482_432,
-        workspace: 2_116_232,
-        untracked: if class == DeviceClass::Cuda {
-            8_388_608
-        } else {
-            0
-        },
-    };
+    let at_peak = CategoryBytes::from([
+        (Category::Parameters, 1_629_948),
+        (Category::Gradients, 3_412_695),
+        (Category::OptimizerState, 3_258_512),
+        (Category::Activations, 412_412),
+        (Category::Inputs, 201_464),
+        (Category::Temporaries, 22_482_432),
+        (Category::Workspace, 2_116_232),
+        (
+            Category::Untracked,
+            if class == DeviceClass::Cuda {
+                8_388_608
+            } else {
+                0
+            },
+        ),
+    ]);
     let mut category_peaks = at_peak;
-    category_peaks.temporaries += 4096;
+    category_peaks[Category::Temporaries] += 4096;
     Body {
         schema: snapshot::SCHEMA,
         device_class: class,
@@ -353,16 +356,15 @@ fn we_read_what_insta_writes(class: DeviceClass, sweep: bool) {
         .unwrap()
         .expect("the file exists");
     assert_eq!(parsed.body, snap.body);
-    assert_eq!(Info::sites_in_header(&parsed.header), snap.info.sites);
-    assert_eq!(
-        vramtest_model::snapshot::CpuFingerprint::in_header(&parsed.header),
-        snap.info.machine
-    );
+    // The header reads back as the one that was written, `info` included.
+    assert_eq!(parsed.header, snap.header());
+    assert_eq!(parsed.sites(), snap.info.sites.as_slice());
+    assert_eq!(parsed.machine(), snap.info.machine.as_ref());
     // insta writes the header as we do: accepting does not churn the file.
     assert_eq!(std::fs::read_to_string(&committed).unwrap(), snap.to_text());
 
     // A pending file as insta writes it carries `assertion_line`, and `info` may hold
-    // keys we never wrote: header keys are not interpreted, the body is.
+    // keys we never wrote: keys the header does not know are read past, the body is read strictly.
     let insta_pending = snap
         .to_text()
         .replacen(
@@ -377,6 +379,8 @@ fn we_read_what_insta_writes(class: DeviceClass, sweep: bool) {
     );
     let parsed = snapshot::parse(&insta_pending).unwrap();
     assert_eq!(parsed.body, snap.body);
+    assert_eq!(parsed.header.assertion_line, Some(42));
+    assert_eq!(parsed.header.info, Some(snap.info.clone()));
     // insta itself agrees this is one of its files.
     let file = dir.join("vram__with_line@cpu.snap.new");
     std::fs::write(&file, &insta_pending).unwrap();

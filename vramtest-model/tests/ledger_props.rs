@@ -561,7 +561,7 @@ proptest! {
         prop_assert!(p.category_peaks.total() >= p.peak_bytes);
         // Only tags can charge untracked; nothing else does.
         if !events.iter().any(|e| matches!(e, Event::TagPush(Category::Untracked))) {
-            prop_assert_eq!(p.category_peaks.untracked, 0);
+            prop_assert_eq!(p.category_peaks[Category::Untracked], 0);
         }
     }
 

@@ -122,7 +122,7 @@ fn each_phase_keeps_its_own_highest_temporaries() {
     let temporaries: std::collections::BTreeMap<Phase, u64> = p
         .phase_category_peaks
         .iter()
-        .map(|(phase, peaks)| (*phase, peaks.temporaries))
+        .map(|(phase, peaks)| (*phase, peaks[Category::Temporaries]))
         .collect();
     assert_eq!(
         temporaries,
@@ -133,7 +133,7 @@ fn each_phase_keeps_its_own_highest_temporaries() {
             (Phase::OptimizerStep, 800),
         ])
     );
-    assert_eq!(p.category_peaks.temporaries, 5000);
+    assert_eq!(p.category_peaks[Category::Temporaries], 5000);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1330,5 +1330,5 @@ fn each_phase_keeps_its_own_peak_per_category() {
             (Category::Activations, 500)
         ])
     );
-    assert_eq!(p.category_peaks.temporaries, 700);
+    assert_eq!(p.category_peaks[Category::Temporaries], 700);
 }

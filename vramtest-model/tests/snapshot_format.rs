@@ -6,8 +6,10 @@ mod required;
 
 use std::path::{Path, PathBuf};
 use test_case::test_case;
-use vramtest_model::snapshot::{self, FileError, Info, ParseError};
-use vramtest_model::{Body, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot};
+use vramtest_model::snapshot::{self, FileError, Info, ParseError, SCHEMA, migrate};
+use vramtest_model::{
+    Body, Category, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot,
+};
 
 /// A complete snapshot file, written by hand. Line numbers are in the margin comments
 /// of [`VALID_LINES`]; the malformed cases below edit single lines of it.
@@ -81,16 +83,16 @@ fn valid_text() -> String {
 
 /// The body that [`VALID_LINES`] spells out.
 fn valid_body() -> Body {
-    let at_peak = CategoryBytes {
-        parameters: 1000,
-        gradients: 1000,
-        optimizer_state: 2000,
-        activations: 500,
-        inputs: 300,
-        temporaries: 250,
-        workspace: 64,
-        untracked: 0,
-    };
+    let at_peak = CategoryBytes::from([
+        (Category::Parameters, 1000),
+        (Category::Gradients, 1000),
+        (Category::OptimizerState, 2000),
+        (Category::Activations, 500),
+        (Category::Inputs, 300),
+        (Category::Temporaries, 250),
+        (Category::Workspace, 64),
+        (Category::Untracked, 0),
+    ]);
     Body {
         schema: 1,
         device_class: DeviceClass::Cpu,
@@ -101,9 +103,10 @@ fn valid_body() -> Body {
         peak_phase: Some(Phase::Backward),
         peak_iteration: Some(2),
         at_peak,
-        category_peaks: CategoryBytes {
-            temporaries: 4000,
-            ..at_peak
+        category_peaks: {
+            let mut peaks = at_peak;
+            peaks[Category::Temporaries] = 4000;
+            peaks
         },
         phases: vec![
             PhaseRecord {
@@ -151,8 +154,9 @@ fn valid_snapshot() -> Snapshot {
 fn the_hand_written_file_parses_to_the_expected_body() {
     let parsed = snapshot::parse(&valid_text()).unwrap();
     assert_eq!(parsed.body, valid_body());
-    assert!(parsed.header.starts_with("source: \"tests/vram.rs\"\n"));
-    assert!(parsed.header.contains("  tool: \"vramtest 0.1.0\"\n"));
+    // Quoted scalars read as plain ones would.
+    assert_eq!(parsed.header, valid_snapshot().header());
+    assert_eq!(parsed.test(), Some("mlp_adamw"));
 }
 
 #[test]
@@ -191,8 +195,10 @@ fn a_cuda_snapshot_with_every_optional_field_round_trips() {
     let text = snap.to_text();
     let parsed = snapshot::parse(&text).unwrap();
     assert_eq!(parsed.body, snap.body);
-    assert!(parsed.header.contains("  driver: 570.86.15\n"), "{text}");
-    assert!(parsed.header.contains("  cuda: \"12.8\"\n"), "{text}");
+    assert!(text.contains("\n  driver: 570.86.15\n"), "{text}");
+    assert!(text.contains("\n  cuda: \"12.8\"\n"), "{text}");
+    assert_eq!(parsed.header, snap.header());
+    assert_eq!(parsed.test(), Some(snap.test.as_str()));
     // A quote in the test name does not break the header.
     assert!(
         text.contains("expression: \"models::conv::resnet \\\"tiny\\\"\"\n"),
@@ -282,7 +288,9 @@ fn a_file_rewritten_by_cargo_insta_accept_still_parses() {
     assert!(!text.ends_with('\n'));
     let parsed = snapshot::parse(&text).unwrap();
     assert_eq!(parsed.body, valid_body());
-    assert!(parsed.header.contains("snapshot_kind: text"));
+    // Its header reads as ours: `snapshot_kind` is read past, `info`'s order does
+    // not matter.
+    assert_eq!(parsed.header, valid_snapshot().header());
 }
 
 #[test]
@@ -334,6 +342,8 @@ fn edited(edit: Edit) -> String {
 #[test_case(Edit::Remove(2), 1, &["not a snapshot file", "`source:`"]; "no source line")]
 #[test_case(Edit::Keep(1, 8), 8, &["never closed"]; "header not closed")]
 #[test_case(Edit::Keep(1, 2), 2, &["never closed"]; "header not closed after source")]
+#[test_case(Edit::Replace(4, "expression: mlp_adamw: x"), 4, &["invalid snapshot header", "hint:"]; "header not yaml")]
+#[test_case(Edit::Replace(2, "source: [1, 2]"), 2, &["invalid snapshot header", "source"]; "header source not a string")]
 #[test_case(Edit::Replace(10, "this is not json"), 10, &["invalid snapshot body", "expected"]; "not json")]
 #[test_case(Edit::InsertAfter(11, "  \"comment\": \"hi\","), 12, &["unknown field `comment`"]; "unknown key")]
 #[test_case(Edit::InsertAfter(19, "    \"vram\": 5,"), 20, &["unknown field `vram`"]; "unknown category")]
@@ -743,4 +753,128 @@ mod properties {
             check(&bytes)?;
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The committed snapshots.
+
+/// The harness's snapshot files committed in this repository, each with whether this
+/// version wrote it: the fixtures' (`true`), and the CLI tests' data, written by an
+/// earlier release that quoted every header scalar (`false`).
+fn committed_snapshots() -> Vec<(PathBuf, bool)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut dirs: Vec<(PathBuf, bool)> = std::fs::read_dir(root.join("fixtures"))
+        .unwrap()
+        .map(|e| (e.unwrap().path().join("tests").join("snapshots"), true))
+        .collect();
+    dirs.push((
+        root.join("cargo-vramtest").join("tests").join("data"),
+        false,
+    ));
+    let mut files: Vec<(PathBuf, bool)> = dirs
+        .iter()
+        .filter_map(|(d, current)| Some((std::fs::read_dir(d).ok()?, *current)))
+        .flat_map(|(entries, current)| entries.map(move |e| (e.unwrap().path(), current)))
+        .filter(|(p, _)| p.extension().is_some_and(|x| x == "snap"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Each committed snapshot reads into a typed header and a body that give the same
+/// header again, and the fixtures' files byte for byte: a run that writes the same
+/// figures leaves the file as it is.
+#[test]
+fn every_committed_snapshot_is_written_again_byte_for_byte() {
+    let files = committed_snapshots();
+    assert!(
+        files.iter().filter(|(_, current)| *current).count() >= 10,
+        "{files:?}"
+    );
+    assert!(files.iter().any(|(_, current)| !current), "{files:?}");
+    for (path, current) in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let parsed = snapshot::read(&path)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap();
+        let header = parsed.header.clone();
+        let again = Snapshot {
+            source: header.source,
+            test: header.expression.expect("an expression"),
+            info: header.info.expect("an info"),
+            body: parsed.body.clone(),
+        };
+        assert_eq!(again.header(), parsed.header, "{}", path.display());
+        if current {
+            assert_eq!(again.to_text(), text, "{}", path.display());
+        } else {
+            // The same header, in today's quoting.
+            assert_ne!(again.to_text(), text, "{}", path.display());
+            let reread = snapshot::parse(&again.to_text()).unwrap();
+            assert_eq!((reread.header, reread.body), (parsed.header, parsed.body));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Migrating bodies of earlier schemas.
+
+/// A body of this version's schema reads as it is, with no note.
+#[test]
+fn a_current_body_takes_no_migration_step() {
+    let parsed = snapshot::parse(&valid_text()).unwrap();
+    assert!(parsed.migrated.is_empty());
+    let value: serde_json::Value = serde_json::from_str(&valid_body().to_text()).unwrap();
+    let (same, notes) =
+        migrate::migrate(migrate::MIGRATIONS, value.clone(), SCHEMA, SCHEMA).unwrap();
+    assert_eq!((same, notes), (value, Vec::new()));
+}
+
+/// Every schema this version reads reaches this version's, one step at a time.
+#[test]
+fn the_migration_steps_form_a_chain_to_this_schema() {
+    for (i, step) in migrate::MIGRATIONS.iter().enumerate() {
+        assert_eq!(step.from + (migrate::MIGRATIONS.len() - i) as u32, SCHEMA);
+    }
+}
+
+/// A category added after a snapshot was written: the step that adds it reads the older
+/// body with 0 B of it, says so, and the strict reading then takes the body. Shown with
+/// `untracked` playing the new category, in a body of a schema before this one.
+#[test]
+fn a_body_written_before_a_category_existed_reads_with_0_for_it() {
+    const NOTE: &str = "`untracked` did not exist yet: read as 0 B";
+    let steps = [migrate::Migration {
+        from: SCHEMA - 1,
+        note: NOTE,
+        apply: |body| migrate::add_category(body, Category::Untracked),
+    }];
+    // The valid body without `untracked`, as the schema before would have written it.
+    let mut older: serde_json::Value = serde_json::from_str(&valid_body().to_text()).unwrap();
+    older["schema"] = (SCHEMA - 1).into();
+    for key in ["at_peak", "category_peaks"] {
+        older[key].as_object_mut().unwrap().remove("untracked");
+    }
+    // Without the step, the strict reading refuses it, naming the category.
+    let strict = serde_json::from_value::<Body>(older.clone()).unwrap_err();
+    assert!(
+        strict.to_string().contains("missing field `untracked`"),
+        "{strict}"
+    );
+
+    let (migrated, notes) = migrate::migrate(&steps, older.clone(), SCHEMA - 1, SCHEMA).unwrap();
+    assert_eq!(notes, [NOTE]);
+    let body: Body = serde_json::from_value(migrated).unwrap();
+    assert_eq!(body.at_peak[Category::Untracked], 0);
+    assert_eq!(body.category_peaks[Category::Untracked], 0);
+    // Everything else is the body as written (whose `untracked` was 0 already).
+    assert_eq!(body, valid_body());
+    // The step does not overwrite a category the body has.
+    let mut with = older.clone();
+    with["at_peak"]["untracked"] = 7.into();
+    let (kept, _) = migrate::migrate(&steps, with, SCHEMA - 1, SCHEMA).unwrap();
+    assert_eq!(kept["at_peak"]["untracked"], 7);
+    // A schema without a step from it, or newer than this one, has no way here.
+    assert!(migrate::migrate(&[], older.clone(), SCHEMA - 1, SCHEMA).is_none());
+    assert!(migrate::migrate(&steps, older, SCHEMA + 1, SCHEMA).is_none());
 }

@@ -22,26 +22,32 @@ struct Model {
 
 impl Model {
     fn categories(&self, b: u64, s: u64, l: u64) -> CategoryBytes {
-        CategoryBytes {
-            parameters: 4096 * l + 1000,
-            gradients: 4096 * l + 1000,
-            optimizer_state: 2 * (4096 * l + 1000),
-            activations: self.act * b * s * l,
-            inputs: 8 * b * s,
-            temporaries: 16 * b * s * s * l,
-            workspace: 0,
-            untracked: 0,
-        }
+        CategoryBytes::from([
+            (Category::Parameters, 4096 * l + 1000),
+            (Category::Gradients, 4096 * l + 1000),
+            (Category::OptimizerState, 2 * (4096 * l + 1000)),
+            (Category::Activations, self.act * b * s * l),
+            (Category::Inputs, 8 * b * s),
+            (Category::Temporaries, 16 * b * s * s * l),
+            (Category::Workspace, 0),
+            (Category::Untracked, 0),
+        ])
     }
 
     /// The forward pass holds parameters, optimizer state, activations and the scores;
     /// the backward pass adds gradients over the activations.
     fn phases(&self, b: u64, s: u64, l: u64) -> BTreeMap<Phase, u64> {
         let c = self.categories(b, s, l);
-        let state = c.parameters + c.optimizer_state + c.inputs;
+        let state = c[Category::Parameters] + c[Category::OptimizerState] + c[Category::Inputs];
         BTreeMap::from([
-            (Phase::Forward, state + c.activations + c.temporaries),
-            (Phase::Backward, state + c.activations + c.gradients),
+            (
+                Phase::Forward,
+                state + c[Category::Activations] + c[Category::Temporaries],
+            ),
+            (
+                Phase::Backward,
+                state + c[Category::Activations] + c[Category::Gradients],
+            ),
         ])
     }
 
@@ -55,7 +61,10 @@ impl Model {
             phase_peaks: phases,
             // The scores live in the forward pass only.
             phase_temporaries: BTreeMap::from([
-                (Phase::Forward, self.categories(b, s, l).temporaries),
+                (
+                    Phase::Forward,
+                    self.categories(b, s, l)[Category::Temporaries],
+                ),
                 (Phase::Backward, 0),
             ]),
             peak_outside_phases: false,
@@ -148,7 +157,7 @@ fn temporaries_follow_the_phase_that_holds_them_as_the_axes_grow() {
             let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
             let mut run = model.run(b, s, l);
             let (opt, bwd) = (optimizer_temporaries(l), backward_temporaries(b, s, l));
-            run.category_peaks.temporaries = opt.max(bwd);
+            run.category_peaks[Category::Temporaries] = opt.max(bwd);
             run.phase_temporaries = BTreeMap::from([
                 (Phase::Forward, 0),
                 (Phase::Backward, bwd),
@@ -160,9 +169,11 @@ fn temporaries_follow_the_phase_that_holds_them_as_the_axes_grow() {
     let small = runs.iter().find(|r| r.point == point(1, 8, 1)).unwrap();
     let large = runs.iter().find(|r| r.point == point(2, 24, 3)).unwrap();
     assert!(optimizer_temporaries(1) > backward_temporaries(1, 8, 1));
-    assert!(small.category_peaks.temporaries > small.phase_temporaries[&Phase::Backward]);
+    assert!(
+        small.category_peaks[Category::Temporaries] > small.phase_temporaries[&Phase::Backward]
+    );
     assert_eq!(
-        large.category_peaks.temporaries,
+        large.category_peaks[Category::Temporaries],
         large.phase_temporaries[&Phase::Backward]
     );
     let sweep = AxesSweep::fit(&grid, &runs).unwrap();
@@ -220,23 +231,26 @@ fn zero_stages_shard_the_model_states() {
     let z1 = project(&sweep, &e, 8, Shard::Zero1).unwrap();
     assert_eq!(
         z1.per_gpu.category_bytes[&Category::OptimizerState],
-        c.optimizer_state.div_ceil(8)
+        c[Category::OptimizerState].div_ceil(8)
     );
-    assert_eq!(z1.per_gpu.category_bytes[&Category::Gradients], c.gradients);
+    assert_eq!(
+        z1.per_gpu.category_bytes[&Category::Gradients],
+        c[Category::Gradients]
+    );
     let z3 = project(&sweep, &e, 8, Shard::Zero3).unwrap();
     assert_eq!(
         z3.per_gpu.category_bytes[&Category::Parameters],
-        c.parameters.div_ceil(8)
+        c[Category::Parameters].div_ceil(8)
     );
     // One layer's parameters, gathered: 4096 B per layer in the formula above.
     assert_eq!(z3.gathered_bytes, Some(4096));
-    let saved = (c.parameters - c.parameters.div_ceil(8))
-        + (c.gradients - c.gradients.div_ceil(8))
-        + (c.optimizer_state - c.optimizer_state.div_ceil(8));
+    let saved = (c[Category::Parameters] - c[Category::Parameters].div_ceil(8))
+        + (c[Category::Gradients] - c[Category::Gradients].div_ceil(8))
+        + (c[Category::OptimizerState] - c[Category::OptimizerState].div_ceil(8));
     assert_eq!(z3.per_gpu.peak_bytes, e.peak_bytes - saved + 4096);
     assert_eq!(
         z1.per_gpu.category_bytes[&Category::Activations],
-        c.activations
+        c[Category::Activations]
     );
 }
 
@@ -345,7 +359,7 @@ fn a_new_term_shows_both_formulas() {
         .iter()
         .map(|p| {
             let mut r = Model { act: 64 }.run(p["batch"], p["seq"], p["layers"]);
-            r.category_peaks.activations += 4 * p["batch"] * p["seq"] * p["seq"];
+            r.category_peaks[Category::Activations] += 4 * p["batch"] * p["seq"] * p["seq"];
             r
         })
         .collect();
@@ -457,7 +471,7 @@ fn temporaries_are_predicted_phase_by_phase() {
                 (Phase::Forward, forward(b, s)),
                 (Phase::Backward, backward(b, s, l)),
             ]);
-            r.category_peaks.temporaries = forward(b, s).max(backward(b, s, l));
+            r.category_peaks[Category::Temporaries] = forward(b, s).max(backward(b, s, l));
             r
         })
         .collect();

@@ -149,14 +149,13 @@ pub(crate) mod fixtures {
     use std::sync::Arc;
     use std::time::Duration;
     use vramtest_model::report::{Change, Status, TestReport};
-    use vramtest_model::{Body, CategoryBytes, DeviceClass, Fidelity};
+    use vramtest_model::{Body, Category, CategoryBytes, DeviceClass, Fidelity};
 
     pub fn body(peak: u64) -> Body {
-        let at_peak = CategoryBytes {
-            parameters: peak / 2,
-            activations: peak - peak / 2,
-            ..CategoryBytes::default()
-        };
+        let at_peak = CategoryBytes::from([
+            (Category::Parameters, peak / 2),
+            (Category::Activations, peak - peak / 2),
+        ]);
         Body {
             schema: 1,
             device_class: DeviceClass::Cpu,
@@ -274,8 +273,8 @@ pub(crate) mod fixtures {
         let old = vramtest_model::snapshot::parse(old_text).unwrap().body;
         let grown = 656_088;
         let mut new = old.clone();
-        new.at_peak.activations += grown;
-        new.category_peaks.activations += grown;
+        new.at_peak[Category::Activations] += grown;
+        new.category_peaks[Category::Activations] += grown;
         new.peak_bytes += grown;
         let cmp = compare(&old, &new, &Policy::default());
         let mut o = outcome("mlp_adamw", Status::Regressed);

@@ -204,7 +204,7 @@ pub fn render_snapshot(path: &Path, snap: &Parsed) -> String {
     let bold = Style::new().bold();
     let plain = Style::new();
     let mut out = format!("{bold}{}{bold:#}\n", path.display());
-    for line in snap.header.lines() {
+    for line in snap.header_lines.lines() {
         let _ = writeln!(out, "  {line}");
     }
     let at = match (b.peak_phase, b.peak_iteration) {

@@ -216,11 +216,10 @@ pub(crate) mod tests {
 
     /// A CPU body with 1 MiB of parameters and `activations`.
     pub(crate) fn body(activations: u64) -> Body {
-        let peaks = CategoryBytes {
-            activations,
-            parameters: 1 << 20,
-            ..CategoryBytes::default()
-        };
+        let peaks = CategoryBytes::from([
+            (Category::Activations, activations),
+            (Category::Parameters, 1 << 20),
+        ]);
         Body {
             schema: 1,
             device_class: DeviceClass::Cpu,

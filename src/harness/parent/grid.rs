@@ -5,10 +5,10 @@
 use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::collections::BTreeMap;
-use vramtest_model::Profile;
 use vramtest_model::axes::{AxesError, Flag, Grid, Point};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::sweep::{AxesSweep, GridRun};
+use vramtest_model::{Category, Profile};
 
 /// The grid of `def`'s named axes (`None` without `axes(..)`), in the attribute's
 /// order; the macro checked it with the same rules.
@@ -89,14 +89,16 @@ pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPea
     // A CUDA run has the device's figures; a CPU run the pool model's.
     let pool = pool.or_else(|| {
         profile.reserved_peak_bytes.map(|reserved| PoolPeaks {
-            allocated_bytes: profile.peak_bytes.saturating_sub(profile.at_peak.untracked),
+            allocated_bytes: profile
+                .peak_bytes
+                .saturating_sub(profile.at_peak[Category::Untracked]),
             reserved_bytes: reserved,
         })
     });
     let phase_temporaries = profile
         .phase_category_peaks
         .iter()
-        .map(|(phase, peaks)| (*phase, peaks.temporaries))
+        .map(|(phase, peaks)| (*phase, peaks[Category::Temporaries]))
         .collect();
     let point = match point.axes.as_slice() {
         [] => [(vramtest_model::sweep::BATCH.to_owned(), point.batch as u64)].into(),

@@ -5,7 +5,7 @@ use super::decide::{Decision, Write};
 use super::site_reruns::NoSites;
 use vramtest_model::report::{Change, Status};
 use vramtest_model::sites::{self, Sites};
-use vramtest_model::snapshot::{self, Info};
+use vramtest_model::snapshot;
 use vramtest_model::{Body, Category, DeviceClass, HumanBytes, Movement, Policy, Profile, Subject};
 
 /// Everything a verdict's message speaks of.
@@ -319,8 +319,7 @@ fn site_lines(
     } else {
         grown
     };
-    let old_sites = old.map(|o| Info::sites_in_header(&o.header));
-    let old_sites = old_sites.filter(|s| !s.is_empty());
+    let old_sites = old.map(|o| o.sites()).filter(|s| !s.is_empty());
     let mut lines = Vec::new();
     for category in grown {
         let before = old_sites.as_ref().map(|all| {
@@ -393,9 +392,9 @@ mod tests {
         let snap = Snapshot {
             source: "tests/vram.rs".into(),
             test: "t".into(),
-            info: Info {
+            info: snapshot::Info {
                 sites: found.for_snapshot(),
-                ..Info::default()
+                ..snapshot::Info::default()
             },
             body: body.clone(),
         };

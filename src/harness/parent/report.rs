@@ -158,7 +158,7 @@ mod tests {
     use vramtest_model::env::Update;
     use vramtest_model::ledger::{self, Event};
     use vramtest_model::snapshot::{self, Info};
-    use vramtest_model::{Body, Phase, Policy, Snapshot};
+    use vramtest_model::{Body, Category, Phase, Policy, Snapshot};
 
     const PARAMS: u64 = 4096;
 
@@ -204,8 +204,8 @@ mod tests {
     /// The committed snapshot: the measured body with `params` bytes of parameters.
     fn committed(new: &Body, params: u64) -> snapshot::Parsed {
         let mut body = new.clone();
-        body.category_peaks.parameters = params;
-        body.at_peak.parameters = params;
+        body.category_peaks[Category::Parameters] = params;
+        body.at_peak[Category::Parameters] = params;
         body.peak_bytes = params;
         for phase in &mut body.phases {
             phase.peak_bytes = phase.peak_bytes.min(params);

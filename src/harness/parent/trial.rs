@@ -22,7 +22,7 @@ use vramtest_model::env::{SitesWhen, Update};
 use vramtest_model::pool::{CudaPool, PredictedPoint, Prediction};
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::settings::Settings;
-use vramtest_model::snapshot::{self, Info};
+use vramtest_model::snapshot;
 use vramtest_model::{Body, DeviceClass, HumanBytes, Policy, Snapshot};
 
 /// What the snapshots may be: written, compared, failed on any change.
@@ -291,9 +291,14 @@ impl RunContext {
         policy: Policy,
     ) -> Verdict {
         let class = new.body.device_class;
+        // A snapshot of an earlier schema was read through its migration steps: said,
+        // and written in today's schema when the run writes the file.
+        for step in old.iter().flat_map(|o| &o.migrated) {
+            eprintln!("note: {name}: the snapshot predates this version's format: {step}");
+        }
         let note = old
             .as_ref()
-            .and_then(|o| machine_note(&o.header, new.info.machine.as_ref()));
+            .and_then(|o| machine_note(o.machine(), new.info.machine.as_ref()));
         let (update, check) = (self.mode.update, self.mode.check);
         let decision = decide::decide(
             old.as_ref().map(|o| &o.body),
@@ -309,13 +314,10 @@ impl RunContext {
         if let Some(Ok(found)) = &sites {
             new.info.sites = found.for_snapshot();
         }
-        let old_sites = old.as_ref().map(|o| Info::sites_in_header(&o.header));
         let decision = decide::record_new_sites(
             decision,
             update,
-            old.as_ref()
-                .zip(old_sites.as_deref())
-                .map(|(o, s)| (&o.body, s)),
+            old.as_ref().map(|o| (&o.body, o.sites())),
             &new.body,
             &new.info.sites,
         );
@@ -465,10 +467,12 @@ fn prediction(points: &[Point], pool: CudaPool) -> Option<Prediction> {
 /// A note when the snapshot was recorded on another machine (CPU, instruction set,
 /// caches or threads) than this run: CPU-only memory differs between them, the gated
 /// figures do not. Never a failure; shown once per run (by the plain harness too).
-fn machine_note(old_header: &str, new: Option<&snapshot::CpuFingerprint>) -> Option<String> {
-    let old = snapshot::CpuFingerprint::in_header(old_header)?;
-    let new = new?;
-    if old == *new {
+fn machine_note(
+    old: Option<&snapshot::CpuFingerprint>,
+    new: Option<&snapshot::CpuFingerprint>,
+) -> Option<String> {
+    let (old, new) = (old?, new?);
+    if old == new {
         return None;
     }
     let note = format!(
