@@ -24,12 +24,11 @@ fn scaling() -> AxesSweep {
     let grid = Grid::new([("batch", vec![32, 64, 128])]).unwrap();
     let runs: Vec<GridRun> = [32u64, 64, 128]
         .map(|b| {
-            let category_peaks = CategoryBytes {
-                activations: 5_372 + 6_360 * b,
-                inputs: 504 + 3_140 * b,
-                workspace: 3_689_458 - 11_703 * b,
-                ..CategoryBytes::default()
-            };
+            let category_peaks = CategoryBytes::from([
+                (Category::Activations, 5_372 + 6_360 * b),
+                (Category::Inputs, 504 + 3_140 * b),
+                (Category::Workspace, 3_689_458 - 11_703 * b),
+            ]);
             GridRun {
                 point: [("batch".to_owned(), b)].into(),
                 peak_bytes: 10_168_114 + 9_253 * b,

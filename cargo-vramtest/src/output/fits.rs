@@ -367,10 +367,10 @@ fn describe(fits: Fits) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vramtest_model::CategoryBytes;
     use vramtest_model::axes::Grid;
     use vramtest_model::pool::{CudaPool, PoolPeaks, PredictedPoint};
     use vramtest_model::sweep::GridRun;
+    use vramtest_model::{Category, CategoryBytes};
 
     /// The committed candle-mlp AdamW snapshot, with a batch sweep added: a sweep over
     /// the axis `batch` fitted from points on known lines (10 MiB + 12 KiB a sample for
@@ -384,11 +384,10 @@ mod tests {
                 .map(|b| GridRun {
                     point: [("batch".to_owned(), b)].into(),
                     peak_bytes: (10 << 20) + 12_288 * b,
-                    category_peaks: CategoryBytes {
-                        activations: 4096 + 6_200 * b,
-                        inputs: 3_140 * b,
-                        ..CategoryBytes::default()
-                    },
+                    category_peaks: CategoryBytes::from([
+                        (Category::Activations, 4096 + 6_200 * b),
+                        (Category::Inputs, 3_140 * b),
+                    ]),
                     phase_peaks: Default::default(),
                     phase_temporaries: Default::default(),
                     peak_outside_phases: true,

@@ -362,10 +362,7 @@ pub(crate) mod tests {
             .map(|b| GridRun {
                 point: [("batch".to_owned(), b)].into(),
                 peak_bytes: (1 << 20) + per_sample * b,
-                category_peaks: CategoryBytes {
-                    activations: per_sample * b,
-                    ..CategoryBytes::default()
-                },
+                category_peaks: CategoryBytes::from([(Category::Activations, per_sample * b)]),
                 phase_peaks: Default::default(),
                 phase_temporaries: Default::default(),
                 peak_outside_phases: true,
