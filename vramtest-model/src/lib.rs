@@ -31,6 +31,7 @@ pub mod env;
 pub mod explain;
 pub mod fit;
 pub mod ledger;
+pub mod levers;
 pub mod limit;
 pub mod parallel;
 pub mod policy;

@@ -1,0 +1,798 @@
+//! The lever table, its projections and `--fit-on`, against figures computed here by
+//! hand from known per-category formulas.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use vramtest_model::axes::{Grid, Point};
+use vramtest_model::levers::{
+    LeverAxes, LeverError, LeverFigures, LeverProjection, LeverTable, LeverVariant, parse_fit_on,
+    project_8bit_moments, project_accumulation, project_zero, size_key,
+};
+use vramtest_model::sweep::{AxesSweep, GridRun, PointError, Shard};
+use vramtest_model::{Category, CategoryBytes};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+/// The pool's granule the hand model rounds reserved bytes to.
+const GRANULE: u64 = 2 * MIB;
+const ALLOWANCE: u64 = 544 * MIB;
+const PARAMS: u64 = 300_000_000;
+
+fn variant(precision: &str, checkpointing: &str) -> LeverVariant {
+    [
+        ("checkpointing".to_owned(), checkpointing.to_owned()),
+        ("precision".to_owned(), precision.to_owned()),
+    ]
+    .into()
+}
+
+fn axes() -> LeverAxes {
+    LeverAxes::new(
+        [
+            ("precision".to_owned(), vec!["f32".into(), "bf16".into()]),
+            (
+                "checkpointing".to_owned(),
+                vec!["off".into(), "blocks".into()],
+            ),
+        ]
+        .into(),
+    )
+    .unwrap()
+}
+
+/// The hand model: a step at batch `batch` (the target's is 8) in `precision`, with
+/// or without block checkpointing.
+fn categories(precision: &str, checkpointing: &str, batch: u64) -> CategoryBytes {
+    let width = if precision == "bf16" { 2 } else { 4 };
+    let activations = 2_500_000_000 * batch * width / 4;
+    let mut c = CategoryBytes::default();
+    c[Category::Parameters] = PARAMS * width;
+    c[Category::Gradients] = PARAMS * width;
+    c[Category::OptimizerState] = 2 * PARAMS * 4;
+    c[Category::Activations] = if checkpointing == "blocks" {
+        activations * 3 / 10 + 100_000_000
+    } else {
+        activations
+    };
+    c[Category::Inputs] = batch * 4096 * 4;
+    c[Category::Temporaries] = 500_000_000 * width / 4;
+    c[Category::Workspace] = 64 * MIB;
+    c
+}
+
+fn sum(c: &CategoryBytes) -> u64 {
+    Category::ALL.iter().map(|&k| c[k]).sum()
+}
+
+fn figures(precision: &str, checkpointing: &str, batch: u64, ratio: Option<f64>) -> LeverFigures {
+    let c = categories(precision, checkpointing, batch);
+    let peak = sum(&c);
+    let allocated = peak + MIB;
+    LeverFigures {
+        variant: variant(precision, checkpointing),
+        category_bytes: c,
+        peak_bytes: peak,
+        allocated_bytes: Some(allocated),
+        reserved_bytes: Some(allocated.div_ceil(GRANULE) * GRANULE),
+        time_ratio: ratio,
+    }
+}
+
+fn ratio_of(precision: &str, checkpointing: &str) -> Option<f64> {
+    match (precision, checkpointing) {
+        ("f32", "off") => None,
+        ("bf16", "off") => Some(0.8),
+        ("f32", _) => Some(1.35),
+        _ => Some(1.1),
+    }
+}
+
+const COMBOS: [(&str, &str); 4] = [
+    ("f32", "off"),
+    ("f32", "blocks"),
+    ("bf16", "off"),
+    ("bf16", "blocks"),
+];
+
+fn target() -> Point {
+    [("batch".to_owned(), 8), ("layers".to_owned(), 32)].into()
+}
+
+fn table(sizes: &[u64]) -> LeverTable {
+    // Given in an order unlike the table's, to see it sorted.
+    let measured = COMBOS
+        .iter()
+        .rev()
+        .map(|&(p, c)| figures(p, c, 8, ratio_of(p, c)))
+        .collect();
+    LeverTable::build(target(), &axes(), measured, sizes, ALLOWANCE).unwrap()
+}
+
+/// What the device holds for the hand model: the reserved bytes plus the allowance.
+fn device_need(c: &CategoryBytes) -> u64 {
+    (sum(c) + MIB).div_ceil(GRANULE) * GRANULE + ALLOWANCE
+}
+
+#[test]
+fn a_two_by_two_table_saves_what_the_formulas_say() {
+    let sizes = [16 * GIB, 24 * GIB, 40 * GIB];
+    let t = table(&sizes);
+    let order: Vec<LeverVariant> = t.levers.iter().map(|r| r.variant.clone()).collect();
+    // Axes by name (checkpointing, then precision), each level in declared order.
+    assert_eq!(
+        order,
+        vec![
+            variant("f32", "off"),
+            variant("bf16", "off"),
+            variant("f32", "blocks"),
+            variant("bf16", "blocks"),
+        ]
+    );
+    let base = categories("f32", "off", 8);
+    for row in &t.levers {
+        let (p, c) = (&row.variant["precision"], &row.variant["checkpointing"]);
+        let mine = categories(p, c, 8);
+        let saving = sum(&base) as i64 - sum(&mine) as i64;
+        assert_eq!(row.saving_bytes, saving, "{p} {c}");
+        let pct = row.saving_percent.unwrap();
+        assert!((pct - saving as f64 / sum(&base) as f64 * 100.0).abs() < 1e-9);
+        for k in Category::ALL {
+            let s = base[k] as i64 - mine[k] as i64;
+            assert_eq!(row.category_saving_bytes[&k], s, "{p} {c} {k}");
+            match base[k] {
+                0 => assert_eq!(row.category_saving_percent[&k], None),
+                b => {
+                    let got = row.category_saving_percent[&k].unwrap();
+                    assert!((got - s as f64 / b as f64 * 100.0).abs() < 1e-9, "{k}");
+                }
+            }
+        }
+        for (i, &(size, fits)) in row.fits.iter().enumerate() {
+            assert_eq!(size, sizes[i]);
+            assert_eq!(fits, device_need(&mine) <= size, "{p} {c} at {size}");
+        }
+        let expected_ratio = ratio_of(p, c).or(Some(1.0));
+        assert_eq!(row.time_ratio, expected_ratio);
+        assert_eq!(row.projection, None);
+    }
+    // bf16 halves the weights and their gradients: 600 MB each.
+    let bf16 = &t.levers[1];
+    assert_eq!(
+        bf16.category_saving_bytes[&Category::Parameters],
+        600_000_000
+    );
+    assert_eq!(
+        bf16.category_saving_percent[&Category::Parameters],
+        Some(50.0)
+    );
+    assert_eq!(t.baseline().saving_bytes, 0);
+    // The sizes split the rows: not everything fits everywhere.
+    let fits_16: Vec<bool> = t.levers.iter().map(|r| r.fits[0].1).collect();
+    assert!(
+        fits_16.contains(&true) && fits_16.contains(&false),
+        "{fits_16:?}"
+    );
+}
+
+#[test]
+fn a_lever_that_costs_memory_shows_a_negative_saving() {
+    let axes = LeverAxes::new(
+        [(
+            "checkpointing".into(),
+            vec!["off".into(), "balanced".into()],
+        )]
+        .into(),
+    )
+    .unwrap();
+    let mut off = figures("f32", "off", 8, None);
+    off.variant = [("checkpointing".into(), "off".into())].into();
+    let mut balanced = off.clone();
+    balanced.variant = [("checkpointing".into(), "balanced".into())].into();
+    // burn's checkpointing on a small encoder: activations +4.8%.
+    let extra = off.category_bytes[Category::Activations] * 48 / 1000;
+    balanced.category_bytes[Category::Activations] += extra;
+    balanced.peak_bytes += extra;
+    let t = LeverTable::build(Point::new(), &axes, vec![off, balanced], &[], 0).unwrap();
+    let row = &t.levers[1];
+    assert_eq!(row.saving_bytes, -(extra as i64));
+    assert_eq!(
+        row.category_saving_bytes[&Category::Activations],
+        -(extra as i64)
+    );
+    let pct = row.category_saving_percent[&Category::Activations].unwrap();
+    assert!((pct + 4.8).abs() < 1e-6, "{pct}");
+    assert!(row.fits.is_empty());
+}
+
+#[test]
+fn the_table_refuses_figures_it_cannot_compare() {
+    let a = axes();
+    let build = |measured: Vec<LeverFigures>| LeverTable::build(target(), &a, measured, &[], 0);
+    // No baseline.
+    let err = build(vec![figures("bf16", "off", 8, None)]).unwrap_err();
+    assert_eq!(
+        err,
+        LeverError::NoBaseline {
+            baseline: "checkpointing=off, precision=f32".into()
+        }
+    );
+    // Twice the same combination.
+    let err = build(vec![
+        figures("f32", "off", 8, None),
+        figures("f32", "off", 8, None),
+    ])
+    .unwrap_err();
+    assert!(matches!(err, LeverError::RepeatedVariant { .. }), "{err}");
+    // An unknown level.
+    let err = build(vec![figures("f16", "off", 8, None)]).unwrap_err();
+    assert_eq!(
+        err,
+        LeverError::UnknownLevel {
+            axis: "precision".into(),
+            level: "f16".into(),
+            known: "f32, bf16".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "axis `precision` has no level `f16` (its levels: f32, bf16)"
+    );
+    // A combination leaving an axis out.
+    let mut partial = figures("f32", "off", 8, None);
+    partial.variant.remove("checkpointing");
+    let err = build(vec![partial]).unwrap_err();
+    assert!(
+        matches!(&err, LeverError::MissingAxis { axis, .. } if axis == "checkpointing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn axes_refuse_empty_and_repeated_levels() {
+    let err = LeverAxes::new([("precision".into(), vec![])].into()).unwrap_err();
+    assert_eq!(
+        err,
+        LeverError::EmptyAxis {
+            axis: "precision".into()
+        }
+    );
+    let err = LeverAxes::new([("precision".into(), vec!["f32".into(), "f32".into()])].into())
+        .unwrap_err();
+    assert_eq!(
+        err,
+        LeverError::RepeatedLevel {
+            axis: "precision".into(),
+            level: "f32".into()
+        }
+    );
+}
+
+#[test]
+fn at_splits_into_a_numeric_point_and_fixed_levels() {
+    let a = axes();
+    let (point, fixed) = a
+        .parse_at("layers=32, seq=4096,batch=8,precision=bf16")
+        .unwrap();
+    assert_eq!(
+        point,
+        Point::from([
+            ("batch".into(), 8),
+            ("layers".into(), 32),
+            ("seq".into(), 4096)
+        ])
+    );
+    assert_eq!(
+        fixed,
+        LeverVariant::from([("precision".into(), "bf16".into())])
+    );
+    // The free axis gives every combination with bf16.
+    let combos = a.matching(&fixed).unwrap();
+    assert_eq!(
+        combos,
+        vec![variant("bf16", "off"), variant("bf16", "blocks")]
+    );
+    assert_eq!(a.combinations().len(), 4);
+    assert_eq!(a.baseline(), variant("f32", "off"));
+    assert_eq!(a.lever_count(&variant("bf16", "blocks")), 2);
+
+    let err = a.parse_at("layers=32,precision=fp8").unwrap_err();
+    assert_eq!(
+        err,
+        LeverError::UnknownLevel {
+            axis: "precision".into(),
+            level: "fp8".into(),
+            known: "f32, bf16".into()
+        }
+    );
+    let err = a
+        .parse_at("layers=32,precision=bf16,precision=f32")
+        .unwrap_err();
+    assert_eq!(
+        err,
+        LeverError::Point(PointError::Twice("precision".into()))
+    );
+    let err = a.parse_at("layers=thirty").unwrap_err();
+    assert!(
+        matches!(err, LeverError::Point(PointError::NotInteger { .. })),
+        "{err}"
+    );
+    let err = a
+        .matching(&[("dtype".into(), "bf16".into())].into())
+        .unwrap_err();
+    assert!(matches!(err, LeverError::UnknownAxis { .. }), "{err}");
+}
+
+#[test]
+fn solve_refuses_a_categorical_axis() {
+    let a = axes();
+    assert_eq!(a.check_solve("batch"), Ok(()));
+    let err = a.check_solve("precision").unwrap_err();
+    assert_eq!(
+        err,
+        LeverError::CategoricalSolve {
+            axis: "precision".into(),
+            levels: "f32, bf16".into()
+        }
+    );
+    assert!(
+        err.to_string()
+            .starts_with("--solve precision: `precision` is a categorical axis")
+    );
+}
+
+#[test]
+fn fit_on_parses_sizes_and_names_a_malformed_one() {
+    assert_eq!(parse_fit_on("24GiB"), Ok(24 * GIB));
+    assert_eq!(parse_fit_on("80 GB"), Ok(80_000_000_000));
+    let err = parse_fit_on("24 gigs").unwrap_err();
+    assert!(
+        matches!(&err, LeverError::Size(e) if e.input == "24 gigs"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("--fit-on: invalid byte size `24 gigs`"),
+        "{err}"
+    );
+    for bytes in [16 * GIB, 512 * MIB, 1000] {
+        assert_eq!(parse_fit_on(&size_key(bytes)), Ok(bytes));
+    }
+}
+
+/// Brute force: every batch from `B` down, kept when it divides `B` and fits.
+fn brute_accumulation(big_b: u64, memory: u64) -> Option<(u64, u64, u64)> {
+    (1..=big_b).rev().find_map(|b| {
+        if !big_b.is_multiple_of(b) {
+            return None;
+        }
+        let c = categories("f32", "off", b);
+        let k = big_b / b;
+        let extra = if k > 1 { c[Category::Gradients] } else { 0 };
+        let need = device_need(&c) + extra;
+        (need <= memory).then_some((k, b, sum(&c) + extra))
+    })
+}
+
+#[test]
+fn accumulation_finds_the_largest_micro_batch_by_brute_force() {
+    let mut seen_split = false;
+    for big_b in [1, 2, 6, 8, 12, 13, 32, 48] {
+        for memory in [8 * GIB, 12 * GIB, 16 * GIB, 24 * GIB, 48 * GIB, 200 * GIB] {
+            let got = project_accumulation(big_b, memory, ALLOWANCE, |b| {
+                Ok::<_, String>(figures("f32", "off", b, None))
+            })
+            .unwrap();
+            let expected = brute_accumulation(big_b, memory);
+            match (got, expected) {
+                (None, None) => {}
+                (Some(p), Some((k, b, peak))) => {
+                    let LeverProjection::Accumulation {
+                        effective_batch,
+                        steps,
+                        micro_batch,
+                        memory_bytes,
+                    } = p.lever.lever
+                    else {
+                        panic!("{:?}", p.lever)
+                    };
+                    assert_eq!((effective_batch, steps, micro_batch), (big_b, k, b));
+                    assert_eq!(memory_bytes, memory);
+                    assert_eq!(p.figures.peak_bytes, peak, "B={big_b} at {memory}");
+                    assert!(p.lever.formula.contains(&format!("{k} × {b}")) || k == 1);
+                    seen_split |= k > 1;
+                }
+                (got, expected) => panic!("B={big_b} at {memory}: {got:?} vs {expected:?}"),
+            }
+        }
+    }
+    assert!(seen_split, "no case needed accumulation");
+    // Nothing fits: every divisor of B is tried, once each, largest first.
+    for big_b in [1, 16, 36, 60] {
+        let mut tried = Vec::new();
+        let none = project_accumulation(big_b, GIB, ALLOWANCE, |b| {
+            tried.push(b);
+            Ok::<_, String>(figures("f32", "off", b, None))
+        })
+        .unwrap();
+        assert_eq!(none, None);
+        let divisors: Vec<u64> = (1..=big_b)
+            .rev()
+            .filter(|b| big_b.is_multiple_of(*b))
+            .collect();
+        assert_eq!(tried, divisors);
+    }
+    // The caller's error comes back.
+    let err =
+        project_accumulation(4, GIB, 0, |_| Err::<LeverFigures, _>("no batch axis")).unwrap_err();
+    assert_eq!(err, "no batch axis");
+}
+
+fn no_layers_sweep() -> AxesSweep {
+    AxesSweep {
+        axes: [("batch".to_owned(), vec![4, 8])].into(),
+        figures: BTreeMap::new(),
+        target: None,
+    }
+}
+
+#[test]
+fn zero_rows_shard_by_the_formula() {
+    let f = figures("f32", "off", 8, Some(1.0));
+    let at: Point = [("batch".to_owned(), 8)].into();
+    for ranks in [1, 3, 8] {
+        for (shard, sharded) in [
+            (Shard::Zero1, vec![Category::OptimizerState]),
+            (
+                Shard::Zero2,
+                vec![Category::OptimizerState, Category::Gradients],
+            ),
+            (
+                Shard::Zero3,
+                vec![
+                    Category::OptimizerState,
+                    Category::Gradients,
+                    Category::Parameters,
+                ],
+            ),
+        ] {
+            let p = project_zero(&no_layers_sweep(), &at, &f, ranks, shard).unwrap();
+            let mut saved = 0;
+            for c in Category::ALL {
+                let whole = f.category_bytes[c];
+                let expected = if sharded.contains(&c) {
+                    whole.div_ceil(ranks)
+                } else {
+                    whole
+                };
+                saved += whole - expected;
+                assert_eq!(p.figures.category_bytes[c], expected, "{shard} {ranks} {c}");
+            }
+            assert_eq!(p.figures.peak_bytes, f.peak_bytes - saved);
+            assert_eq!(
+                p.figures.allocated_bytes,
+                Some(f.allocated_bytes.unwrap() - saved)
+            );
+            assert_eq!(
+                p.figures.reserved_bytes,
+                Some(f.reserved_bytes.unwrap() - saved)
+            );
+            assert_eq!(
+                p.lever.lever,
+                LeverProjection::Zero {
+                    stage: shard.to_string(),
+                    ranks,
+                    gathered_bytes: None
+                }
+            );
+            assert!(
+                p.lever.formula.contains(&format!("⌈÷ {ranks}⌉")),
+                "{}",
+                p.lever.formula
+            );
+        }
+    }
+}
+
+/// A sweep over `layers` whose parameters are `per_layer` bytes a layer.
+fn layers_sweep(per_layer: u64) -> AxesSweep {
+    let values = vec![1, 2, 3, 4];
+    let grid = Grid::from_map(&[("layers".to_owned(), values.clone())].into()).unwrap();
+    let runs: Vec<GridRun> = values
+        .iter()
+        .map(|&l| {
+            let mut c = CategoryBytes::default();
+            c[Category::Parameters] = per_layer * l;
+            c[Category::Activations] = 1000 * l;
+            GridRun {
+                point: [("layers".to_owned(), l)].into(),
+                peak_bytes: sum(&c),
+                category_peaks: c,
+                phase_peaks: BTreeMap::new(),
+                phase_temporaries: BTreeMap::new(),
+                peak_outside_phases: true,
+                pool: None,
+            }
+        })
+        .collect();
+    AxesSweep::fit(&grid, &runs).unwrap()
+}
+
+#[test]
+fn zero3_gathers_one_layers_parameters() {
+    let per_layer = 7 * MIB + 3;
+    let sweep = layers_sweep(per_layer);
+    let at: Point = [("layers".to_owned(), 32)].into();
+    let mut f = figures("f32", "off", 8, None);
+    f.category_bytes = CategoryBytes::default();
+    f.category_bytes[Category::Parameters] = per_layer * 32;
+    f.category_bytes[Category::Activations] = 32_000;
+    f.peak_bytes = sum(&f.category_bytes);
+    f.allocated_bytes = None;
+    f.reserved_bytes = None;
+    let ranks = 4;
+    let p = project_zero(&sweep, &at, &f, ranks, Shard::Zero3).unwrap();
+    let share = (per_layer * 32).div_ceil(ranks);
+    assert_eq!(p.figures.category_bytes[Category::Parameters], share);
+    assert_eq!(p.figures.peak_bytes, share + 32_000 + per_layer);
+    assert!(matches!(
+        p.lever.lever,
+        LeverProjection::Zero { gathered_bytes: Some(g), .. } if g == per_layer
+    ));
+    assert!(p.lever.formula.contains("one layer's parameters gathered"));
+}
+
+#[test]
+fn eight_bit_moments_keep_a_quarter_of_the_optimizer_state() {
+    let mut f = figures("bf16", "blocks", 8, Some(1.1));
+    f.category_bytes[Category::OptimizerState] += 3; // not a multiple of 4
+    f.peak_bytes += 3;
+    let p = project_8bit_moments(&f);
+    let state = f.category_bytes[Category::OptimizerState];
+    let quarter = state.div_ceil(4);
+    assert_eq!(p.figures.category_bytes[Category::OptimizerState], quarter);
+    assert_eq!(p.figures.peak_bytes, f.peak_bytes - (state - quarter));
+    assert_eq!(
+        p.figures.reserved_bytes,
+        Some(f.reserved_bytes.unwrap() - (state - quarter))
+    );
+    assert_eq!(
+        p.figures.category_bytes[Category::Activations],
+        f.category_bytes[Category::Activations]
+    );
+    assert_eq!(p.figures.time_ratio, Some(1.1));
+    assert_eq!(p.lever.lever, LeverProjection::EightBitMoments);
+    assert!(p.lever.formula.contains("optimizer_state × 1/4"));
+    assert!(
+        p.lever
+            .formula
+            .contains("assuming every optimizer-state byte is an f32 moment")
+    );
+}
+
+/// The table with projections on the baseline: 8-bit moments, ZeRO-3 over 8 ranks and
+/// accumulation of batch 8 for `memory`.
+fn table_with_projections(memory: u64) -> LeverTable {
+    let mut t = table(&[memory]);
+    let base = figures("f32", "off", 8, Some(1.0));
+    t.add_projection(project_8bit_moments(&base));
+    let at: Point = [("batch".to_owned(), 8)].into();
+    t.add_projection(project_zero(&no_layers_sweep(), &at, &base, 8, Shard::Zero3).unwrap());
+    let accumulation = project_accumulation(8, memory, ALLOWANCE, |b| {
+        Ok::<_, String>(figures("f32", "off", b, Some(1.0)))
+    })
+    .unwrap();
+    if let Some(a) = accumulation {
+        t.add_projection(a);
+    }
+    t
+}
+
+/// A row's label: its levels, then the projection.
+fn label(variant: &LeverVariant, projection: Option<&LeverProjection>) -> String {
+    let lever = match projection {
+        None => String::new(),
+        Some(LeverProjection::Accumulation { .. }) => " +accumulation".into(),
+        Some(LeverProjection::Zero { stage, .. }) => format!(" +{stage}"),
+        Some(LeverProjection::EightBitMoments) => " +8bit".into(),
+    };
+    format!(
+        "{}/{}{lever}",
+        variant["precision"], variant["checkpointing"]
+    )
+}
+
+#[test]
+fn fit_on_lists_what_fits_cheapest_first() {
+    // Hand ranking: time ratio (bf16/off 0.8; the baseline and its projections 1.0;
+    // bf16/blocks 1.1; f32/blocks 1.35), then levers (baseline 0, projections 1), then
+    // device bytes (accumulation of 4 × 2 keeps 17.1 GB, ZeRO-3 saves 7/8 of 4.8 GB,
+    // 8-bit moments 1.8 GB; at 40 GiB batch 8 fits whole: accumulation is the baseline).
+    let small = [
+        "bf16/off",
+        "f32/off",
+        "f32/off +accumulation",
+        "f32/off +zero3",
+        "f32/off +8bit",
+        "bf16/blocks",
+        "f32/blocks",
+    ];
+    let large = [
+        "bf16/off",
+        "f32/off",
+        "f32/off +zero3",
+        "f32/off +8bit",
+        "f32/off +accumulation",
+        "bf16/blocks",
+        "f32/blocks",
+    ];
+    let mut lengths = BTreeSet::new();
+    for (memory, ranking) in [(16 * GIB, small), (24 * GIB, small), (40 * GIB, large)] {
+        let t = table_with_projections(memory);
+        let mut device = BTreeMap::new();
+        for row in t.levers.iter().chain(&t.projections) {
+            let l = label(&row.variant, row.projection.as_ref().map(|p| &p.lever));
+            // By hand: reserved (or the peak) plus the allowance.
+            let need = row.reserved_bytes.unwrap_or(row.peak_bytes) + ALLOWANCE;
+            device.insert(l, need);
+        }
+        assert_eq!(device.len(), ranking.len(), "{device:?}");
+        let expected: Vec<&str> = ranking
+            .into_iter()
+            .filter(|l| device[*l] <= memory)
+            .collect();
+        let answer = t.fit_on(memory);
+        let got: Vec<String> = answer
+            .fitting
+            .iter()
+            .map(|r| label(&r.variant, r.projection.as_ref().map(|p| &p.lever)))
+            .collect();
+        assert_eq!(got, expected, "at {memory}: {device:?}");
+        assert_eq!(answer.closest, None);
+        assert_eq!(answer.memory_bytes, memory);
+        lengths.insert(expected.len());
+    }
+    // 4 fit at 16 GiB, 6 at 24 GiB, all 7 at 40 GiB.
+    assert_eq!(lengths, BTreeSet::from([4, 6, 7]));
+}
+
+#[test]
+fn fit_on_says_by_how_much_the_closest_misses() {
+    let memory = 6 * GIB;
+    let t = table_with_projections(memory);
+    let answer = t.fit_on(memory);
+    assert!(answer.fitting.is_empty());
+    let miss = answer.closest.expect("a closest row");
+    let least = t
+        .levers
+        .iter()
+        .chain(&t.projections)
+        .map(|r| r.reserved_bytes.unwrap() + ALLOWANCE)
+        .min()
+        .unwrap();
+    assert_eq!(miss.missing_bytes, least - memory);
+    assert_eq!(miss.row.reserved_bytes.unwrap() + ALLOWANCE, least);
+}
+
+fn keys(v: &Value) -> BTreeSet<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
+#[test]
+fn the_json_has_the_documented_shape() {
+    let sizes = [24 * GIB, 141 * GIB, 16 * GIB];
+    let mut t = table(&sizes);
+    let base = figures("f32", "off", 8, None);
+    let at: Point = [("batch".to_owned(), 8)].into();
+    t.add_projection(project_zero(&no_layers_sweep(), &at, &base, 8, Shard::Zero2).unwrap());
+    let v = serde_json::to_value(&t).unwrap();
+    assert_eq!(keys(&v), BTreeSet::from(["at", "levers", "projections"]));
+    assert_eq!(v["at"], serde_json::json!({"batch": 8, "layers": 32}));
+    let row_keys = BTreeSet::from([
+        "variant",
+        "category_bytes",
+        "peak_bytes",
+        "allocated_bytes",
+        "reserved_bytes",
+        "saving_bytes",
+        "saving_percent",
+        "category_saving_bytes",
+        "category_saving_percent",
+        "time_ratio",
+        "fits",
+    ]);
+    let levers = v["levers"].as_array().unwrap();
+    assert_eq!(levers.len(), 4);
+    for (row, table_row) in levers.iter().zip(&t.levers) {
+        assert_eq!(keys(row), row_keys);
+        assert_eq!(
+            row["variant"]["precision"],
+            table_row.variant["precision"].as_str()
+        );
+        let names: BTreeSet<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(keys(&row["category_bytes"]), names);
+        assert_eq!(keys(&row["category_saving_bytes"]), names);
+        assert_eq!(row["peak_bytes"], table_row.peak_bytes);
+        assert_eq!(row["saving_bytes"], table_row.saving_bytes);
+        assert_eq!(
+            keys(&row["fits"]),
+            BTreeSet::from(["16GiB", "24GiB", "141GiB"])
+        );
+        assert!(row["fits"]["141GiB"].as_bool().unwrap());
+    }
+    // bf16 with checkpointing saves.
+    assert!(levers[3]["saving_bytes"].as_i64().unwrap() > 0);
+    assert_eq!(levers[0]["time_ratio"], 1.0);
+    assert_eq!(levers[1]["time_ratio"], 0.8);
+    let projections = v["projections"].as_array().unwrap();
+    assert_eq!(projections.len(), 1);
+    let p = &projections[0];
+    let mut with_projection = row_keys.clone();
+    with_projection.insert("projection");
+    assert_eq!(keys(p), with_projection);
+    assert_eq!(p["projection"]["lever"], "zero");
+    assert_eq!(p["projection"]["stage"], "zero2");
+    assert_eq!(p["projection"]["ranks"], 8);
+    assert!(
+        p["projection"]["formula"]
+            .as_str()
+            .unwrap()
+            .contains("gradients ⌈÷ 8⌉")
+    );
+    // The sizes keep the caller's order in the text.
+    let text = serde_json::to_string(&t.levers[0]).unwrap();
+    let at = |k: &str| text.find(k).unwrap();
+    assert!(
+        at("\"24GiB\"") < at("\"141GiB\"") && at("\"141GiB\"") < at("\"16GiB\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_costly_lever_serializes_a_negative_saving() {
+    let axes =
+        LeverAxes::new([("checkpointing".into(), vec!["off".into(), "broken".into()])].into())
+            .unwrap();
+    let mut off = figures("f32", "off", 8, None);
+    off.variant = [("checkpointing".into(), "off".into())].into();
+    let mut broken = off.clone();
+    broken.variant = [("checkpointing".into(), "broken".into())].into();
+    broken.peak_bytes += 4096;
+    let t = LeverTable::build(Point::new(), &axes, vec![off, broken], &[], 0).unwrap();
+    let v = serde_json::to_value(&t).unwrap();
+    assert_eq!(v["levers"][1]["saving_bytes"], -4096);
+}
+
+#[test]
+fn an_unmeasured_time_ranks_after_every_measured_one() {
+    let axes = LeverAxes::new(
+        [(
+            "checkpointing".into(),
+            vec!["off".into(), "blocks".into(), "selective".into()],
+        )]
+        .into(),
+    )
+    .unwrap();
+    let level = |name: &str, activations: u64, ratio: Option<f64>| {
+        let mut f = figures("f32", "off", 8, ratio);
+        f.variant = [("checkpointing".into(), name.into())].into();
+        f.category_bytes[Category::Activations] = activations;
+        f.peak_bytes = sum(&f.category_bytes);
+        f.allocated_bytes = None;
+        f.reserved_bytes = None;
+        f
+    };
+    // blocks is the smallest, but its time was not measured.
+    let measured = vec![
+        level("off", 3 * GIB, None),
+        level("blocks", GIB, None),
+        level("selective", 2 * GIB, Some(1.4)),
+    ];
+    let t = LeverTable::build(Point::new(), &axes, measured, &[], 0).unwrap();
+    let answer = t.fit_on(80 * GIB);
+    let order: Vec<&str> = answer
+        .fitting
+        .iter()
+        .map(|r| r.variant["checkpointing"].as_str())
+        .collect();
+    assert_eq!(order, ["off", "selective", "blocks"]);
+}
