@@ -432,6 +432,7 @@ fn no_layers_sweep() -> AxesSweep {
         axes: [("batch".to_owned(), vec![4, 8])].into(),
         figures: BTreeMap::new(),
         target: None,
+        migrated: false,
     }
 }
 
