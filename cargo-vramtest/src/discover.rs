@@ -7,9 +7,11 @@
 use crate::cli::Selection;
 use crate::error::{Error, Result};
 use cargo_metadata::{Metadata, MetadataCommand, TargetKind};
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use vramtest_model::settings::Settings;
+
+pub mod test_tables;
+use test_tables::harness_free_tests;
 
 /// The workspace as far as vramtest is concerned.
 #[derive(Debug, Clone)]
@@ -58,12 +60,7 @@ pub fn discover(selection: &Selection, flags: Vec<String>) -> Result<Workspace> 
     if let Some(path) = &selection.manifest_path {
         cmd.manifest_path(path);
     }
-    let metadata = cmd.exec().map_err(|e| Error::Metadata {
-        message: match e {
-            cargo_metadata::Error::CargoMetadata { stderr } => stderr.trim().to_owned(),
-            other => other.to_string(),
-        },
-    })?;
+    let metadata = cmd.exec().map_err(Error::Metadata)?;
     select_packages(&metadata, selection)
 }
 
@@ -108,9 +105,9 @@ fn select_packages(metadata: &Metadata, selection: &Selection) -> Result<Workspa
         }
         let manifest = pkg.manifest_path.clone().into_std_path_buf();
         let text = std::fs::read_to_string(&manifest).map_err(Error::io(&manifest))?;
-        let custom = harness_free_tests(&text).map_err(|message| Error::Manifest {
+        let custom = harness_free_tests(&text).map_err(|source| Error::Manifest {
             path: manifest.clone(),
-            message,
+            source,
         })?;
         let targets: Vec<String> = pkg
             .targets
@@ -152,62 +149,21 @@ fn select_packages(metadata: &Metadata, selection: &Selection) -> Result<Workspa
 
 /// Parses one `vramtest` table; an error names the manifest and, where it can be
 /// found, the line of the offending key.
-fn parse_settings(value: &serde_json::Value, manifest: &Path, table: &str) -> Result<Settings> {
+fn parse_settings(
+    value: &serde_json::Value,
+    manifest: &Path,
+    table: &'static str,
+) -> Result<Settings> {
     Settings::parse(value).map_err(|errors| {
         let text = std::fs::read_to_string(manifest).unwrap_or_default();
         Error::Config {
             manifest: manifest.to_owned(),
+            table,
             problems: errors
                 .in_file_order(&text, table)
                 .into_iter()
-                .map(|(line, e)| (line, format!("[{table}] {e}")))
+                .map(|(line, e)| (line, e.clone()))
                 .collect(),
         }
     })
-}
-
-/// The names of a manifest's `[[test]]` targets declared with `harness = false`.
-pub fn harness_free_tests(manifest: &str) -> Result<BTreeSet<String>, String> {
-    let table: toml::Table = toml::from_str(manifest).map_err(|e| e.to_string())?;
-    let Some(tests) = table.get("test") else {
-        return Ok(BTreeSet::new());
-    };
-    let tests = tests
-        .as_array()
-        .ok_or("`test` must be an array of tables ([[test]])")?;
-    Ok(tests
-        .iter()
-        .filter_map(|t| t.as_table())
-        .filter(|t| t.get("harness").and_then(|h| h.as_bool()) == Some(false))
-        .filter_map(|t| t.get("name").and_then(|n| n.as_str()).map(str::to_owned))
-        .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use test_case::test_case;
-
-    #[test_case("[package]\nname = \"a\"\n", &[]; "no test targets")]
-    #[test_case("[[test]]\nname = \"vram\"\nharness = false\n", &["vram"]; "one custom harness")]
-    #[test_case("[[test]]\nname = \"plain\"\n", &[]; "the default harness")]
-    #[test_case("[[test]]\nname = \"plain\"\nharness = true\n", &[]; "an explicit libtest harness")]
-    #[test_case(
-        "[[test]]\nname = \"a\"\nharness = false\n[[test]]\nname = \"b\"\n[[test]]\nname = \"c\"\nharness = false\npath = \"tests/c.rs\"\n",
-        &["a", "c"]; "several"
-    )]
-    #[test_case("[[test]]\nharness = false\n", &[]; "a nameless target is cargo's error, not ours")]
-    fn finds_custom_harness_targets(manifest: &str, expected: &[&str]) {
-        let found = harness_free_tests(manifest).unwrap();
-        assert_eq!(
-            found.iter().map(String::as_str).collect::<Vec<_>>(),
-            expected
-        );
-    }
-
-    #[test_case("[[test]\n"; "not toml")]
-    #[test_case("test = \"vram\"\n"; "test is not an array")]
-    fn rejects(manifest: &str) {
-        assert!(harness_free_tests(manifest).is_err());
-    }
 }

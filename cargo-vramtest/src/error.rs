@@ -8,9 +8,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// `cargo metadata` failed (a broken manifest, an unknown package).
-    #[error("cargo metadata failed: {message}")]
-    Metadata { message: String },
+    /// `cargo metadata` failed (a broken manifest, an unknown package): cargo's own
+    /// message where it printed one.
+    #[error("cargo metadata failed: {}", metadata_failure(.0))]
+    Metadata(#[source] cargo_metadata::Error),
 
     /// An environment switch has a value outside its set (`VRAMTEST_UPDATE=sometimes`,
     /// `VRAMTEST_DEVICE=tpu`); the message names the variable and the values it takes.
@@ -19,15 +20,21 @@ pub enum Error {
 
     /// A `[*.metadata.vramtest]` table has unknown keys or bad values: every one, in the
     /// manifest's order, each on a line of its own with its line number where known.
-    #[error("{}", config_lines(.manifest, .problems))]
+    #[error("{}", config_lines(.manifest, .table, .problems))]
     Config {
         manifest: PathBuf,
-        problems: Vec<(Option<usize>, String)>,
+        /// The table's dotted name (`package.metadata.vramtest`).
+        table: &'static str,
+        problems: Vec<(Option<usize>, vramtest_model::settings::SettingsError)>,
     },
 
-    /// A manifest could not be read or parsed.
-    #[error("{path}: {message}")]
-    Manifest { path: PathBuf, message: String },
+    /// A manifest's `[[test]]` targets could not be read.
+    #[error("{path}: {source}")]
+    Manifest {
+        path: PathBuf,
+        #[source]
+        source: crate::discover::test_tables::TestTablesError,
+    },
 
     /// No package in the selection has a test target that uses vramtest.
     #[error(
@@ -123,8 +130,8 @@ pub enum Error {
 
     /// `merge`: the shards' reports contradict each other (the same test in two,
     /// another version, schema or partition); the message names the files.
-    #[error("cannot merge the shards: {message}")]
-    Shards { message: String },
+    #[error("cannot merge the shards: {0}")]
+    Shards(#[from] crate::shards::disagree::ShardsDisagree),
 
     /// `show --at`: a configuration the snapshot's sweep cannot predict (no sweep over
     /// named axes, an unknown or missing axis); the message names the axis.
@@ -172,16 +179,30 @@ fn suggest(closest: &[String]) -> String {
     }
 }
 
-/// `path` or `path:line`, the form editors and CI annotations understand.
-/// A line per problem of a manifest's `vramtest` table, each starting with its location.
-fn config_lines(manifest: &std::path::Path, problems: &[(Option<usize>, String)]) -> String {
+/// cargo's message (its standard error, trimmed) where `cargo metadata` ran and failed,
+/// else why it could not run or be read.
+fn metadata_failure(error: &cargo_metadata::Error) -> String {
+    match error {
+        cargo_metadata::Error::CargoMetadata { stderr } => stderr.trim().to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A line per problem of a manifest's `vramtest` table, each starting with its location
+/// and the table's name.
+fn config_lines(
+    manifest: &std::path::Path,
+    table: &str,
+    problems: &[(Option<usize>, vramtest_model::settings::SettingsError)],
+) -> String {
     problems
         .iter()
-        .map(|(line, message)| format!("{}: {message}", location(manifest, *line)))
+        .map(|(line, e)| format!("{}: [{table}] {e}", location(manifest, *line)))
         .collect::<Vec<_>>()
         .join("\n")
 }
 
+/// `path` or `path:line`, the form editors and CI annotations understand.
 fn location(path: &std::path::Path, line: Option<usize>) -> String {
     match line {
         Some(line) => format!("{}:{line}", path.display()),

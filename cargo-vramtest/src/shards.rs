@@ -15,14 +15,16 @@
 
 use crate::case::{Binary, Outcome, TestCase};
 use crate::output::json::{FORMAT_VERSION, JsonLine, LineHead, Record, SummaryLine, TestLine};
-use crate::partition::Partition;
+use crate::partition::{ParsePartitionError, Partition};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use vramtest_model::report::Status;
+use vramtest_model::report::{Status, UnknownSchema};
+
+pub mod disagree;
+use disagree::{ShardsDisagree, TestInTwoShards};
 
 /// One shard's report, read back.
 #[derive(Debug, Clone)]
@@ -43,47 +45,155 @@ pub struct Shard {
     pub problems: Vec<String>,
 }
 
-/// Reads one shard's report from its text. The error says what is wrong with the
-/// file (without its name, which the caller adds), with the line where there is one.
-pub fn parse(path: &Path, text: &str) -> Result<Shard, String> {
+/// What is wrong with one shard's report file, so that the merge leaves it out and
+/// says so. The message does not name the file (the caller adds it) and names the
+/// line where there is one.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardProblem {
+    /// The file is not there.
+    #[error("no such file: the shard's report is missing (did its job fail before writing one?)")]
+    Missing,
+    /// The file is there but cannot be read.
+    #[error("cannot read it: {0}")]
+    Unreadable(#[source] std::io::Error),
+    /// The file is not UTF-8 text.
+    #[error("not UTF-8 text (at byte {valid_up_to}): not a cargo-vramtest report")]
+    NotText { valid_up_to: usize },
+    /// The file holds nothing but white space.
+    #[error(
+        "empty: the shard wrote no report (it stopped before its tests ran: see its job's log)"
+    )]
+    Empty,
+    /// Whole test lines and no summary line after them.
+    #[error(
+        "truncated: no summary line after its {tests} test {} (the run stopped before it finished)",
+        if *.tests == 1 { "line" } else { "lines" }
+    )]
+    NoSummary { tests: usize },
+    /// The last line cut short, and no summary line.
+    #[error(
+        "truncated: line {line} is cut short and there is no summary line (the run stopped while writing its report)"
+    )]
+    CutShort { line: usize },
+    /// The summary counts more or fewer tests than the file holds.
+    #[error("its summary counts {counted} tests but it holds {held}: lines are missing")]
+    Miscounted { counted: usize, held: usize },
+    /// One test in two of the file's lines.
+    #[error("{test} is in it twice")]
+    Twice { test: String },
+    /// The summary's `partition` is not one.
+    #[error("its summary's {0}")]
+    Partition(#[source] ParsePartitionError),
+    /// A line after the summary line: two reports in one file, or text appended.
+    #[error("line {line} follows the summary line: not one run's report")]
+    AfterSummary { line: usize },
+    /// A line that is not JSON.
+    #[error("line {line} is not a JSON object: {source}")]
+    NotJson {
+        line: usize,
+        source: serde_json::Error,
+    },
+    /// A JSON line without the fields every report line has.
+    #[error("line {line} is not a cargo-vramtest report line: {source}")]
+    NotReportLine {
+        line: usize,
+        source: serde_json::Error,
+    },
+    /// A line of another format version of the JSON lines.
+    #[error(
+        "line {line} has format_version {}, this cargo-vramtest reads {FORMAT_VERSION} (hint: merge with the cargo-vramtest that wrote it)",
+        .found.map_or("(none)".to_owned(), |v| v.to_string())
+    )]
+    FormatVersion { line: usize, found: Option<u32> },
+    /// A test line whose report is of a schema this release does not read.
+    #[error("line {line} is {source} (hint: merge with the cargo-vramtest that wrote it)")]
+    ReportSchema { line: usize, source: UnknownSchema },
+    /// A line of another command's output (`list`), or without a type.
+    #[error(
+        "line {line} is a `{}` line, not a run's report (hint: merge the output of `cargo vramtest --message-format json`)",
+        .kind.as_deref().unwrap_or("(no type)")
+    )]
+    NotRunLine { line: usize, kind: Option<String> },
+    /// A test or summary line whose fields do not read as one.
+    #[error("line {line} is not {kind}: {source}")]
+    Malformed {
+        line: usize,
+        kind: ReportLineKind,
+        source: serde_json::Error,
+    },
+    /// A test line whose name is not its package, target and test.
+    #[error("line {line}: its name `{name}` is not its package, target and test (`{expected}`)")]
+    Misnamed {
+        line: usize,
+        name: String,
+        expected: String,
+    },
+    /// A test line whose `fails` disagrees with its status: neither is trusted over the
+    /// other, so the file is not merged (a line that says it fails never becomes a pass).
+    #[error(
+        "line {line}: {test} has `fails: {said}`, but its status `{}`{} {}: the line contradicts itself (was the report edited?), so it is not merged",
+        .status.as_str(),
+        if *.pending { " with a pending result" } else { "" },
+        if *.fails { "fails" } else { "passes" }
+    )]
+    Contradiction {
+        line: usize,
+        test: String,
+        /// What its `fails` says.
+        said: bool,
+        status: Status,
+        pending: bool,
+        /// Whether its status fails.
+        fails: bool,
+    },
+}
+
+/// The two kinds of line a run's report holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportLineKind {
+    Test,
+    Summary,
+}
+
+impl std::fmt::Display for ReportLineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReportLineKind::Test => "a test's report",
+            ReportLineKind::Summary => "a run's summary",
+        })
+    }
+}
+
+/// Reads one shard's report from its text.
+pub fn parse(path: &Path, text: &str) -> Result<Shard, ShardProblem> {
     if text.trim().is_empty() {
-        return Err(
-            "empty: the shard wrote no report (it stopped before its tests ran: \
-             see its job's log)"
-                .into(),
-        );
+        return Err(ShardProblem::Empty);
     }
     let (outcomes, summary) = read_lines(text)?;
     let Some(summary) = summary else {
-        return Err(format!(
-            "truncated: no summary line after its {} test {} (the run stopped before it \
-             finished)",
-            outcomes.len(),
-            if outcomes.len() == 1 { "line" } else { "lines" }
-        ));
+        return Err(ShardProblem::NoSummary {
+            tests: outcomes.len(),
+        });
     };
     if summary.tests != outcomes.len() {
-        return Err(format!(
-            "its summary counts {} tests but it holds {}: lines are missing",
-            summary.tests,
-            outcomes.len()
-        ));
+        return Err(ShardProblem::Miscounted {
+            counted: summary.tests,
+            held: outcomes.len(),
+        });
     }
     let mut seen = BTreeSet::new();
     for o in &outcomes {
         let name = o.case.full_name();
         if !seen.insert(name.clone()) {
-            return Err(format!("{name} is in it twice"));
+            return Err(ShardProblem::Twice { test: name });
         }
     }
     let partition = summary
         .partition
         .as_deref()
-        .map(|p| {
-            p.parse::<Partition>()
-                .map_err(|e| format!("its summary's {e}"))
-        })
-        .transpose()?;
+        .map(str::parse::<Partition>)
+        .transpose()
+        .map_err(ShardProblem::Partition)?;
     Ok(Shard {
         path: path.to_owned(),
         outcomes,
@@ -96,7 +206,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Shard, String> {
 }
 
 /// The test lines and the summary line of a report, each checked on its own.
-fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String> {
+fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), ShardProblem> {
     let complete = text.ends_with('\n');
     let lines: Vec<&str> = text.lines().collect();
     let mut outcomes = Vec::new();
@@ -108,54 +218,55 @@ fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String>
             continue;
         }
         if summary.is_some() {
-            return Err(format!(
-                "line {n} follows the summary line: not one run's report"
-            ));
+            return Err(ShardProblem::AfterSummary { line: n });
         }
         let value: serde_json::Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(_) if n == lines.len() && !complete => {
-                return Err(format!(
-                    "truncated: line {n} is cut short and there is no summary line \
-                     (the run stopped while writing its report)"
-                ));
+                return Err(ShardProblem::CutShort { line: n });
             }
-            Err(e) => return Err(format!("line {n} is not a JSON object: {e}")),
+            Err(source) => return Err(ShardProblem::NotJson { line: n, source }),
         };
         let head = LineHead::deserialize(&value)
-            .map_err(|e| format!("line {n} is not a cargo-vramtest report line: {e}"))?;
+            .map_err(|source| ShardProblem::NotReportLine { line: n, source })?;
         if head.format_version != Some(FORMAT_VERSION) {
-            return Err(format!(
-                "line {n} has format_version {}, this cargo-vramtest reads {FORMAT_VERSION} \
-                 (hint: merge with the cargo-vramtest that wrote it)",
-                head.format_version
-                    .map_or("(none)".to_owned(), |v| v.to_string())
-            ));
+            return Err(ShardProblem::FormatVersion {
+                line: n,
+                found: head.format_version,
+            });
         }
-        let what = match head.kind.as_deref() {
+        let kind = match head.kind.as_deref() {
             Some("test") => {
-                vramtest_model::report::check_schema(&value).map_err(|e| {
-                    format!("line {n} is {e} (hint: merge with the cargo-vramtest that wrote it)")
-                })?;
-                "a test's report"
+                vramtest_model::report::check_schema(&value)
+                    .map_err(|source| ShardProblem::ReportSchema { line: n, source })?;
+                ReportLineKind::Test
             }
-            Some("summary") => "a run's summary",
-            other => {
-                return Err(format!(
-                    "line {n} is a `{}` line, not a run's report (hint: merge the output of \
-                     `cargo vramtest --message-format json`)",
-                    other.unwrap_or("(no type)")
-                ));
+            Some("summary") => ReportLineKind::Summary,
+            _ => {
+                return Err(ShardProblem::NotRunLine {
+                    line: n,
+                    kind: head.kind,
+                });
             }
         };
-        let line =
-            JsonLine::deserialize(value).map_err(|e| format!("line {n} is not {what}: {e}"))?;
+        let line = JsonLine::deserialize(value).map_err(|source| ShardProblem::Malformed {
+            line: n,
+            kind,
+            source,
+        })?;
         match line.record {
             Record::Test(line) => {
                 let said = line.fails;
-                let o = outcome(*line, &mut binaries).map_err(|e| format!("line {n}: {e}"))?;
+                let o = outcome(n, *line, &mut binaries)?;
                 if o.fails() != said {
-                    return Err(contradiction(n, &o, said));
+                    return Err(ShardProblem::Contradiction {
+                        line: n,
+                        test: o.case.full_name(),
+                        said,
+                        status: o.report.status,
+                        pending: o.report.is_pending(),
+                        fails: o.fails(),
+                    });
                 }
                 outcomes.push(o);
             }
@@ -165,33 +276,17 @@ fn read_lines(text: &str) -> Result<(Vec<Outcome>, Option<SummaryLine>), String>
     Ok((outcomes, summary))
 }
 
-/// A test line whose `fails` disagrees with its status: neither is trusted over the
-/// other, so the file is not merged (a line that says it fails never becomes a pass).
-fn contradiction(n: usize, o: &Outcome, said: bool) -> String {
-    let pending = if o.report.is_pending() {
-        " with a pending result"
-    } else {
-        ""
-    };
-    format!(
-        "line {n}: {} has `fails: {said}`, but its status `{}`{pending} {}: the line \
-         contradicts itself (was the report edited?), so it is not merged",
-        o.case.full_name(),
-        o.report.status.as_str(),
-        if o.fails() { "fails" } else { "passes" }
-    )
-}
-
 fn duration(secs: f64) -> Duration {
     Duration::try_from_secs_f64(secs).unwrap_or_default()
 }
 
-/// A test line as the outcome the reports are written from. Only what a report shows
+/// Test line `n` as the outcome the reports are written from. Only what a report shows
 /// is known: the binary's path and the package's directory are not in the line.
 fn outcome(
+    n: usize,
     line: TestLine<'_>,
     binaries: &mut HashMap<(String, String), Arc<Binary>>,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, ShardProblem> {
     let report = line.report.into_owned();
     let binary = binaries
         .entry((line.package.clone(), report.target.clone()))
@@ -211,11 +306,11 @@ fn outcome(
         ignored: report.status == Status::Ignored,
     };
     if case.full_name() != line.name {
-        return Err(format!(
-            "its name `{}` is not its package, target and test (`{}`)",
-            line.name,
-            case.full_name()
-        ));
+        return Err(ShardProblem::Misnamed {
+            line: n,
+            name: line.name,
+            expected: case.full_name(),
+        });
     }
     Ok(Outcome {
         case,
@@ -226,31 +321,33 @@ fn outcome(
 
 /// Checks that the shards are parts of one run: one cargo-vramtest version, one
 /// snapshot schema (the report schema is checked as each file is read), one partition
-/// kind and count with each shard once, and each test in one shard. The error names
-/// the files that disagree.
-pub fn check(shards: &[Shard]) -> Result<(), String> {
-    let versions = shards.iter().map(|s| {
-        let v = s.version.clone();
-        (
-            s,
-            v.unwrap_or_else(|| "an unknown version (no `cargo_vramtest_version`)".into()),
-        )
-    });
-    if let Some([a, b, va, vb]) = disagree(versions) {
-        return Err(format!(
-            "{a} was written by cargo-vramtest {va}, {b} by {vb}: the shards of one run \
-             come from one cargo-vramtest (hint: install one version for every shard)"
-        ));
+/// kind and count with each shard once, and each test in one shard.
+pub fn check(shards: &[Shard]) -> Result<(), ShardsDisagree> {
+    // A version field left empty says nothing to disagree with.
+    let versions = shards
+        .iter()
+        .map(|s| (s, s.version.clone()))
+        .filter(|(_, v)| v.as_deref() != Some(""));
+    if let Some((first, other)) = disagree(versions) {
+        return Err(ShardsDisagree::Versions {
+            first: first.0.path.clone(),
+            other: other.0.path.clone(),
+            first_version: first.1,
+            other_version: other.1,
+        });
     }
-    let snapshot_schemas = shards.iter().map(|s| {
-        let k = schemas(s, |o| o.report.body.as_ref().map(|b| b.schema));
-        (s, k)
-    });
-    if let Some([a, b, va, vb]) = disagree(snapshot_schemas) {
-        return Err(format!(
-            "{a} holds snapshots of schema {va}, {b} of schema {vb}: the shards of one \
-             run share one snapshot schema"
-        ));
+    // A shard without tests has no schema to disagree with.
+    let snapshot_schemas = shards
+        .iter()
+        .map(|s| (s, snapshot_schemas(s)))
+        .filter(|(_, k)| !k.is_empty());
+    if let Some((first, other)) = disagree(snapshot_schemas) {
+        return Err(ShardsDisagree::SnapshotSchemas {
+            first: first.0.path.clone(),
+            other: other.0.path.clone(),
+            first_schemas: first.1,
+            other_schemas: other.1,
+        });
     }
     check_partitions(shards)?;
     let mut owner: HashMap<String, &Path> = HashMap::new();
@@ -259,49 +356,43 @@ pub fn check(shards: &[Shard]) -> Result<(), String> {
         for o in &s.outcomes {
             let name = o.case.full_name();
             if let Some(first) = owner.insert(name.clone(), &s.path) {
-                twice.push(format!(
-                    "{name} is in {} and in {}",
-                    first.display(),
-                    s.path.display()
-                ));
+                twice.push(TestInTwoShards {
+                    test: name,
+                    first: first.to_owned(),
+                    other: s.path.clone(),
+                });
             }
         }
     }
     if !twice.is_empty() {
-        let mut message = twice.iter().take(5).cloned().collect::<Vec<_>>().join("; ");
-        if twice.len() > 5 {
-            let _ = write!(message, "; and {} more", twice.len() - 5);
-        }
-        message += ": a test belongs in one shard (hint: give every shard of the run the \
-                    same `--partition` kind and count, and merge each shard's report once)";
-        return Err(message);
+        return Err(ShardsDisagree::TestsTwice { tests: twice });
     }
     Ok(())
 }
 
-/// The schemas among a shard's tests (`1`, `1 and 2`); empty when none has one.
-fn schemas(s: &Shard, pick: fn(&Outcome) -> Option<u32>) -> String {
-    let set: BTreeSet<u32> = s.outcomes.iter().filter_map(pick).collect();
-    let names: Vec<String> = set.iter().map(u32::to_string).collect();
-    names.join(" and ")
+/// The snapshot schemas among a shard's tests; empty when none has one.
+fn snapshot_schemas(s: &Shard) -> BTreeSet<u32> {
+    s.outcomes
+        .iter()
+        .filter_map(|o| o.report.body.as_ref().map(|b| b.schema))
+        .collect()
 }
 
-/// The first two shards whose keys differ, as `[file a, file b, key a, key b]`.
-/// Empty keys (a shard without tests has no schema) are left out.
-fn disagree<'a>(keys: impl Iterator<Item = (&'a Shard, String)>) -> Option<[String; 4]> {
-    let mut keys = keys.filter(|(_, k)| !k.is_empty());
-    let (first, k) = keys.next()?;
-    let (other, o) = keys.find(|(_, o)| *o != k)?;
-    Some([
-        first.path.display().to_string(),
-        other.path.display().to_string(),
-        k,
-        o,
-    ])
+/// A shard and its key (its version, its snapshot schemas).
+type Keyed<'a, K> = (&'a Shard, K);
+
+/// The first shard and the first other shard whose key differs from the first's, each
+/// with its key.
+fn disagree<'a, K: PartialEq>(
+    mut keys: impl Iterator<Item = Keyed<'a, K>>,
+) -> Option<(Keyed<'a, K>, Keyed<'a, K>)> {
+    let first = keys.next()?;
+    let other = keys.find(|(_, o)| *o != first.1)?;
+    Some((first, other))
 }
 
 /// One partition kind and count among the partitioned shards, each shard once.
-fn check_partitions(shards: &[Shard]) -> Result<(), String> {
+fn check_partitions(shards: &[Shard]) -> Result<(), ShardsDisagree> {
     let parts: Vec<(&Shard, Partition)> = shards
         .iter()
         .filter_map(|s| s.partition.map(|p| (s, p)))
@@ -312,19 +403,19 @@ fn check_partitions(shards: &[Shard]) -> Result<(), String> {
     let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();
     for (s, q) in &parts {
         if (q.kind, q.total) != (p.kind, p.total) {
-            return Err(format!(
-                "{} is shard {p} and {} is shard {q}: the shards of one run share one \
-                 partition kind and count",
-                first.path.display(),
-                s.path.display()
-            ));
+            return Err(ShardsDisagree::Partitions {
+                first: first.path.clone(),
+                first_shard: *p,
+                other: s.path.clone(),
+                other_shard: *q,
+            });
         }
         if let Some(other) = seen.insert(q.shard, &s.path) {
-            return Err(format!(
-                "{} and {} are both shard {q}: merge each shard's report once",
-                other.display(),
-                s.path.display()
-            ));
+            return Err(ShardsDisagree::SameShard {
+                first: other.to_owned(),
+                other: s.path.clone(),
+                shard: *q,
+            });
         }
     }
     Ok(())
@@ -407,7 +498,7 @@ mod tests {
     fn a_broken_file_says_what_is_wrong_with_it() {
         let text = report(&mixed(), None);
         let path = Path::new("a.jsonl");
-        let err = |t: &str| parse(path, t).unwrap_err();
+        let err = |t: &str| parse(path, t).unwrap_err().to_string();
         assert!(err("").starts_with("empty"), "{}", err(""));
         // Cut in the middle of a line, and after a whole line.
         let cut = &text[..text.len() / 2];
@@ -475,7 +566,9 @@ mod tests {
         let edited = text.replacen("\"status\":\"regressed\"", "\"status\":\"passed\"", 1);
         assert_ne!(edited, text);
         assert_eq!(
-            parse(Path::new("a.jsonl"), &edited).unwrap_err(),
+            parse(Path::new("a.jsonl"), &edited)
+                .unwrap_err()
+                .to_string(),
             "line 1: mlp::vram::a has `fails: true`, but its status `passed` passes: the \
              line contradicts itself (was the report edited?), so it is not merged"
         );
@@ -484,6 +577,7 @@ mod tests {
         assert!(
             parse(Path::new("a.jsonl"), &quiet)
                 .unwrap_err()
+                .to_string()
                 .contains("has `fails: false`, but its status `regressed` fails"),
         );
         // Unedited, it reads back failing.
@@ -498,7 +592,7 @@ mod tests {
 
         let mut old = b.clone();
         old.version = Some("0.0.9".into());
-        let e = check(&[a.clone(), old]).unwrap_err();
+        let e = check(&[a.clone(), old]).unwrap_err().to_string();
         assert!(
             e.starts_with(&format!(
                 "a.jsonl was written by cargo-vramtest {}, b.jsonl by 0.0.9",
@@ -509,14 +603,14 @@ mod tests {
 
         let mut schema = b.clone();
         schema.outcomes[0].report.body.as_mut().unwrap().schema = 2;
-        let e = check(&[a.clone(), schema]).unwrap_err();
+        let e = check(&[a.clone(), schema]).unwrap_err().to_string();
         assert!(
             e.starts_with("a.jsonl holds snapshots of schema 1, b.jsonl of schema 2"),
             "{e}"
         );
 
         let dup = shard(&[outcome("a", Status::Passed)], Some("hash:2/2"), "c.jsonl");
-        let e = check(&[a.clone(), dup]).unwrap_err();
+        let e = check(&[a.clone(), dup]).unwrap_err().to_string();
         assert!(
             e.starts_with("mlp::vram::a is in a.jsonl and in c.jsonl"),
             "{e}"
@@ -527,14 +621,16 @@ mod tests {
             Some("slice:2/3"),
             "d.jsonl",
         );
-        let e = check(&[a.clone(), other]).unwrap_err();
+        let e = check(&[a.clone(), other]).unwrap_err().to_string();
         assert!(
             e.starts_with("a.jsonl is shard hash:1/2 and d.jsonl is shard slice:2/3"),
             "{e}"
         );
 
         let again = shard(&[outcome("c", Status::Passed)], Some("hash:1/2"), "e.jsonl");
-        let e = check(&[a.clone(), b.clone(), again]).unwrap_err();
+        let e = check(&[a.clone(), b.clone(), again])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("a.jsonl and e.jsonl are both shard hash:1/2"),
             "{e}"
@@ -543,6 +639,41 @@ mod tests {
         // A shard without tests has no schema to disagree with.
         let empty = shard(&[], Some("hash:2/2"), "f.jsonl");
         check(&[a, empty]).unwrap();
+    }
+
+    #[test]
+    fn tests_in_two_shards_are_each_kept_and_the_first_five_named() {
+        let names = ["a", "b", "c", "d", "e", "f", "g"];
+        let outcomes: Vec<Outcome> = names.iter().map(|n| outcome(n, Status::Passed)).collect();
+        let a = shard(&outcomes, None, "a.jsonl");
+        let b = shard(&outcomes, None, "b.jsonl");
+        let e = check(&[a.clone(), b]).unwrap_err();
+        let ShardsDisagree::TestsTwice { tests } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(tests.len(), names.len());
+        let text = e.to_string();
+        assert!(
+            text.starts_with("mlp::vram::a is in a.jsonl and in b.jsonl; "),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "mlp::vram::e is in a.jsonl and in b.jsonl; and 2 more: a test belongs in one shard"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("mlp::vram::f"), "{text}");
+
+        // A report without a version is named as such.
+        let mut unknown = a.clone();
+        unknown.version = None;
+        unknown.path = "u.jsonl".into();
+        let e = check(&[a, unknown]).unwrap_err().to_string();
+        assert!(
+            e.contains(", u.jsonl by an unknown version (no `cargo_vramtest_version`): "),
+            "{e}"
+        );
     }
 
     #[test]

@@ -134,15 +134,54 @@ pub fn pending(ws: &Workspace, filters: &[String], exact: bool) -> Result<Vec<Sn
         .collect())
 }
 
+/// Why `show TEST` (or `measure TEST`) found no one test to show. The message says what
+/// to type instead; the caller adds where it looked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TestChoiceError {
+    /// No committed snapshot of the test, but a pending result.
+    #[error(
+        "no snapshot of a test named `{test}` (hint: only a pending result exists: `cargo vramtest show --pending {test}`)"
+    )]
+    OnlyPending { test: String },
+    /// No pending result of the test, but a committed snapshot.
+    #[error("no pending result of a test named `{test}` (hint: try `cargo vramtest show {test}`)")]
+    OnlyCommitted { test: String },
+    /// No file of a test by that name; `closest` are the nearest names, best first.
+    #[error(
+        "no {} of a test named `{test}` (hint: {}`cargo vramtest list` shows the tests and their snapshots)",
+        if *.pending { "pending result" } else { "snapshot" },
+        did_you_mean(.closest)
+    )]
+    NoSuchTest {
+        test: String,
+        pending: bool,
+        closest: Vec<String>,
+    },
+    /// A part of a name that several tests share.
+    #[error(
+        "`{test}` matches several tests: {} (hint: give the whole name as the table prints it)",
+        .tests.join(", ")
+    )]
+    Several { test: String, tests: Vec<String> },
+}
+
+/// `did you mean a, b? ` when there are close names.
+fn did_you_mean(closest: &[String]) -> String {
+    if closest.is_empty() {
+        String::new()
+    } else {
+        format!("did you mean {}? ", closest.join(", "))
+    }
+}
+
 /// `show`'s choice: the files (one per device class) of the one test named `test`,
 /// committed or `pending`. A whole name (`mlp_adamw`, `vram::mlp_adamw`) wins; else a
-/// part of a name that only one test has. The error says what went wrong and what to
-/// type instead.
+/// part of a name that only one test has.
 pub fn find<'a>(
     files: &'a [SnapshotFile],
     test: &str,
     pending: bool,
-) -> Result<Vec<&'a SnapshotFile>, String> {
+) -> Result<Vec<&'a SnapshotFile>, TestChoiceError> {
     let filter = [test.to_owned()];
     let of_kind = |exact: bool| -> Vec<&SnapshotFile> {
         files
@@ -162,40 +201,29 @@ pub fn find<'a>(
         .collect();
     tests.sort();
     tests.dedup();
-    let kind = if pending {
-        "pending result"
-    } else {
-        "snapshot"
-    };
+    let test = test.to_owned();
     match tests.len() {
         1 => Ok(chosen),
         0 => {
             let other = files
                 .iter()
                 .any(|f| f.pending != pending && matches(f, &filter, false));
-            let hint = match (other, pending) {
-                (true, false) => {
-                    format!("only a pending result exists: `cargo vramtest show --pending {test}`")
-                }
-                (true, true) => format!("try `cargo vramtest show {test}`"),
+            Err(match (other, pending) {
+                (true, false) => TestChoiceError::OnlyPending { test },
+                (true, true) => TestChoiceError::OnlyCommitted { test },
                 _ => {
                     let names: Vec<TestName<'_>> =
                         files.iter().map(SnapshotFile::test_name).collect();
-                    match filter::closest(&names, test).as_slice() {
-                        [] => "`cargo vramtest list` shows the tests and their snapshots".into(),
-                        closest => format!(
-                            "did you mean {}? `cargo vramtest list` shows the tests and their snapshots",
-                            closest.join(", ")
-                        ),
+                    let closest = filter::closest(&names, &test);
+                    TestChoiceError::NoSuchTest {
+                        test,
+                        pending,
+                        closest,
                     }
                 }
-            };
-            Err(format!("no {kind} of a test named `{test}` (hint: {hint})"))
+            })
         }
-        _ => Err(format!(
-            "`{test}` matches several tests: {} (hint: give the whole name as the table prints it)",
-            tests.join(", ")
-        )),
+        _ => Err(TestChoiceError::Several { test, tests }),
     }
 }
 
@@ -322,7 +350,7 @@ mod tests {
                 assert_eq!(got, names);
             }
             Err(needle) => {
-                let e = found.unwrap_err();
+                let e = found.unwrap_err().to_string();
                 assert!(e.contains(needle), "{e}");
             }
         }

@@ -8,9 +8,9 @@
 //! `--html` page has them).
 
 use crate::cli::MergeArgs;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::output::{Origin, RunView, sinks};
-use crate::shards::{self, Shard};
+use crate::shards::{self, Shard, ShardProblem};
 use std::path::Path;
 
 /// The exit code of a merge that is missing a shard.
@@ -22,30 +22,23 @@ pub fn execute(args: &MergeArgs) -> Result<u8> {
     for path in &args.files {
         match read_shard(path) {
             Ok(shard) => read.push(shard),
-            Err(message) => problems.push(format!("{}: {message}", path.display())),
+            Err(problem) => problems.push(format!("{}: {problem}", path.display())),
         }
     }
-    shards::check(&read).map_err(|message| Error::Shards { message })?;
+    shards::check(&read)?;
     problems.extend(shards::missing(&read));
     let view = merged(read, problems, args.files.len());
     Ok(sinks::deliver(&view, &sinks::sinks(&args.report)))
 }
 
-/// One shard's report from its file; the error says what is wrong with the file.
-fn read_shard(path: &Path) -> std::result::Result<Shard, String> {
+/// One shard's report from its file, or what is wrong with the file.
+fn read_shard(path: &Path) -> std::result::Result<Shard, ShardProblem> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            "no such file: the shard's report is missing (did its job fail before \
-             writing one?)"
-                .to_owned()
-        }
-        _ => format!("cannot read it: {e}"),
+        std::io::ErrorKind::NotFound => ShardProblem::Missing,
+        _ => ShardProblem::Unreadable(e),
     })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "not UTF-8 text (at byte {}): not a cargo-vramtest report",
-            e.utf8_error().valid_up_to()
-        )
+    let text = String::from_utf8(bytes).map_err(|e| ShardProblem::NotText {
+        valid_up_to: e.utf8_error().valid_up_to(),
     })?;
     shards::parse(path, &text)
 }

@@ -1,0 +1,59 @@
+//! The `[[test]]` targets of a manifest that use a harness of their own
+//! (`harness = false`), where a vramtest harness can be.
+
+use std::collections::BTreeSet;
+
+/// Why a manifest's `[[test]]` targets could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TestTablesError {
+    /// The manifest is not TOML.
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    /// `test` is there but not an array of tables.
+    #[error("`test` must be an array of tables ([[test]])")]
+    NotAnArray,
+}
+
+/// The names of a manifest's `[[test]]` targets declared with `harness = false`.
+pub fn harness_free_tests(manifest: &str) -> Result<BTreeSet<String>, TestTablesError> {
+    let table: toml::Table = toml::from_str(manifest)?;
+    let Some(tests) = table.get("test") else {
+        return Ok(BTreeSet::new());
+    };
+    let tests = tests.as_array().ok_or(TestTablesError::NotAnArray)?;
+    Ok(tests
+        .iter()
+        .filter_map(|t| t.as_table())
+        .filter(|t| t.get("harness").and_then(|h| h.as_bool()) == Some(false))
+        .filter_map(|t| t.get("name").and_then(|n| n.as_str()).map(str::to_owned))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    #[test_case("[package]\nname = \"a\"\n", &[]; "no test targets")]
+    #[test_case("[[test]]\nname = \"vram\"\nharness = false\n", &["vram"]; "one custom harness")]
+    #[test_case("[[test]]\nname = \"plain\"\n", &[]; "the default harness")]
+    #[test_case("[[test]]\nname = \"plain\"\nharness = true\n", &[]; "an explicit libtest harness")]
+    #[test_case(
+        "[[test]]\nname = \"a\"\nharness = false\n[[test]]\nname = \"b\"\n[[test]]\nname = \"c\"\nharness = false\npath = \"tests/c.rs\"\n",
+        &["a", "c"]; "several"
+    )]
+    #[test_case("[[test]]\nharness = false\n", &[]; "a nameless target is cargo's error, not ours")]
+    fn finds_custom_harness_targets(manifest: &str, expected: &[&str]) {
+        let found = harness_free_tests(manifest).unwrap();
+        assert_eq!(
+            found.iter().map(String::as_str).collect::<Vec<_>>(),
+            expected
+        );
+    }
+
+    #[test_case("[[test]\n"; "not toml")]
+    #[test_case("test = \"vram\"\n"; "test is not an array")]
+    fn rejects(manifest: &str) {
+        assert!(harness_free_tests(manifest).is_err());
+    }
+}
