@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use vramtest_model::axes::Point;
 use vramtest_model::explain::ratios;
 use vramtest_model::report::{Status, TestReport};
-use vramtest_model::sweep::AxesSweep;
+use vramtest_model::sweep::Sweep;
 use vramtest_model::{Body, Category};
 
 const F32: u64 = 4;
@@ -37,7 +37,7 @@ fn run_sweep(test: &str, envs: &[(&str, &str)]) -> (Run, TestReport) {
     (r, report)
 }
 
-fn measured(test: &str) -> (Body, AxesSweep) {
+fn measured(test: &str) -> (Body, Sweep) {
     let (r, report) = run_sweep(test, &[("CI", "true")]);
     assert_eq!(report.status, Status::Passed, "{}", r.text());
     let body = report.body.expect("measured");
@@ -50,12 +50,12 @@ fn at(batch: u64) -> Point {
 }
 
 /// `category`'s fitted bytes at `batch`.
-fn bytes(s: &AxesSweep, category: Category, batch: u64) -> i64 {
+fn bytes(s: &Sweep, category: Category, batch: u64) -> i64 {
     s.estimate(&at(batch), 1).unwrap().category_bytes[&category] as i64
 }
 
 /// What each sample adds to `category` over the sweep (its fit's slope from 32 to 128).
-fn per_sample(s: &AxesSweep, category: Category) -> i64 {
+fn per_sample(s: &Sweep, category: Category) -> i64 {
     (bytes(s, category, 128) - bytes(s, category, 32)) / 96
 }
 

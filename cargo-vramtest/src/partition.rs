@@ -18,14 +18,14 @@ use xxhash_rust::xxh64::xxh64;
 /// One shard of N.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Partition {
-    pub kind: Kind,
+    pub kind: PartitionKind,
     /// 1-based.
     pub shard: u64,
     pub total: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum PartitionKind {
     Hash,
     Slice,
     Count,
@@ -52,9 +52,9 @@ impl FromStr for Partition {
             .split_once(':')
             .ok_or_else(|| err("missing `kind:`"))?;
         let kind = match kind {
-            "hash" => Kind::Hash,
-            "slice" => Kind::Slice,
-            "count" => Kind::Count,
+            "hash" => PartitionKind::Hash,
+            "slice" => PartitionKind::Slice,
+            "count" => PartitionKind::Count,
             _ => return Err(err("the kind must be hash, slice or count")),
         };
         let (m, n) = rest.split_once('/').ok_or_else(|| err("expected M/N"))?;
@@ -70,9 +70,9 @@ impl FromStr for Partition {
 impl fmt::Display for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.kind {
-            Kind::Hash => "hash",
-            Kind::Slice => "slice",
-            Kind::Count => "count",
+            PartitionKind::Hash => "hash",
+            PartitionKind::Slice => "slice",
+            PartitionKind::Count => "count",
         };
         write!(f, "{kind}:{}/{}", self.shard, self.total)
     }
@@ -101,12 +101,12 @@ impl Partition {
     pub fn shards(&self, tests: &[(&str, &str)]) -> Vec<u64> {
         let n = self.total;
         match self.kind {
-            Kind::Hash => tests
+            PartitionKind::Hash => tests
                 .iter()
                 .map(|(_, name)| xxh64(name.as_bytes(), 0) % n + 1)
                 .collect(),
-            Kind::Slice => (0..tests.len() as u64).map(|i| i % n + 1).collect(),
-            Kind::Count => {
+            PartitionKind::Slice => (0..tests.len() as u64).map(|i| i % n + 1).collect(),
+            PartitionKind::Count => {
                 let mut out = Vec::with_capacity(tests.len());
                 let mut index = 0;
                 for (i, (binary, _)) in tests.iter().enumerate() {
@@ -127,11 +127,11 @@ mod tests {
     use super::*;
     use test_case::test_case;
 
-    #[test_case("hash:1/2", Kind::Hash, 1, 2)]
-    #[test_case("hash:1/1", Kind::Hash, 1, 1)]
-    #[test_case("slice:3/3", Kind::Slice, 3, 3)]
-    #[test_case("count:99/200", Kind::Count, 99, 200)]
-    fn parses(input: &str, kind: Kind, shard: u64, total: u64) {
+    #[test_case("hash:1/2", PartitionKind::Hash, 1, 2)]
+    #[test_case("hash:1/1", PartitionKind::Hash, 1, 1)]
+    #[test_case("slice:3/3", PartitionKind::Slice, 3, 3)]
+    #[test_case("count:99/200", PartitionKind::Count, 99, 200)]
+    fn parses(input: &str, kind: PartitionKind, shard: u64, total: u64) {
         let p: Partition = input.parse().unwrap();
         assert_eq!(p, Partition { kind, shard, total });
         assert_eq!(p.to_string(), input);

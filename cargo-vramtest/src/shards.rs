@@ -28,7 +28,7 @@ use disagree::{ShardsDisagree, TestInTwoShards};
 
 /// One shard's report, read back.
 #[derive(Debug, Clone)]
-pub struct Shard {
+pub struct ShardReport {
     /// The file it was read from.
     pub path: PathBuf,
     /// Its tests, in the file's order.
@@ -165,7 +165,7 @@ impl std::fmt::Display for ReportLineKind {
 }
 
 /// Reads one shard's report from its text.
-pub fn parse(path: &Path, text: &str) -> Result<Shard, ShardProblem> {
+pub fn parse(path: &Path, text: &str) -> Result<ShardReport, ShardProblem> {
     if text.trim().is_empty() {
         return Err(ShardProblem::Empty);
     }
@@ -194,7 +194,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Shard, ShardProblem> {
         .map(str::parse::<Partition>)
         .transpose()
         .map_err(ShardProblem::Partition)?;
-    Ok(Shard {
+    Ok(ShardReport {
         path: path.to_owned(),
         outcomes,
         version: summary.cargo_vramtest_version,
@@ -322,7 +322,7 @@ fn outcome(
 /// Checks that the shards are parts of one run: one cargo-vramtest version, one
 /// snapshot schema (the report schema is checked as each file is read), one partition
 /// kind and count with each shard once, and each test in one shard.
-pub fn check(shards: &[Shard]) -> Result<(), ShardsDisagree> {
+pub fn check(shards: &[ShardReport]) -> Result<(), ShardsDisagree> {
     // A version field left empty says nothing to disagree with.
     let versions = shards
         .iter()
@@ -371,7 +371,7 @@ pub fn check(shards: &[Shard]) -> Result<(), ShardsDisagree> {
 }
 
 /// The snapshot schemas among a shard's tests; empty when none has one.
-fn snapshot_schemas(s: &Shard) -> BTreeSet<u32> {
+fn snapshot_schemas(s: &ShardReport) -> BTreeSet<u32> {
     s.outcomes
         .iter()
         .filter_map(|o| o.report.body.as_ref().map(|b| b.schema))
@@ -379,7 +379,7 @@ fn snapshot_schemas(s: &Shard) -> BTreeSet<u32> {
 }
 
 /// A shard and its key (its version, its snapshot schemas).
-type Keyed<'a, K> = (&'a Shard, K);
+type Keyed<'a, K> = (&'a ShardReport, K);
 
 /// The first shard and the first other shard whose key differs from the first's, each
 /// with its key.
@@ -392,8 +392,8 @@ fn disagree<'a, K: PartialEq>(
 }
 
 /// One partition kind and count among the partitioned shards, each shard once.
-fn check_partitions(shards: &[Shard]) -> Result<(), ShardsDisagree> {
-    let parts: Vec<(&Shard, Partition)> = shards
+fn check_partitions(shards: &[ShardReport]) -> Result<(), ShardsDisagree> {
+    let parts: Vec<(&ShardReport, Partition)> = shards
         .iter()
         .filter_map(|s| s.partition.map(|p| (s, p)))
         .collect();
@@ -423,7 +423,7 @@ fn check_partitions(shards: &[Shard]) -> Result<(), ShardsDisagree> {
 
 /// The shards of the partition that no file holds, one sentence each (`shard hash:3/4:
 /// no report …`). Shards without a partition are not counted.
-pub fn missing(shards: &[Shard]) -> Vec<String> {
+pub fn missing(shards: &[ShardReport]) -> Vec<String> {
     let Some(p) = shards.iter().find_map(|s| s.partition) else {
         return Vec::new();
     };
@@ -445,7 +445,7 @@ pub fn missing(shards: &[Shard]) -> Vec<String> {
 
 /// Every shard's tests in one list, in the order of a single run (by binary, then
 /// name); the run's duration is the longest shard's (the shards run side by side).
-pub fn combine(shards: Vec<Shard>) -> (Vec<Outcome>, Duration) {
+pub fn combine(shards: Vec<ShardReport>) -> (Vec<Outcome>, Duration) {
     let duration = shards.iter().map(|s| s.duration).max().unwrap_or_default();
     let mut outcomes: Vec<Outcome> = shards.into_iter().flat_map(|s| s.outcomes).collect();
     outcomes.sort_by(|a, b| {
@@ -468,7 +468,7 @@ mod tests {
         json::render(&run)
     }
 
-    fn shard(outcomes: &[Outcome], partition: Option<&str>, path: &str) -> Shard {
+    fn shard(outcomes: &[Outcome], partition: Option<&str>, path: &str) -> ShardReport {
         parse(Path::new(path), &report(outcomes, partition)).unwrap()
     }
 

@@ -14,7 +14,7 @@ mod registry;
 
 pub use registry::{Options, TestDef};
 
-use parent::checkout::{self, Target};
+use parent::checkout::{self, HarnessTarget};
 use protocol::Invocation;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,7 +33,7 @@ pub fn main(
     }
     let built_in = PathBuf::from(manifest_dir);
     let runtime = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
-    let target = Target {
+    let target = HarnessTarget {
         manifest_dir: checkout::package_dir(&built_in, package, runtime.as_deref()),
         built_in,
         name: crate_name.to_owned(),

@@ -270,11 +270,11 @@ pub fn stop() -> Vec<Event> {
 
 /// Which allocator calls of the next recording get a stack trace: those of the given
 /// sizes in the given stretches (see `vramtest_model::sites::Plan`), or every one.
-pub fn capture(calls: Capture<'_>) {
+pub fn capture(calls: CaptureRequest<'_>) {
     let mut buf = lock();
     buf.wanted.release();
-    buf.capture_all = matches!(calls, Capture::Everything);
-    if let Capture::Sizes(wanted) = calls {
+    buf.capture_all = matches!(calls, CaptureRequest::Everything);
+    if let CaptureRequest::Sizes(wanted) = calls {
         debug_assert!(wanted.is_sorted());
         for &w in wanted {
             buf.wanted.push(w);
@@ -283,7 +283,7 @@ pub fn capture(calls: Capture<'_>) {
 }
 
 /// What [`capture`] asks for.
-pub enum Capture<'a> {
+pub enum CaptureRequest<'a> {
     /// `(stretch, size)` pairs, sorted.
     Sizes(&'a [(u32, u64)]),
     Everything,

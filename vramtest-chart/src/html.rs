@@ -13,7 +13,7 @@ use vramtest_model::{Category, CategoryBytes, HumanBytes, HumanDelta};
 /// How a test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum TestEnd {
     /// All limits held.
     Passed,
     /// A limit was broken, or the test did not run to its end.
@@ -26,15 +26,15 @@ pub enum Status {
     Ignored,
 }
 
-impl Status {
+impl TestEnd {
     /// The lower-case word shown in the report (also its CSS class).
     pub fn as_str(self) -> &'static str {
         match self {
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::New => "new",
-            Status::Updated => "updated",
-            Status::Ignored => "ignored",
+            TestEnd::Passed => "passed",
+            TestEnd::Failed => "failed",
+            TestEnd::New => "new",
+            TestEnd::Updated => "updated",
+            TestEnd::Ignored => "ignored",
         }
     }
 }
@@ -45,7 +45,7 @@ pub struct TestEntry {
     /// The test's name as the harness lists it.
     pub name: String,
     /// How it ended.
-    pub status: Status,
+    pub status: TestEnd,
     /// The snapshot's breakdown at the peak (`None`: no snapshot).
     pub old: Option<CategoryBytes>,
     /// This run's breakdown at the peak (`None`: not measured).
@@ -73,7 +73,7 @@ pub struct TestEntry {
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Report {
+pub struct HtmlReport {
     /// The page title (for example `cargo vramtest: my-crate`).
     pub title: String,
     /// One entry per test, in the order of the run.
@@ -101,7 +101,7 @@ p.none{color:#777;font-style:italic}
 ";
 
 /// The page for `report`. Deterministic: the same report gives the same bytes.
-pub fn html_report(report: &Report) -> String {
+pub fn html_report(report: &HtmlReport) -> String {
     let title = escape(&report.title);
     let mut s = String::new();
     let _ = write!(
@@ -121,11 +121,11 @@ pub fn html_report(report: &Report) -> String {
 
 fn summary(s: &mut String, tests: &[TestEntry]) {
     let counts: Vec<String> = [
-        Status::Failed,
-        Status::New,
-        Status::Updated,
-        Status::Passed,
-        Status::Ignored,
+        TestEnd::Failed,
+        TestEnd::New,
+        TestEnd::Updated,
+        TestEnd::Passed,
+        TestEnd::Ignored,
     ]
     .into_iter()
     .filter_map(|status| {

@@ -53,11 +53,11 @@ pub mod term;
 pub mod timeline;
 
 pub use color::{CATEGORY_COLORS, category_color};
-pub use html::{Report, Status, TestEntry, html_report};
+pub use html::{HtmlReport, TestEnd, TestEntry, html_report};
 pub use mermaid::mermaid_xychart;
 pub use svg::{SvgOptions, svg};
 pub use term::{bars, sparkline};
 pub use timeline::{
-    DEFAULT_MAX_POINTS, Downsampler, IterationSpan, Peak, PhaseSpan, Point, Timeline, XAxis,
-    downsample, peak,
+    DEFAULT_MAX_POINTS, Downsampler, IterationSpan, Peak, PhaseSpan, Timeline, TimelinePoint,
+    XAxis, downsample, peak,
 };

@@ -4,7 +4,7 @@
 use crate::color::{GRID, INK, PEAK, category_color};
 use crate::markup::escape;
 use crate::scale::{ByteAxis, byte_axis, count_ticks};
-use crate::timeline::{Peak, Point, Timeline};
+use crate::timeline::{Peak, Timeline, TimelinePoint};
 use std::fmt::Write;
 use vramtest_model::{Category, HumanBytes};
 
@@ -39,7 +39,7 @@ const BOTTOM: f64 = 38.0;
 const CHAR_WIDTH: f64 = 6.3;
 
 /// Maps data to pixels.
-struct Frame {
+struct PlotFrame {
     x0: u64,
     x1: u64,
     top_bytes: u64,
@@ -49,7 +49,7 @@ struct Frame {
     bottom: f64,
 }
 
-impl Frame {
+impl PlotFrame {
     fn px(&self, x: u64) -> f64 {
         let span = (self.x1 - self.x0).max(1) as f64;
         self.left + x.saturating_sub(self.x0) as f64 / span * (self.right - self.left)
@@ -81,7 +81,7 @@ impl Frame {
     /// pixel, each pixel column shows the highest total live in it (the point before
     /// the column counts, as it is live at the column's start), so no spike is thinner
     /// than a pixel or lost; a run of columns without points shows the last value.
-    fn steps(&self, points: &[Point]) -> (Vec<(f64, Point)>, f64) {
+    fn steps(&self, points: &[TimelinePoint]) -> (Vec<(f64, TimelinePoint)>, f64) {
         let Some(last) = points.last() else {
             return (Vec::new(), self.left);
         };
@@ -89,8 +89,8 @@ impl Frame {
             let steps = points.iter().map(|p| (self.px(p.x), *p)).collect();
             return (steps, self.px(last.x + 1));
         };
-        let mut out: Vec<(u64, Point)> = Vec::new();
-        let mut previous: Option<Point> = None;
+        let mut out: Vec<(u64, TimelinePoint)> = Vec::new();
+        let mut previous: Option<TimelinePoint> = None;
         for p in points {
             let c = self.column(p.x, columns);
             match out.last_mut() {
@@ -150,7 +150,7 @@ pub fn svg(timeline: &Timeline, options: &SvgOptions) -> String {
     let height = f64::from(options.height.max(200));
     let (x0, x1) = timeline.x_range();
     let axis = byte_axis(highest_total(timeline));
-    let f = Frame {
+    let f = PlotFrame {
         x0,
         x1,
         top_bytes: axis.top,
@@ -223,7 +223,7 @@ fn write_header(s: &mut String, timeline: &Timeline, width: f64, height: f64, ti
 }
 
 /// One shaded band per phase run, alternately lighter and darker.
-fn write_phases(s: &mut String, timeline: &Timeline, f: &Frame) {
+fn write_phases(s: &mut String, timeline: &Timeline, f: &PlotFrame) {
     s.push_str("<g class=\"phases\">\n");
     for (i, span) in timeline.phases.iter().enumerate() {
         let (a, b) = (f.px(span.start), f.px(span.end.max(span.start)));
@@ -246,7 +246,7 @@ fn write_phases(s: &mut String, timeline: &Timeline, f: &Frame) {
 }
 
 /// The horizontal grid lines of the byte axis, with their labels.
-fn write_grid(s: &mut String, axis: &ByteAxis, f: &Frame) {
+fn write_grid(s: &mut String, axis: &ByteAxis, f: &PlotFrame) {
     s.push_str("<g class=\"grid\">\n");
     for (bytes, label) in &axis.ticks {
         let y = num(f.py(*bytes));
@@ -267,8 +267,8 @@ fn write_stack(
     s: &mut String,
     timeline: &Timeline,
     categories: &[Category],
-    f: &Frame,
-    steps: &[(f64, Point)],
+    f: &PlotFrame,
+    steps: &[(f64, TimelinePoint)],
     end: f64,
 ) {
     s.push_str("<g class=\"stack\">\n");
@@ -294,8 +294,13 @@ fn write_stack(
 }
 
 /// The outline of the area under the sum of the `stacked` categories over `steps`.
-fn series_path(f: &Frame, steps: &[(f64, Point)], end: f64, stacked: &[Category]) -> String {
-    let height = |p: &Point| -> u64 { stacked.iter().map(|&c| p.live[c]).sum() };
+fn series_path(
+    f: &PlotFrame,
+    steps: &[(f64, TimelinePoint)],
+    end: f64,
+    stacked: &[Category],
+) -> String {
+    let height = |p: &TimelinePoint| -> u64 { stacked.iter().map(|&c| p.live[c]).sum() };
     let base = num(f.bottom);
     let start = steps.first().map_or(f.left, |(x, _)| *x);
     let mut d = format!("M{} {base}", num(start));
@@ -315,7 +320,7 @@ fn series_path(f: &Frame, steps: &[(f64, Point)], end: f64, stacked: &[Category]
 }
 
 /// Each phase run's name at the top of its band, shortened or left out to fit.
-fn write_phase_labels(s: &mut String, timeline: &Timeline, f: &Frame) {
+fn write_phase_labels(s: &mut String, timeline: &Timeline, f: &PlotFrame) {
     s.push_str(
         "<g class=\"phase-labels\" paint-order=\"stroke\" stroke=\"#ffffff\" stroke-width=\"3\">\n",
     );
@@ -335,7 +340,7 @@ fn write_phase_labels(s: &mut String, timeline: &Timeline, f: &Frame) {
 }
 
 /// A dashed line at the start of each iteration, labelled where the label fits.
-fn write_iterations(s: &mut String, timeline: &Timeline, f: &Frame) {
+fn write_iterations(s: &mut String, timeline: &Timeline, f: &PlotFrame) {
     s.push_str("<g class=\"iterations\">\n");
     for it in &timeline.iterations {
         let x = num(f.px(it.start));
@@ -373,7 +378,7 @@ fn iteration_label(number: u32, room: f64) -> String {
 }
 
 /// The left and bottom axes, the x ticks and the x axis's label.
-fn write_axes(s: &mut String, timeline: &Timeline, f: &Frame, height: f64) {
+fn write_axes(s: &mut String, timeline: &Timeline, f: &PlotFrame, height: f64) {
     s.push_str("<g class=\"axes\">\n");
     let _ = writeln!(
         s,
@@ -404,7 +409,7 @@ fn write_axes(s: &mut String, timeline: &Timeline, f: &Frame, height: f64) {
 }
 
 /// The peak's marker and figure, the label on the side with more room.
-fn write_peak(s: &mut String, peak: &Peak, f: &Frame) {
+fn write_peak(s: &mut String, peak: &Peak, f: &PlotFrame) {
     let x = f.center(peak.x);
     let y = f.py(peak.total);
     let right_half = x > (f.left + f.right) / 2.0;
@@ -426,7 +431,7 @@ fn write_legend(
     s: &mut String,
     timeline: &Timeline,
     categories: &[Category],
-    f: &Frame,
+    f: &PlotFrame,
     width: f64,
 ) {
     let lx = f.right + 16.0;

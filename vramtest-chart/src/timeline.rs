@@ -36,7 +36,7 @@ impl XAxis {
 /// [`Category::ALL`] order: a timeline holds thousands of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "PointRepr", into = "PointRepr")]
-pub struct Point {
+pub struct TimelinePoint {
     /// The position on the x axis (see [`XAxis`]).
     pub x: u64,
     /// Live bytes per category there.
@@ -46,23 +46,23 @@ pub struct Point {
 #[derive(Serialize, Deserialize)]
 struct PointRepr(u64, [u64; Category::ALL.len()]);
 
-impl From<Point> for PointRepr {
-    fn from(p: Point) -> Self {
+impl From<TimelinePoint> for PointRepr {
+    fn from(p: TimelinePoint) -> Self {
         PointRepr(p.x, Category::ALL.map(|c| p.live[c]))
     }
 }
 
-impl From<PointRepr> for Point {
+impl From<PointRepr> for TimelinePoint {
     fn from(PointRepr(x, bytes): PointRepr) -> Self {
         let mut live = CategoryBytes::default();
         for c in Category::ALL {
             live[c] = bytes[c.index()];
         }
-        Point { x, live }
+        TimelinePoint { x, live }
     }
 }
 
-impl Point {
+impl TimelinePoint {
     /// Live bytes over all categories.
     pub fn total(&self) -> u64 {
         self.live.total()
@@ -110,7 +110,7 @@ pub struct Timeline {
     /// What the x axis counts.
     pub x_axis: XAxis,
     /// In ascending `x`; at most the `max_points` it was built with.
-    pub points: Vec<Point>,
+    pub points: Vec<TimelinePoint>,
     /// The phase runs, by start.
     pub phases: Vec<PhaseSpan>,
     /// The loop iterations, in order.
@@ -125,7 +125,7 @@ impl Timeline {
     /// [`downsample`] (use [`DEFAULT_MAX_POINTS`]).
     pub fn new(
         x_axis: XAxis,
-        samples: &[Point],
+        samples: &[TimelinePoint],
         phases: Vec<PhaseSpan>,
         iterations: Vec<IterationSpan>,
         max_points: usize,
@@ -150,7 +150,7 @@ impl Timeline {
 
     /// The live total at each point, for a sparkline.
     pub fn totals(&self) -> Vec<u64> {
-        self.points.iter().map(Point::total).collect()
+        self.points.iter().map(TimelinePoint::total).collect()
     }
 
     /// The x range covered by points, phases and iterations: `[start, end)`, where the
@@ -175,7 +175,7 @@ impl Timeline {
 }
 
 /// The first sample with the highest live total (`None` without samples).
-pub fn peak(samples: &[Point]) -> Option<Peak> {
+pub fn peak(samples: &[TimelinePoint]) -> Option<Peak> {
     let index = first_max_index(samples)?;
     let p = samples[index];
     Some(Peak {
@@ -192,7 +192,7 @@ pub fn peak(samples: &[Point]) -> Option<Peak> {
 /// always kept, and every point returned is a real sample: no total is invented.
 /// Returns the samples unchanged when they already fit, and nothing for `max_points`
 /// 0.
-pub fn downsample(samples: &[Point], max_points: usize) -> Vec<Point> {
+pub fn downsample(samples: &[TimelinePoint], max_points: usize) -> Vec<TimelinePoint> {
     if samples.len() <= max_points {
         return samples.to_vec();
     }
@@ -233,12 +233,12 @@ pub struct Downsampler {
     seen: usize,
     bucket: usize,
     /// The current bucket's first lowest and first highest sample.
-    low: Option<Point>,
-    high: Option<Point>,
+    low: Option<TimelinePoint>,
+    high: Option<TimelinePoint>,
     /// Every sample, while they still fit in `max_points`.
-    all: Vec<Point>,
-    out: Vec<Point>,
-    peak: Option<Point>,
+    all: Vec<TimelinePoint>,
+    out: Vec<TimelinePoint>,
+    peak: Option<TimelinePoint>,
 }
 
 impl Downsampler {
@@ -263,7 +263,7 @@ impl Downsampler {
     }
 
     /// Takes the next sample (samples past the announced `n` are ignored).
-    pub fn push(&mut self, p: Point) {
+    pub fn push(&mut self, p: TimelinePoint) {
         if self.seen >= self.n {
             return;
         }
@@ -309,7 +309,7 @@ impl Downsampler {
     }
 
     /// The kept points and the first sample with the highest total.
-    pub fn finish(self) -> (Vec<Point>, Option<Peak>) {
+    pub fn finish(self) -> (Vec<TimelinePoint>, Option<Peak>) {
         let peak = self.peak.map(|p| Peak {
             x: p.x,
             total: p.total(),
@@ -322,7 +322,7 @@ impl Downsampler {
     }
 }
 
-fn first_max_index(samples: &[Point]) -> Option<usize> {
+fn first_max_index(samples: &[TimelinePoint]) -> Option<usize> {
     let mut best: Option<(usize, u64)> = None;
     for (i, p) in samples.iter().enumerate() {
         let total = p.total();
@@ -333,7 +333,7 @@ fn first_max_index(samples: &[Point]) -> Option<usize> {
     best.map(|(i, _)| i)
 }
 
-fn first_min_index(samples: &[Point]) -> Option<usize> {
+fn first_min_index(samples: &[TimelinePoint]) -> Option<usize> {
     let mut best: Option<(usize, u64)> = None;
     for (i, p) in samples.iter().enumerate() {
         let total = p.total();
@@ -349,14 +349,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn point(x: u64, activations: u64, parameters: u64) -> Point {
+    fn point(x: u64, activations: u64, parameters: u64) -> TimelinePoint {
         let mut live = CategoryBytes::default();
         live[Category::Activations] = activations;
         live[Category::Parameters] = parameters;
-        Point { x, live }
+        TimelinePoint { x, live }
     }
 
-    fn samples_strategy() -> impl Strategy<Value = Vec<Point>> {
+    fn samples_strategy() -> impl Strategy<Value = Vec<TimelinePoint>> {
         prop::collection::vec((0u64..1 << 30, 0u64..1 << 20), 0..3_000).prop_map(|v| {
             v.into_iter()
                 .enumerate()
@@ -381,8 +381,8 @@ mod tests {
             for p in &out {
                 prop_assert_eq!(samples[p.x as usize], *p);
             }
-            let true_max = samples.iter().map(Point::total).max();
-            prop_assert_eq!(out.iter().map(Point::total).max(), true_max);
+            let true_max = samples.iter().map(TimelinePoint::total).max();
+            prop_assert_eq!(out.iter().map(TimelinePoint::total).max(), true_max);
             if let Some(peak) = peak(&samples) {
                 prop_assert!(out.iter().any(|p| p.x == peak.x && p.total() == peak.total));
             }
@@ -413,12 +413,12 @@ mod tests {
             let n = samples.len();
             for b in 0..buckets {
                 let bucket = &samples[b * n / buckets..(b + 1) * n / buckets];
-                let high = bucket.iter().map(Point::total).max().unwrap();
+                let high = bucket.iter().map(TimelinePoint::total).max().unwrap();
                 let kept = out.iter().filter(|p| {
                     let i = p.x as usize;
                     i >= b * n / buckets && i < (b + 1) * n / buckets
                 });
-                prop_assert_eq!(kept.map(Point::total).max(), Some(high));
+                prop_assert_eq!(kept.map(TimelinePoint::total).max(), Some(high));
             }
         }
 
@@ -426,7 +426,7 @@ mod tests {
         fn a_timeline_built_from_samples_holds_the_exact_peak(samples in samples_strategy()) {
             let t = Timeline::new(XAxis::Event, &samples, vec![], vec![], DEFAULT_MAX_POINTS);
             prop_assert!(t.points.len() <= DEFAULT_MAX_POINTS);
-            let true_max = samples.iter().map(Point::total).max().unwrap_or(0);
+            let true_max = samples.iter().map(TimelinePoint::total).max().unwrap_or(0);
             prop_assert_eq!(t.peak.total, true_max);
             prop_assert_eq!(t.peak.live.total(), true_max);
             prop_assert!(t.points.iter().all(|p| p.total() <= true_max));
@@ -438,7 +438,7 @@ mod tests {
 
     #[test]
     fn a_single_spike_among_many_survives_a_cut_to_ten_points() {
-        let mut samples: Vec<Point> = (0..100_000).map(|i| point(i, 1000, 10)).collect();
+        let mut samples: Vec<TimelinePoint> = (0..100_000).map(|i| point(i, 1000, 10)).collect();
         samples[77_777].live[Category::Activations] = 5_000_000;
         samples[12_345].live[Category::Activations] = 0;
         let out = downsample(&samples, 10);

@@ -7,7 +7,7 @@ use common::*;
 use roxmltree::Document;
 use std::collections::BTreeMap;
 use vramtest_chart::{
-    CATEGORY_COLORS, DEFAULT_MAX_POINTS, Point, SvgOptions, Timeline, XAxis, svg,
+    CATEGORY_COLORS, DEFAULT_MAX_POINTS, SvgOptions, Timeline, TimelinePoint, XAxis, svg,
 };
 use vramtest_model::{Category, CategoryBytes, HumanBytes};
 
@@ -131,7 +131,7 @@ fn y_ticks_are_round_binary_sizes_covering_the_peak() {
     assert_eq!(ticks, ["0", "10 MiB", "20 MiB", "30 MiB", "40 MiB"]);
 }
 
-fn all_categories_walk(events: u64) -> Vec<Point> {
+fn all_categories_walk(events: u64) -> Vec<TimelinePoint> {
     // A deterministic walk where every category changes.
     let mut live = CategoryBytes::default();
     let mut state = 0x2545_f491_4f6c_dd1du64;
@@ -147,7 +147,7 @@ fn all_categories_walk(events: u64) -> Vec<Point> {
             } else {
                 live[c].saturating_sub(step)
             };
-            Point { x, live }
+            TimelinePoint { x, live }
         })
         .collect()
 }
@@ -155,7 +155,7 @@ fn all_categories_walk(events: u64) -> Vec<Point> {
 #[test]
 fn a_busy_timeline_draws_all_eight_series_and_stays_small() {
     let samples = all_categories_walk(100_000);
-    let true_peak = samples.iter().map(Point::total).max().unwrap();
+    let true_peak = samples.iter().map(TimelinePoint::total).max().unwrap();
     let timeline = Timeline::new(XAxis::Event, &samples, vec![], vec![], DEFAULT_MAX_POINTS);
     let text = svg(&timeline, &SvgOptions::default());
     let doc = Document::parse(&text).unwrap();

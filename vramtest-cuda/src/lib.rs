@@ -12,7 +12,7 @@
 //!   source of per-allocation records ([`records::AllocationRecords`]: CUPTI's
 //!   `MEMORY2` activity records, whichever framework allocates), and the session's
 //!   profile is `exact`; without libcupti at run time the session falls back to the
-//!   pool watermarks and says so in [`Report::fallback`] ("no CUPTI library …").
+//!   pool watermarks and says so in [`SessionReport::fallback`] ("no CUPTI library …").
 //!
 //! ```no_run
 //! use vramtest_cuda::{Availability, CudarcDriver, PoolSession, detect};
@@ -70,7 +70,7 @@ pub use fake::{FakePool, GRANULE};
 pub use libs::{Lookup, Unavailable, find_library, probe_driver};
 pub use oom::{LiveBlocks, OutOfMemory, is_out_of_memory, live_blocks};
 pub use records::{AllocationRecords, MemoryRecord};
-pub use session::{DeviceInfo, PoolSession, Report};
+pub use session::{DeviceInfo, PoolSession, SessionReport};
 pub use watermarks::{PoolFigures, Sample, Source};
 
 #[cfg(test)]

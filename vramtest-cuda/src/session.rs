@@ -24,7 +24,7 @@ pub struct DeviceInfo {
 
 /// The result of a session: the profile and what the harness prints beside it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+pub struct SessionReport {
     /// The measurement (its `fidelity` says exact or phase).
     pub profile: Profile,
     /// Where the samples came from.
@@ -49,7 +49,7 @@ pub struct Report {
     pub elapsed: Duration,
 }
 
-impl Report {
+impl SessionReport {
     /// The share of the test's time spent at phase boundaries (0 ..= 1). Part of it is
     /// the device finishing queued work, which the program would have waited for later.
     pub fn boundary_overhead_share(&self) -> f64 {
@@ -270,13 +270,13 @@ impl<D: Driver> PoolSession<D> {
 
     /// Takes a last sample and computes the profile ([`watermarks::profile`]; with
     /// per-allocation records, [`watermarks::exact_profile`] of the merged stream).
-    pub fn finish(self) -> Result<Report, CudaError> {
+    pub fn finish(self) -> Result<SessionReport, CudaError> {
         self.finish_with_events().map(|(report, _)| report)
     }
 
     /// [`finish`](PoolSession::finish), also returning the event stream the profile
     /// was built from (with per-allocation records: the merged stream).
-    pub(crate) fn finish_with_events(mut self) -> Result<(Report, Vec<Event>), CudaError> {
+    pub(crate) fn finish_with_events(mut self) -> Result<(SessionReport, Vec<Event>), CudaError> {
         let t = Instant::now();
         let last = sample(&self.driver, self.source == Source::Pool, self.events.len())?;
         if let Some(r) = &mut self.records {
@@ -309,7 +309,7 @@ impl<D: Driver> PoolSession<D> {
             }
         };
         let pool = watermarks::pool_figures(&self.baseline, &self.samples, self.source);
-        let report = Report {
+        let report = SessionReport {
             profile,
             source: self.source,
             allocation_records: self.records.as_ref().map(|r| r.source.name()),

@@ -55,7 +55,7 @@ impl Harness {
         }
     }
 
-    fn finish(self) -> Report {
+    fn finish(self) -> SessionReport {
         self.session.finish().unwrap()
     }
 }
@@ -1066,7 +1066,7 @@ fn cupti_sees_cudarc_allocations_on_a_real_device() {
 /// four holes too small for its 2 MiB gradient, which goes above them. `workspace`
 /// bytes are taken from the pool in backward and given back, untracked (a library's
 /// workspace). Returns the report and the tracked event stream.
-fn fragmenting_step(workspace: u64) -> (Report, Vec<Event>) {
+fn fragmenting_step(workspace: u64) -> (SessionReport, Vec<Event>) {
     let fake = FakePool::new(TOTAL, CONTEXT)
         .with_alignment(512)
         .with_fragmentation();

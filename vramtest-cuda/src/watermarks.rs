@@ -215,7 +215,7 @@ fn build(
             _ => untracked_at(s, baseline, source, a),
         })
         .collect();
-    let plan = Plan::new(baseline, samples, &accounted, &untracked, exact);
+    let plan = SyntheticPlan::new(baseline, samples, &accounted, &untracked, exact);
     let out = plan.weave(events, samples);
 
     let mut p = vramtest_model::ledger::profile(&out);
@@ -255,7 +255,7 @@ fn accounted_at(events: &[Event], baseline: &Sample, samples: &[Sample], exact: 
 
 /// The synthetic allocations planned interval by interval. Interval k runs from sample
 /// k-1 (or the start) to sample k.
-struct Plan {
+struct SyntheticPlan {
     synth: Synth,
     /// Acts at the start of each interval (the last entry: after the last sample).
     heads: Vec<Vec<Act>>,
@@ -263,7 +263,7 @@ struct Plan {
     tails: Vec<Vec<Act>>,
 }
 
-impl Plan {
+impl SyntheticPlan {
     /// Plans the untracked memory and, in phase fidelity, the pool's growth.
     fn new(
         baseline: &Sample,
@@ -271,8 +271,8 @@ impl Plan {
         accounted: &[u64],
         untracked: &[u64],
         exact: bool,
-    ) -> Plan {
-        let mut plan = Plan {
+    ) -> SyntheticPlan {
+        let mut plan = SyntheticPlan {
             synth: Synth::default(),
             heads: vec![Vec::new(); samples.len() + 1],
             tails: vec![Vec::new(); samples.len()],

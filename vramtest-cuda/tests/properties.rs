@@ -1,7 +1,7 @@
 //! Properties of the probe over arbitrary programs run on a [`FakePool`].
 
 use proptest::prelude::*;
-use vramtest_cuda::{FakePool, PoolSession, Report};
+use vramtest_cuda::{FakePool, PoolSession, SessionReport};
 use vramtest_model::{Category, Event, Fidelity, Phase, ledger};
 
 const MIB: u64 = 1 << 20;
@@ -28,7 +28,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// Runs `ops` on a fresh fake device; returns the report and the recorded events.
-fn run(ops: &[Op], tracked: bool, pools: bool) -> (Report, Vec<Event>) {
+fn run(ops: &[Op], tracked: bool, pools: bool) -> (SessionReport, Vec<Event>) {
     let fake = if pools {
         FakePool::new(1 << 40, 300 * MIB)
     } else {
@@ -38,7 +38,7 @@ fn run(ops: &[Op], tracked: bool, pools: bool) -> (Report, Vec<Event>) {
 }
 
 /// [`run`] on a device whose pool rounds to 512 B and fragments.
-fn run_fragmenting(ops: &[Op], tracked: bool) -> (Report, Vec<Event>) {
+fn run_fragmenting(ops: &[Op], tracked: bool) -> (SessionReport, Vec<Event>) {
     let fake = FakePool::new(1 << 40, 300 * MIB)
         .with_alignment(512)
         .with_fragmentation();
@@ -46,7 +46,7 @@ fn run_fragmenting(ops: &[Op], tracked: bool) -> (Report, Vec<Event>) {
 }
 
 /// Runs `ops` on `fake`.
-fn run_on(fake: FakePool, ops: &[Op], tracked: bool) -> (Report, Vec<Event>) {
+fn run_on(fake: FakePool, ops: &[Op], tracked: bool) -> (SessionReport, Vec<Event>) {
     let mut s = PoolSession::new(fake.clone()).unwrap();
     let mut live: Vec<u64> = Vec::new();
     for op in ops {

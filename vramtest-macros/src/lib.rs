@@ -75,12 +75,12 @@ fn expand(
 ) -> syn::Result<proc_macro2::TokenStream> {
     let func: ItemFn = syn::parse2(item)?;
     check_signature(&func.sig)?;
-    let options = Options::parse(attr)?;
+    let options = OptionTokens::parse(attr)?;
     Ok(registration(&func, &options))
 }
 
 /// The options of one attribute, as the tokens of the harness's `Options` fields.
-struct Options {
+struct OptionTokens {
     iterations: proc_macro2::TokenStream,
     threads: proc_macro2::TokenStream,
     ignore: proc_macro2::TokenStream,
@@ -94,11 +94,11 @@ struct Options {
     target: Option<(Vec<(String, usize)>, proc_macro2::Span)>,
 }
 
-impl Options {
+impl OptionTokens {
     /// Parses and checks the attribute's options; each may be given at most once.
-    fn parse(attr: proc_macro2::TokenStream) -> syn::Result<Options> {
+    fn parse(attr: proc_macro2::TokenStream) -> syn::Result<OptionTokens> {
         let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
-        let mut options = Options {
+        let mut options = OptionTokens {
             iterations: quote!(::core::option::Option::None),
             threads: quote!(::core::option::Option::None),
             ignore: quote!(::core::option::Option::None),
@@ -299,8 +299,8 @@ fn devices(value: &Expr) -> syn::Result<Vec<String>> {
 }
 
 /// The function followed by its `TestDef`, submitted to the harness's inventory.
-fn registration(func: &ItemFn, options: &Options) -> proc_macro2::TokenStream {
-    let Options {
+fn registration(func: &ItemFn, options: &OptionTokens) -> proc_macro2::TokenStream {
+    let OptionTokens {
         iterations,
         threads,
         ignore,

@@ -83,8 +83,8 @@
 //! misses held-out points and is flagged, never extrapolated silently.
 //!
 //! A fit whose worst leave-one-out error exceeds 2% ([`FLAG_PPM`]) without a residue to
-//! account for it is [flagged](Fit::flagged): its [`Prediction`]s carry the flag and
-//! [`Prediction::trusted`] refuses them, so it is never extrapolated silently. One that
+//! account for it is [flagged](Fit::flagged): its [`FigurePrediction`]s carry the flag and
+//! [`FigurePrediction::trusted`] refuses them, so it is never extrapolated silently. One that
 //! has a residue is flagged at a point where the residue is over 2% of the prediction.
 //!
 //! So is a fit that **interpolates** ([`Fit::interpolation`]): one with as many terms
@@ -774,7 +774,7 @@ fn is_zero(n: &u64) -> bool {
 /// A figure predicted at a point.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a prediction may be flagged: check `flagged` or call `trusted`"]
-pub struct Prediction {
+pub struct FigurePrediction {
     /// The predicted bytes, rounded up (0 where the formula is negative).
     pub bytes: u64,
     /// The fit's worst leave-one-out error, in parts per million.
@@ -783,11 +783,11 @@ pub struct Prediction {
     /// many bytes of bookkeeping, which the formula bounds instead of extrapolating.
     pub residue_bytes: u64,
     /// Why the prediction is not to be trusted, if it is not (an interpolation is known
-    /// where the grid is: [`AxesScaling::predict`]).
+    /// where the grid is: [`FigureFits::predict`]).
     pub flag: Option<Flag>,
 }
 
-impl Prediction {
+impl FigurePrediction {
     /// Whether the prediction is flagged: not to be trusted.
     pub fn flagged(&self) -> bool {
         self.flag.is_some()
@@ -940,11 +940,11 @@ impl Fit {
 
     /// The figure at `point` (which must give every axis of the formula a value),
     /// carrying the fit's 2% flag. Without the grid, an interpolation is not known here
-    /// ([`Prediction::trusted`] does not refuse one): [`AxesScaling::predict`] adds it,
+    /// ([`FigurePrediction::trusted`] does not refuse one): [`FigureFits::predict`] adds it,
     /// and [`Fit::flag`] tells it.
-    pub fn predict(&self, point: &Point) -> Result<Prediction, AxesError> {
+    pub fn predict(&self, point: &Point) -> Result<FigurePrediction, AxesError> {
         let bytes = self.terms.bytes(point)?;
-        Ok(Prediction {
+        Ok(FigurePrediction {
             bytes,
             loo_error_ppm: self.loo_error_ppm,
             residue_bytes: self.residue_bytes,
@@ -1035,14 +1035,14 @@ fn ppm(error: &BigRational) -> u64 {
 /// Every figure of a sweep over named axes, fitted: what a snapshot keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AxesScaling {
+pub struct FigureFits {
     /// Each axis and its values.
     pub axes: BTreeMap<String, Vec<u64>>,
     /// Each figure's fit.
     pub figures: BTreeMap<String, Fit>,
 }
 
-impl AxesScaling {
+impl FigureFits {
     /// Fits every figure's series on `grid`; an error names the figure. Figures are
     /// fitted on as many threads as the machine has (each fit is independent and
     /// exact, so the result does not depend on the order), and a series identical to
@@ -1050,7 +1050,7 @@ impl AxesScaling {
     pub fn fit(
         grid: &Grid,
         series: &BTreeMap<String, Vec<(Point, u64)>>,
-    ) -> Result<AxesScaling, AxesError> {
+    ) -> Result<FigureFits, AxesError> {
         let mut distinct: Vec<&Vec<(Point, u64)>> = Vec::new();
         for points in series.values() {
             if !distinct.contains(&points) {
@@ -1071,7 +1071,7 @@ impl AxesScaling {
             })?;
             figures.insert(figure.clone(), fit);
         }
-        Ok(AxesScaling {
+        Ok(FigureFits {
             axes: grid.to_map(),
             figures,
         })
@@ -1084,7 +1084,7 @@ impl AxesScaling {
 
     /// `figure` at `point`, which must give every axis a positive value and name no
     /// other.
-    pub fn predict(&self, figure: &str, point: &Point) -> Result<Prediction, AxesError> {
+    pub fn predict(&self, figure: &str, point: &Point) -> Result<FigurePrediction, AxesError> {
         let grid = self.grid()?;
         grid.check_point(point)?;
         let fit = self

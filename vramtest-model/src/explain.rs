@@ -5,7 +5,7 @@
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
 use crate::profile::CategoryBytes;
-use crate::sweep::{AxesSweep, BATCH};
+use crate::sweep::{BATCH, Sweep};
 use std::fmt;
 
 /// How far a multiple may sit from a whole number and still read as that formula.
@@ -175,12 +175,12 @@ pub struct Measured<'a> {
     /// Each category's own peak.
     pub category_peaks: &'a CategoryBytes,
     /// The sweep the figures above are the first point of, if any.
-    pub scaling: Option<&'a AxesSweep>,
+    pub scaling: Option<&'a Sweep>,
 }
 
 /// The batch of a sweep's first point and what each sample adds to its activations
 /// there, from the sweep's fit (`None` without a `batch` axis).
-fn activations_per_sample(sweep: &AxesSweep) -> Option<(u64, u64)> {
+fn activations_per_sample(sweep: &Sweep) -> Option<(u64, u64)> {
     let first: crate::axes::Point = sweep
         .axes
         .iter()

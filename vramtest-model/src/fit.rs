@@ -5,8 +5,8 @@
 //!
 //! The fit is least squares in exact integer arithmetic, so the same measurements give
 //! the same snapshot on every machine. A figure that does not grow linearly with the
-//! batch is never fitted silently: [`SeriesFit::worst_residual`] says how far the
-//! worst point is from the line, and [`SeriesFit::is_linear`] applies the threshold.
+//! batch is never fitted silently: [`LineFit::worst_residual`] says how far the
+//! worst point is from the line, and [`LineFit::is_linear`] applies the threshold.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -36,24 +36,24 @@ impl Linear {
         i128::from(self.fixed_bytes) + i128::from(self.bytes_per_sample) * i128::from(batch)
     }
 
-    /// The largest batch whose modelled bytes stay within `available`: `Fits::Any` when
+    /// The largest batch whose modelled bytes stay within `available`: `LargestBatch::Any` when
     /// the figure does not grow with the batch and its fixed part fits,
-    /// `Fits::UpTo(0)` when not even one sample fits.
-    pub fn largest_batch(&self, available: u64) -> Fits {
+    /// `LargestBatch::UpTo(0)` when not even one sample fits.
+    pub fn largest_batch(&self, available: u64) -> LargestBatch {
         let available = i128::from(available);
         if self.bytes_per_sample <= 0 {
             return if self.at(1) <= available {
-                Fits::Any
+                LargestBatch::Any
             } else {
-                Fits::UpTo(0)
+                LargestBatch::UpTo(0)
             };
         }
         let room = available - i128::from(self.fixed_bytes);
         if room < i128::from(self.bytes_per_sample) {
-            return Fits::UpTo(0);
+            return LargestBatch::UpTo(0);
         }
         let batch = room / i128::from(self.bytes_per_sample);
-        Fits::UpTo(u64::try_from(batch).unwrap_or(u64::MAX))
+        LargestBatch::UpTo(u64::try_from(batch).unwrap_or(u64::MAX))
     }
 }
 
@@ -71,29 +71,29 @@ impl fmt::Display for Linear {
 /// How large a batch fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Fits {
+pub enum LargestBatch {
     /// The memory does not grow with the batch: any batch fits.
     Any,
     /// Batches up to this size fit (0: not even one sample).
     UpTo(u64),
 }
 
-impl Fits {
-    /// The largest batch as a number, `None` for [`Fits::Any`].
+impl LargestBatch {
+    /// The largest batch as a number, `None` for [`LargestBatch::Any`].
     pub fn batch(self) -> Option<u64> {
         match self {
-            Fits::Any => None,
-            Fits::UpTo(n) => Some(n),
+            LargestBatch::Any => None,
+            LargestBatch::UpTo(n) => Some(n),
         }
     }
 }
 
-impl fmt::Display for Fits {
+impl fmt::Display for LargestBatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Fits::Any => f.write_str("any"),
-            Fits::UpTo(0) => f.write_str("none"),
-            Fits::UpTo(n) => write!(f, "{n}"),
+            LargestBatch::Any => f.write_str("any"),
+            LargestBatch::UpTo(0) => f.write_str("none"),
+            LargestBatch::UpTo(n) => write!(f, "{n}"),
         }
     }
 }
@@ -120,7 +120,7 @@ pub enum FitError {
 
 /// One figure's line and how well it fits.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SeriesFit {
+pub struct LineFit {
     /// The fitted bytes as a function of the batch size.
     pub line: Linear,
     /// The largest |measured − modelled| over the sweep, as a fraction of the largest
@@ -130,7 +130,7 @@ pub struct SeriesFit {
     pub worst_batch: u64,
 }
 
-impl SeriesFit {
+impl LineFit {
     /// Whether the figure grows linearly with the batch (see [`NONLINEAR_RESIDUAL`]).
     pub fn is_linear(&self) -> bool {
         self.worst_residual <= NONLINEAR_RESIDUAL
@@ -140,7 +140,7 @@ impl SeriesFit {
 /// Least squares through `(batch, bytes)` points, in exact integer arithmetic: the
 /// slope is rounded to the nearest byte, then the intercept is the mean of
 /// `bytes − slope × batch`, also rounded.
-pub fn fit_series(batches: &[u64], bytes: &[u64]) -> Result<SeriesFit, FitError> {
+pub fn fit_series(batches: &[u64], bytes: &[u64]) -> Result<LineFit, FitError> {
     check_sweep(batches, bytes.len())?;
     let n = batches.len() as i128;
     let xs: Vec<i128> = batches.iter().map(|&b| i128::from(b)).collect();
@@ -163,7 +163,7 @@ pub fn fit_series(batches: &[u64], bytes: &[u64]) -> Result<SeriesFit, FitError>
         .map(|(&x, &y)| (x, (y - line.at(x as u64)).abs()))
         .max_by_key(|&(_, r)| r)
         .unwrap_or((0, 0));
-    Ok(SeriesFit {
+    Ok(LineFit {
         line,
         worst_residual: worst as f64 / largest as f64,
         worst_batch: worst_batch as u64,
@@ -291,15 +291,15 @@ mod tests {
             fixed_bytes: 100,
             bytes_per_sample: 30,
         };
-        assert_eq!(line.largest_batch(100 + 30 * 7 + 29), Fits::UpTo(7));
-        assert_eq!(line.largest_batch(100 + 29), Fits::UpTo(0));
-        assert_eq!(line.largest_batch(50), Fits::UpTo(0));
+        assert_eq!(line.largest_batch(100 + 30 * 7 + 29), LargestBatch::UpTo(7));
+        assert_eq!(line.largest_batch(100 + 29), LargestBatch::UpTo(0));
+        assert_eq!(line.largest_batch(50), LargestBatch::UpTo(0));
         let flat = Linear {
             fixed_bytes: 100,
             bytes_per_sample: 0,
         };
-        assert_eq!(flat.largest_batch(100), Fits::Any);
-        assert_eq!(flat.largest_batch(99), Fits::UpTo(0));
+        assert_eq!(flat.largest_batch(100), LargestBatch::Any);
+        assert_eq!(flat.largest_batch(99), LargestBatch::UpTo(0));
     }
 
     #[test]

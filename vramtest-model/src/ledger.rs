@@ -209,23 +209,23 @@ fn to_bytes(live: &[u64; Category::ALL.len()]) -> CategoryBytes {
 // ---------------------------------------------------------------------------------------
 // The tape: what the walk of the stream writes down for the second walk.
 
-/// In a [`Change`]: no allocation (a release of an id never seen).
+/// In a [`LiveChange`]: no allocation (a release of an id never seen).
 pub(crate) const NO_BLOCK: u32 = u32::MAX;
 
 /// What one allocation, release or resize did to the live bytes. An event makes one to
 /// three of them, the last (for a resize that moves a block, the one that adds the new
 /// copy) marked `observe`: the live bytes after it are the event's.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Change {
+pub(crate) struct LiveChange {
     /// The allocation, by its ordinal among the stream's allocations, or [`NO_BLOCK`].
     pub block: u32,
-    pub kind: Kind,
+    pub kind: LiveChangeKind,
     pub observe: bool,
     pub bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum LiveChangeKind {
     /// An allocator call (an allocation or a resize) made the block `bytes` large:
     /// exactly one per `Event::Alloc` and `Event::Realloc`.
     Made,
@@ -239,7 +239,7 @@ pub(crate) enum Kind {
 pub(crate) struct Tape {
     /// Per allocation, by ordinal: its category.
     pub categories: Vec<Category>,
-    pub changes: Vec<Change>,
+    pub changes: Vec<LiveChange>,
     /// Each marker (phase, iteration, tag) with how many allocations, releases and
     /// resizes came before it.
     pub markers: Vec<(usize, Event)>,
@@ -263,7 +263,7 @@ impl Tape {
         for change in &self.changes {
             if change.block != NO_BLOCK {
                 let c = self.categories[change.block as usize].index();
-                if change.kind == Kind::Made {
+                if change.kind == LiveChangeKind::Made {
                     live[c] += change.bytes;
                     total += change.bytes;
                     peaks[c] = peaks[c].max(live[c]);
@@ -410,7 +410,7 @@ impl Walk {
                     Some(old) => w.release(old, true),
                     None => {
                         w.cpu_only_release(id);
-                        w.push(NO_BLOCK, Kind::Released, 0, true)
+                        w.push(NO_BLOCK, LiveChangeKind::Released, 0, true)
                     }
                 },
                 Event::Realloc { from, to, bytes } if w.cpu_only.contains_key(&from) => {
@@ -430,8 +430,8 @@ impl Walk {
         w
     }
 
-    fn push(&mut self, block: u32, kind: Kind, bytes: u64, observe: bool) {
-        self.tape.changes.push(Change {
+    fn push(&mut self, block: u32, kind: LiveChangeKind, bytes: u64, observe: bool) {
+        self.tape.changes.push(LiveChange {
             block,
             kind,
             observe,
@@ -465,7 +465,7 @@ impl Walk {
         if let Some(old) = self.live.insert(id, Live { block, bytes, made }) {
             self.release(old, false);
         }
-        self.push(block, Kind::Made, bytes, true);
+        self.push(block, LiveChangeKind::Made, bytes, true);
         self.total += bytes;
         self.moment();
     }
@@ -482,7 +482,7 @@ impl Walk {
         self.cpu_only_total += bytes;
         self.cpu_only_peak = self.cpu_only_peak.max(self.cpu_only_total);
         // An allocator call like any other (call sites number them all), of no block.
-        self.push(NO_BLOCK, Kind::Made, bytes, true);
+        self.push(NO_BLOCK, LiveChangeKind::Made, bytes, true);
     }
 
     /// The CPU-only block `id`, if there is one, is released (its event is observed
@@ -507,7 +507,7 @@ impl Walk {
             let made = self.here();
             let block = self.new_block();
             self.live.insert(to, Live { block, bytes, made });
-            self.push(block, Kind::Made, bytes, true);
+            self.push(block, LiveChangeKind::Made, bytes, true);
             self.total += bytes;
             self.moment();
             return;
@@ -517,16 +517,16 @@ impl Walk {
         self.live.insert(to, block);
         if to == from {
             // Resized in place: one copy, of the new size.
-            self.push(block.block, Kind::Resized, old, false);
-            self.push(block.block, Kind::Made, bytes, true);
+            self.push(block.block, LiveChangeKind::Resized, old, false);
+            self.push(block.block, LiveChangeKind::Made, bytes, true);
             self.total = self.total - old + bytes;
             self.moment();
         } else {
             // Both copies exist until the old one is released.
-            self.push(block.block, Kind::Made, bytes, true);
+            self.push(block.block, LiveChangeKind::Made, bytes, true);
             self.total += bytes;
             self.moment();
-            self.push(block.block, Kind::Resized, old, false);
+            self.push(block.block, LiveChangeKind::Resized, old, false);
             self.total -= old;
         }
     }
@@ -562,7 +562,7 @@ impl Walk {
     fn release(&mut self, live: Live, observe: bool) {
         let category = self.decide(&live.made, false);
         self.tape.categories[live.block as usize] = category;
-        self.push(live.block, Kind::Released, live.bytes, observe);
+        self.push(live.block, LiveChangeKind::Released, live.bytes, observe);
         self.total -= live.bytes;
         if self.iteration.is_none() {
             self.release_outside_loop(&live, category);

@@ -46,7 +46,7 @@ use crate::axes::{AxesError, Point};
 use crate::bytes::{HumanBytes, ParseBytesError, parse_bytes};
 use crate::category::Category;
 use crate::profile::CategoryBytes;
-use crate::sweep::{AxesSweep, Estimate, PointError, Shard, parse_point, project};
+use crate::sweep::{Estimate, PointError, Shard, Sweep, parse_point, project};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use std::cmp::Ordering;
@@ -330,7 +330,7 @@ pub struct LeverFigures {
 }
 
 impl LeverFigures {
-    /// The figures of `estimate` (what [`AxesSweep::estimate`] predicts for the
+    /// The figures of `estimate` (what [`Sweep::estimate`] predicts for the
     /// combination `variant`).
     pub fn from_estimate(
         variant: LeverVariant,
@@ -518,7 +518,7 @@ fn divisors_descending(n: u64) -> Vec<u64> {
 /// `sweep` is the combination's own sweep (ZeRO-3 takes one layer's parameters from
 /// its fit).
 pub fn project_zero(
-    sweep: &AxesSweep,
+    sweep: &Sweep,
     at: &Point,
     figures: &LeverFigures,
     ranks: u64,

@@ -53,7 +53,7 @@
 //! CUDA context and the cuBLAS workspace.
 
 use crate::Event;
-use crate::fit::{Fits, Linear, MEMORY_SIZES, MemorySize, fit_series};
+use crate::fit::{LargestBatch, Linear, MEMORY_SIZES, MemorySize, fit_series};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -130,7 +130,7 @@ pub fn replay(events: &[Event], pool: &CudaPool) -> PoolPeaks {
 pub struct Replay {
     pool: CudaPool,
     /// Live blocks by the stream's id.
-    blocks: HashMap<u64, Block>,
+    blocks: HashMap<u64, PoolBlock>,
     /// Live blocks of at least one byte, by address: their length.
     placed: BTreeMap<u64, u64>,
     space: Space,
@@ -142,7 +142,7 @@ pub struct Replay {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Block {
+struct PoolBlock {
     address: u64,
     bytes: u64,
 }
@@ -238,7 +238,7 @@ impl Replay {
             self.mapped.cover(lo, hi);
             address
         };
-        self.blocks.insert(id, Block { address, bytes });
+        self.blocks.insert(id, PoolBlock { address, bytes });
         self.allocated += bytes;
         self.peaks.allocated_bytes = self.peaks.allocated_bytes.max(self.allocated);
         self.peaks.reserved_bytes = self.peaks.reserved_bytes.max(self.reserved());
@@ -523,10 +523,10 @@ impl Prediction {
             .reserved
             .largest_batch(memory.bytes.saturating_sub(allowance));
         let at = match fits {
-            Fits::UpTo(0) => 1,
-            Fits::UpTo(n) => n,
+            LargestBatch::UpTo(0) => 1,
+            LargestBatch::UpTo(n) => n,
             // Nothing grows with the batch: the largest batch measured says it all.
-            Fits::Any => self.points.iter().map(|p| p.batch).max().unwrap_or(1),
+            LargestBatch::Any => self.points.iter().map(|p| p.batch).max().unwrap_or(1),
         };
         let bytes = |line: &Linear| u64::try_from(line.at(at).max(0)).unwrap_or(u64::MAX);
         verdict(
@@ -556,7 +556,7 @@ pub struct SizeVerdict {
     /// The memory size and a GPU that has it.
     pub memory: MemorySize,
     /// With a sweep: the largest batch whose reserved peak fits.
-    pub batch: Option<Fits>,
+    pub batch: Option<LargestBatch>,
     /// The allocated and reserved peaks (with a sweep: at that batch, or at batch 1
     /// when none fits).
     pub allocated_bytes: u64,
@@ -764,7 +764,10 @@ mod tests {
         // reserved = 2000 + 1000 × batch; 16 GiB − 1 GiB allowance.
         let rows = p.per_size(1 << 30, None);
         let room = (16u64 << 30) - (1 << 30);
-        assert_eq!(rows[0].batch, Some(Fits::UpTo((room - 2000) / 1000)));
+        assert_eq!(
+            rows[0].batch,
+            Some(LargestBatch::UpTo((room - 2000) / 1000))
+        );
         assert!(
             rows.iter()
                 .all(|r| r.fits && r.device_bytes <= r.memory.bytes)

@@ -80,7 +80,7 @@ impl Status {
 
 /// One changed figure, in numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Change {
+pub struct FigureChange {
     /// `peak`, a category name, or `leak`.
     pub subject: Subject,
     /// The snapshot's bytes.
@@ -95,10 +95,10 @@ pub struct Change {
     pub message: String,
 }
 
-impl From<&Finding> for Change {
+impl From<&Finding> for FigureChange {
     /// The finding in numbers, with its sentence.
-    fn from(f: &Finding) -> Change {
-        Change {
+    fn from(f: &Finding) -> FigureChange {
+        FigureChange {
             subject: f.subject,
             old: f.old,
             new: f.new,
@@ -137,7 +137,7 @@ pub struct TestReport {
     #[serde(default)]
     pub old_body: Option<Body>,
     /// Every figure that moved, regressions first.
-    pub changes: Vec<Change>,
+    pub changes: Vec<FigureChange>,
     /// The full human message (failure text, improvement note, error).
     pub message: String,
     /// A unified diff of old and new bodies, when both exist and differ.

@@ -14,7 +14,7 @@
 //! a call to its [`SiteKey`].
 
 use crate::category::{Category, Phase};
-use crate::ledger::{Event, Kind, NO_BLOCK, Tape};
+use crate::ledger::{Event, LiveChangeKind, NO_BLOCK, Tape};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
@@ -134,7 +134,7 @@ fn wanted(tape: &Tape) -> Vec<Call> {
 pub struct Peaks {
     moments: Moments,
     /// The step's peak first, then each category's own peak in [`Category::ALL`] order.
-    sets: Vec<Vec<Block>>,
+    sets: Vec<Vec<LiveBlock>>,
 }
 
 impl Peaks {
@@ -179,13 +179,15 @@ impl Peaks {
         };
         let mut categories = Vec::new();
         for category in Category::ALL {
-            let at_peak: Vec<&Block> = sets[0].iter().filter(|b| b.category == category).collect();
+            let at_peak: Vec<&LiveBlock> =
+                sets[0].iter().filter(|b| b.category == category).collect();
             let bytes: u64 = at_peak.iter().map(|b| b.bytes).sum();
             let sites = group(&at_peak, &mut key_of);
             let own = &sets[1 + category.index()];
             let own_bytes: u64 = own.iter().map(|b| b.category_bytes(category)).sum();
             let own_peak = (own_bytes > bytes).then(|| {
-                let blocks: Vec<&Block> = own.iter().filter(|b| b.category == category).collect();
+                let blocks: Vec<&LiveBlock> =
+                    own.iter().filter(|b| b.category == category).collect();
                 OwnPeak {
                     bytes: own_bytes,
                     phase: moments.category_peaks[category.index()].and_then(|m| m.phase),
@@ -220,7 +222,7 @@ fn calls(tape: &Tape) -> Vec<(Stretch, u64)> {
         while markers.next_if(|&&(before, _)| before <= k).is_some() {
             stretch += 1;
         }
-        if change.kind == Kind::Made {
+        if change.kind == LiveChangeKind::Made {
             out.push((stretch, change.bytes));
         }
         k += usize::from(change.observe);
@@ -440,7 +442,7 @@ pub fn sites(
     Peaks::of(events).sites(capture, traces, site_of)
 }
 
-fn group(blocks: &[&Block], key_of: &mut impl FnMut(Call) -> SiteKey) -> Vec<Site> {
+fn group(blocks: &[&LiveBlock], key_of: &mut impl FnMut(Call) -> SiteKey) -> Vec<Site> {
     let mut by_key: HashMap<SiteKey, (u64, u64)> = HashMap::new();
     for b in blocks {
         let entry = by_key.entry(key_of(b.call)).or_default();
@@ -558,13 +560,13 @@ pub fn changes(new: &[Site], old: Option<&[Site]>) -> Vec<SiteChange> {
 
 /// One block alive at a moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Block {
+struct LiveBlock {
     call: Call,
     bytes: u64,
     category: Category,
 }
 
-impl Block {
+impl LiveBlock {
     fn category_bytes(&self, category: Category) -> u64 {
         if self.category == category {
             self.bytes
@@ -645,7 +647,7 @@ fn phase_at(tape: &Tape, at: usize) -> Option<Phase> {
 /// The blocks alive after each of `moments` (the step's peak, then each category's
 /// own peak; an empty set where there is no such moment), from the tape: a block is
 /// keyed by its allocation's ordinal, and carries the last call that made or resized it.
-fn live_at(tape: &Tape, moments: &Moments) -> Vec<Vec<Block>> {
+fn live_at(tape: &Tape, moments: &Moments) -> Vec<Vec<LiveBlock>> {
     let wanted: Vec<Option<usize>> = moments.all().collect();
     let mut sets = vec![Vec::new(); wanted.len()];
     let mut order: Vec<(usize, usize)> = wanted
@@ -663,18 +665,18 @@ fn live_at(tape: &Tape, moments: &Moments) -> Vec<Vec<Block>> {
             break;
         }
         match change.kind {
-            Kind::Made => {
+            LiveChangeKind::Made => {
                 // A CPU-only block is a call of no block: counted, never a site.
                 if change.block != NO_BLOCK {
                     live.insert(change.block, (call, change.bytes));
                 }
                 call += 1;
             }
-            Kind::Released => {
+            LiveChangeKind::Released => {
                 live.remove(&change.block);
             }
             // A resize took the old size off; the block lives on, made by its last call.
-            Kind::Resized => {}
+            LiveChangeKind::Resized => {}
         }
         if !change.observe {
             continue;
@@ -682,7 +684,7 @@ fn live_at(tape: &Tape, moments: &Moments) -> Vec<Vec<Block>> {
         while let Some(&(_, i)) = next.next_if(|&&(m, _)| m == at) {
             sets[i] = live
                 .iter()
-                .map(|(&block, &(call, bytes))| Block {
+                .map(|(&block, &(call, bytes))| LiveBlock {
                     call,
                     bytes,
                     category: tape.categories[block as usize],

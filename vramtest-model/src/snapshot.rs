@@ -24,7 +24,7 @@ pub use header::{CpuFingerprint, Header, HeaderError, Info};
 
 use crate::category::{Category, Phase};
 use crate::profile::{CategoryBytes, Fidelity, PhaseRecord, Profile};
-use crate::sweep::AxesSweep;
+use crate::sweep::Sweep;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::Write;
@@ -109,13 +109,13 @@ pub struct Body {
     /// `batch` (`#[vramtest(batch = [..])]`); the keys above then describe the sweep's
     /// first point. Absent without a sweep, so snapshots written before sweeps existed
     /// read unchanged. A batch sweep's older shape (a line per figure) reads too,
-    /// migrated ([`AxesSweep::migrated`]).
+    /// migrated ([`Sweep::migrated`]).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "crate::sweep::deserialize_scaling"
     )]
-    pub scaling: Option<AxesSweep>,
+    pub scaling: Option<Sweep>,
 }
 
 impl Body {
@@ -146,7 +146,7 @@ impl Body {
     }
 
     /// The sweep, if the body holds one.
-    pub fn sweep(&self) -> Option<&AxesSweep> {
+    pub fn sweep(&self) -> Option<&Sweep> {
         self.scaling.as_ref()
     }
 

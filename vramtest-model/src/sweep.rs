@@ -20,7 +20,7 @@
 //! the backward pass), are predicted the same way from each phase's own peak of them
 //! (`temporaries in forward`, …) when every run's temporaries peaked inside a phase.
 
-use crate::axes::{AxesError, AxesScaling, Fit, Flag, Grid, Interpolation, Point, predict_max};
+use crate::axes::{AxesError, FigureFits, Fit, Flag, Grid, Interpolation, Point, predict_max};
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
 use crate::limit::Limit;
@@ -127,7 +127,7 @@ pub struct GridRun {
 /// add their levels beside `axes`, and one such fit per combination of levels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AxesSweep {
+pub struct Sweep {
     /// Each axis and its values.
     pub axes: BTreeMap<String, Vec<u64>>,
     /// Each figure's fit (see the module's documentation for the names).
@@ -141,15 +141,15 @@ pub struct AxesSweep {
     pub migrated: bool,
 }
 
-impl From<legacy::BatchLines> for AxesSweep {
-    fn from(old: legacy::BatchLines) -> AxesSweep {
+impl From<legacy::BatchLines> for Sweep {
+    fn from(old: legacy::BatchLines) -> Sweep {
         let (batch, peak, categories) = old.into_fits();
         let mut figures: BTreeMap<String, Fit> = categories
             .into_iter()
             .map(|(c, fit)| (c.as_str().to_owned(), fit))
             .collect();
         figures.insert(PEAK.to_owned(), peak);
-        AxesSweep {
+        Sweep {
             axes: BTreeMap::from([(BATCH.to_owned(), batch)]),
             figures,
             target: None,
@@ -160,11 +160,11 @@ impl From<legacy::BatchLines> for AxesSweep {
 
 /// A body's `scaling`: a sweep's (`axes`, `figures`, `target`), or a batch sweep's old
 /// lines (`batch`, `peak`, `category_peaks`), migrated (then
-/// [`AxesSweep::migrated`]). Told apart by the `axes` key, so each reads with its own
+/// [`Sweep::migrated`]). Told apart by the `axes` key, so each reads with its own
 /// errors.
 pub fn deserialize_scaling<'de, D: serde::Deserializer<'de>>(
     d: D,
-) -> Result<Option<AxesSweep>, D::Error> {
+) -> Result<Option<Sweep>, D::Error> {
     use serde::de::Error;
     let Some(value) = Option::<serde_json::Value>::deserialize(d)? else {
         return Ok(None);
@@ -229,9 +229,9 @@ pub struct Estimate {
     pub interpolated: BTreeMap<String, Interpolation>,
 }
 
-impl AxesSweep {
+impl Sweep {
     /// Fits every figure of `runs`, one per point of `grid`.
-    pub fn fit(grid: &Grid, runs: &[GridRun]) -> Result<AxesSweep, AxesError> {
+    pub fn fit(grid: &Grid, runs: &[GridRun]) -> Result<Sweep, AxesError> {
         let mut series: BTreeMap<String, Vec<(Point, u64)>> = BTreeMap::new();
         let mut add = |figure: Figure, point: &Point, bytes: u64| {
             series
@@ -284,8 +284,8 @@ impl AxesSweep {
                 add(Figure::ReservedOverAllocated, &run.point, over_allocated);
             }
         }
-        let fitted = AxesScaling::fit(grid, &series)?;
-        Ok(AxesSweep {
+        let fitted = FigureFits::fit(grid, &series)?;
+        Ok(Sweep {
             axes: fitted.axes,
             figures: fitted.figures,
             target: None,
@@ -356,7 +356,7 @@ impl AxesSweep {
         Ok(estimate)
     }
 
-    /// [`AxesSweep::estimate`]'s figures at `at`, without the fits' descriptions
+    /// [`Sweep::estimate`]'s figures at `at`, without the fits' descriptions
     /// (errors, formulas, flags), which do not depend on the point: what a search
     /// over an axis needs at each value it tries.
     fn figures_at(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
@@ -634,7 +634,7 @@ pub struct Projection {
 /// Activations, inputs, temporaries and workspace are unchanged; the batch is read as
 /// per rank.
 pub fn project(
-    sweep: &AxesSweep,
+    sweep: &Sweep,
     estimate: &Estimate,
     ranks: u64,
     shard: Shard,
@@ -792,7 +792,7 @@ impl TargetCheck {
 }
 
 /// The grid's largest point: every axis at its largest value.
-pub fn largest_point(sweep: &AxesSweep) -> Point {
+pub fn largest_point(sweep: &Sweep) -> Point {
     sweep
         .axes
         .iter()
@@ -802,7 +802,7 @@ pub fn largest_point(sweep: &AxesSweep) -> Point {
 
 /// The figures `new` is judged by: its target's, else its prediction at the grid's
 /// largest point (`None` when it cannot predict there).
-fn judged(new: &AxesSweep) -> Option<(Target, bool)> {
+fn judged(new: &Sweep) -> Option<(Target, bool)> {
     match &new.target {
         Some(target) => Some((target.clone(), true)),
         None => Some((new.target_at(&largest_point(new), 1).ok()?, false)),
@@ -810,7 +810,7 @@ fn judged(new: &AxesSweep) -> Option<(Target, bool)> {
 }
 
 /// The largest batch whose predicted peak stays within `budget`, the other axes at `at`.
-fn largest_batch(sweep: &AxesSweep, at: &Point, budget: u64) -> Option<u64> {
+fn largest_batch(sweep: &Sweep, at: &Point, budget: u64) -> Option<u64> {
     sweep
         .solve_by(at, BATCH, 1, |e| Ok(e.peak_bytes <= budget))
         .ok()
@@ -823,8 +823,8 @@ fn largest_batch(sweep: &AxesSweep, at: &Point, budget: u64) -> Option<u64> {
 /// axis, the largest batch within `budget` (a change that lowers it fails). A target
 /// added to a sweep without one is recorded, not compared.
 pub fn compare_target(
-    old: Option<&AxesSweep>,
-    new: &AxesSweep,
+    old: Option<&Sweep>,
+    new: &Sweep,
     limit_of: impl Fn(Option<Category>) -> Limit,
     budget: Option<u64>,
 ) -> TargetCheck {
@@ -880,8 +880,8 @@ pub fn compare_target(
 /// Each figure of `target` that grew over `old_target` (regressions first), with the
 /// term of its formula that grew.
 fn findings(
-    old: &AxesSweep,
-    new: &AxesSweep,
+    old: &Sweep,
+    new: &Sweep,
     old_target: &Target,
     target: &Target,
     limit_of: impl Fn(Option<Category>) -> Limit,
@@ -957,7 +957,7 @@ fn flag_caveat(fit: &Fit, grid: &Grid) -> Option<String> {
 }
 
 /// The figure the target's peak comes from: the highest phase at `at`, else `peak`.
-fn peak_figure(sweep: &AxesSweep, at: &Point) -> Figure {
+fn peak_figure(sweep: &Sweep, at: &Point) -> Figure {
     if sweep.phase_fits().next().is_some()
         && let Ok(max) = predict_max(sweep.phase_fits(), at)
         && let Some(phase) = Phase::ALL.into_iter().find(|p| p.as_str() == max.phase)

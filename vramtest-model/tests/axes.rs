@@ -8,8 +8,8 @@ use num_rational::BigRational;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use vramtest_model::axes::{
-    AxesError, AxesScaling, FLAG_PPM, Fit, Flag, Formula, Grid, Interpolation, MAX_POINTS,
-    Monomial, Point, Term, predict_max,
+    AxesError, FLAG_PPM, FigureFits, Fit, Flag, Formula, Grid, Interpolation, MAX_POINTS, Monomial,
+    Point, Term, predict_max,
 };
 
 fn point(values: &[(&str, u64)]) -> Point {
@@ -243,7 +243,7 @@ fn a_fit_that_interpolates_every_combination_of_its_axes_is_flagged() {
         fit.terms
     );
     assert!(matches!(fit.flag(&g), Some(Flag::Interpolates(_))));
-    let scaling = AxesScaling::fit(
+    let scaling = FigureFits::fit(
         &g,
         &BTreeMap::from([("workspace".to_owned(), series(&g, per_seq))]),
     )
@@ -589,7 +589,7 @@ fn a_fit_stores_integers_and_rational_strings_only() {
         fit.terms.terms[1].coefficient,
         BigRational::new(1.into(), 3.into())
     );
-    let scaling = AxesScaling {
+    let scaling = FigureFits {
         axes: g.to_map(),
         figures: BTreeMap::from([("activations".to_owned(), fit.clone())]),
     };
@@ -606,10 +606,10 @@ fn a_fit_stores_integers_and_rational_strings_only() {
     let terms = &json["figures"]["activations"]["terms"];
     assert_eq!(terms[1]["coefficient"], "1/3");
     assert_eq!(terms[1]["monomial"], "batch·seq");
-    let back: AxesScaling = serde_json::from_value(json).unwrap();
+    let back: FigureFits = serde_json::from_value(json).unwrap();
     assert_eq!(back, scaling);
     let toml_text = toml::to_string(&scaling).unwrap();
-    assert_eq!(toml::from_str::<AxesScaling>(&toml_text).unwrap(), scaling);
+    assert_eq!(toml::from_str::<FigureFits>(&toml_text).unwrap(), scaling);
 }
 
 #[test]
@@ -639,7 +639,7 @@ fn a_scaling_predicts_each_figure_and_checks_the_point() {
             series(&g, |p| 64 * ax(p, "batch") * ax(p, "layers")),
         ),
     ]);
-    let scaling = AxesScaling::fit(&g, &figures).unwrap();
+    let scaling = FigureFits::fit(&g, &figures).unwrap();
     let at = point(&[("batch", 100), ("layers", 80)]);
     let got = scaling
         .predict("activations", &at)
@@ -657,7 +657,7 @@ fn a_scaling_predicts_each_figure_and_checks_the_point() {
     assert!(e.to_string().contains("`layers`"), "{e}");
     let mut few = figures.clone();
     few.insert("temporaries".to_owned(), series(&g, |_| 1)[..2].to_vec());
-    let e = AxesScaling::fit(&g, &few).unwrap_err().to_string();
+    let e = FigureFits::fit(&g, &few).unwrap_err().to_string();
     assert!(
         e.contains("`temporaries`") && e.contains("at least 3"),
         "{e}"

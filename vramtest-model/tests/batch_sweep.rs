@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use vramtest_model::axes::{Grid, Point};
-use vramtest_model::sweep::{AxesSweep, GridRun, compare_target};
+use vramtest_model::sweep::{GridRun, Sweep, compare_target};
 use vramtest_model::{Category, CategoryBytes, Limit, snapshot};
 
 /// The committed snapshots of the candle-mlp fixture's batch sweeps, in the older shape.
@@ -64,7 +64,7 @@ fn committed_batch_scaling_reads_migrated_with_the_same_bytes() {
 }
 
 /// What a run of the same step measures: each batch's figures on the old lines.
-fn rerun(raw: &Value) -> AxesSweep {
+fn rerun(raw: &Value) -> Sweep {
     let batches: Vec<u64> = raw["batch"]
         .as_array()
         .unwrap()
@@ -90,7 +90,7 @@ fn rerun(raw: &Value) -> AxesSweep {
             }
         })
         .collect();
-    AxesSweep::fit(&grid, &runs).unwrap()
+    Sweep::fit(&grid, &runs).unwrap()
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! independently of the fit.
 
 use std::collections::BTreeMap;
-use vramtest_model::axes::{AxesScaling, FLAG_PPM, Fit, Grid, Point};
+use vramtest_model::axes::{FLAG_PPM, FigureFits, Fit, Grid, Point};
 
 fn point(values: &[(&str, u64)]) -> Point {
     values.iter().map(|&(k, v)| (k.to_owned(), v)).collect()
@@ -127,7 +127,7 @@ fn a_graph_table_that_doubles_is_bounded_not_extrapolated() {
     let largest = series(&g, f, 1000).iter().map(|(_, b)| *b).max().unwrap();
     assert!(fit.residue_bytes > 0 && fit.residue_bytes * 50 <= largest);
     assert_eq!(fit.flag(&g), None);
-    let scaling = AxesScaling::fit(
+    let scaling = FigureFits::fit(
         &g,
         &BTreeMap::from([("activations".to_owned(), series(&g, f, 1000))]),
     )

@@ -3,7 +3,7 @@
 //! found by trying batch sizes one by one with the line's arithmetic written here.
 
 use proptest::prelude::*;
-use vramtest_model::fit::{Fits, Linear, fit_series};
+use vramtest_model::fit::{LargestBatch, Linear, fit_series};
 
 fn batches() -> impl Strategy<Value = Vec<u64>> {
     proptest::collection::btree_set(1u64..4096, 2..6).prop_map(|s| s.into_iter().collect())
@@ -56,7 +56,7 @@ proptest! {
         let available = (fixed + per_sample * fitting + offset).max(0) as u64;
         let expected = by_counting(fixed, per_sample, available);
         let line = Linear { fixed_bytes: fixed, bytes_per_sample: per_sample };
-        prop_assert_eq!(line.largest_batch(available), Fits::UpTo(expected));
+        prop_assert_eq!(line.largest_batch(available), LargestBatch::UpTo(expected));
     }
 
     /// A line that does not grow fits at any batch when one sample fits, else at none.
@@ -68,7 +68,7 @@ proptest! {
     ) {
         let line = Linear { fixed_bytes: fixed, bytes_per_sample: per_sample };
         let one_fits = i128::from(fixed) + i128::from(per_sample) <= i128::from(available);
-        let expected = if one_fits { Fits::Any } else { Fits::UpTo(0) };
+        let expected = if one_fits { LargestBatch::Any } else { LargestBatch::UpTo(0) };
         prop_assert_eq!(line.largest_batch(available), expected);
     }
 }

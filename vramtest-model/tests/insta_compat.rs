@@ -13,14 +13,14 @@ use test_case::test_case;
 use vramtest_model::axes::Grid;
 use vramtest_model::sites::{Site, SiteKey};
 use vramtest_model::snapshot::{self, Info};
-use vramtest_model::sweep::{AxesSweep, GridRun};
+use vramtest_model::sweep::{GridRun, Sweep};
 use vramtest_model::{
     Body, Category, CategoryBytes, DeviceClass, Fidelity, Phase, PhaseRecord, Snapshot,
 };
 
 /// A batch sweep's model, as `#[vramtest(batch = [32, 64, 128], budget = ..)]` records
 /// it: a sweep over the one axis `batch`, fitted from points on known lines.
-fn scaling() -> AxesSweep {
+fn scaling() -> Sweep {
     let grid = Grid::new([("batch", vec![32, 64, 128])]).unwrap();
     let runs: Vec<GridRun> = [32u64, 64, 128]
         .map(|b| {
@@ -40,7 +40,7 @@ fn scaling() -> AxesSweep {
             }
         })
         .into();
-    AxesSweep::fit(&grid, &runs).unwrap()
+    Sweep::fit(&grid, &runs).unwrap()
 }
 
 /// A body with every key filled in, as a measurement on `class` would give, with a

@@ -8,7 +8,7 @@ use vramtest_model::levers::{
     LeverAxes, LeverError, LeverFigures, LeverProjection, LeverTable, LeverVariant, parse_fit_on,
     project_8bit_moments, project_accumulation, project_zero, size_key,
 };
-use vramtest_model::sweep::{AxesSweep, GridRun, PointError, Shard};
+use vramtest_model::sweep::{GridRun, PointError, Shard, Sweep};
 use vramtest_model::{Category, CategoryBytes};
 
 const MIB: u64 = 1 << 20;
@@ -427,8 +427,8 @@ fn accumulation_finds_the_largest_micro_batch_by_brute_force() {
     assert_eq!(err, "no batch axis");
 }
 
-fn no_layers_sweep() -> AxesSweep {
-    AxesSweep {
+fn no_layers_sweep() -> Sweep {
+    Sweep {
         axes: [("batch".to_owned(), vec![4, 8])].into(),
         figures: BTreeMap::new(),
         target: None,
@@ -495,7 +495,7 @@ fn zero_rows_shard_by_the_formula() {
 }
 
 /// A sweep over `layers` whose parameters are `per_layer` bytes a layer.
-fn layers_sweep(per_layer: u64) -> AxesSweep {
+fn layers_sweep(per_layer: u64) -> Sweep {
     let values = vec![1, 2, 3, 4];
     let grid = Grid::from_map(&[("layers".to_owned(), values.clone())].into()).unwrap();
     let runs: Vec<GridRun> = values
@@ -515,7 +515,7 @@ fn layers_sweep(per_layer: u64) -> AxesSweep {
             }
         })
         .collect();
-    AxesSweep::fit(&grid, &runs).unwrap()
+    Sweep::fit(&grid, &runs).unwrap()
 }
 
 #[test]

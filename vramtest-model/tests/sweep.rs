@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use vramtest_model::axes::{Grid, Point};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::sweep::{
-    AxesSweep, GridRun, Shard, TargetCheck, TargetFinding, compare_target, parse_point, project,
+    GridRun, Shard, Sweep, TargetCheck, TargetFinding, compare_target, parse_point, project,
     show_point,
 };
 use vramtest_model::{Category, CategoryBytes, Limit, Phase};
@@ -75,14 +75,14 @@ impl Model {
         }
     }
 
-    fn sweep(&self) -> AxesSweep {
+    fn sweep(&self) -> Sweep {
         let grid = grid();
         let runs: Vec<GridRun> = grid
             .points()
             .iter()
             .map(|p| self.run(p["batch"], p["seq"], p["layers"]))
             .collect();
-        AxesSweep::fit(&grid, &runs).unwrap()
+        Sweep::fit(&grid, &runs).unwrap()
     }
 }
 
@@ -176,7 +176,7 @@ fn temporaries_follow_the_phase_that_holds_them_as_the_axes_grow() {
         large.category_peaks[Category::Temporaries],
         large.phase_temporaries[&Phase::Backward]
     );
-    let sweep = AxesSweep::fit(&grid, &runs).unwrap();
+    let sweep = Sweep::fit(&grid, &runs).unwrap();
     assert_eq!(sweep.figures["temporaries in backward"].loo_error_ppm, 0);
     assert_eq!(
         sweep.figures["temporaries in optimizer_step"].loo_error_ppm,
@@ -363,7 +363,7 @@ fn a_new_term_shows_both_formulas() {
             r
         })
         .collect();
-    let mut new = AxesSweep::fit(&grid, &runs).unwrap();
+    let mut new = Sweep::fit(&grid, &runs).unwrap();
     new.target = Some(new.target_at(&at, 2 << 20).unwrap());
     let check = compare_target(Some(&old), &new, |_| Limit::DEFAULT, None);
     let act = activations_finding(&check);
@@ -395,7 +395,7 @@ struct Holder {
         default,
         deserialize_with = "vramtest_model::sweep::deserialize_scaling"
     )]
-    scaling: Option<AxesSweep>,
+    scaling: Option<Sweep>,
 }
 
 #[test]
@@ -475,7 +475,7 @@ fn temporaries_are_predicted_phase_by_phase() {
             r
         })
         .collect();
-    let sweep = AxesSweep::fit(&grid, &runs).unwrap();
+    let sweep = Sweep::fit(&grid, &runs).unwrap();
     for (b, s, l) in [(8, 4096, 32), (8, 64, 32), (3, 30, 5)] {
         let e = sweep.estimate(&point(b, s, l), 2 << 20).unwrap();
         assert_eq!(

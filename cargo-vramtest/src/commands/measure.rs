@@ -10,7 +10,7 @@ use crate::case::TestCase;
 use crate::cli::{ExecArgs, FilterArgs, MeasureArgs, MessageFormat};
 use crate::discover::Workspace;
 use crate::error::{Error, Result};
-use crate::output::measure::{Comparison, human, json};
+use crate::output::measure::{PointCheck, human, json};
 use crate::progress::Progress;
 use crate::runner::Devices;
 use crate::snapshots::{self, SnapshotFile};
@@ -74,7 +74,7 @@ pub fn execute(args: &MeasureArgs) -> Result<u8> {
             file.class
         );
     }
-    let comparison = Comparison::new(body, estimate);
+    let comparison = PointCheck::new(body, estimate);
     match args.message_format {
         MessageFormat::Json => println!("{}", json(&comparison)),
         MessageFormat::Human => print!("{}", human(&name_of(file), &comparison)),

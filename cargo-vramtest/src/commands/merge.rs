@@ -10,7 +10,7 @@
 use crate::cli::MergeArgs;
 use crate::error::Result;
 use crate::output::{Origin, RunView, sinks};
-use crate::shards::{self, Shard, ShardProblem};
+use crate::shards::{self, ShardProblem, ShardReport};
 use std::path::Path;
 
 /// The exit code of a merge that is missing a shard.
@@ -32,7 +32,7 @@ pub fn execute(args: &MergeArgs) -> Result<u8> {
 }
 
 /// One shard's report from its file, or what is wrong with the file.
-fn read_shard(path: &Path) -> std::result::Result<Shard, ShardProblem> {
+fn read_shard(path: &Path) -> std::result::Result<ShardReport, ShardProblem> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ShardProblem::Missing,
         _ => ShardProblem::Unreadable(e),
@@ -46,7 +46,7 @@ fn read_shard(path: &Path) -> std::result::Result<Shard, ShardProblem> {
 /// The shards, read from `files` report files, as one run: the exit code is the worst
 /// of the tests', of the shards' own, and 2 when a shard is missing; the version is the
 /// one the shards share.
-fn merged(read: Vec<Shard>, mut problems: Vec<String>, files: usize) -> RunView {
+fn merged(read: Vec<ShardReport>, mut problems: Vec<String>, files: usize) -> RunView {
     let shards_code = read.iter().map(|s| s.exit_code).max().unwrap_or(0);
     let version = read.iter().find_map(|s| s.version.clone());
     // Problems an earlier merge recorded stay problems.
@@ -73,7 +73,7 @@ mod tests {
     use std::time::Duration;
     use vramtest_model::report::Status;
 
-    fn shard(outcomes: &[crate::case::Outcome], partition: &str, path: &str) -> Shard {
+    fn shard(outcomes: &[crate::case::Outcome], partition: &str, path: &str) -> ShardReport {
         let mut run = view(outcomes, Duration::from_secs(1));
         run.partition = Some(partition.into());
         let text = crate::output::json::render(&run);
@@ -89,7 +89,7 @@ mod tests {
             "hash:2/2",
             "c.jsonl",
         );
-        let code = |shards: Vec<Shard>, problems: Vec<String>| {
+        let code = |shards: Vec<ShardReport>, problems: Vec<String>| {
             merged(shards, problems, 1).summary.exit_code
         };
         assert_eq!(code(vec![passing.clone()], vec![]), 0);

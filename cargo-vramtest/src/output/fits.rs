@@ -7,9 +7,9 @@
 use std::fmt::Write as _;
 use vramtest_model::axes::Point;
 use vramtest_model::explain::{self, Measured};
-use vramtest_model::fit::{self, Fits, MEMORY_SIZES};
+use vramtest_model::fit::{self, LargestBatch, MEMORY_SIZES};
 use vramtest_model::pool::{Allowance, Prediction};
-use vramtest_model::sweep::{AxesSweep, BATCH, Figure};
+use vramtest_model::sweep::{BATCH, Figure, Sweep};
 use vramtest_model::{Body, DeviceClass, HumanBytes};
 
 /// What `show` knows about running the step on a GPU.
@@ -87,13 +87,13 @@ pub fn hints(body: &Body) -> Vec<String> {
 const NO_SWEEP: &str = "  no batch sweep: `#[vramtest(batch = [64, 128, 256])]` with `t.batch()` fits every category as fixed + per-sample bytes and says what batch fits\n";
 
 /// A batch sweep: a sweep over the one axis `batch`.
-pub fn batch_sweep(body: &Body) -> Option<&AxesSweep> {
+pub fn batch_sweep(body: &Body) -> Option<&Sweep> {
     body.sweep()
         .filter(|s| s.axes.len() == 1 && s.axes.contains_key(BATCH))
 }
 
 /// The sweep's first point: each axis at its first value.
-fn first_point(sweep: &AxesSweep) -> Point {
+fn first_point(sweep: &Sweep) -> Point {
     sweep
         .axes
         .iter()
@@ -102,7 +102,7 @@ fn first_point(sweep: &AxesSweep) -> Point {
 }
 
 /// The peak at `batch` (the others axes at their first value), as the sweep predicts it.
-fn peak_at(sweep: &AxesSweep, batch: u64) -> Option<u64> {
+fn peak_at(sweep: &Sweep, batch: u64) -> Option<u64> {
     let mut at = first_point(sweep);
     at.insert(BATCH.to_owned(), batch);
     sweep.estimate(&at, 1).ok().map(|e| e.peak_bytes)
@@ -110,7 +110,7 @@ fn peak_at(sweep: &AxesSweep, batch: u64) -> Option<u64> {
 
 /// What each sample adds to a batch sweep's peak, from its smallest to its largest
 /// batch.
-fn peak_per_sample(sweep: &AxesSweep) -> Option<i64> {
+fn peak_per_sample(sweep: &Sweep) -> Option<i64> {
     let batches = sweep.axes.get(BATCH)?;
     let (lo, hi) = (*batches.iter().min()?, *batches.iter().max()?);
     let rise = i128::from(peak_at(sweep, hi)?) - i128::from(peak_at(sweep, lo)?);
@@ -120,13 +120,13 @@ fn peak_per_sample(sweep: &AxesSweep) -> Option<i64> {
 /// The largest batch whose predicted peak fits `memory` after `reserve`, as `show
 /// --solve batch` searches it (up to 2³²: beyond, the peak does not grow with the
 /// batch).
-fn largest_batch(sweep: &AxesSweep, memory: u64, reserve: u64) -> Fits {
+fn largest_batch(sweep: &Sweep, memory: u64, reserve: u64) -> LargestBatch {
     const CAP: u64 = 1 << 32;
     let room = memory.saturating_sub(reserve);
     match sweep.solve_by(&first_point(sweep), BATCH, 1, |e| Ok(e.peak_bytes <= room)) {
-        Ok(Some(n)) if n >= CAP => Fits::Any,
-        Ok(Some(n)) => Fits::UpTo(n),
-        _ => Fits::UpTo(0),
+        Ok(Some(n)) if n >= CAP => LargestBatch::Any,
+        Ok(Some(n)) => LargestBatch::UpTo(n),
+        _ => LargestBatch::UpTo(0),
     }
 }
 
@@ -200,7 +200,7 @@ pub fn fits(body: &Body, reserve: Option<u64>) -> String {
 
 /// A batch sweep's fit: the peak's formula (or its phases', whose largest it is) and
 /// every category's that grows with the batch.
-fn sweep_model(sweep: &AxesSweep) -> String {
+fn sweep_model(sweep: &Sweep) -> String {
     let mut out = String::new();
     let sizes: Vec<String> = sweep
         .axes
@@ -356,11 +356,11 @@ fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn describe(fits: Fits) -> String {
+fn describe(fits: LargestBatch) -> String {
     match fits {
-        Fits::Any => "any (the peak does not grow with the batch)".into(),
-        Fits::UpTo(0) => "none (not even one sample)".into(),
-        Fits::UpTo(n) => n.to_string(),
+        LargestBatch::Any => "any (the peak does not grow with the batch)".into(),
+        LargestBatch::UpTo(0) => "none (not even one sample)".into(),
+        LargestBatch::UpTo(n) => n.to_string(),
     }
 }
 
@@ -394,7 +394,7 @@ mod tests {
                     pool: None,
                 })
                 .into();
-            body.scaling = Some(vramtest_model::sweep::AxesSweep::fit(&grid, &runs).unwrap());
+            body.scaling = Some(vramtest_model::sweep::Sweep::fit(&grid, &runs).unwrap());
         }
         body
     }

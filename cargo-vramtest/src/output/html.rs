@@ -4,7 +4,7 @@
 
 use super::{Origin, RunView};
 use crate::case::Outcome;
-use vramtest_chart::{Report, Status as PageStatus, TestEntry, Timeline};
+use vramtest_chart::{HtmlReport, TestEnd as PageStatus, TestEntry, Timeline};
 use vramtest_model::report::Status;
 
 /// The page of a run, with each test's timeline where this run recorded one.
@@ -39,7 +39,7 @@ fn page(view: &RunView, title: &str, timeline: impl Fn(&Outcome) -> Option<Timel
         .iter()
         .map(|o| entry(o, timeline(o)))
         .collect();
-    vramtest_chart::html_report(&Report {
+    vramtest_chart::html_report(&HtmlReport {
         title: title.to_owned(),
         tests,
     })

@@ -73,7 +73,7 @@ pub enum Gate {
 
 /// One figure of the comparison.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct MeasureRow {
     /// A category's name, or `peak`.
     pub figure: String,
     pub measured: u64,
@@ -81,7 +81,7 @@ pub struct Row {
     pub gate: Gate,
 }
 
-impl Row {
+impl MeasureRow {
     /// `(predicted − measured) / measured`: 0 when both are 0, `None` when only the
     /// measurement is.
     pub fn error(&self) -> Option<f64> {
@@ -105,7 +105,7 @@ impl Row {
 
 /// A point measured against its prediction.
 #[derive(Debug, Clone)]
-pub struct Comparison {
+pub struct PointCheck {
     /// The point, every axis of the test.
     pub at: Point,
     pub measured: Figures,
@@ -116,10 +116,10 @@ pub struct Comparison {
     pub flagged: Vec<String>,
 }
 
-impl Comparison {
+impl PointCheck {
     /// `body`, measured at `estimate.at`, against `estimate`.
-    pub fn new(body: &Body, estimate: &Estimate) -> Comparison {
-        Comparison {
+    pub fn new(body: &Body, estimate: &Estimate) -> PointCheck {
+        PointCheck {
             at: estimate.at.clone(),
             measured: Figures::measured(body),
             predicted: Figures::predicted(estimate),
@@ -129,10 +129,10 @@ impl Comparison {
     }
 
     /// Every category, then the peak.
-    pub fn rows(&self) -> Vec<Row> {
-        let mut rows: Vec<Row> = Category::ALL
+    pub fn rows(&self) -> Vec<MeasureRow> {
+        let mut rows: Vec<MeasureRow> = Category::ALL
             .iter()
-            .map(|&c| Row {
+            .map(|&c| MeasureRow {
                 figure: c.as_str().to_owned(),
                 measured: self.measured.category_bytes.get(&c).copied().unwrap_or(0),
                 predicted: self.predicted.category_bytes.get(&c).copied().unwrap_or(0),
@@ -145,7 +145,7 @@ impl Comparison {
                 },
             })
             .collect();
-        rows.push(Row {
+        rows.push(MeasureRow {
             figure: "peak".into(),
             measured: self.measured.peak_bytes,
             predicted: self.predicted.peak_bytes,
@@ -156,7 +156,7 @@ impl Comparison {
 
     /// The exit code: 1 when a gated figure missed, else 0.
     pub fn exit_code(&self) -> u8 {
-        u8::from(self.rows().iter().any(Row::missed))
+        u8::from(self.rows().iter().any(MeasureRow::missed))
     }
 }
 
@@ -166,7 +166,7 @@ fn percent(error: Option<f64>) -> String {
 }
 
 /// The comparison as a table under a heading that names the test, then the verdict.
-pub fn human(name: &str, c: &Comparison) -> String {
+pub fn human(name: &str, c: &PointCheck) -> String {
     let mut out = format!(
         "{name} at {}: measured, against the prediction of its committed snapshot's sweep\n",
         show_point(&c.at)
@@ -236,7 +236,7 @@ pub fn human(name: &str, c: &Comparison) -> String {
 /// The comparison as one JSON object: `at`, `measured` and `predicted` (each
 /// `category_bytes` and `peak_bytes`), and `error`, each figure's
 /// `(predicted − measured) / measured` (`null` where only the measurement is 0).
-pub fn json(c: &Comparison) -> Value {
+pub fn json(c: &PointCheck) -> Value {
     let error: Map<String, Value> = c
         .rows()
         .iter()
@@ -254,12 +254,12 @@ pub fn json(c: &Comparison) -> Value {
 mod tests {
     use super::*;
 
-    fn comparison(measured: [u64; 8], predicted: [u64; 8], flagged: &[&str]) -> Comparison {
+    fn comparison(measured: [u64; 8], predicted: [u64; 8], flagged: &[&str]) -> PointCheck {
         let figures = |bytes: [u64; 8]| Figures {
             category_bytes: Category::ALL.into_iter().zip(bytes).collect(),
             peak_bytes: bytes.iter().sum(),
         };
-        Comparison {
+        PointCheck {
             at: Point::from([("seq".to_owned(), 48)]),
             measured: figures(measured),
             predicted: figures(predicted),

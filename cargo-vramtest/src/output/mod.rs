@@ -23,7 +23,7 @@ pub use view::{Origin, RunView, Sink};
 
 use crate::case::Outcome;
 use anstyle::{AnsiColor, Style};
-use vramtest_model::report::{Change, Status, TestReport};
+use vramtest_model::report::{FigureChange, Status, TestReport};
 use vramtest_model::{HumanBytes, HumanDelta, Movement, Subject};
 
 /// The status column: `passed`, `regressed`, `new (pending)`, `ignored: no CUDA
@@ -116,18 +116,18 @@ fn delta_text(old: u64, new: u64) -> String {
 
 /// The category that moved the most: the largest regression (by percent), else the
 /// largest change in bytes. `activations +1.50 MiB (+300.0%)`.
-pub fn worst_category(changes: &[Change]) -> Option<String> {
+pub fn worst_category(changes: &[FigureChange]) -> Option<String> {
     let categories = changes
         .iter()
         .filter(|c| matches!(c.subject, Subject::Category(_)));
-    let growth = |c: &Change| {
+    let growth = |c: &FigureChange| {
         if c.old == 0 {
             f64::INFINITY
         } else {
             (c.new as f64 - c.old as f64) / c.old as f64
         }
     };
-    let size = |c: &Change| (c.new as i128 - c.old as i128).unsigned_abs();
+    let size = |c: &FigureChange| (c.new as i128 - c.old as i128).unsigned_abs();
     let worst = categories
         .clone()
         .filter(|c| c.movement == Movement::Regressed)
@@ -148,7 +148,7 @@ pub(crate) mod fixtures {
     use crate::case::{Binary, Outcome, TestCase};
     use std::sync::Arc;
     use std::time::Duration;
-    use vramtest_model::report::{Change, Status, TestReport};
+    use vramtest_model::report::{FigureChange, Status, TestReport};
     use vramtest_model::{Body, Category, CategoryBytes, DeviceClass, Fidelity};
 
     pub fn body(peak: u64) -> Body {
@@ -252,8 +252,8 @@ pub(crate) mod fixtures {
         crate::output::view::RunView::new(outcomes.to_vec(), duration, origin)
     }
 
-    pub fn change(subject: &str, old: u64, new: u64, movement: &str) -> Change {
-        Change {
+    pub fn change(subject: &str, old: u64, new: u64, movement: &str) -> FigureChange {
+        FigureChange {
             subject: Subject::try_from(subject.to_owned()).expect("a known subject"),
             old,
             new,
@@ -292,7 +292,7 @@ pub(crate) mod fixtures {
             message += &format!("\n  {f}");
         }
         r.message = message;
-        r.changes = cmp.findings.iter().map(Change::from).collect();
+        r.changes = cmp.findings.iter().map(FigureChange::from).collect();
         r.old_peak_bytes = Some(old.peak_bytes);
         r.diff = Some(
             similar::TextDiff::from_lines(&old.to_text(), &new.to_text())

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use vramtest_model::axes::{AxesError, FLAG_PPM, Point};
 use vramtest_model::fit::{MEMORY_SIZES, MemorySize};
-use vramtest_model::sweep::{AxesSweep, Estimate, Projection, Shard, project, show_point};
+use vramtest_model::sweep::{Estimate, Projection, Shard, Sweep, project, show_point};
 use vramtest_model::{Category, HumanBytes};
 
 /// What was asked.
@@ -48,7 +48,7 @@ pub struct Answer {
 /// Computes the answer: `allowance` is what the device holds besides the pool,
 /// `granule` the pool's.
 pub fn answer(
-    sweep: &AxesSweep,
+    sweep: &Sweep,
     request: &Request,
     allowance: u64,
     granule: u64,
@@ -109,7 +109,7 @@ fn percent(ppm: u64) -> String {
 }
 
 /// The answer as a table, under a heading that names the test.
-pub fn human(name: &str, sweep: &AxesSweep, a: &Answer) -> String {
+pub fn human(name: &str, sweep: &Sweep, a: &Answer) -> String {
     let e = &a.estimate;
     let mut out = format!("{name} at {}", show_point(&e.at));
     let axes: Vec<String> = sweep
@@ -430,7 +430,7 @@ mod tests {
     }
 
     fn shown(e: Estimate) -> (String, Value) {
-        let sweep = AxesSweep {
+        let sweep = Sweep {
             axes: [("batch".to_owned(), vec![8, 16, 32])].into(),
             figures: BTreeMap::new(),
             target: None,

@@ -19,11 +19,11 @@ pub(super) fn prepare(mode: &SitesMode) -> Result<Option<Plan>, PlanError> {
             std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
                 .map_err(PlanError::Read)?;
             let plan = serde_json::from_slice::<Plan>(&bytes).map_err(PlanError::Parse)?;
-            heap::capture(heap::Capture::Sizes(&plan.wanted));
+            heap::capture(heap::CaptureRequest::Sizes(&plan.wanted));
             Ok(Some(plan))
         }
         SitesMode::Everything => {
-            heap::capture(heap::Capture::Everything);
+            heap::capture(heap::CaptureRequest::Everything);
             Ok(None)
         }
         SitesMode::Off | SitesMode::Plan => Ok(None),
@@ -89,7 +89,7 @@ pub(super) fn outcome(
 
 /// One frame of a symbolized trace (inlined functions are frames of their own).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Frame {
+struct TraceFrame {
     /// The demangled name, without its hash.
     name: Option<String>,
     file: Option<PathBuf>,
@@ -103,7 +103,7 @@ fn symbolize(
     package_dir: &Path,
     step: &str,
 ) -> HashMap<Call, SiteKey> {
-    let mut resolved: HashMap<usize, Vec<Frame>> = HashMap::new();
+    let mut resolved: HashMap<usize, Vec<TraceFrame>> = HashMap::new();
     let places = Places::new(package_dir, step);
     traces
         .iter()
@@ -116,18 +116,18 @@ fn symbolize(
         .collect()
 }
 
-fn resolve(ip: usize) -> Vec<Frame> {
+fn resolve(ip: usize) -> Vec<TraceFrame> {
     let mut frames = Vec::new();
     // `resolve` looks up the instruction before a return address, i.e. the call.
     backtrace::resolve(ip as *mut std::ffi::c_void, |symbol| {
-        frames.push(Frame {
+        frames.push(TraceFrame {
             name: symbol.name().map(|n| format!("{n:#}")),
             file: symbol.filename().map(Path::to_path_buf),
             line: symbol.lineno(),
         });
     });
     if frames.is_empty() {
-        frames.push(Frame {
+        frames.push(TraceFrame {
             name: None,
             file: None,
             line: None,
@@ -161,7 +161,7 @@ impl Places {
     /// standard library and vramtest (the operation), the first frame in the user's
     /// own code (the location), and the user's functions from there out to the step
     /// (the callers: `logits() ← step`; `logits() ← …` when the trace ends before it).
-    fn site(&self, frames: impl Iterator<Item = Frame>) -> SiteKey {
+    fn site(&self, frames: impl Iterator<Item = TraceFrame>) -> SiteKey {
         let mut key = SiteKey::default();
         let mut callers: Vec<String> = Vec::new();
         for frame in frames {
@@ -317,8 +317,8 @@ mod tests {
         assert_eq!(is_internal(name), internal, "{name}");
     }
 
-    fn frame(name: &str, file: &str, line: u32) -> Frame {
-        Frame {
+    fn frame(name: &str, file: &str, line: u32) -> TraceFrame {
+        TraceFrame {
             name: Some(name.into()),
             file: Some(file.into()),
             line: Some(line),
@@ -372,7 +372,7 @@ mod tests {
             step: "step".into(),
         };
         let lib = "/home/u/.cargo/registry/src/index.crates.io-1/burn-0.18.0/src/encoder.rs";
-        let trace = |outermost: &[Frame]| {
+        let trace = |outermost: &[TraceFrame]| {
             let mut frames = vec![
                 frame(
                     "alloc::raw_vec::RawVec<T>::allocate",

@@ -2,7 +2,7 @@
 //! per category over the step, downsampled, with the phase and iteration spans, for
 //! `cargo vramtest show --svg` and the HTML report.
 
-use vramtest_chart::{Downsampler, IterationSpan, PhaseSpan, Point, Timeline, XAxis};
+use vramtest_chart::{Downsampler, IterationSpan, PhaseSpan, Timeline, TimelinePoint, XAxis};
 use vramtest_model::Profile;
 use vramtest_model::ledger::{self, Event};
 
@@ -20,7 +20,7 @@ pub(super) fn profile_and_timeline(events: &[Event], max_points: usize) -> (Prof
         .count();
     let mut down = Downsampler::new(samples, max_points);
     let profile = ledger::profile_observing(events, |at, live| {
-        down.push(Point {
+        down.push(TimelinePoint {
             x: at as u64,
             live: *live,
         })

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// The test target this harness runs in.
 #[derive(Debug, Clone)]
-pub(crate) struct Target {
+pub(crate) struct HarnessTarget {
     /// The package being tested: its snapshots, settings and sources.
     pub(crate) manifest_dir: PathBuf,
     /// The package directory the binary was compiled in (the same, unless cargo reused
@@ -60,7 +60,7 @@ pub(crate) fn reuse_note(built_in: &Path, tested: &Path) -> Option<String> {
 /// `file!()` of the test, relative to its crate (`tests/vram.rs`). rustc gives paths
 /// relative to the workspace root, or absolute (under the directory the binary was
 /// built in); the longest suffix that exists under the crate is it.
-pub(super) fn relative_source(target: &Target, file: &str) -> String {
+pub(super) fn relative_source(target: &HarnessTarget, file: &str) -> String {
     let path = Path::new(file);
     for dir in [&target.manifest_dir, &target.built_in] {
         if let Ok(rel) = path.strip_prefix(dir) {

@@ -246,9 +246,9 @@ pub(crate) mod tests {
         let bloated = body(20 << 20);
         let slimmer = body(5 << 20);
         let noise = body((10 << 20) + 100);
-        type Row<'a> = (Option<&'a Body>, &'a Body, Update, Status, Option<Write>);
+        type DecisionCase<'a> = (Option<&'a Body>, &'a Body, Update, Status, Option<Write>);
         #[rustfmt::skip]
-        let table: &[Row] = &[
+        let table: &[DecisionCase] = &[
             (None, &base, Update::New, New, Some(Write::Pending)),
             (None, &base, Update::Always, New, Some(Write::Snapshot)),
             (None, &base, Update::No, Missing, None),
@@ -338,7 +338,7 @@ pub(crate) mod tests {
     /// fitted as this version records it.
     fn batch_swept(body: &Body, older: bool, per_sample: u64) -> Body {
         use vramtest_model::axes::Grid;
-        use vramtest_model::sweep::{AxesSweep, GridRun};
+        use vramtest_model::sweep::{GridRun, Sweep};
         if older {
             let zero = serde_json::json!({"fixed_bytes": 0, "bytes_per_sample": 0});
             let mut lines = serde_json::Map::new();
@@ -370,7 +370,7 @@ pub(crate) mod tests {
             })
             .into();
         Body {
-            scaling: Some(AxesSweep::fit(&grid, &runs).unwrap()),
+            scaling: Some(Sweep::fit(&grid, &runs).unwrap()),
             ..body.clone()
         }
     }
@@ -431,9 +431,9 @@ pub(crate) mod tests {
         );
         // Anything else leaves the decision as it was. Rows: the update mode, the
         // snapshot's sites (`None`: no snapshot), this run's sites.
-        type Row<'a> = (Update, Option<&'a SnapshotSites>, &'a SnapshotSites);
+        type SitesCase<'a> = (Update, Option<&'a SnapshotSites>, &'a SnapshotSites);
         #[rustfmt::skip]
-        let rows: &[Row] = &[
+        let rows: &[SitesCase] = &[
             (Update::Always, Some(&a), &a), // the same sites
             (Update::Always, Some(&a), &[]), // no sites captured this time
             (Update::New, Some(&a), &b), // `new`: sites never rewrite a snapshot

@@ -7,7 +7,7 @@ use crate::harness::registry::TestDef;
 use std::collections::BTreeMap;
 use vramtest_model::axes::{AxesError, Flag, Grid, Point};
 use vramtest_model::pool::PoolPeaks;
-use vramtest_model::sweep::{AxesSweep, GridRun};
+use vramtest_model::sweep::{GridRun, Sweep};
 use vramtest_model::{Category, Profile};
 
 /// The grid of `def`'s named axes (`None` without `axes(..)`), in the attribute's
@@ -123,16 +123,16 @@ fn to_point(axes: &[(impl AsRef<str>, usize)]) -> Point {
 
 /// Fits a sweep (named axes, or a batch sweep's one axis) and predicts its target;
 /// `None` for a test without a sweep.
-/// `granule`: the CUDA pool's, for the reserved bytes (see [`AxesSweep::estimate`]).
+/// `granule`: the CUDA pool's, for the reserved bytes (see [`Sweep::estimate`]).
 pub(super) fn fit(
     def: &TestDef,
     runs: &[GridRun],
     granule: u64,
-) -> Result<Option<AxesSweep>, GridError> {
+) -> Result<Option<Sweep>, GridError> {
     let Some(grid) = sweep_grid(def) else {
         return Ok(None);
     };
-    let mut sweep = AxesSweep::fit(&grid?, runs)?;
+    let mut sweep = Sweep::fit(&grid?, runs)?;
     let target = def.options.target;
     if !target.is_empty() {
         let at = to_point(target);
@@ -156,7 +156,7 @@ fn largest(fit: &vramtest_model::axes::Fit, grid: &Grid) -> Option<u64> {
 
 /// The largest predicted peak at the grid's points; `None` when the sweep cannot
 /// predict it (a sweep without every category's figure).
-fn largest_peak(sweep: &AxesSweep, grid: &Grid) -> Option<u64> {
+fn largest_peak(sweep: &Sweep, grid: &Grid) -> Option<u64> {
     grid.points()
         .iter()
         .map(|p| sweep.estimate(p, 1).ok().map(|e| e.peak_bytes))
@@ -173,7 +173,7 @@ fn largest_peak(sweep: &AxesSweep, grid: &Grid) -> Option<u64> {
 /// that stays under 0.01% of the largest peak ([`NOTE_SHARE`]), nor one whose flag the
 /// committed snapshot's sweep `old` already records ([`same_flag`]): a note is said
 /// once per change, not on every run.
-pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep, old: Option<&AxesSweep>) -> Vec<String> {
+pub(super) fn flagged_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> Vec<String> {
     use vramtest_model::sweep::{ALLOCATED, RESERVED};
     let grid = sweep.grid().ok();
     let peak = grid.as_ref().and_then(|g| largest_peak(sweep, g));
@@ -210,7 +210,7 @@ pub(super) fn flagged_notes(name: &str, sweep: &AxesSweep, old: Option<&AxesSwee
 /// Whether the sweep `old` flags `figure` the same way: a miss over 2% either way (by
 /// however much: a noisy figure's miss varies from run to run), or the same
 /// interpolation of the same axes.
-fn same_flag(old: &AxesSweep, figure: &str, flag: &Flag) -> bool {
+fn same_flag(old: &Sweep, figure: &str, flag: &Flag) -> bool {
     let Some(grid) = old.grid().ok() else {
         return false;
     };
@@ -233,7 +233,7 @@ mod tests {
             loo_error_ppm: ppm,
             residue_bytes: 0,
         };
-        let sweep = AxesSweep {
+        let sweep = Sweep {
             axes: BTreeMap::from([("seq".to_owned(), vec![1, 2, 3])]),
             figures: BTreeMap::from([
                 ("activations".to_owned(), fit(0)),
@@ -265,7 +265,7 @@ mod tests {
             loo_error_ppm: ppm,
             residue_bytes: 0,
         };
-        let sweep = |temporaries: u64, workspace: u64| AxesSweep {
+        let sweep = |temporaries: u64, workspace: u64| Sweep {
             axes: BTreeMap::from([("seq".to_owned(), vec![1, 2, 3])]),
             figures: BTreeMap::from([
                 ("temporaries".to_owned(), fit(temporaries)),
@@ -324,7 +324,7 @@ mod tests {
             [0, 1871, 3391, 1871, 0, 5262][(b as usize - 1) * 3 + (s as usize / 8 - 1)]
         });
         let activations = series(|b, s| 64 * b * s + 512);
-        let sweep = AxesSweep {
+        let sweep = Sweep {
             axes: grid.to_map(),
             figures: BTreeMap::from([
                 ("workspace".to_owned(), Fit::new(&grid, &workspace).unwrap()),
@@ -392,7 +392,7 @@ mod tests {
                 vramtest_model::sweep::PEAK.to_owned(),
                 Fit::new(&grid, &peak).unwrap(),
             );
-            AxesSweep {
+            Sweep {
                 axes: grid.to_map(),
                 figures,
                 target: None,

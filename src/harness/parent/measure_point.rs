@@ -138,7 +138,7 @@ fn run_point(
 
 /// Why a point cannot be measured on a test; each names the axis and the test's axes.
 #[derive(Debug, PartialEq, Eq)]
-enum PointError {
+enum MeasurePointError {
     /// The test declares no named axes.
     NoAxes,
     /// The point names an axis the test does not declare.
@@ -149,20 +149,20 @@ enum PointError {
     TooLarge { axis: String, value: u64 },
 }
 
-impl std::fmt::Display for PointError {
+impl std::fmt::Display for MeasurePointError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PointError::NoAxes => write!(
+            MeasurePointError::NoAxes => write!(
                 f,
                 "no named axes, so there is no point to measure (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`)"
             ),
-            PointError::Unknown { axis, known } => {
+            MeasurePointError::Unknown { axis, known } => {
                 write!(f, "unknown axis `{axis}` (the test's axes: {known})")
             }
-            PointError::Missing { axis, known } => {
+            MeasurePointError::Missing { axis, known } => {
                 write!(f, "no value for axis `{axis}` (the test's axes: {known})")
             }
-            PointError::TooLarge { axis, value } => {
+            MeasurePointError::TooLarge { axis, value } => {
                 write!(f, "axis `{axis}`: {value} is too large")
             }
         }
@@ -170,15 +170,15 @@ impl std::fmt::Display for PointError {
 }
 
 /// The child's point for `at`: every named axis of `def`, in the attribute's order.
-fn run_point_of(def: &TestDef, at: &Point) -> Result<RunPoint, PointError> {
+fn run_point_of(def: &TestDef, at: &Point) -> Result<RunPoint, MeasurePointError> {
     let axes = def.options.axes;
     if axes.is_empty() {
-        return Err(PointError::NoAxes);
+        return Err(MeasurePointError::NoAxes);
     }
     let names: Vec<&str> = axes.iter().map(|&(k, _)| k).collect();
     let known = names.join(", ");
     if let Some(unknown) = at.keys().find(|k| !names.contains(&k.as_str())) {
-        return Err(PointError::Unknown {
+        return Err(MeasurePointError::Unknown {
             axis: unknown.clone(),
             known,
         });
@@ -188,18 +188,18 @@ fn run_point_of(def: &TestDef, at: &Point) -> Result<RunPoint, PointError> {
         .map(|&axis| {
             let axis = axis.to_owned();
             let Some(&value) = at.get(&axis) else {
-                return Err(PointError::Missing {
+                return Err(MeasurePointError::Missing {
                     axis,
                     known: known.clone(),
                 });
             };
-            let value = usize::try_from(value).map_err(|_| PointError::TooLarge {
+            let value = usize::try_from(value).map_err(|_| MeasurePointError::TooLarge {
                 axis: axis.clone(),
                 value,
             })?;
             Ok((axis, value))
         })
-        .collect::<Result<Vec<_>, PointError>>()?;
+        .collect::<Result<Vec<_>, MeasurePointError>>()?;
     Ok(RunPoint::axes(values))
 }
 
@@ -262,6 +262,6 @@ mod tests {
             "unknown axis `heads` (the test's axes: seq, batch)"
         );
         let none = run_point_of(&def(&[]), &at(&[("seq", 4)])).unwrap_err();
-        assert_eq!(none, PointError::NoAxes);
+        assert_eq!(none, MeasurePointError::NoAxes);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::decide::{Decision, Write};
 use super::site_reruns::NoSites;
-use vramtest_model::report::{Change, Status};
+use vramtest_model::report::{FigureChange, Status};
 use vramtest_model::sites::{self, Sites};
 use vramtest_model::snapshot;
 use vramtest_model::{Body, Category, DeviceClass, HumanBytes, Movement, Policy, Profile, Subject};
@@ -35,7 +35,7 @@ pub(super) struct Message {
     /// The message: a headline, indented lines, a hint.
     pub(super) text: String,
     /// Every figure compared, in numbers.
-    pub(super) changes: Vec<Change>,
+    pub(super) changes: Vec<FigureChange>,
     /// The unified diff of the old and new bodies, for a regression.
     pub(super) diff: Option<String>,
 }
@@ -80,7 +80,7 @@ pub(super) fn compose(facts: &Facts) -> Message {
 
 /// The message of `lines` (indented under the first), the hint after them, and the
 /// diff.
-fn finish(facts: &Facts, lines: &[String], changes: Vec<Change>) -> Message {
+fn finish(facts: &Facts, lines: &[String], changes: Vec<FigureChange>) -> Message {
     let mut text = lines.join("\n  ");
     if let Some(h) = hint(facts.decision) {
         text += &format!("\n{h}");
@@ -165,11 +165,11 @@ fn limit_lines(facts: &Facts) -> Vec<String> {
 }
 
 /// Every figure the comparison looked at.
-fn changes(decision: &Decision) -> Vec<Change> {
+fn changes(decision: &Decision) -> Vec<FigureChange> {
     let Some(cmp) = &decision.comparison else {
         return Vec::new();
     };
-    cmp.findings.iter().map(Change::from).collect()
+    cmp.findings.iter().map(FigureChange::from).collect()
 }
 
 /// What changed in a sweep, at its target or its largest point.
@@ -698,8 +698,8 @@ mod tests {
 
     /// `body` as a sweep over the axis `batch` (no figures, no target).
     fn swept(mut body: Body, batch: &[u64]) -> Body {
-        use vramtest_model::sweep::AxesSweep;
-        body.scaling = Some(AxesSweep {
+        use vramtest_model::sweep::Sweep;
+        body.scaling = Some(Sweep {
             axes: [("batch".to_owned(), batch.to_vec())].into(),
             figures: Default::default(),
             target: None,

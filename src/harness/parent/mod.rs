@@ -16,10 +16,10 @@ mod spawn;
 mod trial;
 
 use crate::harness::registry::{self, DEFAULT_ITERATIONS};
-use checkout::Target;
+use checkout::HarnessTarget;
 use files::Outputs;
 use libtest_mimic::{Arguments, Trial};
-use outcome::{Outcome, Unmeasured};
+use outcome::{TrialEnd, Unmeasured};
 use spawn::Spawner;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ fn shared_lines(shared: &[vramtest_model::snapshot::SharedFile]) -> String {
 /// Runs the tests of this binary as libtest does (`--list`, filters, `--ignored`):
 /// each in a child process, judged against its snapshot. `Err` is a usage or
 /// configuration error (exit code 2).
-pub(crate) fn run(target: Target) -> Result<ExitCode, RunError> {
+pub(crate) fn run(target: HarnessTarget) -> Result<ExitCode, RunError> {
     let mut args = Arguments::from_args();
     let tests = registry::registered();
     // Two tests of one file would overwrite each other's snapshot and be judged
@@ -138,7 +138,7 @@ fn report_ignored(
         };
         let trial = Trial::test(name.clone(), || Ok(())).with_ignored_flag(true);
         if args.is_ignored(&trial) && !args.is_filtered_out(&trial) {
-            let skipped = Outcome::Unmeasured(Unmeasured::Skipped(reason.to_owned()));
+            let skipped = TrialEnd::Unmeasured(Unmeasured::Skipped(reason.to_owned()));
             let report = report::build(&context.head(name, def, None), &skipped);
             reports.write(&report);
         }

@@ -1,4 +1,4 @@
-//! What each step of a trial returns: measuring gives [`Measured`] (or why not),
+//! What each step of a trial returns: measuring gives [`MeasuredTest`] (or why not),
 //! judging a [`Judged`], recording the files a [`Recorded`]. Plain values: the report
 //! is built from them once, by [`super::report::build`].
 
@@ -11,12 +11,12 @@ use vramtest_chart::Timeline;
 use vramtest_model::pool::{PoolPeaks, Prediction};
 use vramtest_model::sites::Sites;
 use vramtest_model::snapshot::{self, Info};
-use vramtest_model::sweep::AxesSweep;
+use vramtest_model::sweep::Sweep;
 use vramtest_model::{Policy, Profile, Snapshot};
 
 /// One point's measurement: where in the sweep it is, its child process's wall time,
 /// its profile, what the device reported, its timeline, the pool model's peaks.
-pub(super) struct Point {
+pub(super) struct MeasuredPoint {
     pub(super) point: RunPoint,
     pub(super) wall: std::time::Duration,
     pub(super) profile: Box<Profile>,
@@ -27,11 +27,11 @@ pub(super) struct Point {
 
 /// A measured test: the point judged against the snapshot (the first batch size), the
 /// sweep's fit over every point, and a CPU run's GPU prediction.
-pub(super) struct Measured {
-    pub(super) first: Point,
+pub(super) struct MeasuredTest {
+    pub(super) first: MeasuredPoint,
     /// The sweep (over named axes, or a batch sweep's one axis), fitted, with its
     /// target (`None` without a sweep).
-    pub(super) sweep: Option<AxesSweep>,
+    pub(super) sweep: Option<Sweep>,
     /// Every batch size's pool peaks (`None` when a point has none, as on a GPU).
     pub(super) prediction: Option<Prediction>,
     /// A sweep's child processes' wall times, in milliseconds (empty without one).
@@ -61,7 +61,7 @@ pub(super) struct Judged {
     /// The new result as a snapshot holds it (its `info` with the call sites found).
     pub(super) new: Snapshot,
     /// The verdict, or why the committed snapshot cannot be read.
-    pub(super) verdict: Result<Verdict, Unjudged>,
+    pub(super) verdict: Result<SnapshotVerdict, Unjudged>,
 }
 
 /// Why a measurement has no verdict: its committed snapshot cannot be used. The
@@ -86,7 +86,7 @@ pub(super) enum Unjudged {
 }
 
 /// The verdict on a measurement whose snapshot could be read.
-pub(super) struct Verdict {
+pub(super) struct SnapshotVerdict {
     /// The committed snapshot, when there is one: the one source of the old figures.
     pub(super) old: Option<snapshot::Parsed>,
     /// The limits the result was held to.
@@ -117,14 +117,14 @@ impl Recorded {
 }
 
 /// How a trial ended.
-pub(super) enum Outcome {
+pub(super) enum TrialEnd {
     Unmeasured(Unmeasured),
     Measured(Box<Steps>),
 }
 
 /// What each step of a measured test returned.
 pub(super) struct Steps {
-    pub(super) measured: Measured,
+    pub(super) measured: MeasuredTest,
     /// The judgement.
     pub(super) judged: Judged,
     pub(super) recorded: Recorded,

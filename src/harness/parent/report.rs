@@ -4,7 +4,7 @@
 
 use super::checkout::display_path;
 use super::message::{self, Facts};
-use super::outcome::{Outcome, Steps, Unmeasured};
+use super::outcome::{Steps, TrialEnd, Unmeasured};
 use std::path::Path;
 use vramtest_model::DeviceClass;
 use vramtest_model::report::{Details, Status, TestReport};
@@ -39,19 +39,19 @@ impl Head<'_> {
 }
 
 /// The report of a trial that ended with `outcome`.
-pub(super) fn build(head: &Head, outcome: &Outcome) -> TestReport {
+pub(super) fn build(head: &Head, outcome: &TrialEnd) -> TestReport {
     match outcome {
-        Outcome::Unmeasured(Unmeasured::Skipped(reason)) => {
+        TrialEnd::Unmeasured(Unmeasured::Skipped(reason)) => {
             let mut report = head.report(Status::Ignored);
             report.ignore(reason);
             report
         }
-        Outcome::Unmeasured(Unmeasured::Failed { message, output }) => TestReport {
+        TrialEnd::Unmeasured(Unmeasured::Failed { message, output }) => TestReport {
             message: message.clone(),
             output: output.clone(),
             ..head.report(Status::Failed)
         },
-        Outcome::Measured(steps) => measured_report(head, steps),
+        TrialEnd::Measured(steps) => measured_report(head, steps),
     }
 }
 
@@ -151,7 +151,9 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
 mod tests {
     use super::super::decide::decide;
     use super::super::files::{WriteError, Written};
-    use super::super::outcome::{Judged, Measured, Point, Recorded, Unjudged, Verdict};
+    use super::super::outcome::{
+        Judged, MeasuredPoint, MeasuredTest, Recorded, SnapshotVerdict, Unjudged,
+    };
     use super::super::site_reruns::NoSites;
     use super::*;
     use std::path::PathBuf;
@@ -163,7 +165,7 @@ mod tests {
     const PARAMS: u64 = 4096;
 
     /// A step that allocates `PARAMS` bytes of parameters.
-    fn measured() -> Measured {
+    fn measured() -> MeasuredTest {
         let profile = ledger::profile(&[
             Event::PhaseStart(Phase::Params),
             Event::Alloc {
@@ -172,8 +174,8 @@ mod tests {
             },
             Event::PhaseEnd,
         ]);
-        Measured {
-            first: Point {
+        MeasuredTest {
+            first: MeasuredPoint {
                 point: crate::harness::protocol::RunPoint::batch(1),
                 wall: std::time::Duration::ZERO,
                 profile: Box::new(profile),
@@ -253,7 +255,7 @@ mod tests {
                     info: Info::default(),
                     body,
                 },
-                verdict: Ok(Verdict {
+                verdict: Ok(SnapshotVerdict {
                     old,
                     policy: Policy::default(),
                     decision,
@@ -274,7 +276,7 @@ mod tests {
         let new = Body::from_profile(&m.first.profile, DeviceClass::Cpu);
         let old = committed(&new, PARAMS / 2);
         let s = steps(Some(old.clone()), Update::Always, Ok(true));
-        let r = build(&head(), &Outcome::Measured(Box::new(s)));
+        let r = build(&head(), &TrialEnd::Measured(Box::new(s)));
         assert_eq!(r.status, Status::Passed, "{}", r.message);
         assert_eq!(r.old_body.as_ref(), Some(&old.body));
         assert_eq!(r.old_peak_bytes, Some(PARAMS / 2));
@@ -295,7 +297,7 @@ mod tests {
         // The verdict's file could not be written: failed, the judgement's facts kept
         // and said first (what moved), the write error after them.
         let s = steps(Some(committed(&new, 1)), Update::Always, Err("disk full"));
-        let r = build(&head(), &Outcome::Measured(Box::new(s)));
+        let r = build(&head(), &TrialEnd::Measured(Box::new(s)));
         assert_eq!(r.status, Status::Failed);
         assert!(
             r.message
@@ -313,7 +315,7 @@ mod tests {
             path: "t.snap".into(),
             source: std::io::Error::other("line 3: oops"),
         }));
-        let r = build(&head(), &Outcome::Measured(Box::new(s)));
+        let r = build(&head(), &TrialEnd::Measured(Box::new(s)));
         assert_eq!(r.status, Status::SnapshotError);
         assert_eq!(r.message, "invalid snapshot: t.snap: line 3: oops");
         assert_eq!(r.body.as_ref(), Some(&new));
@@ -322,11 +324,11 @@ mod tests {
 
     #[test]
     fn a_test_not_measured_says_why() {
-        let skipped = Outcome::Unmeasured(Unmeasured::Skipped("no CUDA driver".into()));
+        let skipped = TrialEnd::Unmeasured(Unmeasured::Skipped("no CUDA driver".into()));
         let r = build(&head(), &skipped);
         assert_eq!(r.status, Status::Ignored);
         assert_eq!(r.ignore_reason.as_deref(), Some("no CUDA driver"));
-        let crashed = Outcome::Unmeasured(Unmeasured::Failed {
+        let crashed = TrialEnd::Unmeasured(Unmeasured::Failed {
             message: "t crashed before reporting a result".into(),
             output: Some("segfault".into()),
         });

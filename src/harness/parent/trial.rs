@@ -4,12 +4,13 @@
 //! the decision asks for; then the report is built once from what they returned
 //! ([`super::report`]), written, and turned into libtest's verdict.
 
-use super::checkout::{Target, display_path, relative_source};
+use super::checkout::{HarnessTarget, display_path, relative_source};
 use super::decide;
 use super::files::{self, Outputs};
 use super::grid;
 use super::outcome::{
-    Judged, Measured, Outcome, Point, Recorded, Steps, Unjudged, Unmeasured, Verdict,
+    Judged, MeasuredPoint, MeasuredTest, Recorded, SnapshotVerdict, Steps, TrialEnd, Unjudged,
+    Unmeasured,
 };
 use super::report::{self, Head};
 use super::site_reruns;
@@ -39,7 +40,7 @@ pub(super) struct SnapshotMode {
 /// What every trial of a run shares: the target, the device, the settings and the
 /// run's switches.
 pub(super) struct RunContext {
-    pub(super) target: Target,
+    pub(super) target: HarnessTarget,
     /// The device tests measure on (a run without one ends before its tests).
     pub(super) device: Device,
     /// The workspace's and the package's settings, merged.
@@ -77,7 +78,7 @@ impl RunContext {
     pub(super) fn trial(&self, name: &str, def: &TestDef) -> Result<Completion, Failed> {
         let class = Some(self.device.class());
         let outcome = match self.skip_reason(def, class) {
-            Some(reason) => Outcome::Unmeasured(Unmeasured::Skipped(reason)),
+            Some(reason) => TrialEnd::Unmeasured(Unmeasured::Skipped(reason)),
             None => self.run(name, def, self.device),
         };
         let report = report::build(&self.head(name, def, class), &outcome);
@@ -101,18 +102,18 @@ impl RunContext {
     }
 
     /// The pipeline of a test that runs here: measure every point, fit, judge, record.
-    fn run(&self, name: &str, def: &TestDef, device: Device) -> Outcome {
+    fn run(&self, name: &str, def: &TestDef, device: Device) -> TrialEnd {
         let mut measured = match self
             .measure(name, def, device)
             .and_then(|points| self.fit(name, def, points))
         {
             Ok(measured) => measured,
-            Err(unmeasured) => return Outcome::Unmeasured(unmeasured),
+            Err(unmeasured) => return TrialEnd::Unmeasured(unmeasured),
         };
         let judged = self.judge(name, def, &measured, device.class());
         measured.notes = fit_notes(name, &measured, &judged);
         let recorded = self.record(&measured, &judged);
-        Outcome::Measured(Box::new(Steps {
+        TrialEnd::Measured(Box::new(Steps {
             measured,
             judged,
             recorded,
@@ -122,7 +123,12 @@ impl RunContext {
     /// Measures the test in a child process per point (one for a test without a
     /// sweep), up to `-j` at once; the first point that failed, in the points' order,
     /// fails the test.
-    fn measure(&self, name: &str, def: &TestDef, device: Device) -> Result<Vec<Point>, Unmeasured> {
+    fn measure(
+        &self,
+        name: &str,
+        def: &TestDef,
+        device: Device,
+    ) -> Result<Vec<MeasuredPoint>, Unmeasured> {
         let points = grid::points(def).map_err(|e| Unmeasured::Failed {
             message: format!("{name}: {e}"),
             output: None,
@@ -160,7 +166,7 @@ impl RunContext {
                             .filter(|a| unread_axes.contains(a))
                             .collect(),
                     });
-                    measured.push(Point {
+                    measured.push(MeasuredPoint {
                         point,
                         wall,
                         profile,
@@ -203,8 +209,8 @@ impl RunContext {
         &self,
         name: &str,
         def: &TestDef,
-        mut points: Vec<Point>,
-    ) -> Result<Measured, Unmeasured> {
+        mut points: Vec<MeasuredPoint>,
+    ) -> Result<MeasuredTest, Unmeasured> {
         let failed = |e: String| Unmeasured::Failed {
             message: format!("{name}: {e}"),
             output: None,
@@ -229,7 +235,7 @@ impl RunContext {
             points.truncate(1);
         }
         let prediction = prediction(&points, self.settings.cuda_pool());
-        Ok(Measured {
+        Ok(MeasuredTest {
             first: points.swap_remove(0),
             sweep,
             prediction,
@@ -255,7 +261,13 @@ impl RunContext {
 
     /// Judges a measurement against its snapshot: reads it, decides (see
     /// [`decide`]), finds call sites where they are wanted. Writes nothing.
-    fn judge(&self, name: &str, def: &TestDef, measured: &Measured, class: DeviceClass) -> Judged {
+    fn judge(
+        &self,
+        name: &str,
+        def: &TestDef,
+        measured: &MeasuredTest,
+        class: DeviceClass,
+    ) -> Judged {
         let policy = self.policy(def);
         let point = &measured.first;
         let mut body = Body::from_profile(&point.profile, class);
@@ -289,7 +301,7 @@ impl RunContext {
         old: Option<snapshot::Parsed>,
         new: &mut Snapshot,
         policy: Policy,
-    ) -> Verdict {
+    ) -> SnapshotVerdict {
         let class = new.body.device_class;
         // A snapshot of an earlier schema was read through its migration steps: said,
         // and written in today's schema when the run writes the file.
@@ -321,7 +333,7 @@ impl RunContext {
             &new.body,
             &new.info.sites,
         );
-        Verdict {
+        SnapshotVerdict {
             old,
             policy,
             decision,
@@ -354,7 +366,7 @@ impl RunContext {
     /// pending result cleared), the snapshot's entry in insta's references file, then
     /// the timeline and prediction kept for `cargo vramtest` (found by the snapshot's
     /// path, once it is written).
-    fn record(&self, measured: &Measured, judged: &Judged) -> Recorded {
+    fn record(&self, measured: &MeasuredTest, judged: &Judged) -> Recorded {
         if let Some(refs) = &self.outputs.references {
             files::append_reference(refs, &judged.path);
         }
@@ -373,7 +385,7 @@ impl RunContext {
 
     /// Writes the snapshot or pending result the verdict asks for, and clears a
     /// pending result it makes stale.
-    fn write(&self, verdict: &Verdict, judged: &Judged) -> Recorded {
+    fn write(&self, verdict: &SnapshotVerdict, judged: &Judged) -> Recorded {
         let decision = &verdict.decision;
         let written = files::write_result(decision, &judged.path, &judged.new);
         if written.is_err() {
@@ -395,7 +407,7 @@ impl RunContext {
 
 /// The notes on a sweep's flagged figures whose flags the committed snapshot does not
 /// already record (new or changed ones), printed here and kept for the report.
-fn fit_notes(name: &str, measured: &Measured, judged: &Judged) -> Vec<String> {
+fn fit_notes(name: &str, measured: &MeasuredTest, judged: &Judged) -> Vec<String> {
     let Some(sweep) = &measured.sweep else {
         return Vec::new();
     };
@@ -451,7 +463,7 @@ fn completion(report: &TestReport, inert: bool) -> Result<Completion, Failed> {
 
 /// The GPU prediction of a CPU run: every batch size's pool peaks (none when a
 /// point has none, as on a CUDA device).
-fn prediction(points: &[Point], pool: CudaPool) -> Option<Prediction> {
+fn prediction(points: &[MeasuredPoint], pool: CudaPool) -> Option<Prediction> {
     let points = points
         .iter()
         .map(|m| {

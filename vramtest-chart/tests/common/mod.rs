@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use vramtest_chart::{
-    DEFAULT_MAX_POINTS, IterationSpan, PhaseSpan, Point, Report, Status, TestEntry, Timeline, XAxis,
+    DEFAULT_MAX_POINTS, HtmlReport, IterationSpan, PhaseSpan, TestEnd, TestEntry, Timeline,
+    TimelinePoint, XAxis,
 };
 use vramtest_model::{Category, CategoryBytes, Phase};
 
@@ -30,7 +31,7 @@ pub const EXPECTED_PEAK: u64 =
 #[derive(Default)]
 pub struct Step {
     live: CategoryBytes,
-    pub samples: Vec<Point>,
+    pub samples: Vec<TimelinePoint>,
     pub phases: Vec<PhaseSpan>,
     pub iterations: Vec<IterationSpan>,
     open_phase: Option<(Phase, Option<u32>, u64)>,
@@ -44,7 +45,7 @@ impl Step {
 
     pub fn alloc(&mut self, category: Category, bytes: u64) {
         self.live[category] += bytes;
-        self.samples.push(Point {
+        self.samples.push(TimelinePoint {
             x: self.now(),
             live: self.live,
         });
@@ -52,7 +53,7 @@ impl Step {
 
     pub fn free(&mut self, category: Category, bytes: u64) {
         self.live[category] -= bytes;
-        self.samples.push(Point {
+        self.samples.push(TimelinePoint {
             x: self.now(),
             live: self.live,
         });
@@ -146,19 +147,19 @@ pub fn training_timeline() -> Timeline {
 }
 
 /// What a run of two tests looks like: one that passed, one whose activations grew.
-pub fn example_report() -> Report {
+pub fn example_report() -> HtmlReport {
     let timeline = training_timeline();
     let at_peak = timeline.peak.live;
     let mut grown = at_peak;
     grown[Category::Activations] += 2 * ACTIVATION;
     let mut old_params_only = CategoryBytes::default();
     old_params_only[Category::Parameters] = LAYERS * PARAM;
-    Report {
+    HtmlReport {
         title: "cargo vramtest: example".to_owned(),
         tests: vec![
             TestEntry {
                 name: "mlp_step".to_owned(),
-                status: Status::Passed,
+                status: TestEnd::Passed,
                 old: Some(at_peak),
                 new: Some(at_peak),
                 peak_old: Some(at_peak.total()),
@@ -172,7 +173,7 @@ pub fn example_report() -> Report {
             },
             TestEntry {
                 name: "mlp_step_bloated <script>alert(1)</script>".to_owned(),
-                status: Status::Failed,
+                status: TestEnd::Failed,
                 old: Some(at_peak),
                 new: Some(grown),
                 peak_old: Some(at_peak.total()),
@@ -189,7 +190,7 @@ pub fn example_report() -> Report {
             },
             TestEntry {
                 name: "cuda_step".to_owned(),
-                status: Status::Ignored,
+                status: TestEnd::Ignored,
                 old: Some(old_params_only),
                 new: None,
                 peak_old: Some(LAYERS * PARAM),

@@ -1,7 +1,7 @@
 //! The `scaling` a batch sweep (`#[vramtest(batch = [..])]`) wrote before it became a
 //! sweep over the one axis `batch`: a line per figure (`fixed_bytes + bytes_per_sample
 //! × batch`) for the peak and each category. Read from committed snapshots and those
-//! of earlier releases, and migrated into a sweep's shape ([`super::AxesSweep`]), whose
+//! of earlier releases, and migrated into a sweep's shape ([`super::Sweep`]), whose
 //! formulas give the same bytes at every batch; never written.
 
 use crate::axes::{Fit, Formula, Monomial, Term};
@@ -28,7 +28,7 @@ struct Line {
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
-struct WithinBudget {
+struct LegacyBudget {
     budget_bytes: u64,
     largest_batch: Option<u64>,
 }
@@ -42,7 +42,7 @@ pub(super) struct BatchLines {
     category_peaks: BTreeMap<Category, Line>,
     #[serde(default)]
     #[allow(dead_code)]
-    within_budget: Option<WithinBudget>,
+    within_budget: Option<LegacyBudget>,
 }
 
 impl Line {
