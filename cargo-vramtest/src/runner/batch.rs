@@ -287,4 +287,101 @@ mod tests {
         assert_eq!(ms(duration(start, &arrivals, at(30), 2)), 20);
         assert_eq!(ms(duration(start, &arrivals, at(31), 2)), 19);
     }
+
+    /// A stand-in for a test binary of the tests `t1` and `t2`: it lists them, runs as a
+    /// batch with `batch` (a shell snippet), and run alone on `t2` reports `t2` passed.
+    /// Every command line it gets is logged in `<script>.log`.
+    #[cfg(unix)]
+    fn fake_binary(dir: &std::path::Path, batch: &str) -> Vec<TestCase> {
+        use std::os::unix::fs::PermissionsExt;
+        use vramtest_model::report::Status;
+        let report = |name: &str| {
+            serde_json::to_string(&TestReport::new("vram", name, Status::Passed)).unwrap()
+        };
+        let path = dir.join("vram-0123");
+        let script = format!(
+            "#!/bin/sh\necho \"$*\" >> \"$0.log\"\ncase \"$1\" in\n\
+             --list) printf 't1: test\\nt2: test\\n' ;;\n\
+             --exact) {batch} ;;\n\
+             t2) echo '{}' >&\"$VRAMTEST_REPORT_FD\" ;;\n\
+             esac\n",
+            report("t2")
+        )
+        .replace("T1", &report("t1"));
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ["t1", "t2"]
+            .iter()
+            .map(|name| {
+                let mut c = case(name);
+                c.binary = std::sync::Arc::new(crate::case::Binary {
+                    path: path.clone(),
+                    package_dir: dir.to_owned(),
+                    ..(*c.binary).clone()
+                });
+                c
+            })
+            .collect()
+    }
+
+    /// Runs the fake binary's two tests as one batch; returns their statuses and the
+    /// command lines it got.
+    #[cfg(unix)]
+    fn run_fake(batch: &str) -> (Vec<String>, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = fake_binary(dir.path(), batch);
+        let env = PackageEnv::new();
+        let alone = |i: usize| execute::run_one(&cases[i], &env, std::path::Path::new(""), None);
+        let outcomes = run(&cases, &unit(&[0, 1], 1), &env, alone);
+        let statuses = outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(k, (i, o))| {
+                assert_eq!(k, i);
+                let o = o.unwrap();
+                format!("{} {}", o.case.name, o.report.status.as_str())
+            })
+            .collect();
+        let log = std::fs::read_to_string(dir.path().join("vram-0123.log")).unwrap();
+        (statuses, log.lines().map(str::to_owned).collect())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_test_the_batch_has_no_report_for_runs_alone() {
+        let (statuses, calls) =
+            run_fake("echo 'T1' >&\"$VRAMTEST_REPORT_FD\"; echo 'test t1 ... ok'");
+        assert_eq!(statuses, ["t1 passed", "t2 passed"]);
+        assert_eq!(
+            calls,
+            [
+                "--list --format terse",
+                "--exact --test-threads 1",
+                "t2 --exact"
+            ]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_passing_report_the_process_does_not_vouch_for_runs_alone() {
+        // The process failed and libtest's line says t1 failed: t1 runs alone (and
+        // there it writes no report); t2's report is not its own line's either.
+        let (statuses, calls) =
+            run_fake("echo 'T1' >&\"$VRAMTEST_REPORT_FD\"; echo 'test t1 ... FAILED'; exit 101");
+        assert_eq!(statuses, ["t1 failed", "t2 passed"]);
+        assert_eq!(
+            calls,
+            [
+                "--list --format terse",
+                "--exact --test-threads 1",
+                "t1 --exact",
+                "t2 --exact"
+            ]
+        );
+        // A crash: nothing in the batch is vouched for.
+        let (statuses, calls) = run_fake("echo 'T1' >&\"$VRAMTEST_REPORT_FD\"; kill -9 $$");
+        assert_eq!(statuses, ["t1 failed", "t2 passed"]);
+        assert_eq!(calls.len(), 4, "{calls:?}");
+    }
 }
