@@ -12,10 +12,10 @@
 //! runs it, so what it shows is exactly what a run of its own shows.
 
 use super::execute::{self, Found};
-use super::list::{PackageEnv, command, harness_env, list_output, parse_terse};
+use super::list::{PackageEnv, list_output, parse_terse};
 use crate::case::{Outcome, TestCase};
 use crate::error::{Error, Result};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 use vramtest_model::report::TestReport;
 
@@ -173,7 +173,9 @@ fn spawn(
     skipped: &[String],
     threads: usize,
 ) -> std::io::Result<(Output, Lines)> {
+    use super::list::{command, harness_env};
     use std::io::BufRead as _;
+    use std::process::Stdio;
     let (child, reader) = execute::spawn_reporting(harness_env(env, &case.binary), |env| {
         let mut cmd = command(&case.binary, env);
         cmd.arg("--exact")
