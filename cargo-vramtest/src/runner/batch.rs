@@ -305,7 +305,7 @@ mod tests {
             "#!/bin/sh\necho \"$*\" >> \"$0.log\"\ncase \"$1\" in\n\
              --list) printf 't1: test\\nt2: test\\n' ;;\n\
              --exact) {batch} ;;\n\
-             t2) echo '{}' >&\"$VRAMTEST_REPORT_FD\" ;;\n\
+             t2) echo '{}' >\"/dev/fd/$VRAMTEST_REPORT_FD\" ;;\n\
              esac\n",
             report("t2")
         )
@@ -352,7 +352,7 @@ mod tests {
     #[test]
     fn a_test_the_batch_has_no_report_for_runs_alone() {
         let (statuses, calls) =
-            run_fake("echo 'T1' >&\"$VRAMTEST_REPORT_FD\"; echo 'test t1 ... ok'");
+            run_fake("echo 'T1' >\"/dev/fd/$VRAMTEST_REPORT_FD\"; echo 'test t1 ... ok'");
         assert_eq!(statuses, ["t1 passed", "t2 passed"]);
         assert_eq!(
             calls,
@@ -369,8 +369,9 @@ mod tests {
     fn a_passing_report_the_process_does_not_vouch_for_runs_alone() {
         // The process failed and libtest's line says t1 failed: t1 runs alone (and
         // there it writes no report); t2's report is not its own line's either.
-        let (statuses, calls) =
-            run_fake("echo 'T1' >&\"$VRAMTEST_REPORT_FD\"; echo 'test t1 ... FAILED'; exit 101");
+        let (statuses, calls) = run_fake(
+            "echo 'T1' >\"/dev/fd/$VRAMTEST_REPORT_FD\"; echo 'test t1 ... FAILED'; exit 101",
+        );
         assert_eq!(statuses, ["t1 failed", "t2 passed"]);
         assert_eq!(
             calls,
@@ -382,7 +383,7 @@ mod tests {
             ]
         );
         // A crash: nothing in the batch is vouched for.
-        let (statuses, calls) = run_fake("echo 'T1' >&\"$VRAMTEST_REPORT_FD\"; kill -9 $$");
+        let (statuses, calls) = run_fake("echo 'T1' >\"/dev/fd/$VRAMTEST_REPORT_FD\"; kill -9 $$");
         assert_eq!(statuses, ["t1 failed", "t2 passed"]);
         assert_eq!(calls.len(), 4, "{calls:?}");
     }

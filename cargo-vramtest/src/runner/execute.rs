@@ -455,12 +455,14 @@ mod tests {
     }
 
     /// A stand-in for a test binary: a script whose harness writes `report` into the
-    /// pipe `VRAMTEST_REPORT_FD` names.
+    /// pipe `VRAMTEST_REPORT_FD` names (through `/dev/fd`: `sh` redirects only
+    /// descriptors below 10 by number, and tests running alongside hold many).
     #[cfg(unix)]
     fn fake_binary(dir: &Path, report: &str) -> TestCase {
         use std::os::unix::fs::PermissionsExt;
         let path = dir.join("vram-0123");
-        let script = format!("#!/bin/sh\ncat >&\"$VRAMTEST_REPORT_FD\" <<'EOF'\n{report}\nEOF\n");
+        let script =
+            format!("#!/bin/sh\ncat >\"/dev/fd/$VRAMTEST_REPORT_FD\" <<'EOF'\n{report}\nEOF\n");
         std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut t = case("t");
