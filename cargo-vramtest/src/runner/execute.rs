@@ -47,7 +47,7 @@ pub(super) fn run_one(
 
 /// What a report's source held: the report, or (`Err`) a report of another schema and
 /// where it came from.
-type FoundReport = std::result::Result<Found, (String, UnknownSchema)>;
+pub(super) type FoundReport = std::result::Result<Found, (String, UnknownSchema)>;
 
 /// The test's command: its binary, run on the test alone, output captured.
 fn test_command(case: &TestCase, env: &HarnessEnv, gpu: Option<&str>) -> std::process::Command {
@@ -72,17 +72,32 @@ fn launch(
     gpu: Option<&str>,
 ) -> std::io::Result<(Output, FoundReport)> {
     use std::io::Read as _;
+    let (child, mut reader) = spawn_reporting(env, |env| test_command(case, env, gpu))?;
+    let reading = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = reader.read_to_end(&mut bytes);
+        bytes
+    });
+    let out = child.wait_with_output()?;
+    let bytes = reading.join().unwrap_or_default();
+    Ok((out, parse_report(&bytes, "its report pipe")))
+}
+
+/// Spawns the command `make` builds from `env` with the write end of a fresh pipe
+/// handed down as its report pipe (`VRAMTEST_REPORT_FD`), open in that process alone;
+/// returns the process and the pipe's read end, which ends once the harness is done.
+#[cfg(unix)]
+pub(super) fn spawn_reporting(
+    env: HarnessEnv,
+    make: impl FnOnce(&HarnessEnv) -> std::process::Command,
+) -> std::io::Result<(std::process::Child, std::io::PipeReader)> {
     use std::os::fd::AsRawFd as _;
-    let (mut reader, writer) = std::io::pipe()?;
+    let (reader, writer) = std::io::pipe()?;
     let fd = writer.as_raw_fd();
-    let mut cmd = test_command(
-        case,
-        &HarnessEnv {
-            report_fd: Some(fd),
-            ..env
-        },
-        gpu,
-    );
+    let mut cmd = make(&HarnessEnv {
+        report_fd: Some(fd),
+        ..env
+    });
     // SAFETY: runs in the forked child before exec and calls only fcntl(2), which is
     // async-signal-safe: the pipe's write end stays open across exec in this child
     // alone (both ends are close-on-exec everywhere else).
@@ -97,15 +112,7 @@ fn launch(
     let spawned = cmd.spawn();
     // The pipe closes once the harness is done with it.
     drop((cmd, writer));
-    let child = spawned?;
-    let reading = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = reader.read_to_end(&mut bytes);
-        bytes
-    });
-    let out = child.wait_with_output()?;
-    let bytes = reading.join().unwrap_or_default();
-    Ok((out, parse_report(&bytes, "its report pipe")))
+    Ok((spawned?, reader))
 }
 
 /// Runs the test with `dir` as its harness's report directory.
@@ -196,7 +203,7 @@ fn find_report(dir: &Path) -> FoundReport {
 
 /// The report in `bytes` (read from `source`): nothing, or one JSON report (a pipe
 /// holds one per line; one test runs, so the first is taken).
-fn parse_report(bytes: &[u8], source: &str) -> FoundReport {
+pub(super) fn parse_report(bytes: &[u8], source: &str) -> FoundReport {
     let unreadable = |error: String| {
         Ok(Found::Unreadable {
             path: source.to_owned(),
@@ -448,12 +455,14 @@ mod tests {
     }
 
     /// A stand-in for a test binary: a script whose harness writes `report` into the
-    /// pipe `VRAMTEST_REPORT_FD` names.
+    /// pipe `VRAMTEST_REPORT_FD` names (through `/dev/fd`: `sh` redirects only
+    /// descriptors below 10 by number, and tests running alongside hold many).
     #[cfg(unix)]
     fn fake_binary(dir: &Path, report: &str) -> TestCase {
         use std::os::unix::fs::PermissionsExt;
         let path = dir.join("vram-0123");
-        let script = format!("#!/bin/sh\ncat >&\"$VRAMTEST_REPORT_FD\" <<'EOF'\n{report}\nEOF\n");
+        let script =
+            format!("#!/bin/sh\ncat >\"/dev/fd/$VRAMTEST_REPORT_FD\" <<'EOF'\n{report}\nEOF\n");
         std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut t = case("t");

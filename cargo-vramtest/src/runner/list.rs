@@ -41,7 +41,7 @@ pub fn list(binaries: &[Binary], env: &PackageEnv) -> Result<Vec<TestCase>> {
     Ok(cases)
 }
 
-fn list_output(binary: &Binary, env: &PackageEnv, ignored: bool) -> Result<String> {
+pub(super) fn list_output(binary: &Binary, env: &PackageEnv, ignored: bool) -> Result<String> {
     let mut cmd = command(binary, &harness_env(env, binary));
     cmd.args(["--list", "--format", "terse"]);
     if ignored {

@@ -1,10 +1,13 @@
 //! Lists the tests of each built binary and runs them, split the way cargo-nextest
 //! splits it: [`mod@list`] asks each binary for its tests, [`schedule`] hands them out
 //! to slots (every core, or one GPU each, each process pinned to its own), [`execute`]
-//! runs one test in a process of its own and reads its report back, and [`reporter`]
+//! runs one test in a process of its own and reads its report back, [`batch`] runs
+//! the tests of one binary in one process where no slot is pinned (each still measured
+//! and judged in a child of its own, each report on its own line), and [`reporter`]
 //! shows the progress as they end. A test that panics, aborts or segfaults fails with
 //! its output; the others still run.
 
+mod batch;
 mod execute;
 mod list;
 mod reporter;
@@ -22,7 +25,7 @@ use reporter::Reporter;
 use std::path::PathBuf;
 
 /// Runs the tests, one at a time in each slot ([`Devices::slots`]): a test of a pinned
-/// slot sees only its GPU. Results come back in the order of `cases`. `Err`: a test's
+/// slot sees only its GPU; unpinned, a binary's tests share one process and its slots. Results come back in the order of `cases`. `Err`: a test's
 /// harness wrote a report this cargo-vramtest cannot read (another release).
 pub fn run(
     cases: &[TestCase],
@@ -32,28 +35,40 @@ pub fn run(
 ) -> Result<Vec<Outcome>> {
     let scratch = ScratchDir::new()?;
     let mut reporter = Reporter::start(progress, cases);
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; cases.len()];
+    let mut outcomes_by_case: Vec<Option<Outcome>> = vec![None; cases.len()];
     let mut unreadable = None;
+    let units = batch::plan(cases, slots);
     schedule::schedule(
-        cases,
+        &units,
         slots,
         // An ignored test runs too: the harness skips it at once and leaves a report
         // that says why.
-        |i, case, slot| execute::run_one(case, env, &scratch.dir_for(i), slot.as_deref()),
-        |i, outcome| match outcome {
-            Ok(outcome) => {
-                reporter.ended(&outcome);
-                outcomes[i] = Some(outcome);
+        |_, unit, slot| {
+            let alone =
+                |i: usize| execute::run_one(&cases[i], env, &scratch.dir_for(i), slot.as_deref());
+            match unit.cases.as_slice() {
+                [i] => vec![(*i, alone(*i))],
+                _ => batch::run(cases, unit, env, alone),
             }
-            Err(e) => {
-                unreadable.get_or_insert(e);
+        },
+        |_, outcomes| {
+            for (i, outcome) in outcomes {
+                match outcome {
+                    Ok(outcome) => {
+                        reporter.ended(&outcome);
+                        outcomes_by_case[i] = Some(outcome);
+                    }
+                    Err(e) => {
+                        unreadable.get_or_insert(e);
+                    }
+                }
             }
         },
     );
     reporter.finish();
     match unreadable {
         Some(e) => Err(e),
-        None => Ok(outcomes.into_iter().flatten().collect()),
+        None => Ok(outcomes_by_case.into_iter().flatten().collect()),
     }
 }
 
