@@ -192,7 +192,7 @@ pub(super) fn flagged_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> V
         .filter(|(figure, flag)| !old.is_some_and(|old| same_flag(old, figure, flag)))
         .map(|(figure, flag)| match flag {
             Flag::Missed { ppm } => format!(
-                "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the README's \"Predict the full-size model\")",
+                "{name}: `{figure}` misses a held-out point of the grid by {:.2}% (over 2%): its predictions are flagged (`show --at` marks them), never trusted silently; the grid may hold two regimes (see the guide's \"Predicting the full size\")",
                 ppm as f64 / 10_000.0
             ),
             Flag::Interpolates(i) => {
