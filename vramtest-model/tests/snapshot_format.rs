@@ -805,13 +805,20 @@ fn every_committed_snapshot_is_written_again_byte_for_byte() {
             body: parsed.body.clone(),
         };
         assert_eq!(again.header(), parsed.header, "{}", path.display());
-        if current {
+        // A batch sweep's older `scaling` reads migrated, and is written in today's shape
+        // (only when a run writes the file anyway): the same body read back.
+        let migrated = parsed.body.sweep().is_some_and(|s| s.migrated);
+        if current && !migrated {
             assert_eq!(again.to_text(), text, "{}", path.display());
         } else {
-            // The same header, in today's quoting.
+            // The same header in today's quoting, or a migrated body in today's shape.
             assert_ne!(again.to_text(), text, "{}", path.display());
             let reread = snapshot::parse(&again.to_text()).unwrap();
-            assert_eq!((reread.header, reread.body), (parsed.header, parsed.body));
+            let mut body = parsed.body;
+            if let Some(sweep) = body.scaling.as_mut() {
+                sweep.migrated = false;
+            }
+            assert_eq!((reread.header, reread.body), (parsed.header, body));
         }
     }
 }
