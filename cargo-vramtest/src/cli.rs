@@ -355,7 +355,7 @@ pub struct ShowArgs {
     #[arg(long, value_name = "STAGE", requires = "ranks", value_enum)]
     pub shard: Option<ShardArg>,
     /// With --at: the lever table. One row per measured combination of the sweep's
-    /// categorical axes (today the measured baseline) and the levers projected from it,
+    /// categorical axes (a sweep without them: its measured baseline) and the levers projected from it,
     /// each with its formula: gradient accumulation to the batch in --at (when the sweep
     /// has a `batch` axis, one row per micro-batch the memory sizes call for), the
     /// optimizer's moments in 8 bits, and ZeRO-1/2/3 with --ranks (only --shard's stage
