@@ -354,9 +354,26 @@ pub struct ShowArgs {
     /// (FSDP full shard) also the parameters, one layer's gathered at a time.
     #[arg(long, value_name = "STAGE", requires = "ranks", value_enum)]
     pub shard: Option<ShardArg>,
+    /// With --at: the lever table. One row per measured combination of the sweep's
+    /// categorical axes (a sweep without them: its measured baseline) and the levers projected from it,
+    /// each with its formula: gradient accumulation to the batch in --at (when the sweep
+    /// has a `batch` axis, one row per micro-batch the memory sizes call for), the
+    /// optimizer's moments in 8 bits, and ZeRO-1/2/3 with --ranks (only --shard's stage
+    /// when given). Each row: the categories, the peak, the CUDA allocated and reserved
+    /// bytes, the saving against the baseline, the CPU step time relative to it and
+    /// what fits each common GPU memory size.
+    #[arg(long, requires = "at", conflicts_with_all = ["solve", "fit_on"])]
+    pub levers: bool,
+    /// With --at: the rows of the lever table (see --levers) that fit SIZE (`24GiB`,
+    /// `80 GB`) with the allowance for the CUDA context set aside, cheapest first (the
+    /// CPU time ratio, then fewer levers); when none does, the closest and by how much
+    /// it misses.
+    #[arg(long, value_name = "SIZE", requires = "at", conflicts_with = "solve")]
+    pub fit_on: Option<String>,
     /// With --at: `json` prints one object per snapshot (`at`, `category_bytes`,
     /// `peak_bytes`, `allocated_bytes`, `reserved_bytes`, `fits`, `loo_error`,
-    /// `terms`).
+    /// `terms`); with --levers the table (`at`, `levers`, `projections`); with
+    /// --fit-on the answer (`memory_bytes`, `allowance_bytes`, `fitting`, `closest`).
     #[arg(long, value_enum, default_value_t = MessageFormat::Human, requires = "at")]
     pub message_format: MessageFormat,
     #[command(flatten)]

@@ -32,6 +32,9 @@ pub fn execute(args: &ShowArgs) -> Result<u8> {
         });
     }
     if let Some(at) = &args.at {
+        if args.levers || args.fit_on.is_some() {
+            return show_levers(args, at, &ws, &chosen);
+        }
         return show_prediction(args, at, &ws, &chosen);
     }
     for (i, file) in chosen.iter().enumerate() {
@@ -105,20 +108,10 @@ fn show_prediction(
             snapshot: file.path.clone(),
             message,
         };
-        let parsed = vramtest_model::snapshot::read(&file.path)?
-            .ok_or_else(|| fail("the file is gone (removed since it was listed)".into()))?;
-        let name = format!(
-            "{}::{}::{} ({})",
-            file.package, file.target, file.test, file.class
-        );
-        let sweep = parsed.body.sweep().ok_or_else(|| {
-            fail(format!(
-                "{name} holds no sweep, so --at has nothing to predict from (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`, or a batch sweep, `#[vramtest(batch = [32, 64, 128])]` with `t.batch()`)"
-            ))
-        })?;
+        let (name, sweep) = read_sweep(file)?;
         let settings = package_settings(ws, &file.package);
         let a = answer(
-            sweep,
+            &sweep,
             &request,
             settings.allowance().bytes(),
             settings.cuda_pool().granularity,
@@ -126,11 +119,92 @@ fn show_prediction(
         .map_err(|e| fail(format!("{name}: {e}")))?;
         out.push(match args.message_format {
             crate::cli::MessageFormat::Json => format!("{}\n", json(&name, &a)),
-            crate::cli::MessageFormat::Human => human(&name, sweep, &a),
+            crate::cli::MessageFormat::Human => human(&name, &sweep, &a),
         });
     }
     print!("{}", out.join("\n"));
     Ok(0)
+}
+
+/// `show TEST --at .. --levers` and `--fit-on SIZE`: each chosen snapshot's lever
+/// table at the configuration, or what of it fits the size. Every problem (a malformed
+/// size, no sweep, an unknown axis) is an error before anything is printed.
+fn show_levers(
+    args: &ShowArgs,
+    at: &str,
+    ws: &discover::Workspace,
+    chosen: &[&snapshots::SnapshotFile],
+) -> Result<u8> {
+    use output::levers::{Request, build, human, human_fit_on};
+    let fit_on = args
+        .fit_on
+        .as_deref()
+        .map(vramtest_model::levers::parse_fit_on)
+        .transpose()
+        .map_err(|e| Error::Selection {
+            message: e.to_string(),
+        })?;
+    let point = vramtest_model::sweep::parse_point(at).map_err(|message| Error::Selection {
+        message: format!("--at: {message}"),
+    })?;
+    let request = Request {
+        at: point,
+        ranks: args.ranks,
+        shard: args.shard.map(vramtest_model::sweep::Shard::from),
+        fit_on,
+    };
+    let json = matches!(args.message_format, crate::cli::MessageFormat::Json);
+    let mut out = Vec::new();
+    for file in chosen {
+        let (name, sweep) = read_sweep(file)?;
+        let settings = package_settings(ws, &file.package);
+        let table = build(
+            &sweep,
+            &request,
+            settings.allowance().bytes(),
+            settings.cuda_pool().granularity,
+        )
+        .map_err(|e| Error::Prediction {
+            snapshot: file.path.clone(),
+            message: format!("{name}: {e}"),
+        })?;
+        let text = match (fit_on, json) {
+            (None, false) => human(&name, &table),
+            (None, true) => format!("{}\n", to_json(&table)),
+            (Some(memory), false) => human_fit_on(&name, &table, &table.fit_on(memory)),
+            (Some(memory), true) => format!("{}\n", to_json(&table.fit_on(memory))),
+        };
+        out.push(text);
+    }
+    print!("{}", out.join(if json { "" } else { "\n" }));
+    Ok(0)
+}
+
+fn to_json(value: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(value).expect("the lever table always serializes")
+}
+
+/// A chosen snapshot's name (`package::target::test (class)`) and its sweep; an error
+/// naming the snapshot when it holds none.
+fn read_sweep(
+    file: &snapshots::SnapshotFile,
+) -> Result<(String, vramtest_model::sweep::AxesSweep)> {
+    let fail = |message: String| Error::Prediction {
+        snapshot: file.path.clone(),
+        message,
+    };
+    let parsed = vramtest_model::snapshot::read(&file.path)?
+        .ok_or_else(|| fail("the file is gone (removed since it was listed)".into()))?;
+    let name = format!(
+        "{}::{}::{} ({})",
+        file.package, file.target, file.test, file.class
+    );
+    let sweep = parsed.body.sweep().cloned().ok_or_else(|| {
+        fail(format!(
+            "{name} holds no sweep, so --at has nothing to predict from (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`, or a batch sweep, `#[vramtest(batch = [32, 64, 128])]` with `t.batch()`)"
+        ))
+    })?;
+    Ok((name, sweep))
 }
 
 /// The settings of the workspace's package `name` (the defaults when it has none).

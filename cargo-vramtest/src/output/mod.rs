@@ -3,13 +3,14 @@
 //! function of the one [`RunView`] that `run` and `merge` build ([`view`]), reached
 //! through one seam ([`sinks`]: the report flags to the list of [`Sink`]s). This
 //! module holds what the formats share (the rows of the table, status labels). For
-//! `list` and `show`: their tables, what fits, and call sites.
+//! `list` and `show`: their tables, what fits, the lever table, and call sites.
 
 pub mod fits;
 pub mod github;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod levers;
 pub mod list;
 pub mod markdown;
 pub mod measure;

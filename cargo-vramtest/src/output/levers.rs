@@ -1,0 +1,570 @@
+//! `show TEST --at .. --levers`: the lever table at a configuration, from the test's
+//! sweep (its measured combinations, today the baseline alone, and the levers projected
+//! from them, each with its formula), as tables or one JSON object; `--fit-on SIZE`,
+//! the rows that fit a memory size, cheapest first, or how far the closest one misses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use vramtest_model::axes::{AxesError, Point};
+use vramtest_model::fit::MEMORY_SIZES;
+use vramtest_model::levers::{
+    FitOnAnswer, LeverAxes, LeverError, LeverFigures, LeverProjection, LeverRow, LeverTable,
+    project_8bit_moments, project_accumulation, project_zero, show_variant,
+};
+use vramtest_model::sweep::{AxesSweep, Shard, show_point};
+use vramtest_model::{Category, HumanBytes};
+
+/// The axis gradient accumulation splits.
+const BATCH: &str = "batch";
+
+/// What was asked.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `--at`.
+    pub at: Point,
+    /// `--ranks`: the ZeRO rows' data-parallel ranks (`None`: no ZeRO rows).
+    pub ranks: Option<u64>,
+    /// `--shard`: only this ZeRO stage (`None`: all three).
+    pub shard: Option<Shard>,
+    /// `--fit-on`: a memory size the accumulation rows are also projected for.
+    pub fit_on: Option<u64>,
+}
+
+/// Why the table could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// The sweep cannot predict the configuration (an unknown or missing axis).
+    #[error(transparent)]
+    Axes(#[from] AxesError),
+    /// The measured figures do not make a table.
+    #[error(transparent)]
+    Lever(#[from] LeverError),
+}
+
+/// The lever table of `sweep` at the request's configuration: the measured baseline
+/// (the sweep has no categorical axes yet), then the projections of each measured row:
+/// gradient accumulation, 8-bit optimizer moments and, with `--ranks`, ZeRO.
+/// `allowance` is what the device holds besides the pool, `granule` the pool's.
+pub fn build(
+    sweep: &AxesSweep,
+    request: &Request,
+    allowance: u64,
+    granule: u64,
+) -> Result<LeverTable, TableError> {
+    let axes = LeverAxes::new(BTreeMap::new())?;
+    let at = &request.at;
+    let estimate = sweep.estimate(at, granule)?;
+    let measured = vec![LeverFigures::from_estimate(
+        axes.baseline(),
+        &estimate,
+        None,
+    )];
+    let sizes: Vec<u64> = MEMORY_SIZES.iter().map(|m| m.bytes).collect();
+    let mut table = LeverTable::build(at.clone(), &axes, measured.clone(), &sizes, allowance)?;
+    for mut figures in measured {
+        // A projection keeps the time ratio of the row it is projected from.
+        figures.time_ratio = table
+            .levers
+            .iter()
+            .find(|r| r.variant == figures.variant)
+            .and_then(|r| r.time_ratio);
+        add_accumulation(&mut table, sweep, request, &figures, granule)?;
+        table.add_projection(project_8bit_moments(&figures));
+        if let Some(ranks) = request.ranks {
+            let stages = match request.shard {
+                Some(s) => vec![s],
+                None => vec![Shard::Zero1, Shard::Zero2, Shard::Zero3],
+            };
+            for shard in stages {
+                table.add_projection(project_zero(sweep, at, &figures, ranks, shard)?);
+            }
+        }
+    }
+    Ok(table)
+}
+
+/// Gradient accumulation to the batch in `--at`, for each memory size (the table's and
+/// `--fit-on`'s): a row per micro-batch that some size calls for, labelled with the
+/// smallest such size. A size the whole batch fits, or that not even one sample fits,
+/// adds nothing.
+fn add_accumulation(
+    table: &mut LeverTable,
+    sweep: &AxesSweep,
+    request: &Request,
+    figures: &LeverFigures,
+    granule: u64,
+) -> Result<(), AxesError> {
+    let Some(&effective) = request
+        .at
+        .get(BATCH)
+        .filter(|_| sweep.axes.contains_key(BATCH))
+    else {
+        return Ok(());
+    };
+    let memories: BTreeSet<u64> = table.sizes.iter().copied().chain(request.fit_on).collect();
+    let mut seen = BTreeSet::new();
+    for memory in memories {
+        let projected = project_accumulation(effective, memory, table.allowance, |b| {
+            let mut point = request.at.clone();
+            point.insert(BATCH.to_owned(), b);
+            let e = sweep.estimate(&point, granule)?;
+            Ok::<_, AxesError>(LeverFigures::from_estimate(
+                figures.variant.clone(),
+                &e,
+                figures.time_ratio,
+            ))
+        })?;
+        if let Some(p) = projected
+            && let LeverProjection::Accumulation {
+                steps, micro_batch, ..
+            } = p.lever.lever
+            && steps > 1
+            && seen.insert(micro_batch)
+        {
+            table.add_projection(p);
+        }
+    }
+    Ok(())
+}
+
+/// The name of a row: its combination (`baseline` for the baseline) and, for a
+/// projected row, the lever.
+fn lever_name(row: &LeverRow) -> String {
+    let measured = if row.variant.is_empty() {
+        "baseline".to_owned()
+    } else {
+        show_variant(&row.variant)
+    };
+    let Some(p) = &row.projection else {
+        return measured;
+    };
+    let lever = match &p.lever {
+        LeverProjection::Accumulation {
+            steps, micro_batch, ..
+        } => format!("accumulation {steps} × {micro_batch}"),
+        LeverProjection::Zero { stage, ranks, .. } => format!("{stage} on {ranks} ranks"),
+        LeverProjection::EightBitMoments => "8-bit optimizer moments".to_owned(),
+    };
+    if row.variant.is_empty() {
+        lever
+    } else {
+        format!("{measured} + {lever}")
+    }
+}
+
+fn kind(row: &LeverRow) -> &'static str {
+    if row.projection.is_some() {
+        "projected"
+    } else {
+        "measured"
+    }
+}
+
+/// `512.00 MiB (25.00%)`, `-1.00 KiB (-4.80%)`, `0 B`.
+fn saving(bytes: i64, percent: Option<f64>) -> String {
+    let magnitude = HumanBytes(bytes.unsigned_abs());
+    let sign = if bytes < 0 { "-" } else { "" };
+    match percent {
+        _ if bytes == 0 => "0 B".to_owned(),
+        Some(p) => format!("{sign}{magnitude} ({p:.2}%)"),
+        None => format!("{sign}{magnitude}"),
+    }
+}
+
+fn ratio(r: Option<f64>) -> String {
+    r.map_or("-".to_owned(), |r| format!("{r:.2}×"))
+}
+
+fn optional(bytes: Option<u64>) -> String {
+    bytes.map_or("-".to_owned(), |b| HumanBytes(b).to_string())
+}
+
+/// The table for a terminal, under a heading that names the test: the peak and its
+/// saving, the device memory and what fits, the categories that differ from the
+/// baseline, and the projected rows' formulas; every table within 100 columns.
+pub fn human(name: &str, table: &LeverTable) -> String {
+    let mut out = format!("{name} at {}: the levers\n", show_point(&table.at));
+    let _ = writeln!(
+        out,
+        "no categorical axes in this test's sweep: the table holds its measured baseline and the projections"
+    );
+    let rows: Vec<&LeverRow> = table.levers.iter().chain(&table.projections).collect();
+    let mut peak = vec![header(&[
+        "#", "LEVER", "KIND", "PEAK", "SAVING", "CPU TIME",
+    ])];
+    for (i, r) in rows.iter().enumerate() {
+        peak.push(vec![
+            (i + 1).to_string(),
+            lever_name(r),
+            kind(r).to_owned(),
+            HumanBytes(r.peak_bytes).to_string(),
+            saving(r.saving_bytes, r.saving_percent),
+            ratio(r.time_ratio),
+        ]);
+    }
+    out += "\n";
+    out += &columns(&peak);
+    let _ = writeln!(
+        out,
+        "  SAVING: the baseline's peak less the row's. CPU TIME: the measured CPU step time\n  over the baseline's (the cost side of a lever); a projected row keeps that of the\n  row it is projected from."
+    );
+
+    let mut head = vec!["#".to_owned(), "ALLOCATED".into(), "RESERVED".into()];
+    head.extend(table.sizes.iter().map(|&s| HumanBytes(s).to_string()));
+    let mut device = vec![head];
+    for (i, r) in rows.iter().enumerate() {
+        let mut cells = vec![
+            (i + 1).to_string(),
+            optional(r.allocated_bytes),
+            optional(r.reserved_bytes),
+        ];
+        cells.extend(
+            r.fits
+                .iter()
+                .map(|&(_, fits)| if fits { "yes" } else { "no" }.to_owned()),
+        );
+        device.push(cells);
+    }
+    let _ = writeln!(
+        out,
+        "\nCUDA memory and what fits (the reserved bytes where predicted, else the peak, with\n{} set aside for the CUDA context and libraries)",
+        HumanBytes(table.allowance)
+    );
+    out += &columns(&device);
+
+    out += &categories(&rows);
+    out + &formulas(&rows)
+}
+
+/// The categories: the baseline's each, then for every other row those that differ.
+fn categories(rows: &[&LeverRow]) -> String {
+    let mut cells = vec![header(&["#", "CATEGORY", "BYTES", "SAVING"])];
+    for (i, r) in rows.iter().enumerate() {
+        let mut first = true;
+        for c in Category::ALL {
+            let s = r.category_saving_bytes.get(&c).copied().unwrap_or(0);
+            if i > 0 && s == 0 {
+                continue;
+            }
+            let number = if first {
+                (i + 1).to_string()
+            } else {
+                String::new()
+            };
+            first = false;
+            cells.push(vec![
+                number,
+                c.as_str().to_owned(),
+                HumanBytes(r.category_bytes[c]).to_string(),
+                saving(s, r.category_saving_percent.get(&c).copied().flatten()),
+            ]);
+        }
+        if first {
+            cells.push(vec![
+                (i + 1).to_string(),
+                "(every category as the baseline's)".to_owned(),
+                String::new(),
+                String::new(),
+            ]);
+        }
+    }
+    let mut out =
+        "\ncategories (the baseline's, then those of each row that differ from it)\n".to_owned();
+    out += &columns(&cells);
+    out
+}
+
+/// The projected rows' formulas, wrapped.
+fn formulas(rows: &[&LeverRow]) -> String {
+    let mut out = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let Some(p) = &r.projection else { continue };
+        if out.is_empty() {
+            out += "\nprojected rows (computed from the measured figures, not measured)\n";
+        }
+        let text = format!("{}. {}: {}", i + 1, lever_name(r), p.formula);
+        out += &wrap(&text, 96, "  ", "     ");
+    }
+    out
+}
+
+/// `text` in lines of at most `width` columns where words allow, the first line after
+/// `first`, the others after `rest`.
+fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut line = first.to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > width {
+            out += line.trim_end();
+            out += "\n";
+            line = rest.to_owned();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line += word;
+        empty = false;
+    }
+    out += line.trim_end();
+    out += "\n";
+    out
+}
+
+fn header(cells: &[&str]) -> Vec<String> {
+    cells.iter().map(|c| (*c).to_owned()).collect()
+}
+
+fn columns(rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
+    }
+    out
+}
+
+/// `--fit-on` for a terminal: the rows that fit, cheapest first, or the closest one and
+/// by how much it misses.
+pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> String {
+    let mut out = wrap(
+        &format!(
+            "{name} at {} on {} ({} set aside for the CUDA context and libraries)",
+            show_point(&table.at),
+            HumanBytes(answer.memory_bytes),
+            HumanBytes(answer.allowance_bytes)
+        ),
+        96,
+        "",
+        "  ",
+    );
+    let _ = writeln!(
+        out,
+        "no categorical axes in this test's sweep: the table holds its measured baseline and the projections"
+    );
+    if let Some(miss) = &answer.closest {
+        let need = miss.row.device_bytes.saturating_add(answer.allowance_bytes);
+        let text = format!(
+            "nothing fits {}: the closest, {} ({}), needs {} ({} on the device plus the allowance) and misses by {}",
+            HumanBytes(answer.memory_bytes),
+            lever_name(&miss.row),
+            kind(&miss.row),
+            HumanBytes(need),
+            HumanBytes(miss.row.device_bytes),
+            HumanBytes(miss.missing_bytes)
+        );
+        out += "\n";
+        return out + &wrap(&text, 96, "", "  ");
+    }
+    if answer.fitting.is_empty() {
+        let _ = writeln!(out, "\nthe table has no rows");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\nwhat fits, cheapest first (the CPU time ratio, then fewer levers, then fewer bytes)"
+    );
+    let mut cells = vec![header(&[
+        "RANK",
+        "LEVER",
+        "KIND",
+        "CPU TIME",
+        "DEVICE",
+        "ROOM LEFT",
+    ])];
+    for (i, r) in answer.fitting.iter().enumerate() {
+        let need = r.device_bytes.saturating_add(answer.allowance_bytes);
+        cells.push(vec![
+            (i + 1).to_string(),
+            lever_name(r),
+            kind(r).to_owned(),
+            ratio(r.time_ratio),
+            HumanBytes(r.device_bytes).to_string(),
+            HumanBytes(answer.memory_bytes.saturating_sub(need)).to_string(),
+        ]);
+    }
+    out += &columns(&cells);
+    let _ = writeln!(
+        out,
+        "  DEVICE: the reserved bytes where predicted, else the peak; `--levers` shows each\n  row's categories and the projected rows' formulas."
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vramtest_model::axes::Grid;
+    use vramtest_model::levers::parse_fit_on;
+    use vramtest_model::pool::PoolPeaks;
+    use vramtest_model::sweep::GridRun;
+    use vramtest_model::{Category, CategoryBytes};
+
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    const ALLOWANCE: u64 = 544 * MIB;
+    const GRANULE: u64 = 2 * MIB;
+    /// Parameters and gradients each, by layer.
+    const LAYER: u64 = 100 * MIB;
+    /// Activations by sample and layer.
+    const SAMPLE: u64 = 50 * MIB;
+
+    /// Each category at (batch, layers): a model whose activations grow with both.
+    fn categories(batch: u64, layers: u64) -> CategoryBytes {
+        CategoryBytes::from([
+            (Category::Parameters, LAYER * layers),
+            (Category::Gradients, LAYER * layers),
+            (Category::OptimizerState, 2 * LAYER * layers),
+            (Category::Activations, SAMPLE * batch * layers),
+            (Category::Inputs, 2 * MIB * batch),
+        ])
+    }
+
+    fn total(c: &CategoryBytes) -> u64 {
+        Category::ALL.iter().map(|&k| c[k]).sum()
+    }
+
+    /// A sweep over `batch` and `layers` fitted from points on the model above, with
+    /// the pool's allocated and reserved peaks.
+    fn sweep() -> AxesSweep {
+        let grid = Grid::new([("batch", vec![1, 2, 4]), ("layers", vec![1, 2, 3])]).unwrap();
+        let runs: Vec<GridRun> = grid
+            .points()
+            .into_iter()
+            .map(|point| {
+                let c = categories(point["batch"], point["layers"]);
+                let peak = total(&c);
+                GridRun {
+                    point,
+                    peak_bytes: peak,
+                    category_peaks: c,
+                    phase_peaks: Default::default(),
+                    phase_temporaries: Default::default(),
+                    peak_outside_phases: true,
+                    pool: Some(PoolPeaks {
+                        allocated_bytes: peak,
+                        reserved_bytes: peak.div_ceil(GRANULE) * GRANULE,
+                    }),
+                }
+            })
+            .collect();
+        AxesSweep::fit(&grid, &runs).unwrap()
+    }
+
+    fn request(batch: u64, ranks: Option<u64>, fit_on: Option<u64>) -> Request {
+        Request {
+            at: [("batch".to_owned(), batch), ("layers".to_owned(), 24)].into(),
+            ranks,
+            shard: None,
+            fit_on,
+        }
+    }
+
+    fn table(batch: u64, ranks: Option<u64>, fit_on: Option<u64>) -> LeverTable {
+        build(&sweep(), &request(batch, ranks, fit_on), ALLOWANCE, GRANULE).unwrap()
+    }
+
+    #[test]
+    fn the_lever_table_of_a_sweep_without_categorical_axes() {
+        let t = table(32, Some(8), None);
+        let text = human("p::vram::lm (cpu)", &t);
+        insta::assert_snapshot!(text);
+        assert_narrow(&text);
+        // The baseline, as the model says, and the saving of each projection against it.
+        let base = total(&categories(32, 24));
+        assert_eq!(t.levers.len(), 1);
+        assert_eq!(t.baseline().peak_bytes, base);
+        for r in &t.projections {
+            assert_eq!(r.saving_bytes, base as i64 - r.peak_bytes as i64);
+        }
+        // 8-bit moments: three quarters of the optimizer state saved.
+        let state = 2 * LAYER * 24;
+        let eight = t
+            .projections
+            .iter()
+            .find(|r| lever_name(r) == "8-bit optimizer moments")
+            .unwrap();
+        assert_eq!(eight.saving_bytes as u64, state - state.div_ceil(4));
+        // Accumulation: at 16 GiB, the largest divisor of 32 that fits with the
+        // accumulator, by brute force.
+        let fits_16 = (1..=32u64)
+            .rev()
+            .filter(|b| 32 % b == 0)
+            .find(|&b| {
+                let c = categories(b, 24);
+                let need = (total(&c) + c[Category::Gradients]).div_ceil(GRANULE) * GRANULE;
+                need + ALLOWANCE <= 16 * GIB
+            })
+            .unwrap();
+        assert!(fits_16 < 32);
+        assert!(
+            text.contains(&format!("accumulation {} × {fits_16}", 32 / fits_16)),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn fit_on_lists_what_fits_or_says_by_how_much_the_best_misses() {
+        let memory = parse_fit_on("24GiB").unwrap();
+        let t = table(32, Some(8), Some(memory));
+        let answer = t.fit_on(memory);
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &answer);
+        insta::assert_snapshot!(text);
+        assert_narrow(&text);
+        assert!(!answer.fitting.is_empty());
+        for r in &answer.fitting {
+            assert!(r.device_bytes + ALLOWANCE <= memory);
+        }
+        let fitting = t
+            .levers
+            .iter()
+            .chain(&t.projections)
+            .filter(|r| r.reserved_bytes.unwrap() + ALLOWANCE <= memory)
+            .count();
+        assert_eq!(answer.fitting.len(), fitting);
+
+        let memory = parse_fit_on("1GiB").unwrap();
+        let t = table(32, None, Some(memory));
+        let answer = t.fit_on(memory);
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &answer);
+        insta::assert_snapshot!("fit_on_misses", text);
+        assert_narrow(&text);
+        let best = t
+            .levers
+            .iter()
+            .chain(&t.projections)
+            .map(|r| r.reserved_bytes.unwrap() + ALLOWANCE)
+            .min()
+            .unwrap();
+        let miss = answer.closest.as_ref().unwrap().missing_bytes;
+        assert_eq!(miss, best - memory);
+        assert!(
+            text.contains(&format!("misses by {}", HumanBytes(best - memory))),
+            "{text}"
+        );
+    }
+
+    fn assert_narrow(text: &str) {
+        for line in text.lines() {
+            let n = line.chars().count();
+            assert!(n <= 100, "{n} columns: {line}");
+        }
+    }
+
+    #[test]
+    fn wrap_keeps_lines_within_the_width() {
+        let text = "word ".repeat(50);
+        for line in wrap(&text, 30, "  ", "    ").lines() {
+            assert!(line.len() <= 30, "{line}");
+        }
+        assert_eq!(wrap("a b", 30, "- ", "  "), "- a b\n");
+    }
+}
