@@ -127,7 +127,7 @@ mod screen;
 use screen::{Basis, Floats, Metric, Whole};
 
 /// A model under consideration by the search.
-type Model = screen::Model<Scored>;
+type ScoredModel = screen::Model<Scored>;
 
 /// The most terms a model of `points` points of `grid` may have: `points − 2` (every
 /// held-out refit overdetermined), or `points − 1` on a grid of one axis, where each
@@ -1288,7 +1288,7 @@ impl screen::Exact for Design {
 }
 
 /// Whether `model` predicts every held-out point exactly.
-fn is_exact(design: &Design, model: &Model) -> bool {
+fn is_exact(design: &Design, model: &ScoredModel) -> bool {
     model.may_be_zero() && model.exact(design).is_some_and(|s| s.worst.is_zero())
 }
 
@@ -1529,7 +1529,7 @@ fn exact_support(design: &Design, subset: &[usize]) -> Option<Vec<usize>> {
 fn search(design: &Design, max_terms: usize) -> Scored {
     let n = design.columns.len();
     let metric = Metric::Relative;
-    let (mut best, mut frontier): (Option<Model>, Option<Model>) = (None, None);
+    let (mut best, mut frontier): (Option<ScoredModel>, Option<ScoredModel>) = (None, None);
     let mut spent = 0u64;
     let mut size = 0;
     while size < max_terms
@@ -1554,7 +1554,7 @@ fn search(design: &Design, max_terms: usize) -> Scored {
             break;
         };
         frontier = screen::select(design, metric, current.extensions(design));
-        let improves = |f: &Model| {
+        let improves = |f: &ScoredModel| {
             best.as_ref()
                 .is_none_or(|b| screen::before(design, metric, f, b))
         };
@@ -1582,7 +1582,7 @@ fn grown(design: &Design, basis: &Basis, subset: &[usize]) -> Basis {
 }
 
 /// Keeps `candidate` when it ranks before `best` by the whole key ([`Scored::key`]).
-fn keep_first(design: &Design, best: &mut Option<Model>, candidate: Option<Model>) {
+fn keep_first(design: &Design, best: &mut Option<ScoredModel>, candidate: Option<ScoredModel>) {
     if let Some(c) = candidate
         && best
             .as_ref()
@@ -1667,10 +1667,10 @@ fn better(a: &Scored, b: &Scored) -> bool {
 /// subsets stay within [`EXHAUSTIVE_BUDGET`], then greedy forward selection from the
 /// best of the last size, until [`GREEDY_PATIENCE`] sizes in a row bring no better
 /// model or `max_terms` is reached. Screened as in [`search`].
-fn best_by_size(design: &Design, max_terms: usize) -> Vec<Model> {
+fn best_by_size(design: &Design, max_terms: usize) -> Vec<ScoredModel> {
     let n = design.columns.len();
     let metric = Metric::Bytes;
-    let mut sizes: Vec<Model> = Vec::new();
+    let mut sizes: Vec<ScoredModel> = Vec::new();
     let mut spent = 0u64;
     let mut size = 0;
     while size < max_terms
@@ -1695,7 +1695,7 @@ fn best_by_size(design: &Design, max_terms: usize) -> Vec<Model> {
             break;
         };
         let best = screen::select(design, metric, current.extensions(design));
-        let record = |b: &Model| sizes.iter().all(|s| screen::less(design, metric, b, s));
+        let record = |b: &ScoredModel| sizes.iter().all(|s| screen::less(design, metric, b, s));
         stale = if best.as_ref().is_some_and(record) {
             0
         } else {
@@ -1715,7 +1715,7 @@ fn best_by_size(design: &Design, max_terms: usize) -> Vec<Model> {
 /// a scaling term the step hid, where more terms would chase the step.
 fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bool) -> Scored {
     let sizes = best_by_size(design, max_terms);
-    let mut best: Option<&Model> = None;
+    let mut best: Option<&ScoredModel> = None;
     for s in &sizes {
         if best.is_none_or(|b| screen::less(design, Metric::Bytes, s, b)) {
             best = Some(s);
@@ -1728,7 +1728,7 @@ fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bo
     // Sizes whose bounds already miss the tolerance need no exact score: with a series
     // that many models fit exactly, those scores are most of an unoptimized fit.
     let limit = tolerance.to_f64().unwrap_or(f64::INFINITY);
-    let within = |s: &Model| {
+    let within = |s: &ScoredModel| {
         !screen::certainly_above(s, Metric::Bytes, limit)
             && s.scored(design).worst_bytes <= tolerance
     };

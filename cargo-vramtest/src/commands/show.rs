@@ -135,7 +135,7 @@ fn show_levers(
     ws: &discover::Workspace,
     chosen: &[&snapshots::SnapshotFile],
 ) -> Result<u8> {
-    use output::levers::{Request, build, human, human_fit_on};
+    use output::levers::{LeverRequest, build, human, human_fit_on};
     let fit_on = args
         .fit_on
         .as_deref()
@@ -147,7 +147,7 @@ fn show_levers(
     let point = vramtest_model::sweep::parse_point(at).map_err(|message| Error::Selection {
         message: format!("--at: {message}"),
     })?;
-    let request = Request {
+    let request = LeverRequest {
         at: point,
         ranks: args.ranks,
         shard: args.shard.map(vramtest_model::sweep::Shard::from),
@@ -186,9 +186,7 @@ fn to_json(value: &impl serde::Serialize) -> serde_json::Value {
 
 /// A chosen snapshot's name (`package::target::test (class)`) and its sweep; an error
 /// naming the snapshot when it holds none.
-fn read_sweep(
-    file: &snapshots::SnapshotFile,
-) -> Result<(String, vramtest_model::sweep::AxesSweep)> {
+fn read_sweep(file: &snapshots::SnapshotFile) -> Result<(String, vramtest_model::sweep::Sweep)> {
     let fail = |message: String| Error::Prediction {
         snapshot: file.path.clone(),
         message,

@@ -11,7 +11,7 @@ use vramtest_model::levers::{
     FitOnAnswer, LeverAxes, LeverError, LeverFigures, LeverProjection, LeverRow, LeverTable,
     project_8bit_moments, project_accumulation, project_zero, show_variant,
 };
-use vramtest_model::sweep::{AxesSweep, Shard, show_point};
+use vramtest_model::sweep::{Shard, Sweep, show_point};
 use vramtest_model::{Category, HumanBytes};
 
 /// The axis gradient accumulation splits.
@@ -19,7 +19,7 @@ const BATCH: &str = "batch";
 
 /// What was asked.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub struct LeverRequest {
     /// `--at`.
     pub at: Point,
     /// `--ranks`: the ZeRO rows' data-parallel ranks (`None`: no ZeRO rows).
@@ -46,8 +46,8 @@ pub enum TableError {
 /// gradient accumulation, 8-bit optimizer moments and, with `--ranks`, ZeRO.
 /// `allowance` is what the device holds besides the pool, `granule` the pool's.
 pub fn build(
-    sweep: &AxesSweep,
-    request: &Request,
+    sweep: &Sweep,
+    request: &LeverRequest,
     allowance: u64,
     granule: u64,
 ) -> Result<LeverTable, TableError> {
@@ -89,8 +89,8 @@ pub fn build(
 /// adds nothing.
 fn add_accumulation(
     table: &mut LeverTable,
-    sweep: &AxesSweep,
-    request: &Request,
+    sweep: &Sweep,
+    request: &LeverRequest,
     figures: &LeverFigures,
     granule: u64,
 ) -> Result<(), AxesError> {
@@ -434,7 +434,7 @@ mod tests {
 
     /// A sweep over `batch` and `layers` fitted from points on the model above, with
     /// the pool's allocated and reserved peaks.
-    fn sweep() -> AxesSweep {
+    fn sweep() -> Sweep {
         let grid = Grid::new([("batch", vec![1, 2, 4]), ("layers", vec![1, 2, 3])]).unwrap();
         let runs: Vec<GridRun> = grid
             .points()
@@ -456,11 +456,11 @@ mod tests {
                 }
             })
             .collect();
-        AxesSweep::fit(&grid, &runs).unwrap()
+        Sweep::fit(&grid, &runs).unwrap()
     }
 
-    fn request(batch: u64, ranks: Option<u64>, fit_on: Option<u64>) -> Request {
-        Request {
+    fn request(batch: u64, ranks: Option<u64>, fit_on: Option<u64>) -> LeverRequest {
+        LeverRequest {
             at: [("batch".to_owned(), batch), ("layers".to_owned(), 24)].into(),
             ranks,
             shard: None,
