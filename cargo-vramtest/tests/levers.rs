@@ -6,70 +6,12 @@
 
 mod common;
 
-use common::{Fixture, Ran, assert_code};
+use common::assert_code;
+use common::vec_model::*;
 use serde_json::Value;
 
-// fixtures/vec-model/tests/axes.rs, in bytes.
-const HIDDEN: u64 = 16;
-const F32: u64 = 4;
-const VEC_HEADER: u64 = 24;
-const WEIGHT: u64 = HIDDEN * HIDDEN * F32 + VEC_HEADER;
 const SEQ: u64 = 4096;
 const LAYERS: u64 = 32;
-
-/// Each category at (batch, seq, layers), from the fixture's code.
-fn expected(b: u64, s: u64, l: u64) -> [(&'static str, u64); 8] {
-    let activation = b * s * HIDDEN * F32;
-    [
-        ("parameters", l * WEIGHT),
-        ("gradients", l * WEIGHT),
-        ("optimizer_state", 2 * l * WEIGHT),
-        ("activations", l * activation + 2 * l * VEC_HEADER),
-        ("inputs", activation),
-        ("temporaries", b * s * s * F32),
-        ("workspace", 0),
-        ("untracked", 0),
-    ]
-}
-
-/// The forward pass's peak: everything but the gradients, not alive yet.
-fn forward_peak(b: u64, s: u64, l: u64) -> u64 {
-    expected(b, s, l)
-        .iter()
-        .filter(|(c, _)| *c != "gradients")
-        .map(|(_, v)| v)
-        .sum()
-}
-
-/// A copy of vec-model with its sweep's snapshot recorded.
-fn recorded() -> Fixture {
-    let f = Fixture::vec_model("levers");
-    let out = f
-        .cargo(&[
-            "test",
-            "--test",
-            "axes",
-            "--",
-            "--include-ignored",
-            "--exact",
-            "transformer_like",
-        ])
-        .env("VRAMTEST_UPDATE", "always")
-        .output()
-        .unwrap();
-    assert_code(&Ran::from(out), 0);
-    f
-}
-
-fn show_json(f: &Fixture, args: &[&str]) -> Value {
-    let mut all = vec!["show", "transformer_like", "--message-format", "json"];
-    all.extend_from_slice(args);
-    let ran = f.run(&all, &[]);
-    assert_code(&ran, 0);
-    let lines: Vec<&str> = ran.stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "one object: {}", ran.text());
-    serde_json::from_str(lines[0]).unwrap()
-}
 
 fn at(batch: u64) -> String {
     format!("layers={LAYERS},seq={SEQ},batch={batch}")
@@ -127,7 +69,7 @@ fn check_rows(table: &Value, allowance: u64) {
 
 #[test]
 fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
-    let f = recorded();
+    let f = recorded("levers");
     let (l, s) = (LAYERS, SEQ);
     // The allowance and each batch's reserved bytes, by `show --at`.
     let plain = show_json(&f, &["--at", &at(8)]);
@@ -162,10 +104,10 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
     assert_eq!(base["variant"], serde_json::json!({}));
     assert!(base.get("projection").is_none());
     assert_eq!(base["time_ratio"], 1.0);
-    for (c, bytes) in expected(8, s, l) {
+    for (c, bytes) in expected(8, s, l, 1) {
         assert_eq!(base["category_bytes"][c], bytes, "{c}");
     }
-    assert_eq!(u(&base["peak_bytes"]), forward_peak(8, s, l));
+    assert_eq!(u(&base["peak_bytes"]), forward_peak(8, s, l, 1));
     assert_eq!(base["reserved_bytes"], plain["reserved_bytes"]);
     check_rows(&t, allowance);
 
@@ -180,7 +122,7 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
     );
     assert_eq!(
         u(&eight["peak_bytes"]),
-        forward_peak(8, s, l) - (state - state.div_ceil(4))
+        forward_peak(8, s, l, 1) - (state - state.div_ceil(4))
     );
     // ZeRO: each stage shards its categories among the 8 ranks.
     let zero = projections(&t, "zero");
@@ -217,7 +159,7 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
         assert_eq!(u(&p["effective_batch"]), big);
         assert_eq!(steps * b, big);
         assert!(steps > 1);
-        assert_eq!(u(&row["peak_bytes"]), forward_peak(b, s, l) + l * WEIGHT);
+        assert_eq!(u(&row["peak_bytes"]), forward_peak(b, s, l, 1) + l * WEIGHT);
         assert!(need(b) <= memory, "{row}");
         // The next larger divisor of B does not fit (B itself, whole, does not either).
         let larger = (b + 1..=big).find(|d| big % d == 0).unwrap();

@@ -5,67 +5,9 @@
 
 mod common;
 
-use common::{Fixture, Ran, assert_code};
-use serde_json::{Value, json};
-
-// fixtures/vec-model/tests/axes.rs, in bytes.
-const HIDDEN: u64 = 16;
-const F32: u64 = 4;
-const VEC_HEADER: u64 = 24;
-const WEIGHT: u64 = HIDDEN * HIDDEN * F32 + VEC_HEADER;
-
-/// Each category's own peak at (batch, seq, layers), from the fixture's code;
-/// `kept` activations per layer (1, or 2 with `VEC_MODEL_EXTRA_ACTIVATION`).
-fn expected(b: u64, s: u64, l: u64, kept: u64) -> [(&'static str, u64); 8] {
-    let activation = b * s * HIDDEN * F32;
-    [
-        ("parameters", l * WEIGHT),
-        ("gradients", l * WEIGHT),
-        ("optimizer_state", 2 * l * WEIGHT),
-        // Room for two `Vec` headers per layer whatever is kept.
-        ("activations", kept * l * activation + 2 * l * VEC_HEADER),
-        ("inputs", activation),
-        ("temporaries", b * s * s * F32),
-        ("workspace", 0),
-        ("untracked", 0),
-    ]
-}
-
-/// The forward pass's peak: everything but the gradients, which are not alive yet.
-fn forward_peak(b: u64, s: u64, l: u64, kept: u64) -> u64 {
-    expected(b, s, l, kept)
-        .iter()
-        .filter(|(c, _)| *c != "gradients")
-        .map(|(_, v)| v)
-        .sum()
-}
-
-/// A copy of vec-model with `transformer_like`'s sweep recorded as its committed
-/// snapshot (18 points: batch 1-2, seq 4-12, layers 1-3).
-fn recorded(name: &str) -> Fixture {
-    let f = Fixture::vec_model(name);
-    let out = f
-        .cargo(&[
-            "test",
-            "--test",
-            "axes",
-            "--",
-            "--include-ignored",
-            "--exact",
-            "transformer_like",
-        ])
-        .env("VRAMTEST_UPDATE", "always")
-        .output()
-        .unwrap();
-    assert_code(&Ran::from(out), 0);
-    f
-}
-
-fn one_object(ran: &Ran) -> Value {
-    let lines: Vec<&str> = ran.stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "one object: {}", ran.text());
-    serde_json::from_str(lines[0]).unwrap()
-}
+use common::vec_model::*;
+use common::{Fixture, assert_code};
+use serde_json::json;
 
 /// The files under `tests/snapshots` with their contents.
 fn snapshot_state(f: &Fixture) -> Vec<(String, String)> {

@@ -5,74 +5,12 @@
 
 mod common;
 
-use common::{Fixture, Ran, assert_code};
-use serde_json::Value;
-
-// fixtures/vec-model/tests/axes.rs, in bytes.
-const HIDDEN: u64 = 16;
-const F32: u64 = 4;
-const VEC_HEADER: u64 = 24;
-const WEIGHT: u64 = HIDDEN * HIDDEN * F32 + VEC_HEADER;
-
-/// Each category at (batch, seq, layers), from the fixture's code.
-fn expected(b: u64, s: u64, l: u64) -> [(&'static str, u64); 8] {
-    let activation = b * s * HIDDEN * F32;
-    [
-        ("parameters", l * WEIGHT),
-        ("gradients", l * WEIGHT),
-        ("optimizer_state", 2 * l * WEIGHT),
-        ("activations", l * activation + 2 * l * VEC_HEADER),
-        ("inputs", activation),
-        ("temporaries", b * s * s * F32),
-        ("workspace", 0),
-        ("untracked", 0),
-    ]
-}
-
-/// The forward pass's peak: the model states (gradients are not alive yet), the
-/// input, the kept activations and one layer's scores.
-fn forward_peak(b: u64, s: u64, l: u64) -> u64 {
-    expected(b, s, l)
-        .iter()
-        .filter(|(c, _)| *c != "gradients")
-        .map(|(_, v)| v)
-        .sum()
-}
-
-/// A copy of vec-model with its sweep's snapshot recorded.
-fn recorded() -> Fixture {
-    let f = Fixture::vec_model("predict");
-    let out = f
-        .cargo(&[
-            "test",
-            "--test",
-            "axes",
-            "--",
-            "--include-ignored",
-            "--exact",
-            "transformer_like",
-        ])
-        .env("VRAMTEST_UPDATE", "always")
-        .output()
-        .unwrap();
-    let ran = Ran::from(out);
-    assert_code(&ran, 0);
-    f
-}
-
-fn show_json(f: &Fixture, args: &[&str]) -> Value {
-    let mut all = vec!["show", "transformer_like", "--message-format", "json"];
-    all.extend_from_slice(args);
-    let ran = f.run(&all, &[]);
-    assert_code(&ran, 0);
-    let lines: Vec<&str> = ran.stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "one object: {}", ran.text());
-    serde_json::from_str(lines[0]).unwrap()
-}
+use common::assert_code;
+use common::vec_model::*;
 
 #[test]
 fn show_at_predicts_solves_projects_and_refuses_bad_input() {
-    let f = recorded();
+    let f = recorded("predict");
     // 4× the batch, 341× the sequence, 10× the layers of the grid's largest point.
     let (b, s, l) = (8, 4096, 32);
     let v = show_json(&f, &["--at", "layers=32,seq=4096,batch=8"]);
@@ -82,14 +20,14 @@ fn show_at_predicts_solves_projects_and_refuses_bad_input() {
     );
     let categories = v["category_bytes"].as_object().unwrap();
     assert_eq!(categories.len(), 8);
-    for (c, bytes) in expected(b, s, l) {
+    for (c, bytes) in expected(b, s, l, 1) {
         assert_eq!(categories[c], bytes, "{c}");
     }
-    assert_eq!(v["peak_bytes"], forward_peak(b, s, l));
+    assert_eq!(v["peak_bytes"], forward_peak(b, s, l, 1));
     assert_eq!(v["peak_phase"], "forward");
     let allocated = v["allocated_bytes"].as_u64().unwrap();
     let reserved = v["reserved_bytes"].as_u64().unwrap();
-    assert!(allocated >= forward_peak(b, s, l) && reserved >= allocated);
+    assert!(allocated >= forward_peak(b, s, l, 1) && reserved >= allocated);
     let fits = v["fits"].as_object().unwrap();
     assert_eq!(fits.len(), 6, "{fits:?}");
     let allowance = v["allowance_bytes"].as_u64().unwrap();
@@ -115,7 +53,7 @@ fn show_at_predicts_solves_projects_and_refuses_bad_input() {
     let largest = solved["fits"]["24GiB"]
         .as_u64()
         .expect("some batch fits 24 GiB");
-    assert!(forward_peak(largest, s, l) + allowance <= 24 << 30);
+    assert!(forward_peak(largest, s, l, 1) + allowance <= 24 << 30);
     for (batch, fits) in [(largest, true), (largest + 1, false)] {
         let at = format!("layers=32,seq=4096,batch={batch}");
         let v = show_json(&f, &["--at", &at]);
@@ -149,7 +87,7 @@ fn show_at_predicts_solves_projects_and_refuses_bad_input() {
         + (2 * l * WEIGHT - (2 * l * WEIGHT).div_ceil(8));
     assert_eq!(
         z["peak_bytes"].as_u64().unwrap(),
-        forward_peak(b, s, l) - saved + WEIGHT
+        forward_peak(b, s, l, 1) - saved + WEIGHT
     );
 
     // The human table names every category and the verdict per size.

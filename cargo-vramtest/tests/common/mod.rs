@@ -19,6 +19,7 @@ pub mod fixture_copy;
 pub mod nextest;
 #[path = "../../../tests/common/source.rs"]
 pub mod source;
+pub mod vec_model;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
