@@ -203,7 +203,7 @@ pub fn human(name: &str, table: &LeverTable) -> String {
         ]);
     }
     out += "\n";
-    out += &columns(&peak);
+    out += &super::predict::table(&peak);
     let _ = writeln!(
         out,
         "  SAVING: the baseline's peak less the row's. CPU TIME: the measured CPU step time\n  over the baseline's (the cost side of a lever); a projected row keeps that of the\n  row it is projected from."
@@ -230,7 +230,7 @@ pub fn human(name: &str, table: &LeverTable) -> String {
         "\nCUDA memory and what fits (the reserved bytes where predicted, else the peak, with\n{} set aside for the CUDA context and libraries)",
         HumanBytes(table.allowance)
     );
-    out += &columns(&device);
+    out += &super::predict::table(&device);
 
     out += &categories(&rows);
     out + &formulas(&rows)
@@ -270,7 +270,7 @@ fn categories(rows: &[&LeverRow]) -> String {
     }
     let mut out =
         "\ncategories (the baseline's, then those of each row that differ from it)\n".to_owned();
-    out += &columns(&cells);
+    out += &super::predict::table(&cells);
     out
 }
 
@@ -314,22 +314,6 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
 
 fn header(cells: &[&str]) -> Vec<String> {
     cells.iter().map(|c| (*c).to_owned()).collect()
-}
-
-fn columns(rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
-    }
-    out
 }
 
 /// `--fit-on` for a terminal: the rows that fit, cheapest first, or the closest one and
@@ -391,7 +375,7 @@ pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> Str
             HumanBytes(answer.memory_bytes.saturating_sub(need)).to_string(),
         ]);
     }
-    out += &columns(&cells);
+    out += &super::predict::table(&cells);
     let _ = writeln!(
         out,
         "  DEVICE: the reserved bytes where predicted, else the peak; `--levers` shows each\n  row's categories and the projected rows' formulas."

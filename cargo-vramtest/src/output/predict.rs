@@ -311,7 +311,8 @@ fn fits_section(a: &Answer) -> String {
     out
 }
 
-fn table(rows: &[Vec<String>]) -> String {
+/// Rows of cells as aligned columns, each line indented by two spaces.
+pub(super) fn table(rows: &[Vec<String>]) -> String {
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
