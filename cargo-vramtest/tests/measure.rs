@@ -88,7 +88,8 @@ fn a_point_outside_the_grid_is_measured_against_its_prediction() {
     // The table: every figure, the verdict.
     let ran = f.run(&["measure", "transformer_like", "--at", AT], &[]);
     assert_code(&ran, 0);
-    eprintln!("{}", ran.stdout);
+    // The book's "Measuring a point" shows this output: it includes the golden.
+    insta::assert_snapshot!("measure_table", ran.stdout);
     for needle in [
         "vec-model::axes::transformer_like (cpu) at batch=8, layers=6, seq=48",
         "the prediction holds",

@@ -101,6 +101,8 @@ fn show_at_predicts_solves_projects_and_refuses_bad_input() {
         &[],
     );
     assert_code(&ran, 0);
+    // The book's "Predicting the full size" shows this output: it includes the golden.
+    insta::assert_snapshot!("show_at_table", ran.stdout);
     assert!(
         ran.stdout.contains("temporaries      512.00 MiB"),
         "{}",
