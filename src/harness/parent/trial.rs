@@ -221,7 +221,10 @@ impl RunContext {
         };
         let runs: Vec<_> = points
             .iter()
-            .map(|p| grid::grid_run(&p.point, &p.profile, p.pool))
+            .map(|p| {
+                let run = grid::grid_run(&p.point, &p.profile, p.pool);
+                (p.point.levels.clone(), run)
+            })
             .collect();
         let fitting = std::time::Instant::now();
         let granule = self.settings.cuda_pool().granularity;
