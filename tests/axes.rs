@@ -169,4 +169,18 @@ fn every_combination_of_levels_is_fitted_on_its_own() {
     assert!(text.contains("\"variants\""), "{text}");
     let r = run(&dir, &exe, &one, &[]);
     assert_eq!(r.status("kept_levels"), Status::Passed, "{}", r.text());
+
+    // A third activation per layer at the level `two` only: the baseline is unchanged,
+    // and the gate names the level whose activations grew.
+    let r = run(&dir, &exe, &one, &[("VEC_MODEL_EXTRA_ACTIVATION", "1")]);
+    let report = r.report("kept_levels");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    assert!(
+        report
+            .message
+            .lines()
+            .any(|l| l.contains("kept=two: activations")),
+        "{}",
+        report.message
+    );
 }
