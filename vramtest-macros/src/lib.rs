@@ -38,9 +38,15 @@ use syn::{
 ///   named axes: every combination runs in a process of its own (in parallel up to
 ///   `-j`), `t.axis("seq")` says which, and every figure is fitted as a sparse sum of
 ///   monomials of the axes (at most 256 points);
+/// - an axis of string literals in `axes(..)` (`precision = ["f32", "bf16"]`) is
+///   categorical (a lever): every combination of levels runs the numeric grid (the 256
+///   points count them all), `t.variant("precision")` says which, each combination is
+///   fitted and gated on its own, and the first level of each axis is the baseline; at
+///   least one numeric axis is needed to fit on;
 /// - `target(layers = 32, seq = 4096, batch = 8)` (with `axes`): the configuration the
 ///   sweep predicts, kept in the snapshot and gated like the measured figures (and
-///   against `budget`);
+///   against `budget`); it may name a level (`precision = "bf16"`), else every
+///   combination of levels is predicted;
 /// - `threads = 4`: the CPU threads of the measured process (default 2, whatever the
 ///   environment says), and `cpu_only = ".."`: a limit on CPU-only memory (not
 ///   compared without one).
@@ -267,7 +273,7 @@ impl OptionTokens {
                 return Err(syn::Error::new_spanned(
                     meta,
                     format!(
-                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128], axes(seq = [16, 32, 48], ..), target(seq = 4096, ..))"
+                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128], axes(seq = [16, 32, 48], precision = [\"f32\", \"bf16\"], ..), target(seq = 4096, ..))"
                     ),
                 ));
             }
