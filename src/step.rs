@@ -65,9 +65,12 @@ pub struct Step {
     batch: usize,
     /// `(axis, value)` of a sweep over named axes; empty otherwise.
     axes: Vec<(String, usize)>,
-    /// Which of `axes` the step read (bit `i` for `axes[i]`), so that an axis the step
-    /// never reads fails instead of fitting a constant. A `Cell`: reading an axis
-    /// inside a measured phase allocates nothing.
+    /// `(axis, level)` of the sweep's categorical axes; empty without them.
+    levels: Vec<(String, String)>,
+    /// Which of `axes`, then of `levels`, the step read (bit `i` for `axes[i]`, bit
+    /// `axes.len() + j` for `levels[j]`), so that an axis the step never reads fails
+    /// instead of fitting a constant. A `Cell`: reading an axis inside a measured phase
+    /// allocates nothing.
     read: std::cell::Cell<u64>,
 }
 
@@ -78,14 +81,21 @@ impl Step {
             iterations,
             batch: 1,
             axes: Vec::new(),
+            levels: Vec::new(),
             read: std::cell::Cell::new(0),
         }
     }
 
     /// The same step for one point of a sweep.
-    pub(crate) fn with_point(mut self, batch: usize, axes: &[(String, usize)]) -> Step {
+    pub(crate) fn with_point(
+        mut self,
+        batch: usize,
+        axes: &[(String, usize)],
+        levels: &[(String, String)],
+    ) -> Step {
         self.batch = batch;
         self.axes = axes.to_vec();
+        self.levels = levels.to_vec();
         self
     }
 
@@ -104,21 +114,60 @@ impl Step {
 
     /// Notes that the step read `name`, when it is one of the axes.
     fn mark(&self, name: &str) {
-        if let Some(i) = self.axes.iter().position(|(k, _)| k == name) {
+        let i = self.axes.iter().position(|(k, _)| k == name).or_else(|| {
+            self.levels
+                .iter()
+                .position(|(k, _)| k == name)
+                .map(|j| self.axes.len() + j)
+        });
+        if let Some(i) = i {
             self.read
                 .set(self.read.get() | 1u64.checked_shl(i as u32).unwrap_or(0));
         }
     }
 
-    /// The axes of this run the step never read (`t.axis`, `t.batch`).
+    /// The axes of this run the step never read (`t.axis`, `t.batch`, `t.variant`),
+    /// the numeric ones first.
     pub(crate) fn unread_axes(&self) -> Vec<String> {
         let read = self.read.get();
         self.axes
             .iter()
+            .map(|(k, _)| k)
+            .chain(self.levels.iter().map(|(k, _)| k))
             .enumerate()
             .filter(|&(i, _)| read & 1u64.checked_shl(i as u32).unwrap_or(0) == 0)
-            .map(|(_, (k, _))| k.clone())
+            .map(|(_, k)| k.clone())
             .collect()
+    }
+
+    /// The level of the named categorical axis in this run: one of the levels the
+    /// attribute's `axes(name = ["..", ..])` lists (the first is the baseline), every
+    /// combination of levels running the numeric grid.
+    ///
+    /// # Panics
+    ///
+    /// When the test declares no categorical axis of that name (none at all, or a
+    /// numeric one): the message names the axis and the declared ones (the test fails
+    /// with it).
+    pub fn variant(&self, name: &str) -> &str {
+        if let Some((_, level)) = self.levels.iter().find(|(k, _)| k == name) {
+            self.mark(name);
+            return level;
+        }
+        let declared: Vec<&str> = self.levels.iter().map(|(k, _)| k.as_str()).collect();
+        let declared = if declared.is_empty() {
+            "none".to_owned()
+        } else {
+            declared.join(", ")
+        };
+        if name == "batch" || self.axes.iter().any(|(k, _)| k == name) {
+            panic!(
+                "t.variant(\"{name}\"): `{name}` is a numeric axis (read it with t.axis(\"{name}\"); categorical axes: {declared})"
+            );
+        }
+        panic!(
+            "t.variant(\"{name}\"): the test declares no categorical axis `{name}` (categorical axes: {declared}; hint: add it to #[vramtest(axes({name} = [\"..\", ..]))])"
+        )
     }
 
     /// The value of the named axis in this run: one of the values the attribute's
@@ -266,8 +315,50 @@ impl Drop for Iterations {
 
 #[cfg(test)]
 mod tests {
-    use super::Device;
+    use super::{Device, Step};
     use test_case::test_case;
+
+    fn point() -> Step {
+        Step::new(Device::Cpu, 1).with_point(
+            4,
+            &[("seq".into(), 16), ("batch".into(), 4)],
+            &[
+                ("precision".into(), "bf16".into()),
+                ("checkpointing".into(), "off".into()),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_variant_reads_this_points_level_and_counts_as_read() {
+        let t = point();
+        assert_eq!(
+            t.unread_axes(),
+            ["seq", "batch", "precision", "checkpointing"]
+        );
+        assert_eq!(t.variant("precision"), "bf16");
+        assert_eq!(t.unread_axes(), ["seq", "batch", "checkpointing"]);
+        assert_eq!(t.axis("seq"), 16);
+        assert_eq!(t.batch(), 4);
+        assert_eq!(t.variant("checkpointing"), "off");
+        assert!(t.unread_axes().is_empty());
+    }
+
+    #[test_case("dtype", "no categorical axis `dtype` (categorical axes: precision, checkpointing"; "an undeclared axis")]
+    #[test_case("seq", "`seq` is a numeric axis"; "a numeric axis")]
+    #[test_case("batch", "`batch` is a numeric axis"; "the batch")]
+    fn a_variant_of_another_axis_fails_naming_it(name: &str, needle: &str) {
+        let t = point();
+        let e =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.variant(name).to_owned()))
+                .unwrap_err();
+        let message = e.downcast_ref::<String>().unwrap();
+        assert!(message.contains(needle), "{message}");
+        assert!(
+            message.starts_with(&format!("t.variant(\"{name}\")")),
+            "{message}"
+        );
+    }
 
     #[test]
     fn a_device_reads_back_what_it_displays() {

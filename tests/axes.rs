@@ -119,3 +119,68 @@ fn a_sweep_over_named_axes_predicts_its_target_and_gates_it() {
         report.message
     );
 }
+
+/// A categorical axis `kept = ["one", "two"]`: both combinations run the 18-point grid,
+/// each fitted on its own, and each predicts its own activations at the target.
+#[test]
+fn every_combination_of_levels_is_fitted_on_its_own() {
+    // A scenario of its own: a copy built beside another test's would share its binary.
+    let dir = common::copy_fixture_as("vec-model", "levels");
+    let exe = common::build_test_target(&dir, "axes");
+    let one = ["kept_levels", "--exact", "--include-ignored"];
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    assert_eq!(r.status("kept_levels"), Status::New, "{}", r.text());
+    let b = r
+        .report("kept_levels")
+        .body
+        .clone()
+        .unwrap_or_else(|| panic!("measured:\n{}", r.text()));
+    let sweep = b.sweep().expect("a sweep over named axes");
+    assert_eq!(
+        sweep.levels["kept"],
+        vec!["one".to_owned(), "two".to_owned()]
+    );
+    // The snapshot's own figures are the baseline's first point.
+    for (c, bytes) in expected(1, 4, 1, false) {
+        assert_eq!(b.category_peaks[c], bytes, "{c} at the first point");
+    }
+    let combinations = sweep.combinations();
+    assert_eq!(combinations.len(), 2);
+    for (variant, fitted) in combinations {
+        let extra = match variant["kept"].as_str() {
+            "one" => false,
+            "two" => true,
+            other => panic!("unknown level {other}"),
+        };
+        let target = fitted
+            .target
+            .as_ref()
+            .expect("each level predicts the target");
+        for (c, bytes) in expected(8, 512, 32, extra) {
+            assert_eq!(
+                target.category_bytes[&c], bytes,
+                "{c} at the target, kept={variant:?}"
+            );
+        }
+    }
+    // The snapshot on disk holds both, and the same code passes against it.
+    let snap = dir.join("tests/snapshots/axes__kept_levels@cpu.snap");
+    let text = std::fs::read_to_string(&snap).unwrap();
+    assert!(text.contains("\"variants\""), "{text}");
+    let r = run(&dir, &exe, &one, &[]);
+    assert_eq!(r.status("kept_levels"), Status::Passed, "{}", r.text());
+
+    // A third activation per layer at the level `two` only: the baseline is unchanged,
+    // and the gate names the level whose activations grew.
+    let r = run(&dir, &exe, &one, &[("VEC_MODEL_EXTRA_ACTIVATION", "1")]);
+    let report = r.report("kept_levels");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    assert!(
+        report
+            .message
+            .lines()
+            .any(|l| l.contains("kept=two: activations")),
+        "{}",
+        report.message
+    );
+}

@@ -72,6 +72,9 @@ pub(crate) struct RunPoint {
     pub(crate) batch: usize,
     /// `(axis, value)` in the attribute's order; empty without named axes.
     pub(crate) axes: Vec<(String, usize)>,
+    /// `(axis, level)` of the categorical axes, in the attribute's order; empty
+    /// without them.
+    pub(crate) levels: Vec<(String, String)>,
 }
 
 impl RunPoint {
@@ -80,6 +83,7 @@ impl RunPoint {
         RunPoint {
             batch,
             axes: Vec::new(),
+            levels: Vec::new(),
         }
     }
 
@@ -89,7 +93,33 @@ impl RunPoint {
             .iter()
             .find(|(k, _)| k == "batch")
             .map_or(1, |&(_, v)| v);
-        RunPoint { batch, axes }
+        RunPoint {
+            batch,
+            axes,
+            levels: Vec::new(),
+        }
+    }
+
+    /// The same point at these levels of the categorical axes.
+    pub(crate) fn with_levels(mut self, levels: Vec<(String, String)>) -> RunPoint {
+        self.levels = levels;
+        self
+    }
+
+    /// The levels as the child's argument: `-` without any, else a JSON list of
+    /// `[axis, level]` pairs (a level is any string literal).
+    fn levels_arg(&self) -> String {
+        if self.levels.is_empty() {
+            return "-".into();
+        }
+        serde_json::to_string(&self.levels).expect("strings serialize")
+    }
+
+    fn parse_levels(text: &str) -> Result<Vec<(String, String)>, InvocationError> {
+        if text == "-" {
+            return Ok(Vec::new());
+        }
+        serde_json::from_str(text).map_err(|_| InvocationError::Levels(text.to_owned()))
     }
 
     /// `batch=2,seq=16`, or `-` without named axes: the child's argument.
@@ -97,10 +127,15 @@ impl RunPoint {
         if self.axes.is_empty() {
             return "-".into();
         }
-        self.label(",")
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
-    /// The axes joined by `sep` (`batch=2 seq=16`), or the batch size alone.
+    /// The axes, then the levels, joined by `sep` (`batch=2 seq=16 precision=bf16`),
+    /// or the batch size alone.
     pub(crate) fn label(&self, sep: &str) -> String {
         if self.axes.is_empty() {
             return self.batch.to_string();
@@ -108,6 +143,7 @@ impl RunPoint {
         self.axes
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
+            .chain(self.levels.iter().map(|(k, l)| format!("{k}={l}")))
             .collect::<Vec<_>>()
             .join(sep)
     }
@@ -180,6 +216,8 @@ pub(crate) enum InvocationError {
     ThreadCount,
     #[error("{FLAG}: bad axis value `{0}`")]
     AxisValue(String),
+    #[error("{FLAG}: bad levels `{0}`")]
+    Levels(String),
     #[error("{FLAG}: unknown call-sites mode `{0}`")]
     SitesMode(String),
 }
@@ -213,6 +251,7 @@ impl Invocation {
             self.point.batch.to_string().into(),
             self.threads.to_string().into(),
             self.point.axes_arg().into(),
+            self.point.levels_arg().into(),
         ];
         match &self.sites {
             SitesMode::Off => {}
@@ -259,7 +298,8 @@ impl Invocation {
             let threads = u32::try_from(count(7, "thread count")?)
                 .map_err(|_| InvocationError::ThreadCount)?;
             let axes = RunPoint::parse_axes(text(8, "axes")?)?;
-            let sites = match args.get(9).and_then(|a| a.to_str()) {
+            let levels = RunPoint::parse_levels(text(9, "levels")?)?;
+            let sites = match args.get(10).and_then(|a| a.to_str()) {
                 None => SitesMode::Off,
                 Some("sites-plan") => SitesMode::Plan,
                 Some("sites-all") => SitesMode::Everything,
@@ -271,7 +311,11 @@ impl Invocation {
                 device,
                 iterations,
                 result,
-                point: RunPoint { batch, axes },
+                point: RunPoint {
+                    batch,
+                    axes,
+                    levels,
+                },
                 threads,
                 sites,
             })
@@ -295,7 +339,12 @@ mod tests {
             device: Device::Cuda(1),
             iterations: 4,
             result: ResultChannel::Fd(7),
-            point: RunPoint::axes(vec![("batch".into(), 128), ("seq".into(), 16)]),
+            point: RunPoint::axes(vec![("batch".into(), 128), ("seq".into(), 16)]).with_levels(
+                vec![
+                    ("precision".into(), "bf16".into()),
+                    ("note".into(), "a, b=\"c\"".into()),
+                ],
+            ),
             threads: 2,
             sites: SitesMode::Off,
         };
@@ -342,7 +391,9 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "0"], "bad thread count"; "zero threads")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2"], "axes"; "no axes")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "seq=0"], "bad axis value `seq=0`"; "an axis at zero")]
-    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-"], "levels"; "no levels")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "precision=bf16"], "bad levels `precision=bf16`"; "levels that are not a list of pairs")]
+    #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "-", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
     fn a_malformed_child_command_line_is_an_error(argv: &[&str], needle: &str) {
         let e = Invocation::from_args(&args(argv))
             .unwrap()

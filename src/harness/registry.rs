@@ -33,8 +33,15 @@ pub struct Options {
     /// A sweep over named axes: each axis and its values, in the attribute's order
     /// (empty: none). Every combination runs in a process of its own.
     pub axes: &'static [(&'static str, &'static [usize])],
+    /// The categorical axes of the sweep: each axis and its levels, the baseline
+    /// first, in the attribute's order (empty: none). Every combination of levels runs
+    /// the numeric grid.
+    pub levels: &'static [(&'static str, &'static [&'static str])],
     /// The configuration the sweep predicts and gates (`target(..)`; empty: none).
     pub target: &'static [(&'static str, usize)],
+    /// The levels `target(..)` names (`precision = "bf16"`); a categorical axis left
+    /// out is predicted at every level.
+    pub target_levels: &'static [(&'static str, &'static str)],
 }
 
 inventory::collect!(TestDef);

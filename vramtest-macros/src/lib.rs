@@ -38,9 +38,15 @@ use syn::{
 ///   named axes: every combination runs in a process of its own (in parallel up to
 ///   `-j`), `t.axis("seq")` says which, and every figure is fitted as a sparse sum of
 ///   monomials of the axes (at most 256 points);
+/// - an axis of string literals in `axes(..)` (`precision = ["f32", "bf16"]`) is
+///   categorical (a lever): every combination of levels runs the numeric grid (the 256
+///   points count them all), `t.variant("precision")` says which, each combination is
+///   fitted and gated on its own, and the first level of each axis is the baseline; at
+///   least one numeric axis is needed to fit on;
 /// - `target(layers = 32, seq = 4096, batch = 8)` (with `axes`): the configuration the
 ///   sweep predicts, kept in the snapshot and gated like the measured figures (and
-///   against `budget`);
+///   against `budget`); it may name a level (`precision = "bf16"`), else every
+///   combination of levels is predicted;
 /// - `threads = 4`: the CPU threads of the measured process (default 2, whatever the
 ///   environment says), and `cpu_only = ".."`: a limit on CPU-only memory (not
 ///   compared without one).
@@ -88,10 +94,22 @@ struct OptionTokens {
     limits: Vec<proc_macro2::TokenStream>,
     devices: Vec<String>,
     batch: Vec<usize>,
-    /// `axes(name = [..], ..)`: each axis with its values, in the attribute's order.
+    /// `axes(name = [..], ..)`: each numeric axis with its values, in the attribute's
+    /// order.
     axes: Vec<(String, Vec<usize>)>,
-    /// `target(name = N, ..)`, with the span to blame when it does not match the axes.
-    target: Option<(Vec<(String, usize)>, proc_macro2::Span)>,
+    /// `axes(name = ["..", ..], ..)`: each categorical axis with its levels, the
+    /// baseline first, in the attribute's order.
+    levels: Vec<(String, Vec<String>)>,
+    /// `target(name = N, name = "level", ..)`, with the span to blame when it does not
+    /// match the axes.
+    target: Option<(Vec<(String, TargetValue)>, proc_macro2::Span)>,
+}
+
+/// A value of `target(..)`: a number for a numeric axis, a level for a categorical one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TargetValue {
+    Number(usize),
+    Level(String),
 }
 
 impl OptionTokens {
@@ -107,6 +125,7 @@ impl OptionTokens {
             devices: Vec::new(),
             batch: Vec::new(),
             axes: Vec::new(),
+            levels: Vec::new(),
             target: None,
         };
         let mut seen: Vec<String> = Vec::new();
@@ -148,23 +167,8 @@ impl OptionTokens {
                 "`target(..)` needs a sweep over named axes to predict it from (hint: add `axes(name = [..], ..)`)",
             ));
         }
-        let declared = || {
-            self.axes
-                .iter()
-                .map(|(k, _)| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        for (name, _) in target {
-            if !self.axes.iter().any(|(k, _)| k == name) {
-                return Err(syn::Error::new(
-                    *target_span,
-                    format!(
-                        "`target` names axis `{name}`, which `axes(..)` does not declare (declared: {})",
-                        declared()
-                    ),
-                ));
-            }
+        for (name, value) in target {
+            self.check_target_value(name, value, *target_span)?;
         }
         for (name, _) in &self.axes {
             if !target.iter().any(|(k, _)| k == name) {
@@ -172,12 +176,58 @@ impl OptionTokens {
                     *target_span,
                     format!(
                         "`target` gives no value for axis `{name}` (hint: `target({name} = N, ..)`; declared: {})",
-                        declared()
+                        self.declared()
                     ),
                 ));
             }
         }
         Ok(())
+    }
+
+    /// Every axis name, numeric and categorical, comma-separated.
+    fn declared(&self) -> String {
+        self.axes
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(self.levels.iter().map(|(k, _)| k.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// One value of `target(..)`: a number for a declared numeric axis, a declared level
+    /// for a categorical one.
+    fn check_target_value(
+        &self,
+        name: &str,
+        value: &TargetValue,
+        span: proc_macro2::Span,
+    ) -> syn::Result<()> {
+        let numeric = self.axes.iter().any(|(k, _)| k == name);
+        let levels = self.levels.iter().find(|(k, _)| k == name).map(|(_, l)| l);
+        let message = match (value, numeric, levels) {
+            (_, false, None) => format!(
+                "`target` names axis `{name}`, which `axes(..)` does not declare (declared: {})",
+                self.declared()
+            ),
+            (TargetValue::Number(_), true, _) => return Ok(()),
+            (TargetValue::Level(_), true, _) => {
+                format!("`{name}` takes an integer, like `{name} = 5`")
+            }
+            (TargetValue::Number(n), false, Some(levels)) => format!(
+                "`target` gives the categorical axis `{name}` the number {n}; it takes one of its levels ({})",
+                quoted(levels)
+            ),
+            (TargetValue::Level(level), false, Some(levels)) => {
+                if levels.contains(level) {
+                    return Ok(());
+                }
+                format!(
+                    "`target` gives axis `{name}` the level \"{level}\", which it does not declare (its levels: {})",
+                    quoted(levels)
+                )
+            }
+        };
+        Err(syn::Error::new(span, message))
     }
 
     /// Sets the option `key` from `meta`, or says why it is unknown or malformed.
@@ -204,7 +254,7 @@ impl OptionTokens {
             }
             (Meta::NameValue(nv), "devices") => self.devices.extend(devices(&nv.value)?),
             (Meta::NameValue(nv), "batch") => self.batch = batch_sizes(&nv.value)?,
-            (Meta::List(list), "axes") => self.axes = axes(list)?,
+            (Meta::List(list), "axes") => (self.axes, self.levels) = axes(list)?,
             (Meta::List(list), "target") => {
                 self.target = Some((target(list)?, list.delimiter.span().join()));
             }
@@ -223,7 +273,7 @@ impl OptionTokens {
                 return Err(syn::Error::new_spanned(
                     meta,
                     format!(
-                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128], axes(seq = [16, 32, 48], ..), target(seq = 4096, ..))"
+                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128], axes(seq = [16, 32, 48], precision = [\"f32\", \"bf16\"], ..), target(seq = 4096, ..))"
                     ),
                 ));
             }
@@ -309,13 +359,20 @@ fn registration(func: &ItemFn, options: &OptionTokens) -> proc_macro2::TokenStre
         devices,
         batch,
         axes,
+        levels,
         target,
     } = options;
     let axes = axes.iter().map(|(k, v)| quote!((#k, &[#(#v),*])));
-    let target = target
-        .iter()
-        .flat_map(|(t, _)| t.iter())
-        .map(|(k, v)| quote!((#k, #v)));
+    let levels = levels.iter().map(|(k, v)| quote!((#k, &[#(#v),*])));
+    let target_values = target.iter().flat_map(|(t, _)| t.iter());
+    let target_levels = target_values.clone().filter_map(|(k, v)| match v {
+        TargetValue::Level(level) => Some(quote!((#k, #level))),
+        TargetValue::Number(_) => None,
+    });
+    let target = target_values.filter_map(|(k, v)| match v {
+        TargetValue::Number(n) => Some(quote!((#k, #n))),
+        TargetValue::Level(_) => None,
+    });
     let name = &func.sig.ident;
     let name_str = name.to_string();
     quote! {
@@ -337,49 +394,160 @@ fn registration(func: &ItemFn, options: &OptionTokens) -> proc_macro2::TokenStre
                     batch: &[#(#batch),*],
                     threads: #threads,
                     axes: &[#(#axes),*],
+                    levels: &[#(#levels),*],
                     target: &[#(#target),*],
+                    target_levels: &[#(#target_levels),*],
                 },
             }
         }
     }
 }
 
-/// `axes(batch = [2, 4], seq = [16, 32, 48])`: named axes, each a list of distinct
-/// positive integers, checked with the model's own rules (enough values for a fit, at
-/// most 256 points), so a bad grid is a compile error naming the axis.
-fn axes(list: &syn::MetaList) -> syn::Result<Vec<(String, Vec<usize>)>> {
-    const HINT: &str =
-        "`axes` takes named lists of integers, like `axes(batch = [2, 4], seq = [16, 32, 48])`";
-    let mut axes: Vec<(String, Vec<usize>)> = Vec::new();
+/// The numeric and the categorical axes of `axes(..)`, each in the attribute's order.
+type Axes = (Vec<(String, Vec<usize>)>, Vec<(String, Vec<String>)>);
+
+/// `axes(batch = [2, 4], seq = [16, 32, 48], precision = ["f32", "bf16"])`: named axes,
+/// each a list of distinct positive integers (a numeric axis) or of distinct string
+/// literals (a categorical axis, its first level the baseline), checked with the
+/// model's own rules (enough values for a fit, at most 256 points counting every
+/// combination of levels), so a bad grid is a compile error naming the axis.
+fn axes(list: &syn::MetaList) -> syn::Result<Axes> {
+    const HINT: &str = "`axes` takes named lists of integers or of strings, like `axes(batch = [2, 4], seq = [16, 32, 48], precision = [\"f32\", \"bf16\"])`";
+    let mut numeric: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut levels: Vec<(String, Vec<String>)> = Vec::new();
     for (name, nv) in named_values(list, HINT)? {
         let Expr::Array(array) = &nv.value else {
             return Err(syn::Error::new_spanned(
                 &nv.value,
-                format!("axis `{name}`: expected a list of integers, like `{name} = [1, 2, 3]`"),
+                format!(
+                    "axis `{name}`: expected a list of integers, like `{name} = [1, 2, 3]`, or of levels, like `{name} = [\"off\", \"on\"]`"
+                ),
             ));
         };
-        let mut values = Vec::new();
-        for elem in &array.elems {
-            match elem {
+        if numeric.iter().any(|(k, _)| *k == name) || levels.iter().any(|(k, _)| *k == name) {
+            return Err(syn::Error::new_spanned(
+                &nv.path,
+                format!("axis `{name}` is declared twice"),
+            ));
+        }
+        match axis_values(&name, array)? {
+            AxisValues::Numeric(values) => numeric.push((name, values)),
+            AxisValues::Levels(values) => levels.push((name, values)),
+        }
+    }
+    check_grid(&numeric, &levels).map_err(|e| syn::Error::new_spanned(&list.tokens, e))?;
+    Ok((numeric, levels))
+}
+
+/// The values of one axis.
+enum AxisValues {
+    Numeric(Vec<usize>),
+    Levels(Vec<String>),
+}
+
+/// `[16, 32, 48]` or `["f32", "bf16"]`: integers or string literals, not both. The
+/// first value decides the kind (an empty list is numeric, and refused as such).
+fn axis_values(name: &str, array: &syn::ExprArray) -> syn::Result<AxisValues> {
+    let categorical = matches!(
+        array.elems.first(),
+        Some(Expr::Lit(ExprLit {
+            lit: Lit::Str(_),
+            ..
+        }))
+    );
+    let mixed = |elem: &Expr| {
+        syn::Error::new_spanned(
+            elem,
+            format!(
+                "axis `{name}` mixes strings and integers (hint: a numeric axis lists integers, a categorical axis string levels)"
+            ),
+        )
+    };
+    let mut numbers = Vec::new();
+    let mut strings = Vec::new();
+    for elem in &array.elems {
+        match (elem, categorical) {
+            (
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(s), ..
+                }),
+                true,
+            ) => strings.push(s.value()),
+            (
                 Expr::Lit(ExprLit {
                     lit: Lit::Int(i), ..
-                }) => values.push(i.base10_parse::<usize>()?),
-                other => {
-                    return Err(syn::Error::new_spanned(
-                        other,
-                        format!("axis `{name}`: `{}` is not an integer", quote!(#other)),
-                    ));
-                }
+                }),
+                false,
+            ) => numbers.push(i.base10_parse::<usize>()?),
+            (
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(_) | Lit::Int(_),
+                    ..
+                }),
+                _,
+            ) => return Err(mixed(elem)),
+            (other, _) => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    format!(
+                        "axis `{name}`: `{}` is not an integer or a string literal",
+                        quote!(#other)
+                    ),
+                ));
             }
         }
-        axes.push((name, values));
     }
-    vramtest_model::axes::Grid::new(
-        axes.iter()
+    Ok(if categorical {
+        AxisValues::Levels(strings)
+    } else {
+        AxisValues::Numeric(numbers)
+    })
+}
+
+/// The whole grid: the numeric axes by the model's rules, the categorical ones by the
+/// lever table's, at least one numeric axis to fit each combination of levels on, and
+/// at most [`vramtest_model::axes::MAX_POINTS`] points in all.
+fn check_grid(
+    numeric: &[(String, Vec<usize>)],
+    levels: &[(String, Vec<String>)],
+) -> Result<(), String> {
+    let levers = vramtest_model::levers::LeverAxes::new(levels.iter().cloned().collect())
+        .map_err(|e| e.to_string())?;
+    if numeric.is_empty() && !levels.is_empty() {
+        return Err(format!(
+            "`axes(..)` declares only categorical axes ({}); each combination of levels is fitted over the numeric axes, so add at least one (hint: `batch = [2, 4]`)",
+            levels
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let grid = vramtest_model::axes::Grid::new(
+        numeric
+            .iter()
             .map(|(k, v)| (k.clone(), v.iter().map(|&n| n as u64).collect::<Vec<_>>())),
     )
-    .map_err(|e| syn::Error::new_spanned(&list.tokens, e))?;
-    Ok(axes)
+    .map_err(|e| e.to_string())?;
+    let combinations = levers.combinations().len() as u128;
+    let points = grid.points().len() as u128 * combinations;
+    if points > u128::from(vramtest_model::axes::MAX_POINTS) {
+        return Err(format!(
+            "the grid has {points} points ({} numeric × {combinations} combinations of levels); at most {} are allowed",
+            grid.points().len(),
+            vramtest_model::axes::MAX_POINTS
+        ));
+    }
+    Ok(())
+}
+
+/// `"f32", "bf16"`.
+fn quoted(levels: &[String]) -> String {
+    levels
+        .iter()
+        .map(|l| format!("\"{l}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The `name = value` pairs inside `axes(..)` or `target(..)`, each name an identifier;
@@ -405,12 +573,18 @@ fn named_values(
         .collect()
 }
 
-/// `target(layers = 32, seq = 4096, batch = 8)`: a positive integer per axis.
-fn target(list: &syn::MetaList) -> syn::Result<Vec<(String, usize)>> {
+/// `target(layers = 32, seq = 4096, precision = "bf16")`: a positive integer per
+/// numeric axis, a level (a string literal) for any categorical one.
+fn target(list: &syn::MetaList) -> syn::Result<Vec<(String, TargetValue)>> {
     const HINT: &str = "`target` takes a value per axis, like `target(layers = 32, seq = 4096)`";
-    let mut target: Vec<(String, usize)> = Vec::new();
+    let mut target: Vec<(String, TargetValue)> = Vec::new();
     for (name, nv) in named_values(list, HINT)? {
-        let value = positive(&nv.value, &name)? as usize;
+        let value = match &nv.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => TargetValue::Level(s.value()),
+            other => TargetValue::Number(positive(other, &name)? as usize),
+        };
         if target.iter().any(|(k, _)| *k == name) {
             return Err(syn::Error::new_spanned(
                 &nv.path,
@@ -589,7 +763,9 @@ mod tests {
                 ("batch", "& []".to_owned()),
                 ("threads", NONE.to_owned()),
                 ("axes", "& []".to_owned()),
+                ("levels", "& []".to_owned()),
                 ("target", "& []".to_owned()),
+                ("target_levels", "& []".to_owned()),
             ]
         );
     }
@@ -657,7 +833,9 @@ mod tests {
                     "batch",
                     "threads",
                     "axes",
+                    "levels",
                     "target",
+                    "target_levels",
                 ]
                 .into_iter()
                 .find(|n| ident == n)
@@ -704,7 +882,9 @@ mod tests {
                     ":: core :: option :: Option :: Some (4u32)".to_owned()
                 ),
                 ("axes", "& []".to_owned()),
+                ("levels", "& []".to_owned()),
                 ("target", "& []".to_owned()),
+                ("target_levels", "& []".to_owned()),
             ]
         );
     }
@@ -799,6 +979,30 @@ mod tests {
         assert!(out.contains("batch : & []"), "{out}");
     }
 
+    #[test]
+    fn categorical_axes_and_target_levels_reach_the_options() {
+        let (_, def) = expansion(
+            "axes(seq = [16, 32], precision = [\"f32\", \"bf16\"], checkpointing = [\"off\", \"blocks\"]), \
+             target(seq = 4096, precision = \"bf16\")",
+            GOOD,
+        );
+        let options = options(&def);
+        let get = |name: &str| {
+            options
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        assert_eq!(get("axes"), "& [(\"seq\" , & [16usize , 32usize])]");
+        assert_eq!(
+            get("levels"),
+            "& [(\"precision\" , & [\"f32\" , \"bf16\"]) , (\"checkpointing\" , & [\"off\" , \"blocks\"])]"
+        );
+        assert_eq!(get("target"), "& [(\"seq\" , 4096usize)]");
+        assert_eq!(get("target_levels"), "& [(\"precision\" , \"bf16\")]");
+    }
+
     #[test_case("axes(seq = [16])", "`seq` has 1 distinct value"; "one value")]
     #[test_case("axes(seq = [])", "axis `seq` has no values"; "an empty list")]
     #[test_case("axes(seq = [16, 16, 32])", "lists 16 twice"; "a repeated value")]
@@ -812,6 +1016,16 @@ mod tests {
     #[test_case("axes(seq = [16, 32, 48], layers = [1, 2]), target(seq = 4096)", "no value for axis `layers`"; "a missing target axis")]
     #[test_case("axes(seq = [16, 32, 48]), target(seq = 0)", "at least 1"; "a target at zero")]
     #[test_case("axes(seq = [16, 32, 48]), target(seq = \"big\")", "`seq` takes an integer"; "a target that is not a number")]
+    #[test_case("axes(seq = [16, 32], precision = [])", "axis `precision` has no values"; "an empty categorical list")]
+    #[test_case("axes(seq = [16, 32], precision = [\"f32\", \"bf16\", \"f32\"])", "categorical axis `precision` lists `f32` twice"; "a repeated level")]
+    #[test_case("axes(seq = [16, 32], precision = [\"f32\", 16])", "axis `precision` mixes strings and integers"; "an integer among levels")]
+    #[test_case("axes(seq = [16, \"32\"])", "axis `seq` mixes strings and integers"; "a string among integers")]
+    #[test_case("axes(seq = [16, 32], seq = [\"a\", \"b\"])", "axis `seq` is declared twice"; "a numeric and a categorical axis of one name")]
+    #[test_case("axes(precision = [\"f32\", \"bf16\"])", "declares only categorical axes (precision)"; "no numeric axis")]
+    #[test_case("axes(a = [1, 2, 3, 4], b = [1, 2, 3, 4], c = [1, 2, 3, 4], p = [\"x\", \"y\"], q = [\"u\", \"v\", \"w\"])", "384 points (64 numeric × 6 combinations of levels); at most 256"; "too many points with the levels")]
+    #[test_case("axes(seq = [16, 32], precision = [\"f32\", \"bf16\"]), target(seq = 64, precision = \"fp8\")", "axis `precision` the level \"fp8\", which it does not declare (its levels: \"f32\", \"bf16\")"; "an undeclared target level")]
+    #[test_case("axes(seq = [16, 32], precision = [\"f32\", \"bf16\"]), target(seq = 64, precision = 2)", "categorical axis `precision` the number 2"; "a number for a categorical target")]
+    #[test_case("axes(seq = [16, 32], precision = [\"f32\", \"bf16\"]), target(seq = 64, dtype = \"f32\")", "axis `dtype`, which `axes(..)` does not declare (declared: seq, precision)"; "an unknown categorical target axis")]
     fn rejects_the_axes(attr: &str, needle: &str) {
         let (message, _) = error(attr, GOOD);
         assert!(message.contains(needle), "{message}");

@@ -123,8 +123,10 @@ pub struct GridRun {
 }
 
 /// A sweep, as a snapshot keeps it under `scaling`: over named axes (`axes(..)`), or
-/// over the one axis `batch` (`batch = [..]`, a batch sweep). Categorical axes will
-/// add their levels beside `axes`, and one such fit per combination of levels.
+/// over the one axis `batch` (`batch = [..]`, a batch sweep). With categorical axes
+/// (levers), `levels` lists each with its levels (the first its baseline), this sweep
+/// is the baseline combination's fit, and `variants` holds every other combination's
+/// own fit over the same numeric axes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sweep {
@@ -135,6 +137,13 @@ pub struct Sweep {
     /// The target configuration's predicted figures, when the test names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
+    /// The categorical axes, each with its levels, the baseline first (empty: none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub levels: BTreeMap<String, Vec<String>>,
+    /// Every combination of levels but the baseline, each with its own fit (empty
+    /// without categorical axes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantSweep>,
     /// Read from a batch sweep's older `scaling` (a line per figure), migrated into
     /// this shape: the run says so once; the file is rewritten only when accepted.
     #[serde(skip)]
@@ -153,9 +162,21 @@ impl From<legacy::BatchLines> for Sweep {
             axes: BTreeMap::from([(BATCH.to_owned(), batch)]),
             figures,
             target: None,
+            levels: BTreeMap::new(),
+            variants: Vec::new(),
             migrated: true,
         }
     }
+}
+
+/// One non-baseline combination of levels of a [`Sweep`] and its own fit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantSweep {
+    /// The combination: each categorical axis at one of its levels.
+    pub variant: BTreeMap<String, String>,
+    /// Its fit over the numeric axes (without `levels` or `variants` of its own).
+    pub sweep: Sweep,
 }
 
 /// A body's `scaling`: a sweep's (`axes`, `figures`, `target`), or a batch sweep's old
@@ -289,8 +310,31 @@ impl Sweep {
             axes: fitted.axes,
             figures: fitted.figures,
             target: None,
+            levels: BTreeMap::new(),
+            variants: Vec::new(),
             migrated: false,
         })
+    }
+
+    /// Every combination of levels with its fit, the baseline (this sweep) first; one
+    /// entry, with an empty combination, without categorical axes.
+    pub fn combinations(&self) -> Vec<(BTreeMap<String, String>, &Sweep)> {
+        let baseline = self
+            .levels
+            .iter()
+            .filter_map(|(axis, levels)| Some((axis.clone(), levels.first()?.clone())))
+            .collect();
+        std::iter::once((baseline, self))
+            .chain(self.variants.iter().map(|v| (v.variant.clone(), &v.sweep)))
+            .collect()
+    }
+
+    /// The fit of one combination of levels (the baseline's is this sweep).
+    pub fn variant(&self, variant: &BTreeMap<String, String>) -> Option<&Sweep> {
+        self.combinations()
+            .into_iter()
+            .find(|(v, _)| v == variant)
+            .map(|(_, s)| s)
     }
 
     /// The grid of the stored axes (checked again: a snapshot may have been edited).
@@ -875,6 +919,63 @@ pub fn compare_target(
     }
     check.findings = findings(old, new, &old_target, &target, limit_of);
     check
+}
+
+/// [`compare_target`] for every combination of levels of `new`: the baseline's
+/// check, with each other combination's findings added, their figure prefixed by the
+/// combination (`precision=bf16: activations`), so a regression at any level fails
+/// and names it. Levels added, removed or changed make the sweeps incomparable.
+pub fn compare_levels(
+    old: Option<&Sweep>,
+    new: &Sweep,
+    limit_of: impl Fn(Option<Category>) -> Limit,
+    budget: Option<u64>,
+) -> TargetCheck {
+    let mut check = compare_target(old, new, &limit_of, budget);
+    if let Some(old) = old.filter(|o| o.levels != new.levels) {
+        check.changed.get_or_insert_with(|| {
+            format!(
+                "the sweep's categorical axes changed from {} to {}: accept the snapshot again",
+                show_levels(&old.levels),
+                show_levels(&new.levels)
+            )
+        });
+        return check;
+    }
+    for variant in &new.variants {
+        let name = variant
+            .variant
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let old = old.and_then(|o| o.variant(&variant.variant));
+        let level = compare_target(old, &variant.sweep, &limit_of, budget);
+        check
+            .findings
+            .extend(level.findings.into_iter().map(|f| TargetFinding {
+                figure: format!("{name}: {}", f.figure),
+                ..f
+            }));
+        check.over_budget = check.over_budget.or(level.over_budget);
+        if check.changed.is_none() {
+            check.changed = level.changed.map(|c| format!("{name}: {c}"));
+        }
+    }
+    check.findings.sort_by_key(|f| !f.regressed);
+    check
+}
+
+/// `precision ["f32", "bf16"]`, or `none`.
+fn show_levels(levels: &BTreeMap<String, Vec<String>>) -> String {
+    if levels.is_empty() {
+        return "none".into();
+    }
+    levels
+        .iter()
+        .map(|(k, v)| format!("{k} {v:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Each figure of `target` that grew over `old_target` (regressions first), with the

@@ -432,6 +432,8 @@ fn no_layers_sweep() -> Sweep {
         axes: [("batch".to_owned(), vec![4, 8])].into(),
         figures: BTreeMap::new(),
         target: None,
+        levels: Default::default(),
+        variants: Vec::new(),
         migrated: false,
     }
 }

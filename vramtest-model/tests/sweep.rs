@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use vramtest_model::axes::{Grid, Point};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::sweep::{
-    GridRun, Shard, Sweep, TargetCheck, TargetFinding, compare_target, parse_point, project,
-    show_point,
+    GridRun, Shard, Sweep, TargetCheck, TargetFinding, VariantSweep, compare_levels,
+    compare_target, parse_point, project, show_point,
 };
 use vramtest_model::{Category, CategoryBytes, Limit, Phase};
 
@@ -486,4 +486,77 @@ fn temporaries_are_predicted_phase_by_phase() {
     }
     assert_eq!(sweep.figures["temporaries in forward"].loo_error_ppm, 0);
     assert_eq!(sweep.figures["temporaries in backward"].loo_error_ppm, 0);
+}
+
+/// A sweep with a categorical axis `kept = ["one", "two"]`: the baseline keeps
+/// `act` bytes per layer·batch·seq, the level `two` `act2`.
+fn levels_sweep(act: u64, act2: u64) -> Sweep {
+    let at = point(8, 4096, 32);
+    let mut sweep = Model { act }.sweep();
+    sweep.target = Some(sweep.target_at(&at, 2 << 20).unwrap());
+    let mut two = Model { act: act2 }.sweep();
+    two.target = Some(two.target_at(&at, 2 << 20).unwrap());
+    sweep.levels = [("kept".to_owned(), vec!["one".to_owned(), "two".to_owned()])].into();
+    sweep.variants = vec![VariantSweep {
+        variant: [("kept".to_owned(), "two".to_owned())].into(),
+        sweep: two,
+    }];
+    sweep
+}
+
+#[test]
+fn a_sweep_with_levels_round_trips_and_without_them_writes_no_key() {
+    let sweep = levels_sweep(64, 128);
+    let json = serde_json::to_string(&sweep).unwrap();
+    let back: Holder = serde_json::from_str(&format!("{{\"scaling\": {json}}}")).unwrap();
+    assert_eq!(back.scaling.as_ref(), Some(&sweep));
+    let combinations = sweep.combinations();
+    assert_eq!(combinations.len(), 2);
+    assert_eq!(combinations[0].0["kept"], "one");
+    assert_eq!(combinations[1].0["kept"], "two");
+    assert_eq!(
+        sweep
+            .variant(&[("kept".to_owned(), "two".to_owned())].into())
+            .unwrap()
+            .figures,
+        sweep.variants[0].sweep.figures
+    );
+    let plain = serde_json::to_string(&Model { act: 64 }.sweep()).unwrap();
+    assert!(
+        !plain.contains("levels") && !plain.contains("variants"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn a_regression_at_a_non_baseline_level_fails_naming_the_level() {
+    let old = levels_sweep(64, 128);
+    assert!(!compare_levels(Some(&old), &old, |_| Limit::DEFAULT, None).fails());
+    // The level `two` keeps 512 B more per layer·batch·seq; the baseline is unchanged.
+    let new = levels_sweep(64, 128 + 512);
+    assert!(!compare_target(Some(&old), &new, |_| Limit::DEFAULT, None).fails());
+    let check = compare_levels(Some(&old), &new, |_| Limit::DEFAULT, None);
+    assert!(check.fails(), "{check:?}");
+    let f = check
+        .findings
+        .iter()
+        .find(|f| f.figure == "kept=two: activations")
+        .expect("the level's activations grew");
+    assert!(f.regressed);
+    assert_eq!(f.new - f.old, 512 * 8 * 4096 * 32);
+    // Levels that changed make the sweeps incomparable.
+    let mut other = old.clone();
+    other.levels = [(
+        "kept".to_owned(),
+        vec!["one".to_owned(), "three".to_owned()],
+    )]
+    .into();
+    let check = compare_levels(Some(&old), &other, |_| Limit::DEFAULT, None);
+    assert!(
+        check
+            .changed
+            .as_deref()
+            .is_some_and(|c| c.contains("categorical axes changed")),
+        "{check:?}"
+    );
 }

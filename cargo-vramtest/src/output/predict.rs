@@ -435,6 +435,8 @@ mod tests {
             axes: [("batch".to_owned(), vec![8, 16, 32])].into(),
             figures: BTreeMap::new(),
             target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
             migrated: false,
         };
         let a = Answer {

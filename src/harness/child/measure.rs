@@ -43,8 +43,11 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
             };
         }
     };
-    let mut step = Step::new(Device::Cpu, invocation.iterations)
-        .with_point(invocation.point.batch, &invocation.point.axes);
+    let mut step = Step::new(Device::Cpu, invocation.iterations).with_point(
+        invocation.point.batch,
+        &invocation.point.axes,
+        &invocation.point.levels,
+    );
     let outcome = def.run(&mut step, heap::start);
     let events = heap::stop();
     let baseline = match outcome {
@@ -99,8 +102,11 @@ fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
     if let Err(e) = cuda::first_device() {
         return ChildResult::Ignored { reason: e.reason };
     }
-    let mut step = Step::new(Device::Cuda(ordinal), invocation.iterations)
-        .with_point(invocation.point.batch, &invocation.point.axes);
+    let mut step = Step::new(Device::Cuda(ordinal), invocation.iterations).with_point(
+        invocation.point.batch,
+        &invocation.point.axes,
+        &invocation.point.levels,
+    );
     let started = def.run(&mut step, || cuda::start(ordinal));
     let (session, error) = cuda::stop();
     match started {

@@ -5,7 +5,7 @@ use vramtest_model::env::Update;
 use vramtest_model::policy::{Comparison, check_budget, check_leak};
 use vramtest_model::report::Status;
 use vramtest_model::sites::Site;
-use vramtest_model::sweep::{TargetCheck, compare_target, show_axes};
+use vramtest_model::sweep::{TargetCheck, compare_levels, show_axes};
 use vramtest_model::{Body, Category, Policy, Subject, Verdict, compare};
 
 /// The call sites a snapshot's `info` keeps, per category.
@@ -145,7 +145,7 @@ fn check_target(old: Option<&Body>, new: &Body, policy: &Policy) -> TargetCheck 
         return TargetCheck::default();
     };
     let limit_of = |c: Option<Category>| policy.limit(c.map_or(Subject::Peak, Subject::Category));
-    compare_target(old.and_then(Body::sweep), sweep, limit_of, policy.budget)
+    compare_levels(old.and_then(Body::sweep), sweep, limit_of, policy.budget)
 }
 
 /// A changed sweep: its figures were measured at other points than the snapshot's, so

@@ -6,8 +6,9 @@ use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::collections::BTreeMap;
 use vramtest_model::axes::{AxesError, Flag, Grid, Point};
+use vramtest_model::levers::{LeverAxes, LeverVariant};
 use vramtest_model::pool::PoolPeaks;
-use vramtest_model::sweep::{GridRun, Sweep};
+use vramtest_model::sweep::{GridRun, Sweep, VariantSweep};
 use vramtest_model::{Category, Profile};
 
 /// The grid of `def`'s named axes (`None` without `axes(..)`), in the attribute's
@@ -47,8 +48,30 @@ pub(super) enum GridError {
     Target(AxesError),
 }
 
+/// The categorical axes of `def` (checked by the macro with the same rules).
+fn lever_axes(def: &TestDef) -> LeverAxes {
+    LeverAxes::new(
+        def.options
+            .levels
+            .iter()
+            .map(|&(k, v)| (k.to_owned(), v.iter().map(|&l| l.to_owned()).collect()))
+            .collect(),
+    )
+    .expect("the attribute checked the levels")
+}
+
+/// A combination of levels in the attribute's order, as a point carries it.
+fn in_attribute_order(def: &TestDef, variant: &LeverVariant) -> Vec<(String, String)> {
+    def.options
+        .levels
+        .iter()
+        .map(|&(k, _)| (k.to_owned(), variant[k].clone()))
+        .collect()
+}
+
 /// The points `def` runs at, in order: the first is the one its snapshot's figures
-/// describe.
+/// describe. With categorical axes, every combination of levels (the baseline first)
+/// runs the whole numeric grid.
 pub(super) fn points(def: &TestDef) -> Result<Vec<RunPoint>, AxesError> {
     if let Some(grid) = named_grid(def) {
         let grid = grid?;
@@ -59,7 +82,17 @@ pub(super) fn points(def: &TestDef) -> Result<Vec<RunPoint>, AxesError> {
                     .collect(),
             )
         };
-        return Ok(grid.points().iter().map(in_order).collect());
+        let numeric: Vec<RunPoint> = grid.points().iter().map(in_order).collect();
+        return Ok(lever_axes(def)
+            .combinations()
+            .iter()
+            .flat_map(|variant| {
+                let levels = in_attribute_order(def, variant);
+                numeric
+                    .iter()
+                    .map(move |p| p.clone().with_levels(levels.clone()))
+            })
+            .collect());
     }
     let batch = def.options.batch;
     if batch.is_empty() {
@@ -122,22 +155,50 @@ fn to_point(axes: &[(impl AsRef<str>, usize)]) -> Point {
 }
 
 /// Fits a sweep (named axes, or a batch sweep's one axis) and predicts its target;
-/// `None` for a test without a sweep.
+/// `None` for a test without a sweep. `runs` go with their points' levels: each
+/// combination of levels is fitted on its own, the baseline's as the sweep, the
+/// others as its variants; the target is predicted for every combination its levels
+/// (`target(precision = "bf16", ..)`) match, all of them when it names none.
 /// `granule`: the CUDA pool's, for the reserved bytes (see [`Sweep::estimate`]).
 pub(super) fn fit(
     def: &TestDef,
-    runs: &[GridRun],
+    runs: &[(Vec<(String, String)>, GridRun)],
     granule: u64,
 ) -> Result<Option<Sweep>, GridError> {
     let Some(grid) = sweep_grid(def) else {
         return Ok(None);
     };
-    let mut sweep = Sweep::fit(&grid?, runs)?;
-    let target = def.options.target;
-    if !target.is_empty() {
-        let at = to_point(target);
-        sweep.target = Some(sweep.target_at(&at, granule).map_err(GridError::Target)?);
+    let grid = grid?;
+    let levers = lever_axes(def);
+    let target_levels: LeverVariant = def
+        .options
+        .target_levels
+        .iter()
+        .map(|&(k, l)| (k.to_owned(), l.to_owned()))
+        .collect();
+    let mut fitted = Vec::new();
+    for variant in levers.combinations() {
+        let levels = in_attribute_order(def, &variant);
+        let of_variant: Vec<GridRun> = runs
+            .iter()
+            .filter(|(l, _)| *l == levels)
+            .map(|(_, run)| run.clone())
+            .collect();
+        let mut sweep = Sweep::fit(&grid, &of_variant)?;
+        let target = def.options.target;
+        let named = target_levels.iter().all(|(k, l)| variant.get(k) == Some(l));
+        if !target.is_empty() && named {
+            let at = to_point(target);
+            sweep.target = Some(sweep.target_at(&at, granule).map_err(GridError::Target)?);
+        }
+        fitted.push((variant, sweep));
     }
+    let mut fitted = fitted.into_iter();
+    let (_, mut sweep) = fitted.next().expect("the baseline combination");
+    sweep.levels = levers.axes().clone();
+    sweep.variants = fitted
+        .map(|(variant, sweep)| VariantSweep { variant, sweep })
+        .collect();
     Ok(Some(sweep))
 }
 
@@ -243,6 +304,8 @@ mod tests {
                 (vramtest_model::sweep::RESERVED.to_owned(), fit(90_000)),
             ]),
             target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
             migrated: false,
         };
         let notes = flagged_notes("step", &sweep, None);
@@ -272,6 +335,8 @@ mod tests {
                 ("workspace".to_owned(), fit(workspace)),
             ]),
             target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
             migrated: false,
         };
         let now = sweep(268_930_000, 30_000);
@@ -334,6 +399,8 @@ mod tests {
                 ),
             ]),
             target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
             migrated: false,
         };
         let notes = flagged_notes("step", &sweep, None);
@@ -396,6 +463,8 @@ mod tests {
                 axes: grid.to_map(),
                 figures,
                 target: None,
+                levels: Default::default(),
+                variants: Vec::new(),
                 migrated: false,
             }
         };

@@ -228,7 +228,9 @@ mod tests {
                 batch: &[],
                 threads: None,
                 axes,
+                levels: &[],
                 target: &[],
+                target_levels: &[],
             },
         }
     }

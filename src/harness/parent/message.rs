@@ -703,6 +703,8 @@ mod tests {
             axes: [("batch".to_owned(), batch.to_vec())].into(),
             figures: Default::default(),
             target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
             migrated: false,
         });
         body

@@ -196,7 +196,7 @@ impl RunContext {
         match unread.unwrap_or_default().as_slice() {
             [] => Ok(measured),
             axes => Err(Unmeasured::Failed {
-                message: unread_axes_message(name, axes),
+                message: unread_axes_message(name, def, axes),
                 output: None,
             }),
         }
@@ -221,7 +221,10 @@ impl RunContext {
         };
         let runs: Vec<_> = points
             .iter()
-            .map(|p| grid::grid_run(&p.point, &p.profile, p.pool))
+            .map(|p| {
+                let run = grid::grid_run(&p.point, &p.profile, p.pool);
+                (p.point.levels.clone(), run)
+            })
             .collect();
         let fitting = std::time::Instant::now();
         let granule = self.settings.cuda_pool().granularity;
@@ -528,8 +531,15 @@ fn unclean_end(label: &str, result: &ChildResult, how: &str) -> String {
 /// A sweep whose step never read some of its axes measured the same step at each of
 /// their values: its fit would be a constant in them, and a prediction at any value a
 /// silent guess.
-fn unread_axes_message(name: &str, axes: &[String]) -> String {
-    let reads: Vec<String> = axes.iter().map(|a| format!("t.axis(\"{a}\")")).collect();
+fn unread_axes_message(name: &str, def: &TestDef, axes: &[String]) -> String {
+    let categorical = |a: &str| def.options.levels.iter().any(|(k, _)| *k == a);
+    let reads: Vec<String> = axes
+        .iter()
+        .map(|a| match categorical(a) {
+            true => format!("t.variant(\"{a}\")"),
+            false => format!("t.axis(\"{a}\")"),
+        })
+        .collect();
     format!(
         "{name}: no point of the sweep read the axis {} ({}): every value measured the same step (hint: read it in the step, or remove it from axes(..))",
         axes.iter()
