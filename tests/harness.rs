@@ -747,3 +747,38 @@ fn a_slab_sized_parameter_stays_a_parameter_and_the_slab_is_kept_apart() {
     // Weights and the activations made from them: the slab is not in the peak.
     assert_eq!(b.peak_bytes, 2 * SLAB);
 }
+
+/// The heap alive before the step (the baseline) is the harness's own and the test's:
+/// nothing in it may depend on how the parent happened to hand down the result pipe.
+/// Started with descriptors 3 to 199 already open, the parent's pipe gets a
+/// three-digit descriptor, and the child's command line says so (`fd:2NN`, not
+/// `fd:N`); a run in a batch or a shard gets another number again.
+#[cfg(unix)]
+#[test]
+fn the_baseline_does_not_depend_on_the_result_descriptor() {
+    use std::os::unix::process::CommandExt;
+    let (dir, exe) = fixture_binary("vec-model");
+    let test = "leaky_history";
+    let plain = run(&dir, &exe, &[test, "--exact"], &[]);
+    let crowded = common::run_with(&dir, &exe, &[test, "--exact"], &[], |cmd| {
+        // SAFETY: dup2 is async-signal-safe; it runs in the forked child before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                for fd in 3..200 {
+                    if libc::dup2(2, fd) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    });
+    let baseline = |r: &common::Run| {
+        r.report(test)
+            .details
+            .as_ref()
+            .unwrap_or_else(|| panic!("measured: {}", r.text()))
+            .baseline_bytes
+    };
+    assert_eq!(baseline(&crowded), baseline(&plain));
+}

@@ -27,8 +27,11 @@ pub fn main(
     package: &'static str,
     crate_name: &'static str,
 ) -> ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(invocation) = Invocation::from_args(&args) {
+    // The command line is dropped before a child measures anything: the heap alive
+    // when its step starts (the baseline) must not hold the result pipe's descriptor
+    // number, which depends on what else the parent had open.
+    let invocation = Invocation::from_args(&std::env::args_os().collect::<Vec<_>>());
+    if let Some(invocation) = invocation {
         return child::main(invocation, Path::new(manifest_dir));
     }
     let built_in = PathBuf::from(manifest_dir);

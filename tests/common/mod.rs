@@ -116,6 +116,17 @@ impl Run {
 /// Runs a test binary like `cargo test` does (cwd = the crate), with reports collected.
 /// By default nothing is written: `VRAMTEST_UPDATE=no` unless `envs` says otherwise.
 pub fn run(crate_dir: &Path, exe: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
+    run_with(crate_dir, exe, args, envs, |_| {})
+}
+
+/// [`run`], with `prepare` applied to the command before it starts.
+pub fn run_with(
+    crate_dir: &Path,
+    exe: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+    prepare: impl FnOnce(&mut Command),
+) -> Run {
     let scratch = scratch_dir("reports");
     let reports_dir = scratch.path();
     let mut cmd = Command::new(exe);
@@ -131,6 +142,7 @@ pub fn run(crate_dir: &Path, exe: &Path, args: &[&str], envs: &[(&str, &str)]) -
     for (k, v) in envs {
         cmd.env(k, v);
     }
+    prepare(&mut cmd);
     let output = cmd.output().expect("the test binary runs");
     let mut reports: Vec<TestReport> = std::fs::read_dir(reports_dir)
         .map(|entries| {
