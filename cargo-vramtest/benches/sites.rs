@@ -9,6 +9,7 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[allow(dead_code)] // each bench uses part of what the benches share
 mod support;
 
 use common::Fixture;

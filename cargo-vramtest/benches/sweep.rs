@@ -87,27 +87,14 @@ fn main() {
 
 /// Builds the fixture's test target; its executable.
 fn build(f: &Fixture, target: &str) -> PathBuf {
-    let out = f
-        .cargo(&[
-            "test",
-            "--no-run",
-            "--test",
-            target,
-            "--message-format=json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == target)
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-        .expect("cargo reports the test executable")
+    let args = [
+        "test",
+        "--no-run",
+        "--test",
+        target,
+        "--message-format=json",
+    ];
+    support::test_executable(f.cargo(&args), target)
 }
 
 /// The one report the run wrote.

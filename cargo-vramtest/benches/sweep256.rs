@@ -125,24 +125,18 @@ fn main() {
 /// Builds the grid256 test with `--config` settings; a copy of its executable at
 /// `keep` (the two builds share one target directory).
 fn build(f: &Fixture, config: &[String], keep: &Path) -> PathBuf {
-    let mut args = vec!["test", "--no-run", "--test", "grid256"];
-    args.push("--message-format=json");
+    let args = [
+        "test",
+        "--no-run",
+        "--test",
+        "grid256",
+        "--message-format=json",
+    ];
     let mut cmd = f.cargo(&args);
     for c in config {
         cmd.args(["--config", c]);
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let exe = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "grid256")
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-        .expect("cargo reports the test executable");
+    let exe = support::test_executable(cmd, "grid256");
     std::fs::copy(&exe, keep).unwrap();
     keep.to_path_buf()
 }

@@ -1322,6 +1322,24 @@ fn dot(a: &[BigInt], b: &[BigInt]) -> BigInt {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// The normal equations of `k` columns, augmented for [`gauss_jordan`]: row `r` holds
+/// `XᵀX[r][..]`, then row `r` of the identity (which becomes the inverse), then
+/// `Xᵀy[r]`.
+fn normal_equations(
+    k: usize,
+    gram: impl Fn(usize, usize) -> BigInt,
+    xty: impl Fn(usize) -> BigInt,
+) -> Vec<Vec<BigInt>> {
+    (0..k)
+        .map(|r| {
+            let mut row: Vec<BigInt> = (0..k).map(|c| gram(r, c)).collect();
+            row.extend((0..k).map(|c| BigInt::from(u8::from(c == r))));
+            row.push(xty(r));
+            row
+        })
+        .collect()
+}
+
 /// Fraction-free (Bareiss) Gauss–Jordan elimination of the `k` first columns of `m`
 /// (a symmetric positive semi-definite block, so no pivoting: a zero pivot means a
 /// singular block). Returns the last pivot `D`; the block becomes `D·I` and every
@@ -1389,19 +1407,11 @@ fn leverage<C: AsRef<[BigInt]>>(columns: &[C], i: usize, m: &[Vec<BigInt>], k: u
 fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
     let k = subset.len();
     let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.columns[s]).collect();
-    let mut m: Vec<Vec<BigInt>> = subset
-        .iter()
-        .enumerate()
-        .map(|(r, &sr)| {
-            let mut row: Vec<BigInt> = subset
-                .iter()
-                .map(|&sc| design.gram(sr, sc).clone())
-                .collect();
-            row.extend((0..k).map(|c| BigInt::from(u8::from(c == r))));
-            row.push(design.xty(sr).clone());
-            row
-        })
-        .collect();
+    let mut m = normal_equations(
+        k,
+        |r, c| design.gram(subset[r], subset[c]).clone(),
+        |r| design.xty(subset[r]).clone(),
+    );
     let d = gauss_jordan(&mut m, k)?;
     // The worst error as an unreduced fraction: compared by cross-multiplication, reduced
     // once at the end (a gcd per point costs more than the rest of the score).
@@ -1754,18 +1764,11 @@ fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bo
 /// leverage 1 (its held-out refit is undetermined).
 fn held_out_misses(columns: Vec<Vec<BigInt>>, y: &[BigInt]) -> Option<Vec<BigRational>> {
     let k = columns.len();
-    let gram: Vec<Vec<BigInt>> = columns
-        .iter()
-        .map(|r| columns.iter().map(|c| dot(r, c)).collect())
-        .collect();
-    let mut m: Vec<Vec<BigInt>> = (0..k)
-        .map(|r| {
-            let mut row = gram[r].clone();
-            row.extend((0..k).map(|c| BigInt::from(u8::from(c == r))));
-            row.push(dot(&columns[r], y));
-            row
-        })
-        .collect();
+    let mut m = normal_equations(
+        k,
+        |r, c| dot(&columns[r], &columns[c]),
+        |r| dot(&columns[r], y),
+    );
     let d = gauss_jordan(&mut m, k)?;
     (0..y.len())
         .map(|i| {

@@ -321,8 +321,7 @@ impl Basis {
         if !(length > 0.0 && growth <= GROWTH_LIMIT) {
             return Model::unbounded(subset);
         }
-        let (points, terms) = (floats.y.len() as f64, subset.len() as f64);
-        let spread = SLACK * f64::EPSILON * points * (terms + 1.0) * growth;
+        let spread = rounding_spread(floats.y.len(), subset.len(), growth);
         let (miss_error, leverage_error) = (spread * floats.y_norm, spread);
         let along = dot(p, &self.residual) / (length * length);
         let mut relative = Bounds { lo: 0.0, hi: 0.0 };
@@ -365,8 +364,7 @@ impl Basis {
         if self.growth > GROWTH_LIMIT || !self.growth.is_finite() {
             return None;
         }
-        let (points, terms) = (floats.y.len() as f64, self.subset.len() as f64);
-        let spread = SLACK * f64::EPSILON * points * (terms + 1.0) * self.growth;
+        let spread = rounding_spread(floats.y.len(), self.subset.len(), self.growth);
         Some((&self.residual, spread * floats.y_norm))
     }
 }
@@ -397,8 +395,14 @@ pub(super) fn leverages(design: &impl Exact, subset: &[usize]) -> Option<(Vec<f6
         }
         basis.push(q);
     }
-    let spread = SLACK * f64::EPSILON * n as f64 * (subset.len() as f64 + 1.0) * growth;
-    Some((leverage, spread))
+    Some((leverage, rounding_spread(n, subset.len(), growth)))
+}
+
+/// The relative rounding bound of a floating-point least-squares fit of `terms`
+/// orthogonalized columns over `points` points, whose orthogonalization divided by at
+/// most `growth`: what a leverage may be off by, and (times the target's norm) a miss.
+fn rounding_spread(points: usize, terms: usize, growth: f64) -> f64 {
+    SLACK * f64::EPSILON * points as f64 * (terms as f64 + 1.0) * growth
 }
 
 /// Which points' held-out misses must be computed exactly for the worst of them to be
