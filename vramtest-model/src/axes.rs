@@ -820,6 +820,28 @@ pub enum Flag {
     Interpolates(Interpolation),
 }
 
+/// The fit of a series whose every point measured the same bytes: that constant (no
+/// term for 0), exact held out. What any search would choose, found without one: the
+/// floating-point screening has no scale to bound its rounding by when every value is 0.
+fn constant(series: &[(Point, u64)]) -> Option<Fit> {
+    let (_, first) = *series.first()?;
+    if series.iter().any(|&(_, b)| b != first) {
+        return None;
+    }
+    let terms = (first != 0)
+        .then(|| Term {
+            coefficient: BigRational::from_integer(BigInt::from(first)),
+            monomial: Monomial::constant(),
+        })
+        .into_iter()
+        .collect();
+    Some(Fit {
+        terms: Formula { terms },
+        loo_error_ppm: 0,
+        residue_bytes: 0,
+    })
+}
+
 impl Fit {
     /// Fits `series` (each point of `grid` that was measured, with its bytes): see the
     /// module's documentation for the model and the search.
@@ -839,6 +861,9 @@ impl Fit {
             return Err(AxesError::TooFewPoints {
                 points: series.len(),
             });
+        }
+        if let Some(constant) = constant(series) {
+            return Ok(constant);
         }
         let candidates = candidates(grid, series);
         let best = match linear_model(grid, series, &candidates, screening)? {
@@ -1356,9 +1381,20 @@ fn gauss_jordan(m: &mut [Vec<BigInt>], k: usize) -> Option<BigInt> {
             if r == p {
                 continue;
             }
-            let factor = row[p].clone();
-            for (x, q) in row.iter_mut().zip(&pivot_row) {
-                *x = (pivot * &*x - &factor * q) / &previous;
+            let factor = std::mem::take(&mut row[p]);
+            // Most entries off the pivot's row and column are 0 on both sides (the
+            // eliminated columns, the identity's columns not yet reached): they stay 0,
+            // and a product with a 0 is not computed.
+            for (c, (x, q)) in row.iter_mut().zip(&pivot_row).enumerate() {
+                let keep = !x.is_zero();
+                let subtract = !(factor.is_zero() || q.is_zero());
+                *x = match (keep, subtract) {
+                    _ if c == p => continue,
+                    (false, false) => continue,
+                    (true, false) => pivot * &*x / &previous,
+                    (false, true) => -(&factor * q) / &previous,
+                    (true, true) => (pivot * &*x - &factor * q) / &previous,
+                };
             }
         }
         previous = pivot.clone();

@@ -428,13 +428,7 @@ impl Sweep {
                 .category_bytes
                 .insert(Category::Temporaries, max.bytes);
         }
-        if self.phase_fits().next().is_some() {
-            let max = predict_max(self.phase_fits(), at)?;
-            estimate.peak_bytes = max.bytes;
-            estimate.peak_phase = Some(max.phase);
-        } else {
-            estimate.peak_bytes = self.figure(Figure::Peak)?.predict(at)?.bytes;
-        }
+        (estimate.peak_bytes, estimate.peak_phase) = self.peak_and_phase(at)?;
         let pool = (
             self.get(Figure::AllocatedOverPeak),
             self.get(Figure::ReservedOverAllocated),
@@ -459,6 +453,23 @@ impl Sweep {
             estimate.reserved_bytes = Some(reserved.max(allocated));
         }
         Ok(estimate)
+    }
+
+    /// The predicted peak at `at` (a point of the sweep's axes), as [`Sweep::estimate`]
+    /// predicts it, without the other figures: what a scan over many points needs.
+    pub fn peak_at(&self, at: &Point) -> Result<u64, AxesError> {
+        Ok(self.peak_and_phase(at)?.0)
+    }
+
+    /// The peak at `at` (the highest phase's, when the sweep fits each phase) and that
+    /// phase.
+    fn peak_and_phase(&self, at: &Point) -> Result<(u64, Option<String>), AxesError> {
+        if self.phase_fits().next().is_some() {
+            let max = predict_max(self.phase_fits(), at)?;
+            Ok((max.bytes, Some(max.phase)))
+        } else {
+            Ok((self.figure(Figure::Peak)?.predict(at)?.bytes, None))
+        }
     }
 
     /// The target's figures at `at`, as a snapshot keeps them.

@@ -780,3 +780,12 @@ proptest! {
         prop_assert_eq!(formula.eval(&p).unwrap(), expected);
     }
 }
+
+#[test]
+fn a_constant_figure_is_one_constant_term_and_zero_is_none() {
+    let g = grid(&[("batch", &[1, 2, 4]), ("seq", &[8, 16, 24])]);
+    let far = [point(&[("batch", 64), ("seq", 4096)])];
+    let fit = recovers(&g, |_| 4096, 1, &far);
+    assert_eq!(fit.terms.terms[0].monomial.degree(), 0, "{}", fit.terms);
+    recovers(&g, |_| 0, 0, &far);
+}

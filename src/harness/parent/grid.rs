@@ -218,9 +218,12 @@ fn largest(fit: &vramtest_model::axes::Fit, grid: &Grid) -> Option<u64> {
 /// The largest predicted peak at the grid's points; `None` when the sweep cannot
 /// predict it (a sweep without every category's figure).
 fn largest_peak(sweep: &Sweep, grid: &Grid) -> Option<u64> {
-    grid.points()
+    let points = grid.points();
+    // Every figure predicts at one point, so the peak alone is scanned.
+    sweep.estimate(points.first()?, 1).ok()?;
+    points
         .iter()
-        .map(|p| sweep.estimate(p, 1).ok().map(|e| e.peak_bytes))
+        .map(|p| sweep.peak_at(p).ok())
         .collect::<Option<Vec<u64>>>()?
         .into_iter()
         .max()
