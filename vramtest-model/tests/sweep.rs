@@ -752,3 +752,70 @@ fn a_level_that_saves_nothing_is_noted_when_first_recorded() {
     // A level that saves memory is not noted.
     assert!(saving_notes(&levels_sweep(128, 64), None).is_empty());
 }
+
+#[test]
+fn a_categorys_saving_is_held_to_the_peaks_slack_not_its_own() {
+    let new = levels_sweep(65536, 8192);
+    let (base, base_peak) = figures_at(65536);
+    let peak_slack = (base_peak / 100).max(64 * 1024);
+    // The inputs are a sliver of the peak: their own limit would allow far less.
+    let inputs = base[Category::Inputs];
+    let own_slack = (inputs / 100).max(64 * 1024);
+    assert!(own_slack < peak_slack / 4, "{own_slack} {peak_slack}");
+    // A snapshot that recorded a larger saving of inputs: the stored saving is the
+    // one compared, and this run's, computed from the fits, is smaller by `by`.
+    let with_saved_inputs = |by: u64| {
+        let mut old = new.clone();
+        let saving = old.variants[0].saving.as_mut().unwrap();
+        *saving.category_bytes.get_mut(&Category::Inputs).unwrap() += i64::try_from(by).unwrap();
+        old
+    };
+    let within = with_saved_inputs(2 * own_slack);
+    let check = compare_levels(Some(&within), &new, |_| Limit::DEFAULT, None);
+    let f = check
+        .savings
+        .iter()
+        .find(|f| f.figure == "inputs")
+        .expect("the inputs' saving shrank");
+    assert!(!f.regressed, "{f:?}");
+    assert!(!check.fails(), "{check:?}");
+    let beyond = with_saved_inputs(peak_slack + 1);
+    let check = compare_levels(Some(&beyond), &new, |_| Limit::DEFAULT, None);
+    assert!(check.fails(), "{check:?}");
+    let f = check.savings.iter().find(|f| f.regressed).unwrap();
+    assert_eq!((f.figure.as_str(), f.slack), ("inputs", peak_slack));
+    assert!(
+        f.line().starts_with("kept=two: inputs saving at target "),
+        "{}",
+        f.line()
+    );
+}
+
+#[test]
+fn a_newly_added_level_that_costs_memory_is_noted_and_not_judged() {
+    use vramtest_model::sweep::saving_notes;
+    let new = levels_sweep(64, 128);
+    // The snapshot's sweep had no level `two` yet.
+    let mut old = new.clone();
+    old.variants.clear();
+    let notes = saving_notes(&new, Some(&old));
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("kept=two saves no memory"),
+        "{notes:?}"
+    );
+    let check = compare_levels(Some(&old), &new, |_| Limit::DEFAULT, None);
+    assert!(check.savings.is_empty() && !check.fails(), "{check:?}");
+    // Without a target: at the grid's largest point.
+    let mut plain = new.clone();
+    plain.target = None;
+    plain.variants[0].sweep.target = None;
+    plain.record_savings();
+    let notes = saving_notes(&plain, None);
+    assert!(
+        notes[0].starts_with(
+            "kept=two saves no memory at the sweep's largest point (batch=2, layers=3, seq=24)"
+        ),
+        "{notes:?}"
+    );
+}
