@@ -6,7 +6,7 @@ mod common;
 
 use common::{copy_fixture, run};
 use vramtest_model::report::Status;
-use vramtest_model::{Body, Category};
+use vramtest_model::{Body, Category, HumanBytes};
 
 // fixtures/vec-model/tests/axes.rs, in bytes.
 const HIDDEN: u64 = 16;
@@ -130,6 +130,15 @@ fn every_combination_of_levels_is_fitted_on_its_own() {
     let one = ["kept_levels", "--exact", "--include-ignored"];
     let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
     assert_eq!(r.status("kept_levels"), Status::New, "{}", r.text());
+    // The level `two` costs memory: said when it is first recorded, not a failure.
+    let costs = "kept_levels: kept=two saves no memory at target (batch=8, layers=32, seq=512)";
+    let notes = &r.report("kept_levels").notes;
+    assert_eq!(
+        notes.iter().filter(|n| n.starts_with(costs)).count(),
+        1,
+        "{notes:#?}"
+    );
+    assert!(r.text().contains(&format!("note: {costs}")), "{}", r.text());
     let b = r
         .report("kept_levels")
         .body
@@ -169,6 +178,8 @@ fn every_combination_of_levels_is_fitted_on_its_own() {
     assert!(text.contains("\"variants\""), "{text}");
     let r = run(&dir, &exe, &one, &[]);
     assert_eq!(r.status("kept_levels"), Status::Passed, "{}", r.text());
+    // Said once: the snapshot records the level now.
+    assert!(!r.text().contains("saves no memory"), "{}", r.text());
 
     // A third activation per layer at the level `two` only: the baseline is unchanged,
     // and the gate names the level whose activations grew.
@@ -180,6 +191,101 @@ fn every_combination_of_levels_is_fitted_on_its_own() {
             .message
             .lines()
             .any(|l| l.contains("kept=two: activations")),
+        "{}",
+        report.message
+    );
+}
+
+/// A lever that saves memory, `checkpointing = ["off", "blocks"]`: the snapshot keeps
+/// the level's saving at the target, and a change that silently turns it off fails
+/// naming the lever, in the run's output and in its report.
+#[test]
+fn a_lever_that_stops_saving_fails_naming_it() {
+    let dir = common::copy_fixture_as("vec-model", "gate");
+    let exe = common::build_test_target(&dir, "axes");
+    let one = ["checkpointing_levels", "--exact", "--include-ignored"];
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    let report = r.report("checkpointing_levels");
+    assert_eq!(report.status, Status::New, "{}", r.text());
+    // It saves memory: nothing to note.
+    assert!(!r.text().contains("saves no memory"), "{}", r.text());
+    let b = report.body.clone().expect("measured");
+    let sweep = b.sweep().expect("a sweep over named axes");
+    let saving = sweep.variants[0]
+        .saving
+        .as_ref()
+        .expect("the saving is kept");
+    assert_eq!(sweep.variants[0].variant["checkpointing"], "blocks");
+    // "off" keeps two activations per layer (`expected`'s `extra`), "blocks" one.
+    let (off, blocks) = (expected(8, 512, 32, true), expected(8, 512, 32, false));
+    let of = |figures: &[(Category, u64); 6], c: Category| {
+        figures.iter().find(|(k, _)| *k == c).map_or(0, |f| f.1)
+    };
+    let saved = of(&off, Category::Activations) - of(&blocks, Category::Activations);
+    assert_eq!(saved, 32 * 8 * 512 * HIDDEN * F32);
+    assert_eq!(
+        saving.category_bytes[&Category::Activations],
+        i64::try_from(saved).unwrap()
+    );
+    // The forward pass holds the peak at the target, with the activations in it.
+    let forward = |f: &[(Category, u64); 6]| {
+        [
+            Category::Parameters,
+            Category::OptimizerState,
+            Category::Inputs,
+            Category::Activations,
+            Category::Temporaries,
+        ]
+        .map(|c| of(f, c))
+        .iter()
+        .sum::<u64>()
+    };
+    assert_eq!(saving.baseline_peak_bytes, forward(&off));
+    assert_eq!(
+        saving.peak_bytes,
+        i64::try_from(forward(&off) - forward(&blocks)).unwrap()
+    );
+    for c in [
+        Category::Parameters,
+        Category::Temporaries,
+        Category::Inputs,
+    ] {
+        assert_eq!(saving.category_bytes[&c], 0, "{c}");
+    }
+    let snap = dir.join("tests/snapshots/axes__checkpointing_levels@cpu.snap");
+    let text = std::fs::read_to_string(&snap).unwrap();
+    assert!(text.contains("\"saving\""), "{text}");
+
+    // The same code passes against it.
+    let r = run(&dir, &exe, &one, &[]);
+    assert_eq!(
+        r.status("checkpointing_levels"),
+        Status::Passed,
+        "{}",
+        r.text()
+    );
+
+    // The level silently keeps every activation: the gate names the lever.
+    let r = run(&dir, &exe, &one, &[("VEC_MODEL_NO_CHECKPOINTING", "1")]);
+    let report = r.report("checkpointing_levels");
+    assert_eq!(report.status, Status::Regressed, "{}", r.text());
+    let percent = saved as f64 * 100.0 / of(&off, Category::Activations) as f64;
+    let want = format!(
+        "checkpointing=blocks: activations saving at target {percent:.1}% → 0.0% ({} → 0 B, shrank by {};",
+        HumanBytes(saved),
+        HumanBytes(saved)
+    );
+    let line = report
+        .message
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.starts_with(&want))
+        .unwrap_or_else(|| panic!("{want}\n{}", report.message));
+    assert!(r.text().contains(line), "{}", r.text());
+    assert!(
+        report.message.lines().any(|l| l
+            .trim_start()
+            .starts_with("checkpointing=blocks: peak saving at target")),
         "{}",
         report.message
     );

@@ -177,6 +177,11 @@ pub struct VariantSweep {
     pub variant: BTreeMap<String, String>,
     /// Its fit over the numeric axes (without `levels` or `variants` of its own).
     pub sweep: Sweep,
+    /// What it saves against the baseline combination at the target, else at the
+    /// grid's largest point (see [`Saving`]). Absent from a snapshot recorded before
+    /// savings were kept: compared, it is then computed from the snapshot's fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saving: Option<Saving>,
 }
 
 /// A body's `scaling`: a sweep's (`axes`, `figures`, `target`), or a batch sweep's old
@@ -782,6 +787,8 @@ pub struct TargetCheck {
     pub named: bool,
     /// Each figure that moved (regressions first).
     pub findings: Vec<TargetFinding>,
+    /// Each lever's saving that shrank (regressions first): see [`compare_levels`].
+    pub savings: Vec<SavingFinding>,
     /// The peak at `at` and the budget, when it is over the budget.
     pub over_budget: Option<(u64, u64)>,
     /// With a budget and a `batch` axis: the largest batch within it, before and after.
@@ -796,6 +803,7 @@ impl TargetCheck {
         self.over_budget.is_some()
             || self.changed.is_some()
             || self.findings.iter().any(|f| f.regressed)
+            || self.savings.iter().any(|f| f.regressed)
             || self.within_budget.is_some_and(|w| w.lowered())
     }
 
@@ -842,6 +850,12 @@ impl TargetCheck {
                 f.why
             ));
         }
+        lines.extend(
+            self.savings
+                .iter()
+                .filter(|f| f.regressed)
+                .map(SavingFinding::line),
+        );
         lines
     }
 }
@@ -936,6 +950,17 @@ pub fn compare_target(
 /// check, with each other combination's findings added, their figure prefixed by the
 /// combination (`precision=bf16: activations`), so a regression at any level fails
 /// and names it. Levels added, removed or changed make the sweeps incomparable.
+///
+/// Then the lever gate: each combination's [`Saving`] against the snapshot's, at the
+/// same place (the target, else the grid's largest point). The peak's saving and each
+/// category's are held to the peak's limit (`limit_of(None)`), taken of the snapshot's
+/// baseline peak there: a saving that shrinks by more than that slack fails, naming
+/// the combination ([`SavingFinding`]). A category's saving is held to the peak's
+/// slack, not its own, since what a lever saves matters as a share of the memory the
+/// step needs: a saving of 1% of a small category is no regression of the lever. The
+/// saving is judged on its own: a baseline that shrinks makes each lever save less,
+/// and that fails too until accepted. A combination the snapshot lacks is not judged
+/// (see [`saving_notes`]).
 pub fn compare_levels(
     old: Option<&Sweep>,
     new: &Sweep,
@@ -954,12 +979,7 @@ pub fn compare_levels(
         return check;
     }
     for variant in &new.variants {
-        let name = variant
-            .variant
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let name = show_variant(&variant.variant);
         let old = old.and_then(|o| o.variant(&variant.variant));
         let level = compare_target(old, &variant.sweep, &limit_of, budget);
         check
@@ -974,7 +994,278 @@ pub fn compare_levels(
         }
     }
     check.findings.sort_by_key(|f| !f.regressed);
+    if let (Some(old), None) = (old, &check.changed) {
+        check.savings = saving_findings(old, new, limit_of(None));
+    }
     check
+}
+
+/// What a combination of levels saves against the baseline combination, as the
+/// snapshot keeps it under each variant (`saving`), computed from the two fits
+/// ([`Sweep::record_savings`]): at `at` (the target, else the grid's largest point),
+/// each category's and the peak's predicted bytes at the baseline less this
+/// combination's (negative where the combination costs memory), and the baseline's
+/// own figures there, which a saving is a share of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Saving {
+    /// Where the savings are predicted.
+    pub at: Point,
+    /// Each category's saving: the baseline's predicted own peak less this
+    /// combination's, in bytes (negative: it costs memory).
+    pub category_bytes: BTreeMap<Category, i64>,
+    /// The peak's saving: the baseline's predicted peak less this combination's.
+    pub peak_bytes: i64,
+    /// The baseline's predicted own peak of each category at `at`.
+    pub baseline_category_bytes: BTreeMap<Category, u64>,
+    /// The baseline's predicted peak at `at`.
+    pub baseline_peak_bytes: u64,
+}
+
+impl Saving {
+    /// What `level` saves against `baseline`, two predictions at the same point.
+    pub fn between(baseline: &Target, level: &Target) -> Saving {
+        let signed = |base: u64, this: u64| {
+            i64::try_from(i128::from(base) - i128::from(this)).unwrap_or(if base >= this {
+                i64::MAX
+            } else {
+                i64::MIN
+            })
+        };
+        let get = |t: &Target, c: Category| t.category_bytes.get(&c).copied().unwrap_or(0);
+        Saving {
+            at: baseline.at.clone(),
+            category_bytes: Category::ALL
+                .into_iter()
+                .map(|c| (c, signed(get(baseline, c), get(level, c))))
+                .collect(),
+            peak_bytes: signed(baseline.peak_bytes, level.peak_bytes),
+            baseline_category_bytes: Category::ALL
+                .into_iter()
+                .map(|c| (c, get(baseline, c)))
+                .collect(),
+            baseline_peak_bytes: baseline.peak_bytes,
+        }
+    }
+
+    /// The saving of a category (`None`: the peak) and the baseline's figure it is a
+    /// share of.
+    pub fn of(&self, figure: Option<Category>) -> (i64, u64) {
+        match figure {
+            None => (self.peak_bytes, self.baseline_peak_bytes),
+            Some(c) => (
+                self.category_bytes.get(&c).copied().unwrap_or(0),
+                self.baseline_category_bytes.get(&c).copied().unwrap_or(0),
+            ),
+        }
+    }
+}
+
+impl Sweep {
+    /// Where a combination's saving is taken, and whether it is the test's target: the
+    /// target any combination predicts (the baseline's first), else the grid's largest
+    /// point; `None` without axes.
+    pub fn saving_point(&self) -> Option<(Point, bool)> {
+        if let Some(target) = self
+            .combinations()
+            .iter()
+            .find_map(|(_, s)| s.target.as_ref())
+        {
+            return Some((target.at.clone(), true));
+        }
+        (!self.axes.is_empty()).then(|| (largest_point(self), false))
+    }
+
+    /// What the combination fitted by `level` saves against this sweep's baseline at
+    /// `at`, from both fits; `None` when either cannot predict there.
+    pub fn saving_of(&self, level: &Sweep, at: &Point) -> Option<Saving> {
+        let baseline = self.target_at(at, 1).ok()?;
+        Some(Saving::between(&baseline, &level.target_at(at, 1).ok()?))
+    }
+
+    /// Sets each variant's [`VariantSweep::saving`] at [`Sweep::saving_point`].
+    pub fn record_savings(&mut self) {
+        let at = self.saving_point().map(|(at, _)| at);
+        let savings: Vec<Option<Saving>> = self
+            .variants
+            .iter()
+            .map(|v| self.saving_of(&v.sweep, at.as_ref()?))
+            .collect();
+        for (variant, saving) in self.variants.iter_mut().zip(savings) {
+            variant.saving = saving;
+        }
+    }
+
+    /// The saving of `variant`'s combination at `at`: the one recorded when it was
+    /// taken there, else computed from the fits (a snapshot recorded before savings
+    /// were kept).
+    fn saving_at(&self, variant: &VariantSweep, at: &Point) -> Option<Saving> {
+        match &variant.saving {
+            Some(s) if s.at == *at => Some(s.clone()),
+            _ => self.saving_of(&variant.sweep, at),
+        }
+    }
+}
+
+/// A lever's saving that shrank between the snapshot and this run (see
+/// [`compare_levels`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavingFinding {
+    /// The combination of levels, as a message names it (`checkpointing=blocks`).
+    pub lever: String,
+    /// `peak` or a category.
+    pub figure: String,
+    /// Where the savings are predicted.
+    pub at: Point,
+    /// Whether `at` is the test's target (else the grid's largest point).
+    pub named: bool,
+    /// The snapshot's saving, in bytes (negative: the combination cost memory).
+    pub old: i64,
+    /// This run's.
+    pub new: i64,
+    /// The snapshot's baseline figure the old saving is a share of.
+    pub old_baseline: u64,
+    /// This run's baseline figure the new saving is a share of.
+    pub new_baseline: u64,
+    /// The limit it is held to: the peak's, taken of the snapshot's baseline peak.
+    pub limit: String,
+    /// The bytes the saving may shrink by within the limit.
+    pub slack: u64,
+    /// Whether it shrank by more than `slack`.
+    pub regressed: bool,
+}
+
+impl SavingFinding {
+    /// `checkpointing=blocks: activations saving at target 61.2% → 4.1% (12.00 MiB →
+    /// 820.00 KiB, shrank by 11.20 MiB; over the peak's limit +1% | 64.00 KiB, 409.60
+    /// KiB of the baseline's peak)`: each percentage of its own baseline's figure.
+    pub fn line(&self) -> String {
+        let place = if self.named {
+            "target".to_owned()
+        } else {
+            format!("the sweep's largest point ({})", show_point(&self.at))
+        };
+        format!(
+            "{}: {} saving at {place} {} → {} ({} → {}, shrank by {}; over the peak's limit {}, {} of the baseline's peak)",
+            self.lever,
+            self.figure,
+            percent_of(self.old, self.old_baseline),
+            percent_of(self.new, self.new_baseline),
+            signed_bytes(self.old),
+            signed_bytes(self.new),
+            HumanBytes((i128::from(self.old) - i128::from(self.new)).unsigned_abs() as u64),
+            self.limit,
+            HumanBytes(self.slack),
+        )
+    }
+}
+
+/// `61.2%` of `of`, or `n/a` when `of` is 0.
+fn percent_of(bytes: i64, of: u64) -> String {
+    if of == 0 {
+        return "n/a".into();
+    }
+    format!("{:.1}%", bytes as f64 * 100.0 / of as f64)
+}
+
+/// `12.00 MiB`, or `-1.50 MiB` for a negative count.
+fn signed_bytes(bytes: i64) -> String {
+    let shown = HumanBytes(bytes.unsigned_abs());
+    if bytes < 0 {
+        format!("-{shown}")
+    } else {
+        shown.to_string()
+    }
+}
+
+/// `precision=bf16, checkpointing=blocks`.
+fn show_variant(variant: &BTreeMap<String, String>) -> String {
+    variant
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Each saving of each combination of `new` that shrank from `old`'s (regressions
+/// first), held to `limit` (the peak's) of the snapshot's baseline peak.
+fn saving_findings(old: &Sweep, new: &Sweep, limit: Limit) -> Vec<SavingFinding> {
+    let Some((at, named)) = new.saving_point() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for variant in &new.variants {
+        let was = old
+            .variants
+            .iter()
+            .find(|v| v.variant == variant.variant)
+            .and_then(|v| old.saving_at(v, &at));
+        let (Some(was), Some(now)) = (was, new.saving_at(variant, &at)) else {
+            continue;
+        };
+        let slack = limit.slack(was.baseline_peak_bytes);
+        let figures = Category::ALL.map(Some).into_iter().chain([None]);
+        for figure in figures {
+            let ((o, o_of), (n, n_of)) = (was.of(figure), now.of(figure));
+            let shrank = i128::from(o) - i128::from(n);
+            if shrank <= 0 {
+                continue;
+            }
+            out.push(SavingFinding {
+                lever: show_variant(&variant.variant),
+                figure: figure.map_or(PEAK, Category::as_str).to_owned(),
+                at: at.clone(),
+                named,
+                old: o,
+                new: n,
+                old_baseline: o_of,
+                new_baseline: n_of,
+                limit: limit.to_string(),
+                slack,
+                regressed: shrank > i128::from(slack),
+            });
+        }
+    }
+    out.sort_by_key(|f| !f.regressed);
+    out
+}
+
+/// A note per combination of `new` recorded for the first time (`old`, the
+/// snapshot's sweep, lacks it or there is none) whose peak saves nothing or costs
+/// memory at the target (else the grid's largest point): said once, when recorded,
+/// never a failure.
+pub fn saving_notes(new: &Sweep, old: Option<&Sweep>) -> Vec<String> {
+    let Some((at, named)) = new.saving_point() else {
+        return Vec::new();
+    };
+    let place = if named {
+        format!("target ({})", show_point(&at))
+    } else {
+        format!("the sweep's largest point ({})", show_point(&at))
+    };
+    let baseline = show_variant(&new.combinations()[0].0);
+    new.variants
+        .iter()
+        .filter(|v| old.is_none_or(|o| o.variant(&v.variant).is_none()))
+        .filter_map(|v| Some((v, new.saving_at(v, &at)?)))
+        .filter(|(_, s)| s.peak_bytes <= 0)
+        .map(|(v, s)| {
+            let what = if s.peak_bytes == 0 {
+                "equals".to_owned()
+            } else {
+                format!(
+                    "is {} ({}) over",
+                    signed_bytes(-s.peak_bytes),
+                    percent_of(-s.peak_bytes, s.baseline_peak_bytes)
+                )
+            };
+            format!(
+                "{} saves no memory at {place}: its predicted peak {what} the baseline's ({baseline}, {}); recorded, not a failure",
+                show_variant(&v.variant),
+                HumanBytes(s.baseline_peak_bytes)
+            )
+        })
+        .collect()
 }
 
 /// `precision ["f32", "bf16"]`, or `none`.

@@ -500,7 +500,9 @@ fn levels_sweep(act: u64, act2: u64) -> Sweep {
     sweep.variants = vec![VariantSweep {
         variant: [("kept".to_owned(), "two".to_owned())].into(),
         sweep: two,
+        saving: None,
     }];
+    sweep.record_savings();
     sweep
 }
 
@@ -558,5 +560,262 @@ fn a_regression_at_a_non_baseline_level_fails_naming_the_level() {
             .as_deref()
             .is_some_and(|c| c.contains("categorical axes changed")),
         "{check:?}"
+    );
+}
+
+/// The baseline's and the level `two`'s figures at (8, 4096, 32), from the model's
+/// formulas: each category and the peak (the highest phase).
+fn figures_at(act: u64) -> (CategoryBytes, u64) {
+    let model = Model { act };
+    let phases = model.phases(8, 4096, 32);
+    (
+        model.categories(8, 4096, 32),
+        *phases.values().max().unwrap(),
+    )
+}
+
+#[test]
+fn each_level_keeps_its_saving_at_the_target_and_without_one_at_the_largest_point() {
+    // The level `two` keeps an eighth of the baseline's activations.
+    let sweep = levels_sweep(65536, 8192);
+    let saving = sweep.variants[0]
+        .saving
+        .as_ref()
+        .expect("a saving recorded");
+    assert_eq!(saving.at, point(8, 4096, 32));
+    let ((base, base_peak), (two, two_peak)) = (figures_at(65536), figures_at(8192));
+    for (c, bytes) in base.iter() {
+        let want = i64::try_from(bytes).unwrap() - i64::try_from(two[c]).unwrap();
+        assert_eq!(saving.category_bytes[&c], want, "{c}");
+        assert_eq!(saving.baseline_category_bytes[&c], bytes, "{c}");
+    }
+    assert_eq!(
+        saving.category_bytes[&Category::Activations],
+        57344 * 8 * 4096 * 32
+    );
+    assert_eq!(
+        saving.peak_bytes,
+        i64::try_from(base_peak).unwrap() - i64::try_from(two_peak).unwrap()
+    );
+    assert_eq!(saving.baseline_peak_bytes, base_peak);
+    assert_eq!(sweep.saving_point(), Some((point(8, 4096, 32), true)));
+
+    // A level that costs memory: its saving is negative.
+    let costly = levels_sweep(64, 128);
+    let saving = costly.variants[0].saving.as_ref().unwrap();
+    assert_eq!(
+        saving.category_bytes[&Category::Activations],
+        -(64 * 8 * 4096 * 32)
+    );
+    assert!(saving.peak_bytes < 0);
+
+    // Without a target: at the grid's largest point, batch 2, seq 24, layers 3.
+    let mut plain = levels_sweep(65536, 8192);
+    plain.target = None;
+    plain.variants[0].sweep.target = None;
+    plain.record_savings();
+    let saving = plain.variants[0].saving.as_ref().unwrap();
+    assert_eq!(plain.saving_point(), Some((point(2, 24, 3), false)));
+    assert_eq!(saving.at, point(2, 24, 3));
+    let (base, two) = (Model { act: 65536 }, Model { act: 8192 });
+    let peak = |m: &Model| *m.phases(2, 24, 3).values().max().unwrap();
+    assert_eq!(
+        saving.peak_bytes,
+        i64::try_from(peak(&base)).unwrap() - i64::try_from(peak(&two)).unwrap()
+    );
+    assert_eq!(
+        saving.category_bytes[&Category::Activations],
+        (65536 - 8192) * 2 * 24 * 3
+    );
+}
+
+#[test]
+fn a_saving_is_written_in_the_snapshot_and_an_older_one_without_it_still_passes() {
+    let sweep = levels_sweep(65536, 8192);
+    let json = serde_json::to_string(&sweep).unwrap();
+    assert!(json.contains("\"saving\""), "{json}");
+    let back: Holder = serde_json::from_str(&format!("{{\"scaling\": {json}}}")).unwrap();
+    assert_eq!(back.scaling.as_ref(), Some(&sweep));
+    // A snapshot recorded before savings were kept: no `saving` key.
+    let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    value["variants"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("saving");
+    let older: Holder = serde_json::from_value(serde_json::json!({ "scaling": value })).unwrap();
+    let older = older.scaling.unwrap();
+    assert_eq!(older.variants[0].saving, None);
+    let check = compare_levels(Some(&older), &sweep, |_| Limit::DEFAULT, None);
+    assert!(!check.fails(), "{check:?}");
+    assert!(check.savings.is_empty(), "{check:?}");
+    // Its saving is computed from its fits: a level that stops saving still fails.
+    let stopped = levels_sweep(65536, 65536);
+    let check = compare_levels(Some(&older), &stopped, |_| Limit::DEFAULT, None);
+    assert!(check.savings.iter().any(|f| f.regressed), "{check:?}");
+}
+
+#[test]
+fn a_level_whose_saving_shrinks_beyond_the_peaks_limit_fails_naming_it() {
+    let old = levels_sweep(65536, 8192);
+    let ((base, base_peak), (two, _)) = (figures_at(65536), figures_at(8192));
+    let slack = (base_peak / 100).max(64 * 1024);
+    // The level `two` stops saving: it keeps as much as the baseline.
+    let new = levels_sweep(65536, 65536);
+    let check = compare_levels(Some(&old), &new, |_| Limit::DEFAULT, None);
+    assert!(check.fails(), "{check:?}");
+    let find = |figure: &str| {
+        check
+            .savings
+            .iter()
+            .find(|f| f.figure == figure)
+            .unwrap_or_else(|| panic!("{figure}: {check:?}"))
+    };
+    let act = find("activations");
+    assert!(act.regressed);
+    assert_eq!(act.lever, "kept=two");
+    let was = base[Category::Activations] - two[Category::Activations];
+    assert_eq!(act.old, i64::try_from(was).unwrap());
+    assert_eq!(act.new, 0);
+    assert_eq!(act.slack, slack);
+    let percent = was as f64 * 100.0 / base[Category::Activations] as f64;
+    let line = act.line();
+    assert!(
+        line.starts_with(&format!(
+            "kept=two: activations saving at target {percent:.1}% → 0.0% ({} → 0 B, shrank by {}; over the peak's limit {}, {} of the baseline's peak)",
+            vramtest_model::HumanBytes(was),
+            vramtest_model::HumanBytes(was),
+            Limit::DEFAULT,
+            vramtest_model::HumanBytes(slack),
+        )),
+        "{line}"
+    );
+    assert_eq!(format!("{percent:.1}"), "87.5");
+    let peak = find("peak");
+    assert!(peak.regressed);
+    assert_eq!(peak.new, 0);
+    // The gate's lines are the check's failure lines.
+    let lines = check.lines();
+    assert!(lines.contains(&line), "{lines:#?}");
+
+    // A saving that shrinks by 64 B per batch·seq·layer: far within 1% of the peak.
+    let shrank = 64 * 8 * 4096 * 32;
+    assert!(shrank < slack);
+    let new = levels_sweep(65536, 8192 + 64);
+    let check = compare_levels(Some(&old), &new, |_| Limit::DEFAULT, None);
+    assert!(!check.savings.iter().any(|f| f.regressed), "{check:?}");
+    let act = check
+        .savings
+        .iter()
+        .find(|f| f.figure == "activations")
+        .expect("recorded, within the limit");
+    assert_eq!(act.old - act.new, i64::try_from(shrank).unwrap());
+    // Under an exact limit the same shrink fails.
+    let check = compare_levels(Some(&old), &new, |_| Limit::EXACT, None);
+    assert!(
+        check
+            .savings
+            .iter()
+            .any(|f| f.regressed && f.figure == "activations"),
+        "{check:?}"
+    );
+    // A saving that grows is no finding.
+    let check = compare_levels(Some(&new), &old, |_| Limit::EXACT, None);
+    assert!(check.savings.is_empty(), "{check:?}");
+}
+
+#[test]
+fn a_level_that_saves_nothing_is_noted_when_first_recorded() {
+    use vramtest_model::sweep::saving_notes;
+    let costly = levels_sweep(64, 128);
+    let notes = saving_notes(&costly, None);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let ((_, base_peak), (_, two_peak)) = (figures_at(64), figures_at(128));
+    let over = two_peak - base_peak;
+    assert!(
+        notes[0].starts_with(&format!(
+            "kept=two saves no memory at target (batch=8, layers=32, seq=4096): its predicted peak is {} ({:.1}%) over the baseline's (kept=one, {}); recorded, not a failure",
+            vramtest_model::HumanBytes(over),
+            over as f64 * 100.0 / base_peak as f64,
+            vramtest_model::HumanBytes(base_peak),
+        )),
+        "{notes:?}"
+    );
+    // Said once: the snapshot already records the level.
+    assert!(saving_notes(&costly, Some(&costly)).is_empty());
+    // A level with the baseline's figures saves nothing either.
+    let same = saving_notes(&levels_sweep(64, 64), None);
+    assert_eq!(same.len(), 1, "{same:?}");
+    assert!(
+        same[0].contains("its predicted peak equals the baseline's"),
+        "{same:?}"
+    );
+    // A level that saves memory is not noted.
+    assert!(saving_notes(&levels_sweep(128, 64), None).is_empty());
+}
+
+#[test]
+fn a_categorys_saving_is_held_to_the_peaks_slack_not_its_own() {
+    let new = levels_sweep(65536, 8192);
+    let (base, base_peak) = figures_at(65536);
+    let peak_slack = (base_peak / 100).max(64 * 1024);
+    // The inputs are a sliver of the peak: their own limit would allow far less.
+    let inputs = base[Category::Inputs];
+    let own_slack = (inputs / 100).max(64 * 1024);
+    assert!(own_slack < peak_slack / 4, "{own_slack} {peak_slack}");
+    // A snapshot that recorded a larger saving of inputs: the stored saving is the
+    // one compared, and this run's, computed from the fits, is smaller by `by`.
+    let with_saved_inputs = |by: u64| {
+        let mut old = new.clone();
+        let saving = old.variants[0].saving.as_mut().unwrap();
+        *saving.category_bytes.get_mut(&Category::Inputs).unwrap() += i64::try_from(by).unwrap();
+        old
+    };
+    let within = with_saved_inputs(2 * own_slack);
+    let check = compare_levels(Some(&within), &new, |_| Limit::DEFAULT, None);
+    let f = check
+        .savings
+        .iter()
+        .find(|f| f.figure == "inputs")
+        .expect("the inputs' saving shrank");
+    assert!(!f.regressed, "{f:?}");
+    assert!(!check.fails(), "{check:?}");
+    let beyond = with_saved_inputs(peak_slack + 1);
+    let check = compare_levels(Some(&beyond), &new, |_| Limit::DEFAULT, None);
+    assert!(check.fails(), "{check:?}");
+    let f = check.savings.iter().find(|f| f.regressed).unwrap();
+    assert_eq!((f.figure.as_str(), f.slack), ("inputs", peak_slack));
+    assert!(
+        f.line().starts_with("kept=two: inputs saving at target "),
+        "{}",
+        f.line()
+    );
+}
+
+#[test]
+fn a_newly_added_level_that_costs_memory_is_noted_and_not_judged() {
+    use vramtest_model::sweep::saving_notes;
+    let new = levels_sweep(64, 128);
+    // The snapshot's sweep had no level `two` yet.
+    let mut old = new.clone();
+    old.variants.clear();
+    let notes = saving_notes(&new, Some(&old));
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("kept=two saves no memory"),
+        "{notes:?}"
+    );
+    let check = compare_levels(Some(&old), &new, |_| Limit::DEFAULT, None);
+    assert!(check.savings.is_empty() && !check.fails(), "{check:?}");
+    // Without a target: at the grid's largest point.
+    let mut plain = new.clone();
+    plain.target = None;
+    plain.variants[0].sweep.target = None;
+    plain.record_savings();
+    let notes = saving_notes(&plain, None);
+    assert!(
+        notes[0].starts_with(
+            "kept=two saves no memory at the sweep's largest point (batch=2, layers=3, seq=24)"
+        ),
+        "{notes:?}"
     );
 }

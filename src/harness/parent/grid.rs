@@ -197,8 +197,13 @@ pub(super) fn fit(
     let (_, mut sweep) = fitted.next().expect("the baseline combination");
     sweep.levels = levers.axes().clone();
     sweep.variants = fitted
-        .map(|(variant, sweep)| VariantSweep { variant, sweep })
+        .map(|(variant, sweep)| VariantSweep {
+            variant,
+            sweep,
+            saving: None,
+        })
         .collect();
+    sweep.record_savings();
     Ok(Some(sweep))
 }
 

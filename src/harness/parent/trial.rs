@@ -409,7 +409,9 @@ impl RunContext {
 }
 
 /// The notes on a sweep's flagged figures whose flags the committed snapshot does not
-/// already record (new or changed ones), printed here and kept for the report.
+/// already record (new or changed ones), and on the combinations of levels recorded for
+/// the first time that save no memory ([`vramtest_model::sweep::saving_notes`]),
+/// printed here and kept for the report.
 fn fit_notes(name: &str, measured: &MeasuredTest, judged: &Judged) -> Vec<String> {
     let Some(sweep) = &measured.sweep else {
         return Vec::new();
@@ -420,7 +422,12 @@ fn fit_notes(name: &str, measured: &MeasuredTest, judged: &Judged) -> Vec<String
         .ok()
         .and_then(|v| v.old.as_ref())
         .and_then(|o| o.body.sweep());
-    let notes = grid::flagged_notes(name, sweep, old);
+    let mut notes = grid::flagged_notes(name, sweep, old);
+    notes.extend(
+        vramtest_model::sweep::saving_notes(sweep, old)
+            .into_iter()
+            .map(|n| format!("{name}: {n}")),
+    );
     for note in &notes {
         eprintln!("note: {note}");
     }
