@@ -23,6 +23,7 @@
 use crate::axes::{AxesError, FigureFits, Fit, Flag, Grid, Interpolation, Point, predict_max};
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
+use crate::cpu_time::CpuTimeRatio;
 use crate::limit::Limit;
 use crate::pool::PoolPeaks;
 use crate::profile::CategoryBytes;
@@ -177,6 +178,9 @@ pub struct VariantSweep {
     pub variant: BTreeMap<String, String>,
     /// Its fit over the numeric axes (without `levels` or `variants` of its own).
     pub sweep: Sweep,
+    /// Its CPU step time over the baseline's, summed over the grid (never compared).
+    #[serde(default, skip_serializing_if = "CpuTimeRatio::is_unknown")]
+    pub cpu_time_ratio: CpuTimeRatio,
 }
 
 /// A body's `scaling`: a sweep's (`axes`, `figures`, `target`), or a batch sweep's old

@@ -500,6 +500,7 @@ fn levels_sweep(act: u64, act2: u64) -> Sweep {
     sweep.variants = vec![VariantSweep {
         variant: [("kept".to_owned(), "two".to_owned())].into(),
         sweep: two,
+        cpu_time_ratio: Default::default(),
     }];
     sweep
 }
