@@ -598,6 +598,10 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
         ),
         (vec!["--at", &twice], "`kept`"),
         (
+            vec!["--at", "layers=32,seq=512,batch=8,precision=bf16"],
+            "unknown axis `precision` (the sweep's numeric axes: `batch`, `layers`, `seq`; its categorical axes: `kept`)",
+        ),
+        (
             vec!["--at", KEPT_AT, "--solve", "kept"],
             "--solve kept: `kept` is a categorical axis (levels: one, two)",
         ),

@@ -152,6 +152,30 @@ fn parse_at(
         message: format!("{name}: {e}"),
     };
     let axes = LeverAxes::new(sweep.levels.clone()).map_err(fail)?;
+    // An axis the sweep has neither as a numeric nor as a categorical axis, whatever
+    // its value (`precision=bf16` on a sweep without levels).
+    let unknown = at
+        .split(',')
+        .filter_map(|part| Some(part.split_once('=')?.0.trim()))
+        .find(|a| !a.is_empty() && !sweep.axes.contains_key(*a) && !sweep.levels.contains_key(*a));
+    if let Some(axis) = unknown {
+        let known = |names: Vec<&String>| match names.is_empty() {
+            true => "none".to_owned(),
+            false => names
+                .into_iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        return Err(Error::Prediction {
+            snapshot: file.path.clone(),
+            message: format!(
+                "{name}: --at: unknown axis `{axis}` (the sweep's numeric axes: {}; its categorical axes: {})",
+                known(sweep.axes.keys().collect()),
+                known(sweep.levels.keys().collect())
+            ),
+        });
+    }
     let (point, fixed) = axes.parse_at(at).map_err(fail)?;
     Ok((axes, point, fixed))
 }
