@@ -180,6 +180,18 @@ fn every_combination_of_levels_is_fitted_on_its_own() {
     assert_eq!(r.status("kept_levels"), Status::Passed, "{}", r.text());
     // Said once: the snapshot records the level now.
     assert!(!r.text().contains("saves no memory"), "{}", r.text());
+    // The level `two`'s CPU step time over the baseline's is kept, and never compared:
+    // a run under `always` whose times differ leaves the file as it was.
+    let ratio = sweep.variants[0].cpu_time_ratio.get();
+    assert!(ratio.is_some_and(|r| r > 0.0), "{ratio:?}");
+    assert!(text.contains("\"cpu_time_ratio\""), "{text}");
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    assert_eq!(r.status("kept_levels"), Status::Passed, "{}", r.text());
+    assert_eq!(
+        std::fs::read_to_string(&snap).unwrap(),
+        text,
+        "not rewritten"
+    );
 
     // A third activation per layer at the level `two` only: the baseline is unchanged,
     // and the gate names the level whose activations grew.

@@ -338,12 +338,15 @@ pub struct ShowArgs {
     pub sites: bool,
     /// Predict a configuration from the test's sweep over named axes
     /// (`#[vramtest(axes(..))]`): every category, the peak, the CUDA allocated and
-    /// reserved bytes, and whether it fits each common GPU memory size. Every axis
-    /// gets a value: `--at layers=32,seq=4096,batch=8`.
+    /// reserved bytes, and whether it fits each common GPU memory size. Every numeric
+    /// axis gets a value: `--at layers=32,seq=4096,batch=8`; a categorical axis may get
+    /// a level (`precision=bf16`), and each combination of levels left open is
+    /// predicted from its own fit, one after the other.
     #[arg(long, value_name = "AXIS=N,..", conflicts_with_all = ["sites", "svg"])]
     pub at: Option<String>,
-    /// With --at: the largest value of AXIS that fits each memory size, the other axes
-    /// from --at (AXIS itself may be left out of it).
+    /// With --at: the largest value of a numeric AXIS that fits each memory size, the
+    /// other axes from --at (AXIS itself may be left out of it), for each combination
+    /// of levels.
     #[arg(long, value_name = "AXIS", requires = "at")]
     pub solve: Option<String>,
     /// With --at: per-GPU figures for N data-parallel ranks (the batch in --at is per
@@ -355,7 +358,8 @@ pub struct ShowArgs {
     #[arg(long, value_name = "STAGE", requires = "ranks", value_enum)]
     pub shard: Option<ShardArg>,
     /// With --at: the lever table. One row per measured combination of the sweep's
-    /// categorical axes (a sweep without them: its measured baseline) and the levers projected from it,
+    /// categorical axes (those agreeing with the levels --at names, and the baseline;
+    /// a sweep without them: its measured baseline) and the levers projected from each,
     /// each with its formula: gradient accumulation to the batch in --at (when the sweep
     /// has a `batch` axis, one row per micro-batch the memory sizes call for), the
     /// optimizer's moments in 8 bits, and ZeRO-1/2/3 with --ranks (only --shard's stage
@@ -370,9 +374,9 @@ pub struct ShowArgs {
     /// it misses.
     #[arg(long, value_name = "SIZE", requires = "at", conflicts_with = "solve")]
     pub fit_on: Option<String>,
-    /// With --at: `json` prints one object per snapshot (`at`, `category_bytes`,
-    /// `peak_bytes`, `allocated_bytes`, `reserved_bytes`, `fits`, `loo_error`,
-    /// `terms`); with --levers the table (`at`, `levers`, `projections`); with
+    /// With --at: `json` prints one object per snapshot and combination of levels, a
+    /// line each (`at`, `variant`, `category_bytes`, `peak_bytes`, `allocated_bytes`,
+    /// `reserved_bytes`, `fits`, `loo_error`, `terms`); with --levers the table (`at`, `levers`, `projections`); with
     /// --fit-on the answer (`memory_bytes`, `allowance_bytes`, `fitting`, `closest`).
     #[arg(long, value_enum, default_value_t = MessageFormat::Human, requires = "at")]
     pub message_format: MessageFormat,

@@ -9,6 +9,10 @@ mod common;
 use common::assert_code;
 use common::vec_model::*;
 use serde_json::Value;
+use std::collections::BTreeMap;
+use vramtest_model::axes::Point;
+use vramtest_model::settings::Settings;
+use vramtest_model::sweep::Sweep;
 
 const SEQ: u64 = 4096;
 const LAYERS: u64 = 32;
@@ -284,6 +288,329 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
         ),
     ] {
         let mut all = vec!["show"];
+        all.extend(args);
+        let ran = f.run(&all, &[]);
+        assert_code(&ran, 2);
+        assert!(ran.stderr.contains(needle), "{needle}: {}", ran.text());
+        assert_eq!(ran.stdout, "", "nothing printed: {}", ran.text());
+    }
+    assert_eq!(f.snapshot_files(), before, "nothing written");
+}
+
+/// The numeric point `kept_levels`' target names.
+const KEPT_AT: &str = "layers=32,seq=512,batch=8";
+
+/// A copy of vec-model named `name` with `kept_levels`' sweep recorded (36 points:
+/// 18 at each level of `kept`), and the sweep as its snapshot keeps it.
+fn kept_levels(name: &str) -> (common::Fixture, Sweep) {
+    let f = common::Fixture::vec_model(name);
+    let out = f
+        .cargo(&[
+            "test",
+            "--test",
+            "axes",
+            "--",
+            "--include-ignored",
+            "--exact",
+            "kept_levels",
+        ])
+        .env("VRAMTEST_UPDATE", "always")
+        .output()
+        .unwrap();
+    assert_code(&common::Ran::from(out), 0);
+    let path = f.snapshots().join("axes__kept_levels@cpu.snap");
+    let parsed = vramtest_model::snapshot::read(&path).unwrap().unwrap();
+    let sweep = parsed.body.sweep().cloned().expect("a sweep");
+    (f, sweep)
+}
+
+/// `show kept_levels ARGS` and the objects it printed, one a line.
+fn show_kept(f: &common::Fixture, args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["show", "kept_levels", "--message-format", "json"];
+    all.extend_from_slice(args);
+    let ran = f.run(&all, &[]);
+    assert_code(&ran, 0);
+    ran.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The keys of a JSON object, in order.
+fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// The activations kept per layer at a level of `kept`.
+fn kept_of(variant: &Value) -> u64 {
+    match variant["kept"].as_str() {
+        Some("one") => 1,
+        Some("two") => 2,
+        other => panic!("unknown level {other:?}"),
+    }
+}
+
+fn variant_of(v: &Value) -> BTreeMap<String, String> {
+    serde_json::from_value(v["variant"].clone()).unwrap()
+}
+
+/// The figures `row` shows against the sweep's own prediction for its combination,
+/// computed here from the snapshot: each category, the peak, allocated and reserved.
+fn check_against_estimate(row: &Value, sweep: &Sweep, at: &Point, granule: u64) {
+    let own = sweep
+        .variant(&variant_of(row))
+        .expect("a measured combination");
+    let e = own.estimate(at, granule).unwrap();
+    for (c, bytes) in &e.category_bytes {
+        assert_eq!(row["category_bytes"][c.as_str()], *bytes, "{c}: {row}");
+    }
+    assert_eq!(u(&row["peak_bytes"]), e.peak_bytes, "{row}");
+    assert_eq!(row["allocated_bytes"].as_u64(), e.allocated_bytes, "{row}");
+    assert_eq!(row["reserved_bytes"].as_u64(), e.reserved_bytes, "{row}");
+}
+
+#[test]
+fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
+    let (f, sweep) = kept_levels("levers-levels");
+    let (b, s, l) = (8, 512, 32);
+    let at: Point = [("batch", b), ("layers", l), ("seq", s)]
+        .map(|(k, v)| (k.to_owned(), v))
+        .into();
+    let granule = Settings::default().cuda_pool().granularity;
+    // The snapshot keeps the level `two`'s CPU time over the baseline's.
+    assert_eq!(sweep.variants.len(), 1);
+    let two_ratio = sweep.variants[0]
+        .cpu_time_ratio
+        .get()
+        .expect("the CPU time ratio is recorded");
+    assert!(two_ratio > 0.0, "{two_ratio}");
+
+    // --levers: one measured row per level, each the sweep's own prediction of it.
+    let [t] = &show_kept(&f, &["--at", KEPT_AT, "--levers", "--ranks", "8"])[..] else {
+        panic!("one object")
+    };
+    assert_eq!(keys(t), ["at", "levers", "projections"]);
+    assert_eq!(
+        t["at"],
+        serde_json::json!({"batch": 8, "layers": 32, "seq": 512})
+    );
+    let measured = t["levers"].as_array().unwrap();
+    let levels: Vec<&str> = measured
+        .iter()
+        .map(|r| r["variant"]["kept"].as_str().unwrap())
+        .collect();
+    assert_eq!(levels, ["one", "two"]);
+    let base = u(&measured[0]["peak_bytes"]);
+    let mut row_keys = vec![
+        "allocated_bytes",
+        "category_bytes",
+        "category_saving_bytes",
+        "category_saving_percent",
+        "fits",
+        "peak_bytes",
+        "reserved_bytes",
+        "saving_bytes",
+        "saving_percent",
+        "time_ratio",
+        "variant",
+    ];
+    row_keys.sort();
+    let allowance =
+        u(&show_kept(&f, &["--at", &format!("{KEPT_AT},kept=one")])[0]["allowance_bytes"]);
+    for row in measured {
+        let mut k = keys(row);
+        k.sort();
+        assert_eq!(k, row_keys, "{row}");
+        check_against_estimate(row, &sweep, &at, granule);
+        // And against the fixture's own formulas.
+        let kept = kept_of(&row["variant"]);
+        for (c, bytes) in expected(b, s, l, kept) {
+            assert_eq!(row["category_bytes"][c], bytes, "{c} at kept={kept}");
+        }
+        assert_eq!(u(&row["peak_bytes"]), forward_peak(b, s, l, kept));
+        assert_eq!(
+            row["saving_bytes"].as_i64().unwrap(),
+            base as i64 - u(&row["peak_bytes"]) as i64
+        );
+    }
+    // Keeping a second activation per layer costs its bytes: a negative saving.
+    let activation = b * s * HIDDEN * F32;
+    assert_eq!(measured[1]["saving_bytes"], -((l * activation) as i64));
+    assert_eq!(measured[0]["time_ratio"], 1.0);
+    assert_eq!(measured[1]["time_ratio"].as_f64(), Some(two_ratio));
+    check_rows(t, allowance);
+    // Each level's projections, keeping its time ratio.
+    for row in measured {
+        let of_level: Vec<&Value> = t["projections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["variant"] == row["variant"])
+            .collect();
+        let mut levers: Vec<&str> = of_level
+            .iter()
+            .map(|p| p["projection"]["lever"].as_str().unwrap())
+            .collect();
+        levers.dedup();
+        assert_eq!(levers, ["eight_bit_moments", "zero"], "{row}");
+        for p in of_level {
+            assert_eq!(p["time_ratio"], row["time_ratio"]);
+        }
+    }
+
+    // The table for a terminal: the levels, the baseline named, CPU time labelled.
+    let ran = f.run(&["show", "kept_levels", "--at", KEPT_AT, "--levers"], &[]);
+    assert_code(&ran, 0);
+    for needle in [
+        "measured: 2 combinations of levels, each predicted from its own fit, against the baseline",
+        "kept=one (baseline)",
+        "kept=two",
+        "CPU TIME",
+        &format!("{two_ratio:.2}×"),
+    ] {
+        assert!(ran.stdout.contains(needle), "{needle}: {}", ran.text());
+    }
+    assert!(
+        !ran.stdout.contains("no categorical axes"),
+        "{}",
+        ran.text()
+    );
+
+    // `show --at` naming a level: that combination's object, as without levels.
+    let [two] = &show_kept(&f, &["--at", &format!("{KEPT_AT},kept=two")])[..] else {
+        panic!("one object")
+    };
+    assert_eq!(two["variant"], serde_json::json!({"kept": "two"}));
+    assert_eq!(two["at"], t["at"]);
+    check_against_estimate(two, &sweep, &at, granule);
+    for key in [
+        "category_bytes",
+        "loo_error",
+        "terms",
+        "fits",
+        "allowance_bytes",
+    ] {
+        assert!(two.get(key).is_some(), "{key}: {two}");
+    }
+    // Leaving the level out: every combination, each naming its own.
+    let every = show_kept(&f, &["--at", KEPT_AT]);
+    let named: Vec<&Value> = every.iter().map(|o| &o["variant"]).collect();
+    assert_eq!(
+        named,
+        [
+            &serde_json::json!({"kept": "one"}),
+            &serde_json::json!({"kept": "two"})
+        ]
+    );
+    for o in &every {
+        check_against_estimate(o, &sweep, &at, granule);
+    }
+    assert_eq!(&every[1], two);
+    let ran = f.run(&["show", "kept_levels", "--at", KEPT_AT], &[]);
+    assert_code(&ran, 0);
+    assert!(
+        ran.stdout
+            .contains(" with kept=one (the baseline), predicted from its own fit over")
+    );
+    assert!(
+        ran.stdout
+            .contains(" with kept=two, predicted from its own fit over")
+    );
+    // --solve batch: each level's own largest batch per memory size.
+    let solved = show_kept(&f, &["--at", "layers=32,seq=512", "--solve", "batch"]);
+    assert_eq!(solved.len(), 2);
+    let mut point = at.clone();
+    point.remove("batch");
+    for o in &solved {
+        let own = sweep.variant(&variant_of(o)).unwrap();
+        for (size, largest) in o["fits"].as_object().unwrap() {
+            let memory = size.trim_end_matches("GiB").parse::<u64>().unwrap() << 30;
+            let mut filled = point.clone();
+            filled.insert("batch".to_owned(), 1);
+            let expected = own
+                .solve(&filled, "batch", memory, allowance, granule)
+                .unwrap();
+            assert_eq!(largest.as_u64(), expected, "{size}: {o}");
+        }
+    }
+    assert_ne!(solved[0]["fits"], solved[1]["fits"], "the levels differ");
+
+    // --fit-on a size the baseline fits and the level `two` does not: the measured
+    // `two` is left out, and the rows come cheapest first.
+    let device_of = |r: &Value| device(r) + allowance;
+    let memory = device_of(&measured[0]);
+    assert!(device_of(&measured[1]) > memory);
+    let [fit] = &show_kept(&f, &["--at", KEPT_AT, "--fit-on", &format!("{memory}B")])[..] else {
+        panic!("one object")
+    };
+    let fitting = fit["fitting"].as_array().unwrap();
+    for r in fitting {
+        assert!(device_of(r) <= memory, "{r}");
+    }
+    // Every row of the table that fits is there (the answer may add accumulation
+    // rows for this size).
+    let all = show_kept(&f, &["--at", KEPT_AT, "--levers"]);
+    for r in rows(&all[0]).into_iter().filter(|r| device_of(r) <= memory) {
+        assert!(fitting.contains(r), "{r}");
+    }
+    assert!(
+        fitting
+            .iter()
+            .any(|r| r["variant"]["kept"] == "one" && r.get("projection").is_none())
+    );
+    assert!(
+        !fitting
+            .iter()
+            .any(|r| r["variant"]["kept"] == "two" && r.get("projection").is_none())
+    );
+    let ratios: Vec<f64> = fitting
+        .iter()
+        .map(|r| r["time_ratio"].as_f64().unwrap())
+        .collect();
+    assert!(ratios.windows(2).all(|w| w[0] <= w[1]), "{ratios:?}");
+    // Nothing fits: the closest and by how much it misses.
+    let [miss] = &show_kept(&f, &["--at", KEPT_AT, "--fit-on", "256MiB"])[..] else {
+        panic!("one object")
+    };
+    let best = rows(&all[0]).into_iter().map(device_of).min().unwrap();
+    assert_eq!(u(&miss["closest"]["missing_bytes"]), best - (256 << 20));
+
+    // Bad input: exit 2, the axis and its levels named, nothing printed or written.
+    let before = f.snapshot_files();
+    let unknown = format!("{KEPT_AT},kept=three");
+    let twice = format!("{KEPT_AT},kept=one,kept=two");
+    for (args, needle) in [
+        (
+            vec!["--at", &unknown],
+            "axis `kept` has no level `three` (its levels: one, two)",
+        ),
+        (
+            vec!["--at", &unknown, "--levers"],
+            "axis `kept` has no level `three` (its levels: one, two)",
+        ),
+        (
+            vec!["--at", &unknown, "--fit-on", "24GiB"],
+            "axis `kept` has no level `three` (its levels: one, two)",
+        ),
+        (vec!["--at", &twice], "`kept`"),
+        (
+            vec!["--at", "layers=32,seq=512,batch=8,precision=bf16"],
+            "unknown axis `precision` (the sweep's numeric axes: `batch`, `layers`, `seq`; its categorical axes: `kept`)",
+        ),
+        (
+            vec!["--at", KEPT_AT, "--solve", "kept"],
+            "--solve kept: `kept` is a categorical axis (levels: one, two)",
+        ),
+        (
+            vec!["--at", KEPT_AT, "--fit-on", "lots"],
+            "--fit-on: invalid byte size `lots`",
+        ),
+    ] {
+        let mut all = vec!["show", "kept_levels"];
         all.extend(args);
         let ran = f.run(&all, &[]);
         assert_code(&ran, 2);

@@ -28,6 +28,10 @@ pub(crate) enum ChildResult {
         /// The axes of the run's point that the step never read.
         #[serde(default)]
         unread_axes: Vec<String>,
+        /// The CPU time (user and system, every thread) the step took, in
+        /// microseconds (`None` where it cannot be measured).
+        #[serde(default)]
+        cpu_micros: Option<u64>,
     },
     Failed {
         message: String,

@@ -26,6 +26,7 @@
 pub mod axes;
 pub mod bytes;
 pub mod category;
+pub mod cpu_time;
 pub mod device;
 pub mod env;
 pub mod explain;

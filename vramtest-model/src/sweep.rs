@@ -23,6 +23,7 @@
 use crate::axes::{AxesError, FigureFits, Fit, Flag, Grid, Interpolation, Point, predict_max};
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
+use crate::cpu_time::CpuTimeRatio;
 use crate::limit::Limit;
 use crate::pool::PoolPeaks;
 use crate::profile::CategoryBytes;
@@ -182,6 +183,9 @@ pub struct VariantSweep {
     /// savings were kept: compared, it is then computed from the snapshot's fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saving: Option<Saving>,
+    /// Its CPU step time over the baseline's, summed over the grid (never compared).
+    #[serde(default, skip_serializing_if = "CpuTimeRatio::is_unknown")]
+    pub cpu_time_ratio: CpuTimeRatio,
 }
 
 /// A body's `scaling`: a sweep's (`axes`, `figures`, `target`), or a batch sweep's old

@@ -501,6 +501,7 @@ fn levels_sweep(act: u64, act2: u64) -> Sweep {
         variant: [("kept".to_owned(), "two".to_owned())].into(),
         sweep: two,
         saving: None,
+        cpu_time_ratio: Default::default(),
     }];
     sweep.record_savings();
     sweep

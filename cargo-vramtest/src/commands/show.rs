@@ -8,7 +8,9 @@ use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::{discover, output, recorded, runner, snapshots};
 use std::io::IsTerminal;
+use vramtest_model::axes::Point;
 use vramtest_model::env::{SitesWhen, Update};
+use vramtest_model::levers::{LeverAxes, LeverVariant, show_variant};
 use vramtest_model::report::TestReport;
 use vramtest_model::settings::DeviceSetting;
 
@@ -84,7 +86,8 @@ pub fn execute(args: &ShowArgs) -> Result<u8> {
 }
 
 /// `show TEST --at ..`: each chosen snapshot's sweep over named axes predicts the
-/// configuration; every problem is an error naming the snapshot and the axis, before
+/// configuration, for each combination of levels `--at` leaves open (every one when it
+/// names none); every problem is an error naming the snapshot and the axis, before
 /// anything is printed.
 fn show_prediction(
     args: &ShowArgs,
@@ -93,15 +96,7 @@ fn show_prediction(
     chosen: &[&snapshots::SnapshotFile],
 ) -> Result<u8> {
     use output::predict::{Request, answer, human, json};
-    let point = vramtest_model::sweep::parse_point(at).map_err(|message| Error::Selection {
-        message: format!("--at: {message}"),
-    })?;
     let shard = args.shard.map(vramtest_model::sweep::Shard::from);
-    let request = Request {
-        at: point,
-        solve: args.solve.clone(),
-        ranks: args.ranks.map(|r| (r, shard)),
-    };
     let mut out = Vec::new();
     for file in chosen {
         let fail = |message: String| Error::Prediction {
@@ -109,26 +104,111 @@ fn show_prediction(
             message,
         };
         let (name, sweep) = read_sweep(file)?;
+        let (axes, point, fixed) = parse_at(file, &name, &sweep, at)?;
+        if let Some(axis) = &args.solve {
+            axes.check_solve(axis)
+                .map_err(|e| fail(format!("{name}: {e}")))?;
+        }
+        let request = Request {
+            at: point,
+            solve: args.solve.clone(),
+            ranks: args.ranks.map(|r| (r, shard)),
+        };
         let settings = package_settings(ws, &file.package);
-        let a = answer(
-            &sweep,
-            &request,
-            settings.allowance().bytes(),
-            settings.cuda_pool().granularity,
-        )
-        .map_err(|e| fail(format!("{name}: {e}")))?;
-        out.push(match args.message_format {
-            crate::cli::MessageFormat::Json => format!("{}\n", json(&name, &a)),
-            crate::cli::MessageFormat::Human => human(&name, &sweep, &a),
+        let baseline = axes.baseline();
+        for (variant, own) in combinations(file, &name, &sweep, &axes, &fixed)? {
+            let mut a = answer(
+                own,
+                &request,
+                settings.allowance().bytes(),
+                settings.cuda_pool().granularity,
+            )
+            .map_err(|e| fail(format!("{name}: {e}")))?;
+            if !variant.is_empty() {
+                let is_baseline = variant == baseline;
+                a.variant = Some((variant, is_baseline));
+            }
+            out.push(match args.message_format {
+                crate::cli::MessageFormat::Json => format!("{}\n", json(&name, &a)),
+                crate::cli::MessageFormat::Human => human(&name, own, &a),
+            });
+        }
+    }
+    let json = matches!(args.message_format, crate::cli::MessageFormat::Json);
+    print!("{}", out.join(if json { "" } else { "\n" }));
+    Ok(0)
+}
+
+/// `--at` read against a snapshot's sweep: its categorical axes, the numeric point and
+/// the levels it fixes; an unknown level is an error naming the axis and its levels.
+fn parse_at(
+    file: &snapshots::SnapshotFile,
+    name: &str,
+    sweep: &vramtest_model::sweep::Sweep,
+    at: &str,
+) -> Result<(LeverAxes, Point, LeverVariant)> {
+    let fail = |e: vramtest_model::levers::LeverError| Error::Prediction {
+        snapshot: file.path.clone(),
+        message: format!("{name}: {e}"),
+    };
+    let axes = LeverAxes::new(sweep.levels.clone()).map_err(fail)?;
+    // An axis the sweep has neither as a numeric nor as a categorical axis, whatever
+    // its value (`precision=bf16` on a sweep without levels).
+    let unknown = at
+        .split(',')
+        .filter_map(|part| Some(part.split_once('=')?.0.trim()))
+        .find(|a| !a.is_empty() && !sweep.axes.contains_key(*a) && !sweep.levels.contains_key(*a));
+    if let Some(axis) = unknown {
+        let known = |names: Vec<&String>| match names.is_empty() {
+            true => "none".to_owned(),
+            false => names
+                .into_iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        return Err(Error::Prediction {
+            snapshot: file.path.clone(),
+            message: format!(
+                "{name}: --at: unknown axis `{axis}` (the sweep's numeric axes: {}; its categorical axes: {})",
+                known(sweep.axes.keys().collect()),
+                known(sweep.levels.keys().collect())
+            ),
         });
     }
-    print!("{}", out.join("\n"));
-    Ok(0)
+    let (point, fixed) = axes.parse_at(at).map_err(fail)?;
+    Ok((axes, point, fixed))
+}
+
+/// The combinations of levels that agree with `fixed`, each with its own fit; an error
+/// naming the snapshot when one was not measured (an edited snapshot).
+fn combinations<'a>(
+    file: &snapshots::SnapshotFile,
+    name: &str,
+    sweep: &'a vramtest_model::sweep::Sweep,
+    axes: &LeverAxes,
+    fixed: &LeverVariant,
+) -> Result<Vec<(LeverVariant, &'a vramtest_model::sweep::Sweep)>> {
+    let fail = |message: String| Error::Prediction {
+        snapshot: file.path.clone(),
+        message: format!("{name}: {message}"),
+    };
+    let matching = axes.matching(fixed).map_err(|e| fail(e.to_string()))?;
+    matching
+        .into_iter()
+        .map(|variant| match sweep.variant(&variant) {
+            Some(own) => Ok((variant, own)),
+            None => Err(fail(format!(
+                "the snapshot holds no fit of the combination {} (hint: record the test again)",
+                show_variant(&variant)
+            ))),
+        })
+        .collect()
 }
 
 /// `show TEST --at .. --levers` and `--fit-on SIZE`: each chosen snapshot's lever
 /// table at the configuration, or what of it fits the size. Every problem (a malformed
-/// size, no sweep, an unknown axis) is an error before anything is printed.
+/// size, no sweep, an unknown axis or level) is an error before anything is printed.
 fn show_levers(
     args: &ShowArgs,
     at: &str,
@@ -144,19 +224,18 @@ fn show_levers(
         .map_err(|e| Error::Selection {
             message: e.to_string(),
         })?;
-    let point = vramtest_model::sweep::parse_point(at).map_err(|message| Error::Selection {
-        message: format!("--at: {message}"),
-    })?;
-    let request = LeverRequest {
-        at: point,
-        ranks: args.ranks,
-        shard: args.shard.map(vramtest_model::sweep::Shard::from),
-        fit_on,
-    };
     let json = matches!(args.message_format, crate::cli::MessageFormat::Json);
     let mut out = Vec::new();
     for file in chosen {
         let (name, sweep) = read_sweep(file)?;
+        let (_, point, levels) = parse_at(file, &name, &sweep, at)?;
+        let request = LeverRequest {
+            at: point,
+            levels,
+            ranks: args.ranks,
+            shard: args.shard.map(vramtest_model::sweep::Shard::from),
+            fit_on,
+        };
         let settings = package_settings(ws, &file.package);
         let table = build(
             &sweep,

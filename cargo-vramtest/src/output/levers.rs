@@ -3,13 +3,13 @@
 //! from them, each with its formula), as tables or one JSON object; `--fit-on SIZE`,
 //! the rows that fit a memory size, cheapest first, or how far the closest one misses.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use vramtest_model::axes::{AxesError, Point};
 use vramtest_model::fit::MEMORY_SIZES;
 use vramtest_model::levers::{
     FitOnAnswer, LeverAxes, LeverError, LeverFigures, LeverProjection, LeverRow, LeverTable,
-    project_8bit_moments, project_accumulation, project_zero, show_variant,
+    LeverVariant, project_8bit_moments, project_accumulation, project_zero, show_variant,
 };
 use vramtest_model::sweep::{Shard, Sweep, show_point};
 use vramtest_model::{Category, HumanBytes};
@@ -20,8 +20,11 @@ const BATCH: &str = "batch";
 /// What was asked.
 #[derive(Debug, Clone)]
 pub struct LeverRequest {
-    /// `--at`.
+    /// `--at`: its numeric axes.
     pub at: Point,
+    /// `--at`: the levels it fixes (the others free); the table keeps the combinations
+    /// that agree with them, and the baseline, which every saving is measured against.
+    pub levels: LeverVariant,
     /// `--ranks`: the ZeRO rows' data-parallel ranks (`None`: no ZeRO rows).
     pub ranks: Option<u64>,
     /// `--shard`: only this ZeRO stage (`None`: all three).
@@ -41,8 +44,18 @@ pub enum TableError {
     Lever(#[from] LeverError),
 }
 
-/// The lever table of `sweep` at the request's configuration: the measured baseline
-/// (the sweep has no categorical axes yet), then the projections of each measured row:
+/// The measured CPU time ratio of `variant`: 1 for the baseline, else what the
+/// snapshot keeps for it (`None` when it keeps none).
+pub fn time_ratio(sweep: &Sweep, variant: &LeverVariant) -> Option<f64> {
+    match sweep.variants.iter().find(|v| &v.variant == variant) {
+        Some(v) => v.cpu_time_ratio.get(),
+        None => Some(1.0),
+    }
+}
+
+/// The lever table of `sweep` at the request's configuration: one measured row per
+/// combination of levels (the sweep's baseline alone when it has no categorical
+/// axes), each predicted from its own fit, then the projections of each measured row:
 /// gradient accumulation, 8-bit optimizer moments and, with `--ranks`, ZeRO.
 /// `allowance` is what the device holds besides the pool, `granule` the pool's.
 pub fn build(
@@ -51,24 +64,30 @@ pub fn build(
     allowance: u64,
     granule: u64,
 ) -> Result<LeverTable, TableError> {
-    let axes = LeverAxes::new(BTreeMap::new())?;
+    let axes = LeverAxes::new(sweep.levels.clone())?;
+    let wanted = axes.matching(&request.levels)?;
+    let baseline = axes.baseline();
     let at = &request.at;
-    let estimate = sweep.estimate(at, granule)?;
-    let measured = vec![LeverFigures::from_estimate(
-        axes.baseline(),
-        &estimate,
-        None,
-    )];
+    let mut measured = Vec::new();
+    for (variant, own) in sweep.combinations() {
+        if variant != baseline && !wanted.contains(&variant) {
+            continue;
+        }
+        let estimate = own.estimate(at, granule)?;
+        let ratio = time_ratio(sweep, &variant);
+        measured.push((LeverFigures::from_estimate(variant, &estimate, ratio), own));
+    }
     let sizes: Vec<u64> = MEMORY_SIZES.iter().map(|m| m.bytes).collect();
-    let mut table = LeverTable::build(at.clone(), &axes, measured.clone(), &sizes, allowance)?;
-    for mut figures in measured {
+    let figures = measured.iter().map(|(f, _)| f.clone()).collect();
+    let mut table = LeverTable::build(at.clone(), &axes, figures, &sizes, allowance)?;
+    for (mut figures, own) in measured {
         // A projection keeps the time ratio of the row it is projected from.
         figures.time_ratio = table
             .levers
             .iter()
             .find(|r| r.variant == figures.variant)
             .and_then(|r| r.time_ratio);
-        add_accumulation(&mut table, sweep, request, &figures, granule)?;
+        add_accumulation(&mut table, own, request, &figures, granule)?;
         table.add_projection(project_8bit_moments(&figures));
         if let Some(ranks) = request.ranks {
             let stages = match request.shard {
@@ -76,7 +95,7 @@ pub fn build(
                 None => vec![Shard::Zero1, Shard::Zero2, Shard::Zero3],
             };
             for shard in stages {
-                table.add_projection(project_zero(sweep, at, &figures, ranks, shard)?);
+                table.add_projection(project_zero(own, at, &figures, ranks, shard)?);
             }
         }
     }
@@ -136,6 +155,9 @@ fn lever_name(row: &LeverRow) -> String {
         show_variant(&row.variant)
     };
     let Some(p) = &row.projection else {
+        if row.lever_count == 0 && !row.variant.is_empty() {
+            return format!("{measured} (baseline)");
+        }
         return measured;
     };
     let lever = match &p.lever {
@@ -184,10 +206,7 @@ fn optional(bytes: Option<u64>) -> String {
 /// baseline, and the projected rows' formulas; every table within 100 columns.
 pub fn human(name: &str, table: &LeverTable) -> String {
     let mut out = format!("{name} at {}: the levers\n", show_point(&table.at));
-    let _ = writeln!(
-        out,
-        "no categorical axes in this test's sweep: the table holds its measured baseline and the projections"
-    );
+    out += &measured_line(table);
     let rows: Vec<&LeverRow> = table.levers.iter().chain(&table.projections).collect();
     let mut peak = vec![header(&[
         "#", "LEVER", "KIND", "PEAK", "SAVING", "CPU TIME",
@@ -234,6 +253,24 @@ pub fn human(name: &str, table: &LeverTable) -> String {
 
     out += &categories(&rows);
     out + &formulas(&rows)
+}
+
+/// What the measured rows are: the combinations of levels, or the baseline alone.
+fn measured_line(table: &LeverTable) -> String {
+    if table.baseline().variant.is_empty() {
+        return "no categorical axes in this test's sweep: the table holds its measured baseline and the projections\n".to_owned();
+    }
+    let text = format!(
+        "measured: {} {}, each predicted from its own fit, against the baseline {}",
+        table.levers.len(),
+        if table.levers.len() == 1 {
+            "combination of levels"
+        } else {
+            "combinations of levels"
+        },
+        show_variant(&table.baseline().variant)
+    );
+    wrap(&text, 96, "", "  ")
 }
 
 /// The categories: the baseline's each, then for every other row those that differ.
@@ -330,10 +367,7 @@ pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> Str
         "",
         "  ",
     );
-    let _ = writeln!(
-        out,
-        "no categorical axes in this test's sweep: the table holds its measured baseline and the projections"
-    );
+    out += &measured_line(table);
     if let Some(miss) = &answer.closest {
         let need = miss.row.device_bytes.saturating_add(answer.allowance_bytes);
         let text = format!(
@@ -387,9 +421,10 @@ pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> Str
 mod tests {
     use super::*;
     use vramtest_model::axes::Grid;
+    use vramtest_model::cpu_time::CpuTimeRatio;
     use vramtest_model::levers::parse_fit_on;
     use vramtest_model::pool::PoolPeaks;
-    use vramtest_model::sweep::GridRun;
+    use vramtest_model::sweep::{GridRun, VariantSweep};
     use vramtest_model::{Category, CategoryBytes};
 
     const MIB: u64 = 1 << 20;
@@ -403,11 +438,16 @@ mod tests {
 
     /// Each category at (batch, layers): a model whose activations grow with both.
     fn categories(batch: u64, layers: u64) -> CategoryBytes {
+        categories_kept(batch, layers, SAMPLE)
+    }
+
+    /// [`categories`] with `sample` bytes of activations by sample and layer.
+    fn categories_kept(batch: u64, layers: u64, sample: u64) -> CategoryBytes {
         CategoryBytes::from([
             (Category::Parameters, LAYER * layers),
             (Category::Gradients, LAYER * layers),
             (Category::OptimizerState, 2 * LAYER * layers),
-            (Category::Activations, SAMPLE * batch * layers),
+            (Category::Activations, sample * batch * layers),
             (Category::Inputs, 2 * MIB * batch),
         ])
     }
@@ -419,12 +459,17 @@ mod tests {
     /// A sweep over `batch` and `layers` fitted from points on the model above, with
     /// the pool's allocated and reserved peaks.
     fn sweep() -> Sweep {
+        sweep_kept(SAMPLE)
+    }
+
+    /// [`sweep`] of [`categories_kept`].
+    fn sweep_kept(sample: u64) -> Sweep {
         let grid = Grid::new([("batch", vec![1, 2, 4]), ("layers", vec![1, 2, 3])]).unwrap();
         let runs: Vec<GridRun> = grid
             .points()
             .into_iter()
             .map(|point| {
-                let c = categories(point["batch"], point["layers"]);
+                let c = categories_kept(point["batch"], point["layers"], sample);
                 let peak = total(&c);
                 GridRun {
                     point,
@@ -446,6 +491,7 @@ mod tests {
     fn request(batch: u64, ranks: Option<u64>, fit_on: Option<u64>) -> LeverRequest {
         LeverRequest {
             at: [("batch".to_owned(), batch), ("layers".to_owned(), 24)].into(),
+            levels: LeverVariant::new(),
             ranks,
             shard: None,
             fit_on,
@@ -534,6 +580,136 @@ mod tests {
             text.contains(&format!("misses by {}", HumanBytes(best - memory))),
             "{text}"
         );
+    }
+
+    /// Activations by sample and layer at each level of `kept`: `half` checkpoints,
+    /// `twice` keeps two copies.
+    const KEPT: [(&str, u64, f64); 3] = [
+        ("all", SAMPLE, 1.0),
+        ("half", SAMPLE / 2, 1.3),
+        ("twice", 2 * SAMPLE, 1.05),
+    ];
+
+    /// A sweep with the categorical axis `kept` (`all` the baseline), each level
+    /// fitted on its own and with its CPU time ratio.
+    fn sweep_with_levels() -> Sweep {
+        let mut sweep = sweep_kept(KEPT[0].1);
+        sweep.levels = [("kept".to_owned(), KEPT.map(|k| k.0.to_owned()).to_vec())].into();
+        for (level, sample, ratio) in &KEPT[1..] {
+            let micros = (ratio * 1000.0) as u64;
+            sweep.variants.push(VariantSweep {
+                variant: [("kept".to_owned(), (*level).to_owned())].into(),
+                sweep: sweep_kept(*sample),
+                saving: None,
+                cpu_time_ratio: CpuTimeRatio::of(Some(micros), Some(1000)),
+            });
+        }
+        sweep
+    }
+
+    #[test]
+    fn the_lever_table_has_a_row_per_level_each_from_its_own_fit() {
+        let sweep = sweep_with_levels();
+        let mut request = request(32, None, None);
+        let t = build(&sweep, &request, ALLOWANCE, GRANULE).unwrap();
+        let text = human("p::vram::lm (cpu)", &t);
+        insta::assert_snapshot!(text);
+        assert_narrow(&text);
+        assert!(!text.contains("no categorical axes"), "{text}");
+        assert_eq!(t.levers.len(), 3);
+        let base = total(&categories_kept(32, 24, SAMPLE));
+        for (row, (level, sample, ratio)) in t.levers.iter().zip(KEPT) {
+            assert_eq!(row.variant["kept"], level);
+            let c = categories_kept(32, 24, sample);
+            assert_eq!(row.peak_bytes, total(&c), "{level}");
+            assert_eq!(
+                row.category_bytes[Category::Activations],
+                c[Category::Activations]
+            );
+            assert_eq!(row.saving_bytes, base as i64 - total(&c) as i64, "{level}");
+            assert_eq!(row.time_ratio, Some(ratio), "{level}");
+        }
+        // Each level's own projections, keeping its time ratio; the 8-bit rows' saving
+        // against the baseline.
+        for (level, sample, ratio) in KEPT {
+            let eight = t
+                .projections
+                .iter()
+                .find(|r| {
+                    r.variant["kept"] == level
+                        && matches!(
+                            r.projection.as_ref().map(|p| &p.lever),
+                            Some(LeverProjection::EightBitMoments)
+                        )
+                })
+                .unwrap();
+            let state = 2 * LAYER * 24;
+            let peak = total(&categories_kept(32, 24, sample)) - (state - state.div_ceil(4));
+            assert_eq!(eight.peak_bytes, peak);
+            assert_eq!(eight.saving_bytes, base as i64 - peak as i64);
+            assert_eq!(eight.time_ratio, Some(ratio));
+        }
+        // `--at .. kept=twice`: that level's rows and the baseline's.
+        request.levels = [("kept".to_owned(), "twice".to_owned())].into();
+        let t = build(&sweep, &request, ALLOWANCE, GRANULE).unwrap();
+        let levels: Vec<&str> = t
+            .levers
+            .iter()
+            .map(|r| r.variant["kept"].as_str())
+            .collect();
+        assert_eq!(levels, ["all", "twice"]);
+        request.levels = [("kept".to_owned(), "none".to_owned())].into();
+        let e = build(&sweep, &request, ALLOWANCE, GRANULE).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "axis `kept` has no level `none` (its levels: all, half, twice)"
+        );
+    }
+
+    #[test]
+    fn fit_on_ranks_the_measured_levels_by_their_time_then_their_levers() {
+        let sweep = sweep_with_levels();
+        // What the level `half` needs at batch 32, and a size just under the baseline's.
+        let need = |sample| {
+            let c = categories_kept(32, 24, sample);
+            total(&c).div_ceil(GRANULE) * GRANULE + ALLOWANCE
+        };
+        let memory = need(SAMPLE) - 1;
+        assert!(need(SAMPLE / 2) <= memory);
+        let t = build(&sweep, &request(32, None, Some(memory)), ALLOWANCE, GRANULE).unwrap();
+        let answer = t.fit_on(memory);
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &answer);
+        assert_narrow(&text);
+        assert!(!answer.fitting.is_empty(), "{text}");
+        let mut previous = (0.0, 0);
+        for r in &answer.fitting {
+            assert!(r.device_bytes + ALLOWANCE <= memory);
+            let key = (r.time_ratio.unwrap(), r.lever_count);
+            assert!(
+                key.0 > previous.0 || (key.0 == previous.0 && key.1 >= previous.1),
+                "{text}"
+            );
+            previous = key;
+        }
+        // Neither the baseline nor `twice` fits; `half` does, measured.
+        assert!(
+            answer
+                .fitting
+                .iter()
+                .all(|r| r.variant["kept"] != "twice" || r.projection.is_some())
+        );
+        assert!(
+            answer
+                .fitting
+                .iter()
+                .any(|r| r.variant["kept"] == "half" && r.projection.is_none()),
+            "{text}"
+        );
+        let half = text
+            .lines()
+            .find(|l| l.contains(" kept=half ") && l.contains(" measured "))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(half.contains(" 1.30× "), "{half}");
     }
 
     fn assert_narrow(text: &str) {

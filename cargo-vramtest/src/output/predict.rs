@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use vramtest_model::axes::{AxesError, FLAG_PPM, Point};
 use vramtest_model::fit::{MEMORY_SIZES, MemorySize};
+use vramtest_model::levers::{LeverVariant, show_variant};
 use vramtest_model::sweep::{Estimate, Projection, Shard, Sweep, project, show_point};
 use vramtest_model::{Category, HumanBytes};
 
@@ -43,6 +44,9 @@ pub struct Answer {
     pub solved: Option<(String, Option<u64>)>,
     /// The bytes set aside for the CUDA context and libraries.
     pub allowance: u64,
+    /// With categorical axes: the combination of levels predicted, and whether it is
+    /// the baseline.
+    pub variant: Option<(LeverVariant, bool)>,
 }
 
 /// Computes the answer: `allowance` is what the device holds besides the pool,
@@ -101,6 +105,7 @@ pub fn answer(
         fits,
         solved,
         allowance,
+        variant: None,
     })
 }
 
@@ -117,7 +122,20 @@ pub fn human(name: &str, sweep: &Sweep, a: &Answer) -> String {
         .iter()
         .map(|(k, v)| format!("{k} = {v:?}"))
         .collect();
-    let _ = writeln!(out, ", predicted from a sweep over {}", axes.join(", "));
+    match &a.variant {
+        Some((variant, baseline)) => {
+            let _ = writeln!(
+                out,
+                " with {}{}, predicted from its own fit over {}",
+                show_variant(variant),
+                if *baseline { " (the baseline)" } else { "" },
+                axes.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(out, ", predicted from a sweep over {}", axes.join(", "));
+        }
+    }
     if let Some((axis, Some(v))) = &a.solved {
         let _ = writeln!(out, "  (the table at {axis}={v}; --solve {axis} varies it)");
     }
@@ -390,6 +408,9 @@ pub fn json(test: &str, a: &Answer) -> Value {
     if let Some((axis, _)) = &a.solved {
         out["solve"] = json!(axis);
     }
+    if let Some((variant, _)) = &a.variant {
+        out["variant"] = json!(variant);
+    }
     if let Some((ranks, shard, gathered)) = &a.projection {
         out["projection"] = json!({
             "ranks": ranks,
@@ -445,6 +466,7 @@ mod tests {
             fits: Vec::new(),
             solved: None,
             allowance: 0,
+            variant: None,
         };
         (human("t", &sweep, &a), json("t", &a))
     }

@@ -23,6 +23,37 @@ impl Backend for crate::probe::cuda::Cuda {
     }
 }
 
+/// The CPU time this process has used so far (user and system, every thread), in
+/// microseconds; `None` where it cannot be read.
+#[cfg(unix)]
+fn cpu_micros() -> Option<u64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` fills the `rusage` it is pointed at; read only on success.
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+            return None;
+        }
+        usage.assume_init()
+    };
+    let micros = |t: libc::timeval| {
+        u64::try_from(t.tv_sec)
+            .ok()?
+            .checked_mul(1_000_000)?
+            .checked_add(u64::try_from(t.tv_usec).ok()?)
+    };
+    micros(usage.ru_utime)?.checked_add(micros(usage.ru_stime)?)
+}
+
+#[cfg(not(unix))]
+fn cpu_micros() -> Option<u64> {
+    None
+}
+
+/// The CPU time used since `started` (a [`cpu_micros`] reading): what the step took.
+fn cpu_since(started: Option<u64>) -> Option<u64> {
+    cpu_micros()?.checked_sub(started?)
+}
+
 /// The `tool` of a snapshot's info.
 fn tool() -> String {
     format!("vramtest {}", env!("CARGO_PKG_VERSION"))
@@ -48,8 +79,10 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
         &invocation.point.axes,
         &invocation.point.levels,
     );
+    let started = cpu_micros();
     let outcome = def.run(&mut step, heap::start);
     let events = heap::stop();
+    let cpu_micros = cpu_since(started);
     let baseline = match outcome {
         Ok(baseline) => baseline,
         Err(failed) => {
@@ -78,6 +111,7 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
     let pool = pool::replay(&events, &model);
     ChildResult::Measured {
         unread_axes: step.unread_axes(),
+        cpu_micros,
         timeline: Some(Box::new(timeline)),
         sites,
         pool: Some(pool),
@@ -107,8 +141,10 @@ fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
         &invocation.point.axes,
         &invocation.point.levels,
     );
+    let cpu_started = cpu_micros();
     let started = def.run(&mut step, || cuda::start(ordinal));
     let (session, error) = cuda::stop();
+    let cpu_micros = cpu_since(cpu_started);
     match started {
         Err(_) if unavailable().is_some() => ChildResult::Ignored {
             reason: unavailable().unwrap_or_default(),
@@ -145,14 +181,18 @@ fn cuda(def: &TestDef, ordinal: usize, invocation: &Invocation) -> ChildResult {
             (None, None) => ChildResult::Failed {
                 message: "the CUDA probe was lost".into(),
             },
-            (None, Some(session)) => finish_cuda(session, step.unread_axes()),
+            (None, Some(session)) => finish_cuda(session, step.unread_axes(), cpu_micros),
         },
     }
 }
 
 /// The result of a CUDA session whose step ran to its end.
 #[cfg(feature = "cuda")]
-fn finish_cuda(session: crate::probe::cuda::Session, unread_axes: Vec<String>) -> ChildResult {
+fn finish_cuda(
+    session: crate::probe::cuda::Session,
+    unread_axes: Vec<String>,
+    cpu_micros: Option<u64>,
+) -> ChildResult {
     let report = match session.finish() {
         Ok(report) => report,
         Err(e) => {
@@ -172,6 +212,7 @@ fn finish_cuda(session: crate::probe::cuda::Session, unread_axes: Vec<String>) -
     );
     ChildResult::Measured {
         unread_axes,
+        cpu_micros,
         timeline: None,
         sites: None,
         pool: None,

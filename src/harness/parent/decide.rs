@@ -459,4 +459,74 @@ pub(crate) mod tests {
         assert_eq!(d, regressed);
         assert_eq!(d.write, Some(Write::Pending));
     }
+
+    /// A body with a sweep over `seq` and a categorical axis `kept`, its level `two`
+    /// with the CPU time ratio `ratio`.
+    fn with_levels(ratio: Option<u64>) -> Body {
+        use std::collections::BTreeMap;
+        use vramtest_model::cpu_time::CpuTimeRatio;
+        use vramtest_model::sweep::{Sweep, VariantSweep};
+        let plain = || Sweep {
+            axes: BTreeMap::from([("seq".to_owned(), vec![1, 2])]),
+            figures: BTreeMap::new(),
+            target: None,
+            levels: BTreeMap::new(),
+            variants: Vec::new(),
+            migrated: false,
+        };
+        let mut sweep = plain();
+        sweep.levels = [("kept".to_owned(), vec!["one".to_owned(), "two".to_owned()])].into();
+        sweep.variants = vec![VariantSweep {
+            variant: [("kept".to_owned(), "two".to_owned())].into(),
+            sweep: plain(),
+            saving: None,
+            cpu_time_ratio: CpuTimeRatio::of(ratio, Some(1000)),
+        }];
+        Body {
+            scaling: Some(sweep),
+            ..body(10 << 20)
+        }
+    }
+
+    /// A CPU time is not memory: a result that differs from the snapshot in it alone
+    /// is unchanged (not rewritten by `always`, not failed by `--strict`), and a stale
+    /// pending file holding it is this very result.
+    #[test]
+    fn a_step_time_alone_changes_nothing() {
+        let (old, new) = (with_levels(Some(1500)), with_levels(Some(1700)));
+        let unknown = with_levels(None);
+        let ratio = |b: &Body| b.sweep().unwrap().variants[0].cpu_time_ratio.get();
+        assert_eq!((ratio(&old), ratio(&new)), (Some(1.5), Some(1.7)));
+        let strict = Policy {
+            strict: true,
+            ..Policy::default()
+        };
+        for policy in [Policy::default(), strict] {
+            for update in [Update::Always, Update::New, Update::No] {
+                for snapshot in [&old, &unknown] {
+                    let d = decide(Some(snapshot), &new, &policy, update, false);
+                    assert_eq!((d.status, d.write), (Status::Passed, None), "{update:?}");
+                    let verdict = d.comparison.map(|c| c.verdict);
+                    assert_eq!(verdict, Some(Verdict::Unchanged));
+                }
+            }
+        }
+        // The ratio is written, and read back.
+        let text = new.to_text();
+        assert!(text.contains("\"cpu_time_ratio\": 1.7"), "{text}");
+        assert!(!unknown.to_text().contains("cpu_time_ratio"));
+        // A memory figure still counts.
+        let grown = Body {
+            peak_bytes: new.peak_bytes + 1,
+            ..new.clone()
+        };
+        let d = decide(
+            Some(&old),
+            &grown,
+            &Policy::default(),
+            Update::Always,
+            false,
+        );
+        assert_eq!(d.write, Some(Write::Snapshot));
+    }
 }

@@ -6,6 +6,7 @@ use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::collections::BTreeMap;
 use vramtest_model::axes::{AxesError, Flag, Grid, Point};
+use vramtest_model::cpu_time::CpuTimeRatio;
 use vramtest_model::levers::{LeverAxes, LeverVariant};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::sweep::{GridRun, Sweep, VariantSweep};
@@ -201,10 +202,41 @@ pub(super) fn fit(
             variant,
             sweep,
             saving: None,
+            cpu_time_ratio: CpuTimeRatio::default(),
         })
         .collect();
     sweep.record_savings();
     Ok(Some(sweep))
+}
+
+/// A point's levels of the categorical axes (as [`fit`] reads them) and the CPU time
+/// its step took, in microseconds, when measured.
+pub(super) type PointTime = (Vec<(String, String)>, Option<u64>);
+
+/// Sets each combination of levels' CPU time ratio on `sweep`'s variants: the sum of
+/// its points' CPU step times over the baseline's, every combination having run the
+/// same numeric grid. `times` holds each point's levels (as [`fit`] reads them) and
+/// CPU time; a combination with a point whose time is unknown has no ratio.
+pub(super) fn set_cpu_time_ratios(sweep: &mut Sweep, times: &[PointTime]) {
+    let total = |variant: &LeverVariant| -> Option<u64> {
+        let of_variant = times.iter().filter(|(levels, _)| {
+            levels.len() == variant.len() && levels.iter().all(|(k, l)| variant.get(k) == Some(l))
+        });
+        let mut sum = 0u64;
+        let mut any = false;
+        for (_, micros) in of_variant {
+            sum = sum.checked_add((*micros)?)?;
+            any = true;
+        }
+        any.then_some(sum)
+    };
+    let baseline: LeverVariant = LeverAxes::new(sweep.levels.clone())
+        .map(|axes| axes.baseline())
+        .unwrap_or_default();
+    let base = total(&baseline);
+    for v in &mut sweep.variants {
+        v.cpu_time_ratio = CpuTimeRatio::of(total(&v.variant), base);
+    }
 }
 
 /// Below this share of the largest peak (1 in 10,000: 0.01%), a flagged figure is not
@@ -294,6 +326,64 @@ fn same_flag(old: &Sweep, figure: &str, flag: &Flag) -> bool {
 mod tests {
     use super::*;
     use vramtest_model::axes::{Fit, Formula};
+
+    #[test]
+    fn each_combination_s_cpu_time_is_summed_over_the_grid_and_set_over_the_baseline_s() {
+        let plain = || Sweep {
+            axes: BTreeMap::from([("seq".to_owned(), vec![1, 2])]),
+            figures: BTreeMap::new(),
+            target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
+            migrated: false,
+        };
+        let mut sweep = plain();
+        sweep.levels = BTreeMap::from([
+            ("kept".to_owned(), vec!["one".to_owned(), "two".to_owned()]),
+            ("p".to_owned(), vec!["f32".to_owned(), "bf16".to_owned()]),
+        ]);
+        let variant = |kept: &str, p: &str| -> LeverVariant {
+            [
+                ("kept".to_owned(), kept.to_owned()),
+                ("p".to_owned(), p.to_owned()),
+            ]
+            .into()
+        };
+        for (k, p) in [("one", "bf16"), ("two", "f32"), ("two", "bf16")] {
+            sweep.variants.push(VariantSweep {
+                variant: variant(k, p),
+                sweep: plain(),
+                saving: None,
+                cpu_time_ratio: CpuTimeRatio::default(),
+            });
+        }
+        // Levels in the attribute's order (`p` first), two points each.
+        let levels = |kept: &str, p: &str| {
+            vec![
+                ("p".to_owned(), p.to_owned()),
+                ("kept".to_owned(), kept.to_owned()),
+            ]
+        };
+        let times = vec![
+            (levels("one", "f32"), Some(300)),
+            (levels("one", "f32"), Some(500)),
+            (levels("one", "bf16"), Some(100)),
+            (levels("one", "bf16"), Some(300)),
+            (levels("two", "f32"), Some(1000)),
+            (levels("two", "f32"), Some(1000)),
+            (levels("two", "bf16"), Some(1000)),
+            (levels("two", "bf16"), None),
+        ];
+        set_cpu_time_ratios(&mut sweep, &times);
+        let ratio = |k, p| {
+            let v = variant(k, p);
+            let found = sweep.variants.iter().find(|s| s.variant == v).unwrap();
+            found.cpu_time_ratio.get()
+        };
+        assert_eq!(ratio("one", "bf16"), Some(400.0 / 800.0));
+        assert_eq!(ratio("two", "f32"), Some(2000.0 / 800.0));
+        assert_eq!(ratio("two", "bf16"), None, "a point without a time");
+    }
 
     #[test]
     fn a_flagged_figure_is_noted_and_the_pool_figures_are_not() {

@@ -23,6 +23,8 @@ pub(super) struct MeasuredPoint {
     pub(super) info: Info,
     pub(super) timeline: Option<Box<Timeline>>,
     pub(super) pool: Option<PoolPeaks>,
+    /// The CPU time its step took, in microseconds, when measured.
+    pub(super) cpu_micros: Option<u64>,
 }
 
 /// A measured test: the point judged against the snapshot (the first batch size), the

@@ -182,6 +182,7 @@ mod tests {
                 info: Info::default(),
                 timeline: None,
                 pool: None,
+                cpu_micros: None,
             },
             sweep: None,
             prediction: None,

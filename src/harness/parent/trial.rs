@@ -155,6 +155,7 @@ impl RunContext {
                         timeline,
                         pool,
                         unread_axes,
+                        cpu_micros,
                         ..
                     }),
                     None,
@@ -173,6 +174,7 @@ impl RunContext {
                         info: *info,
                         timeline,
                         pool,
+                        cpu_micros,
                     });
                     continue;
                 }
@@ -228,7 +230,14 @@ impl RunContext {
             .collect();
         let fitting = std::time::Instant::now();
         let granule = self.settings.cuda_pool().granularity;
-        let sweep = grid::fit(def, &runs, granule).map_err(|e| failed(e.to_string()))?;
+        let mut sweep = grid::fit(def, &runs, granule).map_err(|e| failed(e.to_string()))?;
+        if let Some(sweep) = &mut sweep {
+            let times: Vec<_> = points
+                .iter()
+                .map(|p| (p.point.levels.clone(), p.cpu_micros))
+                .collect();
+            grid::set_cpu_time_ratios(sweep, &times);
+        }
         let fit_millis = sweep
             .is_some()
             .then(|| fitting.elapsed().as_millis() as u64);
