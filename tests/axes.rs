@@ -301,4 +301,10 @@ fn a_lever_that_stops_saving_fails_naming_it() {
         "{}",
         report.message
     );
+    // The gate's lines as the guide shows them (the vec model's bytes are exact).
+    let gate: Vec<&str> = (report.message.lines())
+        .map(str::trim_start)
+        .filter(|l| l.contains(" saving at target "))
+        .collect();
+    insta::assert_snapshot!("lever_gate_failure", gate.join("\n"));
 }
