@@ -44,7 +44,7 @@ pub const REFERENCES: &str = "INSTA_SNAPSHOT_REFERENCES_FILE";
 /// at that point of its named axes instead of judging it (what `cargo vramtest measure`
 /// sets).
 pub const MEASURE_AT: &str = "VRAMTEST_MEASURE_AT";
-/// `VRAMTEST_MEASURE_LEVELS={"precision":"bf16"}`: with [`MEASURE_AT`], the level of
+/// `VRAMTEST_MEASURE_LEVELS={"precision":"bf16"}`: with `VRAMTEST_MEASURE_AT`, the level of
 /// each categorical axis the step is measured at, as a JSON object (a level is any
 /// string).
 pub const MEASURE_LEVELS: &str = "VRAMTEST_MEASURE_LEVELS";
