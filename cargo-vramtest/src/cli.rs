@@ -393,7 +393,8 @@ pub struct MeasureArgs {
     /// named axes; an ignored test is measured too.
     #[arg(value_name = "TEST")]
     pub test: String,
-    /// The point to measure: every axis of the test, `--at layers=6,seq=48,batch=8`.
+    /// The point to measure: every axis of the test, `--at layers=6,seq=48,batch=8`,
+    /// and a level of each categorical one (`--at layers=6,seq=48,precision=bf16`).
     #[arg(long, value_name = "AXIS=N,..", required = true)]
     pub at: String,
     /// The device to measure on (cpu, cuda, or auto: CUDA when a device is present,

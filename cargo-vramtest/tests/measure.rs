@@ -210,3 +210,67 @@ fn bad_input_is_an_error_and_nothing_is_run_or_written() {
     }
     assert_eq!(snapshot_state(&f), before, "nothing written");
 }
+
+#[test]
+fn a_combination_of_levels_is_measured_against_its_own_fit() {
+    // `kept_levels`: the sweep of `transformer_like` with a categorical axis `kept`
+    // (one activation per layer, or two), recorded as the committed snapshot.
+    let f = Fixture::vec_model("measure-levels");
+    let out = f
+        .cargo(&[
+            "test",
+            "--test",
+            "axes",
+            "--",
+            "--include-ignored",
+            "--exact",
+            "kept_levels",
+        ])
+        .env("VRAMTEST_UPDATE", "always")
+        .output()
+        .unwrap();
+    assert_code(&common::Ran::from(out), 0);
+    let before = snapshot_state(&f);
+    let (b, s, l) = (8, 48, 6);
+    for (level, kept) in [("one", 1), ("two", 2)] {
+        let at = format!("{AT},kept={level}");
+        let args = ["measure", "kept_levels", "--at", &at];
+        let ran = f.run(&[&args[..], &["--message-format", "json"]].concat(), &[]);
+        assert_code(&ran, 0);
+        let v = one_object(&ran);
+        assert_eq!(v["at"], json!({"batch": 8, "layers": 6, "seq": 48}));
+        assert_eq!(v["variant"], json!({ "kept": level }));
+        // Measured at that level, predicted from that level's own fit: the fixture's
+        // bytes on both sides.
+        for (c, bytes) in expected(b, s, l, kept) {
+            assert_eq!(v["measured"]["category_bytes"][c], bytes, "{level}: {c}");
+            assert_eq!(v["predicted"]["category_bytes"][c], bytes, "{level}: {c}");
+        }
+        let human = f.run(&args, &[]);
+        assert_code(&human, 0);
+        let title = format!("vec-model::axes::kept_levels (cpu) [kept={level}] at batch=8");
+        assert!(human.stdout.contains(&title), "{title}: {}", human.text());
+        assert!(
+            human.stdout.contains("the prediction holds"),
+            "{}",
+            human.text()
+        );
+    }
+    // A level left out, an unknown one: refused before anything is built.
+    for (at, needle) in [
+        (
+            AT.to_owned(),
+            "--at: no level for the categorical axis `kept` (its levels: one, two;",
+        ),
+        (
+            format!("{AT},kept=three"),
+            "--at: axis `kept` has no level `three` (its levels: one, two)",
+        ),
+    ] {
+        let ran = f.run(&["measure", "kept_levels", "--at", &at], &[]);
+        assert_code(&ran, 2);
+        assert!(ran.stderr.contains(needle), "{needle}: {}", ran.text());
+        assert!(!ran.stderr.contains("Compiling"), "{}", ran.text());
+    }
+    assert_eq!(snapshot_state(&f), before, "nothing written");
+}

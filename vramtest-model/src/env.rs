@@ -8,6 +8,7 @@
 use crate::axes::Point;
 use crate::settings::{DeviceSetting, Settings, SettingsErrors};
 use crate::sweep::{PointError, parse_point};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -43,6 +44,10 @@ pub const REFERENCES: &str = "INSTA_SNAPSHOT_REFERENCES_FILE";
 /// at that point of its named axes instead of judging it (what `cargo vramtest measure`
 /// sets).
 pub const MEASURE_AT: &str = "VRAMTEST_MEASURE_AT";
+/// `VRAMTEST_MEASURE_LEVELS={"precision":"bf16"}`: with `VRAMTEST_MEASURE_AT`, the level of
+/// each categorical axis the step is measured at, as a JSON object (a level is any
+/// string).
+pub const MEASURE_LEVELS: &str = "VRAMTEST_MEASURE_LEVELS";
 
 /// What may be written when a result differs from its snapshot (`VRAMTEST_UPDATE`,
 /// falling back to `INSTA_UPDATE`).
@@ -134,6 +139,9 @@ pub struct HarnessEnv {
     /// written into its report and nothing judged against, or written beside, its
     /// snapshot; `None`: tests are run and judged.
     pub measure_at: Option<Point>,
+    /// `VRAMTEST_MEASURE_LEVELS`: with `measure_at`, each categorical axis's level
+    /// (empty: none).
+    pub measure_levels: BTreeMap<String, String>,
 }
 
 /// A switch with a value outside its set: each names the variable, its value and the
@@ -181,6 +189,16 @@ pub enum EnvError {
         /// Why it is not a point.
         error: PointError,
     },
+    /// `VRAMTEST_MEASURE_LEVELS` is not a JSON object of strings.
+    #[error(
+        "{MEASURE_LEVELS}={value}: not a JSON object of levels ({error}; hint: {MEASURE_LEVELS}='{{\"precision\":\"bf16\"}}')"
+    )]
+    MeasureLevels {
+        /// Its value.
+        value: String,
+        /// Why it is not an object of strings.
+        error: serde_json::Error,
+    },
 }
 
 impl HarnessEnv {
@@ -220,6 +238,14 @@ impl HarnessEnv {
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| parse_point(&v).map_err(|error| EnvError::MeasureAt { value: v, error }))
                 .transpose()?,
+            measure_levels: text(MEASURE_LEVELS)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| {
+                    serde_json::from_str(&v)
+                        .map_err(|error| EnvError::MeasureLevels { value: v, error })
+                })
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 
@@ -249,6 +275,11 @@ impl HarnessEnv {
         put(SITES_TIMEOUT, self.sites_timeout.map(secs));
         put(REPORT_FD, self.report_fd.map(|fd| fd.to_string()));
         put(MEASURE_AT, self.measure_at.as_ref().map(show_at));
+        put(
+            MEASURE_LEVELS,
+            (!self.measure_levels.is_empty())
+                .then(|| serde_json::to_string(&self.measure_levels).expect("strings serialize")),
+        );
         for (name, path) in [
             (REPORT_DIR, &self.report_dir),
             (REFERENCES, &self.references),
@@ -413,6 +444,10 @@ mod tests {
                 ("layers".to_owned(), 6),
                 ("seq".to_owned(), 48),
             ])),
+            measure_levels: BTreeMap::from([
+                ("precision".to_owned(), "bf16".to_owned()),
+                ("note".to_owned(), "a, b=\"c\"".to_owned()),
+            ]),
         };
         for env in [
             HarnessEnv::default(),
@@ -486,6 +521,8 @@ mod tests {
     #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "soon")], "VRAMTEST_SITES_TIMEOUT=soon: not a number"; "sites timeout")]
     #[test_case(&[("VRAMTEST_MEASURE_AT", "seq=0")], "VRAMTEST_MEASURE_AT=seq=0: axis `seq`: the value must be at least 1"; "measure at zero")]
     #[test_case(&[("VRAMTEST_MEASURE_AT", "seq")], "VRAMTEST_MEASURE_AT=seq: `seq` is not `axis=value`"; "measure at no value")]
+    #[test_case(&[("VRAMTEST_MEASURE_LEVELS", "precision=bf16")], "VRAMTEST_MEASURE_LEVELS=precision=bf16: not a JSON object of levels"; "measure levels not JSON")]
+    #[test_case(&[("VRAMTEST_MEASURE_LEVELS", r#"{"precision": 16}"#)], "VRAMTEST_MEASURE_LEVELS={\"precision\": 16}: not a JSON object of levels"; "measure levels not strings")]
     #[test_case(&[("VRAMTEST_CONFIG", "{")], "VRAMTEST_CONFIG is not a valid configuration"; "config not JSON")]
     #[test_case(&[("VRAMTEST_CONFIG", r#"{"limits": {"activation": "+5%"}}"#)], "VRAMTEST_CONFIG: `limits.activation`: unknown limit"; "config with a bad key")]
     fn a_bad_value_names_its_variable(vars: &[(&str, &str)], needle: &str) {
@@ -496,7 +533,15 @@ mod tests {
     #[test]
     fn unset_and_empty_switches_are_the_defaults() {
         let empty: Vec<(&str, &str)> = [
-            CONFIG, DEVICE, UPDATE, CHECK, STRICT, SITES, TIMEOUT, MEASURE_AT,
+            CONFIG,
+            DEVICE,
+            UPDATE,
+            CHECK,
+            STRICT,
+            SITES,
+            TIMEOUT,
+            MEASURE_AT,
+            MEASURE_LEVELS,
         ]
         .into_iter()
         .map(|name| (name, ""))

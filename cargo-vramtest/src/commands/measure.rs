@@ -2,7 +2,10 @@
 //! measured once (the harness's `VRAMTEST_MEASURE_AT`: one process, no call sites,
 //! nothing judged against the snapshot, nothing written) and set against what the
 //! committed snapshot's sweep predicts there, as `show TEST --at` does. The point is
-//! checked against the snapshot's axes before anything is built.
+//! checked against the snapshot's axes before anything is built. A sweep with
+//! categorical axes (levers) is measured at one combination of levels, which `--at`
+//! names in full (`--at layers=6,seq=48,precision=bf16,checkpointing=blocks`), and set
+//! against that combination's own fit.
 
 use super::show::package_settings;
 use super::{find_tests, package_env, run_device, user_env};
@@ -17,13 +20,11 @@ use crate::snapshots::{self, SnapshotFile};
 use crate::{device, discover, runner};
 use vramtest_model::axes::Point;
 use vramtest_model::env::{HarnessEnv, SitesWhen, Update};
+use vramtest_model::levers::{LeverAxes, LeverVariant, show_variant};
 use vramtest_model::report::{Status, TestReport};
-use vramtest_model::sweep::{Estimate, parse_point};
+use vramtest_model::sweep::Estimate;
 
 pub fn execute(args: &MeasureArgs) -> Result<u8> {
-    let at = parse_point(&args.at).map_err(|message| Error::Selection {
-        message: format!("--at: {message}"),
-    })?;
     let user = user_env()?;
     let ws = discover::discover(&args.selection, args.build.cargo_flags())?;
     let files = snapshots::scan(&ws)?;
@@ -36,13 +37,16 @@ pub fn execute(args: &MeasureArgs) -> Result<u8> {
         }
     })?;
     // Every snapshot of the test (one per device class) predicts the point, or the
-    // error names the axis: before anything is built or run.
+    // error names the axis or the level: before anything is built or run.
     let predictions = chosen
         .iter()
-        .map(|file| Ok((*file, predict(&ws, file, &at)?)))
+        .map(|file| {
+            let (at, levels, estimate) = predict(&ws, file, &args.at)?;
+            Ok((*file, at, levels, estimate))
+        })
         .collect::<Result<Vec<_>>>()?;
-    let file = predictions[0].0;
-    let report = measure(&ws, args, &user, file, &at)?;
+    let (file, at, levels, _) = &predictions[0];
+    let report = measure(&ws, args, &user, file, at, levels)?;
     let body = match (&report.measured_at, report.status, &report.body) {
         (Some(_), Status::Passed, Some(body)) => body,
         (_, Status::Failed, _) => {
@@ -64,9 +68,9 @@ pub fn execute(args: &MeasureArgs) -> Result<u8> {
     };
     // The snapshot of the device class it was measured on, else the first one.
     let measured_on = body.device_class.as_str();
-    let (file, estimate) = predictions
+    let (file, _, levels, estimate) = predictions
         .iter()
-        .find(|(f, _)| f.class == measured_on)
+        .find(|(f, ..)| f.class == measured_on)
         .unwrap_or(&predictions[0]);
     if file.class != measured_on {
         anstream::eprintln!(
@@ -76,8 +80,20 @@ pub fn execute(args: &MeasureArgs) -> Result<u8> {
     }
     let comparison = PointCheck::new(body, estimate);
     match args.message_format {
-        MessageFormat::Json => println!("{}", json(&comparison)),
-        MessageFormat::Human => print!("{}", human(&name_of(file), &comparison)),
+        MessageFormat::Json => {
+            let mut v = json(&comparison);
+            if !levels.is_empty() {
+                v["variant"] = serde_json::json!(levels);
+            }
+            println!("{v}");
+        }
+        MessageFormat::Human => {
+            let mut name = name_of(file);
+            if !levels.is_empty() {
+                name = format!("{name} [{}]", show_variant(levels));
+            }
+            print!("{}", human(&name, &comparison));
+        }
     }
     Ok(comparison.exit_code())
 }
@@ -90,10 +106,16 @@ fn name_of(file: &SnapshotFile) -> String {
     )
 }
 
-/// What the committed snapshot `file`'s sweep over named axes predicts at `at`; an
-/// error names the snapshot and the axis (one left out, one unknown) or says it holds
-/// no such sweep.
-fn predict(ws: &Workspace, file: &SnapshotFile, at: &Point) -> Result<Estimate> {
+/// The point and levels `--at` names, and what the committed snapshot `file`'s sweep
+/// predicts there (the fit of that combination of levels). `--at` must name every
+/// axis, categorical ones included: a bad `--at` is an error of the selection; one the
+/// sweep cannot predict names the snapshot and the axis (one left out, one unknown),
+/// or says it holds no such sweep.
+fn predict(
+    ws: &Workspace,
+    file: &SnapshotFile,
+    text: &str,
+) -> Result<(Point, LeverVariant, Estimate)> {
     let fail = |message: String| Error::Prediction {
         snapshot: file.path.clone(),
         message,
@@ -106,20 +128,37 @@ fn predict(ws: &Workspace, file: &SnapshotFile, at: &Point) -> Result<Estimate> 
             "{name} holds no sweep, so there is no prediction to measure against (hint: `#[vramtest(axes(seq = [16, 32, 48], ..))]` with `t.axis(\"seq\")`)"
         ))
     })?;
+    let levers = LeverAxes::new(sweep.levels.clone()).map_err(|e| fail(format!("{name}: {e}")))?;
+    let (at, levels) = levers.parse_at(text).map_err(|e| Error::Selection {
+        message: format!("--at: {e}"),
+    })?;
+    if let Some((axis, all)) = sweep.levels.iter().find(|(a, _)| !levels.contains_key(*a)) {
+        return Err(Error::Selection {
+            message: format!(
+                "--at: no level for the categorical axis `{axis}` (its levels: {}; measure runs one combination of levels)",
+                all.join(", ")
+            ),
+        });
+    }
+    let fitted = sweep
+        .variant(&levels)
+        .ok_or_else(|| fail(format!("{name}: no fit of {}", show_variant(&levels))))?;
     let granule = package_settings(ws, &file.package).cuda_pool().granularity;
-    sweep
-        .estimate(at, granule)
-        .map_err(|e| fail(format!("{name}: {e}")))
+    let estimate = fitted
+        .estimate(&at, granule)
+        .map_err(|e| fail(format!("{name}: {e}")))?;
+    Ok((at, levels, estimate))
 }
 
-/// Builds the test of `file` and has its harness measure it at `at`, in check mode
-/// with nothing to write and no call sites. Returns its report.
+/// Builds the test of `file` and has its harness measure it at `at` and `levels`, in
+/// check mode with nothing to write and no call sites. Returns its report.
 fn measure(
     ws: &Workspace,
     args: &MeasureArgs,
     user: &HarnessEnv,
     file: &SnapshotFile,
     at: &Point,
+    levels: &LeverVariant,
 ) -> Result<TestReport> {
     let exec = ExecArgs {
         device: args.device,
@@ -129,6 +168,7 @@ fn measure(
     let mut env = package_env(ws, &exec, user);
     for package in env.values_mut() {
         package.measure_at = Some(at.clone());
+        package.measure_levels = levels.clone();
         package.update = Some(Update::No);
         package.sites = SitesWhen::Off;
     }

@@ -55,6 +55,7 @@ fn package_env(ws: &Workspace, exec: &ExecArgs, user: &HarnessEnv) -> runner::Pa
                 strict: user.strict || exec.strict,
                 // Only `measure` measures a point: every other command judges.
                 measure_at: None,
+                measure_levels: Default::default(),
                 ..user.clone()
             };
             env.device = Some(env.device_for(&p.settings));

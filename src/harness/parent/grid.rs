@@ -50,7 +50,7 @@ pub(super) enum GridError {
 }
 
 /// The categorical axes of `def` (checked by the macro with the same rules).
-fn lever_axes(def: &TestDef) -> LeverAxes {
+pub(super) fn lever_axes(def: &TestDef) -> LeverAxes {
     LeverAxes::new(
         def.options
             .levels
@@ -62,7 +62,7 @@ fn lever_axes(def: &TestDef) -> LeverAxes {
 }
 
 /// A combination of levels in the attribute's order, as a point carries it.
-fn in_attribute_order(def: &TestDef, variant: &LeverVariant) -> Vec<(String, String)> {
+pub(super) fn in_attribute_order(def: &TestDef, variant: &LeverVariant) -> Vec<(String, String)> {
     def.options
         .levels
         .iter()

@@ -1,6 +1,7 @@
 //! One point of a sweep over named axes, measured (`VRAMTEST_MEASURE_AT`, what
-//! `cargo vramtest measure` sets): each selected test's step runs once, in one child
-//! process, at exactly that point, without call sites. Nothing is judged against the
+//! `cargo vramtest measure` sets, with `VRAMTEST_MEASURE_LEVELS` for a test with
+//! categorical axes): each selected test's step runs once, in one child process, at
+//! exactly that point and those levels, without call sites. Nothing is judged against the
 //! snapshot and nothing is written beside it: the measured body goes into the test's
 //! report, marked with the point (`measured_at`), for `cargo vramtest` to set against
 //! its prediction.
@@ -15,19 +16,21 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::process::ExitCode;
 use std::sync::Arc;
 use vramtest_model::axes::Point;
+use vramtest_model::levers::{LeverError, LeverVariant, show_variant};
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::sweep::show_point;
 use vramtest_model::{Body, HumanBytes};
 
-/// Runs the tests `args` selects, each measured at `at`. An ignored test is measured
-/// too: naming it with a point is asking for it.
+/// Runs the tests `args` selects, each measured at `at` and `levels`. An ignored test
+/// is measured too: naming it with a point is asking for it.
 pub(super) fn run(
     args: &Arguments,
     tests: Vec<(String, &'static TestDef)>,
     context: Arc<RunContext>,
     at: Point,
+    levels: LeverVariant,
 ) -> ExitCode {
-    let at = Arc::new(at);
+    let at = Arc::new(At { point: at, levels });
     let trials = tests
         .into_iter()
         .map(|(name, def)| {
@@ -36,6 +39,25 @@ pub(super) fn run(
         })
         .collect();
     libtest_mimic::run(args, trials).exit_code()
+}
+
+/// Where a step is measured: a point of its numeric axes and a level of each of its
+/// categorical axes.
+struct At {
+    point: Point,
+    levels: LeverVariant,
+}
+
+impl At {
+    /// `layers=6, seq=48` (with `, precision=bf16` for levels).
+    fn show(&self) -> String {
+        let point = show_point(&self.point);
+        if self.levels.is_empty() {
+            point
+        } else {
+            format!("{point}, {}", show_variant(&self.levels))
+        }
+    }
 }
 
 /// How a measurement did not happen.
@@ -49,19 +71,14 @@ enum NotMeasured {
 
 /// Measures `name` at `at` and writes its report: `Passed` with the measured body, or
 /// why not.
-fn measure(
-    context: &RunContext,
-    name: &str,
-    def: &TestDef,
-    at: &Point,
-) -> Result<Completion, Failed> {
+fn measure(context: &RunContext, name: &str, def: &TestDef, at: &At) -> Result<Completion, Failed> {
     let class = Some(context.device.class());
     let mut report = TestReport {
         source: relative_source(&context.target, def.file),
         line: def.line,
         device_class: class,
         notes: context.notes.clone(),
-        measured_at: Some(at.clone()),
+        measured_at: Some(at.point.clone()),
         ..TestReport::new(&context.target.name, name, Status::Failed)
     };
     let outcome = match context.skip_reason(def, class) {
@@ -73,7 +90,7 @@ fn measure(
             report.status = Status::Passed;
             report.message = format!(
                 "measured at {}: peak {} (nothing compared with the snapshot, nothing written)",
-                show_point(at),
+                at.show(),
                 HumanBytes(body.peak_bytes)
             );
             report.body = Some(body);
@@ -110,10 +127,10 @@ fn run_point(
     name: &str,
     def: &TestDef,
     device: crate::step::Device,
-    at: &Point,
+    at: &At,
 ) -> Result<Body, NotMeasured> {
-    let point =
-        run_point_of(def, at).map_err(|e| NotMeasured::Failed(format!("{name}: {e}"), None))?;
+    let point = run_point_of(def, &at.point, &at.levels)
+        .map_err(|e| NotMeasured::Failed(format!("{name}: {e}"), None))?;
     let label = grid::label(name, def, &point);
     let ended = context
         .spawner
@@ -147,6 +164,9 @@ enum MeasurePointError {
     Missing { axis: String, known: String },
     /// A value that does not fit the platform's `usize`.
     TooLarge { axis: String, value: u64 },
+    /// Levels that are not one of the test's combinations (an unknown categorical
+    /// axis or level, or one left out).
+    Levels(LeverError),
 }
 
 impl std::fmt::Display for MeasurePointError {
@@ -165,12 +185,18 @@ impl std::fmt::Display for MeasurePointError {
             MeasurePointError::TooLarge { axis, value } => {
                 write!(f, "axis `{axis}`: {value} is too large")
             }
+            MeasurePointError::Levels(e) => write!(f, "{e}"),
         }
     }
 }
 
-/// The child's point for `at`: every named axis of `def`, in the attribute's order.
-fn run_point_of(def: &TestDef, at: &Point) -> Result<RunPoint, MeasurePointError> {
+/// The child's point for `at` and `levels`: every named axis of `def`, then every
+/// categorical one, each in the attribute's order.
+fn run_point_of(
+    def: &TestDef,
+    at: &Point,
+    levels: &LeverVariant,
+) -> Result<RunPoint, MeasurePointError> {
     let axes = def.options.axes;
     if axes.is_empty() {
         return Err(MeasurePointError::NoAxes);
@@ -200,7 +226,10 @@ fn run_point_of(def: &TestDef, at: &Point) -> Result<RunPoint, MeasurePointError
             Ok((axis, value))
         })
         .collect::<Result<Vec<_>, MeasurePointError>>()?;
-    Ok(RunPoint::axes(values))
+    grid::lever_axes(def)
+        .check(levels)
+        .map_err(MeasurePointError::Levels)?;
+    Ok(RunPoint::axes(values).with_levels(grid::in_attribute_order(def, levels)))
 }
 
 #[cfg(test)]
@@ -239,10 +268,76 @@ mod tests {
         pairs.iter().map(|&(k, v)| (k.to_owned(), v)).collect()
     }
 
+    fn none() -> LeverVariant {
+        LeverVariant::new()
+    }
+
+    fn levels(pairs: &[(&str, &str)]) -> LeverVariant {
+        pairs
+            .iter()
+            .map(|&(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    /// A test over `seq` with two categorical axes.
+    fn with_levels() -> TestDef {
+        let mut d = def(&[("seq", &[4, 8])]);
+        d.options.levels = &[
+            ("precision", &["f32", "bf16"]),
+            ("checkpointing", &["off", "blocks"]),
+        ];
+        d
+    }
+
+    #[test]
+    fn the_levels_go_with_the_point_in_the_attributes_order() {
+        let d = with_levels();
+        let chosen = levels(&[("checkpointing", "blocks"), ("precision", "bf16")]);
+        let point = run_point_of(&d, &at(&[("seq", 48)]), &chosen).unwrap();
+        assert_eq!(
+            point,
+            RunPoint::axes(vec![("seq".into(), 48)]).with_levels(vec![
+                ("precision".into(), "bf16".into()),
+                ("checkpointing".into(), "blocks".into()),
+            ])
+        );
+    }
+
+    #[test]
+    fn bad_levels_name_the_axis_and_its_levels() {
+        let d = with_levels();
+        let seq = at(&[("seq", 48)]);
+        let err = |l: &[(&str, &str)]| run_point_of(&d, &seq, &levels(l)).unwrap_err().to_string();
+        assert_eq!(
+            err(&[("precision", "fp8"), ("checkpointing", "off")]),
+            "axis `precision` has no level `fp8` (its levels: f32, bf16)"
+        );
+        assert_eq!(
+            err(&[("precision", "f32")]),
+            "the combination `precision=f32` leaves out the categorical axis `checkpointing`"
+        );
+        assert!(
+            err(&[
+                ("precision", "f32"),
+                ("checkpointing", "off"),
+                ("zero", "1")
+            ])
+            .starts_with("`zero` is not a categorical axis"),
+        );
+        // A test without categorical axes takes no levels.
+        let plain = def(&[("seq", &[4, 8])]);
+        let e = run_point_of(&plain, &seq, &levels(&[("precision", "f32")])).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("`precision` is not a categorical axis"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn the_point_names_every_axis_in_the_attributes_order() {
         let d = def(&[("seq", &[4, 8]), ("batch", &[1, 2])]);
-        let point = run_point_of(&d, &at(&[("batch", 8), ("seq", 48)])).unwrap();
+        let point = run_point_of(&d, &at(&[("batch", 8), ("seq", 48)]), &none()).unwrap();
         assert_eq!(
             point,
             RunPoint::axes(vec![("seq".into(), 48), ("batch".into(), 8)])
@@ -253,17 +348,17 @@ mod tests {
     #[test]
     fn a_bad_point_names_the_axis_and_the_tests_axes() {
         let d = def(&[("seq", &[4, 8]), ("batch", &[1, 2])]);
-        let missing = run_point_of(&d, &at(&[("seq", 48)])).unwrap_err();
+        let missing = run_point_of(&d, &at(&[("seq", 48)]), &none()).unwrap_err();
         assert_eq!(
             missing.to_string(),
             "no value for axis `batch` (the test's axes: seq, batch)"
         );
-        let unknown = run_point_of(&d, &at(&[("seq", 4), ("batch", 1), ("heads", 2)]));
+        let unknown = run_point_of(&d, &at(&[("seq", 4), ("batch", 1), ("heads", 2)]), &none());
         assert_eq!(
             unknown.unwrap_err().to_string(),
             "unknown axis `heads` (the test's axes: seq, batch)"
         );
-        let none = run_point_of(&def(&[]), &at(&[("seq", 4)])).unwrap_err();
+        let none = run_point_of(&def(&[]), &at(&[("seq", 4)]), &none()).unwrap_err();
         assert_eq!(none, MeasurePointError::NoAxes);
     }
 }

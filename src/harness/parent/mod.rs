@@ -108,7 +108,13 @@ pub(crate) fn run(target: HarnessTarget) -> Result<ExitCode, RunError> {
         notes,
     });
     if let Some(at) = env.measure_at {
-        return Ok(measure_point::run(&args, tests, context, at));
+        return Ok(measure_point::run(
+            &args,
+            tests,
+            context,
+            at,
+            env.measure_levels,
+        ));
     }
     report_ignored(&args, &tests, &context);
     let trials = tests
