@@ -222,7 +222,7 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
 }
 
 #[test]
-#[ignore = "slow, builds candle and runs 36 processes: cargo test -p cargo-vramtest --test candle_transformer -- --ignored"]
+#[ignore = "slow, builds candle and runs 68 processes: cargo test -p cargo-vramtest --test candle_transformer -- --ignored"]
 fn every_combination_of_levers_is_predicted_within_3_percent() {
     let f = Fixture::copy(
         &common::repo().join("fixtures").join("candle-transformer"),
@@ -343,6 +343,32 @@ fn every_combination_of_levers_is_predicted_within_3_percent() {
             "{precision}: block checkpointing keeps {blocks} B of activations, the whole graph {off} B"
         );
     }
+
+    // The lever gate: a switch that silently turns block checkpointing off (as a
+    // refactor or a framework upgrade might) fails the test, naming the lever whose
+    // saving shrank, at both precisions.
+    let report = vram_test(
+        &f,
+        "levers",
+        &[("CANDLE_TRANSFORMER_CHECKPOINTING", "off-anyway")],
+    );
+    assert_eq!(report.status, Status::Regressed, "{}", report.message);
+    for precision in ["f32", "bf16"] {
+        let lever = format!("checkpointing=blocks, precision={precision}: activations saving at ");
+        assert!(
+            report
+                .message
+                .lines()
+                .any(|l| l.trim_start().starts_with(&lever)),
+            "no line `{lever}…`:\n{}",
+            report.message
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&snap).unwrap(),
+        before,
+        "nothing written"
+    );
 }
 
 /// The parameters of `levers`' model with `layers` blocks (hidden size 32, an MLP 4×
