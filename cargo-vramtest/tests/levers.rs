@@ -619,3 +619,39 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
     }
     assert_eq!(f.snapshot_files(), before, "nothing written");
 }
+
+/// `show TEST --at AT --levers` on a copy of `fixture` holding its committed snapshot
+/// `snapshot`: read from the snapshot, so the same on every machine.
+fn committed_lever_table(fixture: &str, snapshot: &str, test: &str, at: &str) -> String {
+    let f = common::Fixture::copy(&common::repo().join("fixtures").join(fixture), fixture);
+    let committed = common::repo()
+        .join("fixtures")
+        .join(fixture)
+        .join("tests/snapshots");
+    std::fs::create_dir_all(f.snapshots()).unwrap();
+    std::fs::copy(committed.join(snapshot), f.snapshots().join(snapshot)).unwrap();
+    let ran = f.run(&["show", test, "--at", at, "--levers"], &[]);
+    assert_code(&ran, 0);
+    ran.stdout
+}
+
+/// The lever tables of the candle and burn fixtures' committed sweeps with levels
+/// (candle: bf16 and block checkpointing written by hand; burn: its own gradient
+/// checkpointing), as the README and the guide show them.
+#[test]
+fn the_fixtures_lever_tables_are_the_ones_the_docs_show() {
+    let candle = committed_lever_table(
+        "candle-transformer",
+        "vram__levers@cpu.snap",
+        "levers",
+        "layers=12,seq=512",
+    );
+    insta::assert_snapshot!("candle_transformer_levers", candle);
+    let burn = committed_lever_table(
+        "burn-transformer",
+        "vram__checkpointing@cpu.snap",
+        "checkpointing",
+        "layers=12,seq=512",
+    );
+    insta::assert_snapshot!("burn_transformer_levers", burn);
+}
