@@ -3,8 +3,9 @@
 //! the grid in parallel, fitting it and predicting its target add at most a fifth.
 //!
 //! The sweep is `fixtures/candle-transformer`'s `decoder` (`VRAMTEST_BENCH_SWEEP=
-//! vec-model` takes vec-model's `transformer_like` instead, `=levels` its sweep with a
-//! categorical axis, `checkpointing_levels`, every level's grid), run as `cargo test` runs
+//! vec-model` takes vec-model's `transformer_like` instead, `=levels` the candle
+//! fixture's sweep with levels, `levers`: bf16 and block checkpointing, every
+//! combination's grid), run as `cargo test` runs
 //! it, with `--test-threads` jobs (`VRAMTEST_BENCH_JOBS`, else 2, CI's cores). Each
 //! point's wall time and the fit's come from the harness's JSON report
 //! (`details.point_millis`, `details.fit_millis`).
@@ -28,7 +29,7 @@ const TARGET_RATIO: f64 = 1.2;
 fn main() {
     let (fixture, target, test) = match std::env::var("VRAMTEST_BENCH_SWEEP").as_deref() {
         Ok("vec-model") => ("vec-model", "axes", "transformer_like"),
-        Ok("levels") => ("vec-model", "axes", "checkpointing_levels"),
+        Ok("levels") => ("candle-transformer", "vram", "levers"),
         _ => ("candle-transformer", "vram", "decoder"),
     };
     let jobs: usize = std::env::var("VRAMTEST_BENCH_JOBS")
