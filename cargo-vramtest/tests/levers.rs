@@ -620,9 +620,9 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
     assert_eq!(f.snapshot_files(), before, "nothing written");
 }
 
-/// `show TEST --at AT --levers` on a copy of `fixture` holding its committed snapshot
-/// `snapshot`: read from the snapshot, so the same on every machine.
-fn committed_lever_table(fixture: &str, snapshot: &str, test: &str, at: &str) -> String {
+/// `show ARGS` on a copy of `fixture` holding its committed snapshot `snapshot`: read
+/// from the snapshot, so the same on every machine.
+fn show_committed(fixture: &str, snapshot: &str, args: &[&str]) -> String {
     let f = common::Fixture::copy(&common::repo().join("fixtures").join(fixture), fixture);
     let committed = common::repo()
         .join("fixtures")
@@ -630,7 +630,7 @@ fn committed_lever_table(fixture: &str, snapshot: &str, test: &str, at: &str) ->
         .join("tests/snapshots");
     std::fs::create_dir_all(f.snapshots()).unwrap();
     std::fs::copy(committed.join(snapshot), f.snapshots().join(snapshot)).unwrap();
-    let ran = f.run(&["show", test, "--at", at, "--levers"], &[]);
+    let ran = f.run(&[&["show"], args].concat(), &[]);
     assert_code(&ran, 0);
     ran.stdout
 }
@@ -640,18 +640,24 @@ fn committed_lever_table(fixture: &str, snapshot: &str, test: &str, at: &str) ->
 /// checkpointing), as the README and the guide show them.
 #[test]
 fn the_fixtures_lever_tables_are_the_ones_the_docs_show() {
-    let candle = committed_lever_table(
-        "candle-transformer",
-        "vram__levers@cpu.snap",
-        "levers",
-        "layers=12,seq=512",
-    );
-    insta::assert_snapshot!("candle_transformer_levers", candle);
-    let burn = committed_lever_table(
+    let candle = |args: &[&str]| {
+        let at = ["levers", "--at"];
+        show_committed(
+            "candle-transformer",
+            "vram__levers@cpu.snap",
+            &[&at, args].concat(),
+        )
+    };
+    let levers = candle(&["layers=12,seq=512", "--levers"]);
+    insta::assert_snapshot!("candle_transformer_levers", levers);
+    let fit_on = candle(&["layers=12,seq=512", "--fit-on", "1GiB"]);
+    insta::assert_snapshot!("candle_transformer_fit_on", fit_on);
+    let solve = candle(&["seq=512", "--solve", "layers"]);
+    insta::assert_snapshot!("candle_transformer_solve_layers", solve);
+    let burn = show_committed(
         "burn-transformer",
         "vram__checkpointing@cpu.snap",
-        "checkpointing",
-        "layers=12,seq=512",
+        &["checkpointing", "--at", "layers=12,seq=512", "--levers"],
     );
     insta::assert_snapshot!("burn_transformer_levers", burn);
 }
