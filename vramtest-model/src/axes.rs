@@ -118,12 +118,17 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
+mod border;
 mod screen;
+use border::Eliminated;
 use screen::{Basis, Floats, Metric, Whole};
 
 /// A model under consideration by the search.
@@ -1232,7 +1237,26 @@ struct Design {
     xty: Vec<OnceLock<BigInt>>,
     /// The floating-point copy that screens subsets; `None` scores every one exactly.
     floats: Option<Floats>,
+    /// The reduced normal equations of the subsets scored so far and of the subsets
+    /// they were grown from, which their extensions are bordered from ([`border`]).
+    eliminated: RefCell<EliminatedCache>,
 }
+
+/// A subset's reduced normal equations, with the candidates of its columns in order.
+type Grown = Rc<(Vec<usize>, Eliminated)>;
+
+/// Subsets' reduced normal equations, by sorted subset (`None` when singular).
+#[derive(Default)]
+struct EliminatedCache {
+    subsets: HashMap<Vec<usize>, Option<Grown>>,
+    /// How many big integers they hold.
+    weight: usize,
+}
+
+/// The most big integers [`EliminatedCache`] holds before it is emptied: the subsets a
+/// search grows from stay within it (a chain of 40 terms, and the extensions scored
+/// of its last few), and a fit of a 256-point grid within some tens of megabytes.
+const ELIMINATED_WEIGHT: usize = 1 << 16;
 
 impl Design {
     fn new(
@@ -1265,6 +1289,7 @@ impl Design {
             y,
             gram,
             xty,
+            eliminated: RefCell::default(),
         })
     }
 }
@@ -1279,6 +1304,49 @@ impl Design {
     /// `Xᵀy[r]`: the dot product of candidate `r` and the measured bytes.
     fn xty(&self, r: usize) -> &BigInt {
         self.xty[r].get_or_init(|| dot(&self.columns[r], &self.y))
+    }
+
+    /// The reduced normal equations of the candidates `order`, with the order of their
+    /// columns (the same candidates, perhaps reordered); `None` when singular. Bordered
+    /// ([`border`]) from those of the longest prefix of `order` already eliminated, each
+    /// longer prefix kept: the search scores a model's extensions, each `order` its
+    /// model's columns and one more.
+    fn eliminated(&self, order: &[usize]) -> Option<Grown> {
+        let mut cache = self.eliminated.borrow_mut();
+        let key = |prefix: &[usize]| {
+            let mut s = prefix.to_vec();
+            s.sort_unstable();
+            s
+        };
+        let (mut at, mut state) = (0..=order.len())
+            .rev()
+            .find_map(|j| Some((j, cache.subsets.get(&key(&order[..j]))?.clone())))
+            .unwrap_or_else(|| (0, Some(Rc::new((Vec::new(), Eliminated::empty())))));
+        while at < order.len() {
+            let current = state?;
+            let (columns, e) = &*current;
+            let extra = order[at];
+            let g: Vec<BigInt> = columns
+                .iter()
+                .map(|&c| self.gram(c, extra).clone())
+                .collect();
+            let next = e
+                .border(&g, self.gram(extra, extra), self.xty(extra))
+                .map(|e| {
+                    let mut columns = columns.clone();
+                    columns.push(extra);
+                    Rc::new((columns, e))
+                });
+            at += 1;
+            let weight = next.as_ref().map_or(1, |n| n.1.weight());
+            if cache.weight + weight > ELIMINATED_WEIGHT {
+                *cache = EliminatedCache::default();
+            }
+            cache.weight += weight;
+            cache.subsets.insert(key(&order[..at]), next.clone());
+            state = next;
+        }
+        state
     }
 }
 
@@ -1319,6 +1387,7 @@ fn is_exact(design: &Design, model: &ScoredModel) -> bool {
 
 /// A scored model: a subset of the candidates and its least-squares coefficients.
 #[derive(Clone)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Scored {
     worst: BigRational,
     /// The worst leave-one-out miss in bytes (not divided by the point's value).
@@ -1402,53 +1471,87 @@ fn gauss_jordan(m: &mut [Vec<BigInt>], k: usize) -> Option<BigInt> {
     Some(previous)
 }
 
+/// The reduced normal equations of `k` columns after [`gauss_jordan`] (`m` was
+/// `[XᵀX | I | Xᵀy]`), `None` when singular.
+fn eliminated_from_scratch(mut m: Vec<Vec<BigInt>>, k: usize) -> Option<Eliminated> {
+    let det = gauss_jordan(&mut m, k)?;
+    Some(Eliminated {
+        det,
+        adjugate: m.iter().map(|row| row[k..2 * k].to_vec()).collect(),
+        solution: m
+            .into_iter()
+            .map(|mut row| row.swap_remove(2 * k))
+            .collect(),
+    })
+}
+
 /// Point `i`'s fitted value and leverage, both scaled by the determinant, from the
-/// reduced normal equations `m` of `k` columns (`[X'X | I | X'y]` after
-/// [`gauss_jordan`]): what a held-out refit of that point is computed from.
+/// reduced normal equations `e` of `columns`: what a held-out refit of that point is
+/// computed from.
 fn fitted_and_leverage<C: AsRef<[BigInt]>>(
     columns: &[C],
     i: usize,
-    m: &[Vec<BigInt>],
-    k: usize,
+    e: &Eliminated,
 ) -> (BigInt, BigInt) {
-    (fitted(columns, i, m, k), leverage(columns, i, m, k))
+    (fitted(columns, i, e), leverage(columns, i, e))
 }
 
 /// Point `i`'s fitted value, scaled by the determinant (see [`fitted_and_leverage`]).
-fn fitted<C: AsRef<[BigInt]>>(columns: &[C], i: usize, m: &[Vec<BigInt>], k: usize) -> BigInt {
+fn fitted<C: AsRef<[BigInt]>>(columns: &[C], i: usize, e: &Eliminated) -> BigInt {
     columns
         .iter()
-        .zip(m)
-        .map(|(c, row)| &c.as_ref()[i] * &row[2 * k])
+        .zip(&e.solution)
+        .map(|(c, b)| &c.as_ref()[i] * b)
         .sum()
 }
 
 /// Point `i`'s leverage, scaled by the determinant (see [`fitted_and_leverage`]).
-fn leverage<C: AsRef<[BigInt]>>(columns: &[C], i: usize, m: &[Vec<BigInt>], k: usize) -> BigInt {
+fn leverage<C: AsRef<[BigInt]>>(columns: &[C], i: usize, e: &Eliminated) -> BigInt {
     let x: Vec<&BigInt> = columns.iter().map(|c| &c.as_ref()[i]).collect();
     x.iter()
-        .zip(m)
-        .map(|(xj, row)| {
-            *xj * x
-                .iter()
-                .zip(&row[k..2 * k])
-                .map(|(xl, a)| *xl * a)
-                .sum::<BigInt>()
-        })
+        .zip(&e.adjugate)
+        .map(|(xj, row)| *xj * x.iter().zip(row).map(|(xl, a)| *xl * a).sum::<BigInt>())
         .sum()
 }
 
-/// Scores the least-squares model of `subset`: `None` when its normal equations are
-/// singular or a point has leverage 1 (its leave-one-out refit is undetermined).
-fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
+/// Scores the least-squares model of the candidates `order` (in any order; the
+/// search's models list their columns in the order they were added, which
+/// [`Design::eliminated`] grows them in): `None` when its normal equations are singular
+/// or a point has leverage 1 (its leave-one-out refit is undetermined).
+fn score(design: &Design, order: &[usize]) -> Option<Scored> {
+    let state = design.eliminated(order)?;
+    let (columns, e) = &*state;
+    let mut subset = columns.clone();
+    subset.sort_unstable();
+    let from: Vec<usize> = (subset.iter())
+        .map(|s| {
+            columns
+                .iter()
+                .position(|c| c == s)
+                .expect("the same candidates")
+        })
+        .collect();
+    scored(design, &subset, &e.permuted(&from))
+}
+
+/// [`score`] by elimination from scratch, as every score was computed before the
+/// equations were bordered: what bordering must agree with.
+#[cfg(test)]
+fn score_from_scratch(design: &Design, subset: &[usize]) -> Option<Scored> {
     let k = subset.len();
-    let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.columns[s]).collect();
-    let mut m = normal_equations(
+    let m = normal_equations(
         k,
         |r, c| design.gram(subset[r], subset[c]).clone(),
         |r| design.xty(subset[r]).clone(),
     );
-    let d = gauss_jordan(&mut m, k)?;
+    scored(design, subset, &eliminated_from_scratch(m, k)?)
+}
+
+/// Scores the least-squares model of `subset` (sorted) from its reduced normal
+/// equations `e`: `None` when a point has leverage 1.
+fn scored(design: &Design, subset: &[usize], e: &Eliminated) -> Option<Scored> {
+    let d = &e.det;
+    let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.columns[s]).collect();
     // The worst error as an unreduced fraction: compared by cross-multiplication, reduced
     // once at the end (a gcd per point costs more than the rest of the score).
     let (mut worst_num, mut worst_den) = (BigInt::zero(), BigInt::one());
@@ -1456,7 +1559,7 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
     // Every point's in-sample miss is exact and cheap; its leverage (a quadratic form in
     // big integers) only where floating point cannot rule the point out as the worst.
     let misses: Vec<BigInt> = (design.y.iter().enumerate())
-        .map(|(i, y)| (&d * y - fitted(&cols, i, &m, k)).abs())
+        .map(|(i, y)| (d * y - fitted(&cols, i, e)).abs())
         .collect();
     let residual = misses.iter().max().cloned().unwrap_or_default();
     let needed = {
@@ -1472,7 +1575,7 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
         if !needed[i] {
             continue;
         }
-        let denominator = &d - leverage(&cols, i, &m, k);
+        let denominator = d - leverage(&cols, i, e);
         if denominator.is_zero() {
             return None;
         }
@@ -1492,9 +1595,8 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
         residual: BigRational::new(residual, d.abs()),
         degree: subset.iter().map(|&s| design.degrees[s]).sum(),
         subset: subset.to_vec(),
-        coefficients: m
-            .iter()
-            .map(|row| BigRational::new(row[2 * k].clone(), d.clone()))
+        coefficients: (e.solution.iter())
+            .map(|c| BigRational::new(c.clone(), d.clone()))
             .collect(),
     })
 }
@@ -1800,17 +1902,18 @@ fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bo
 /// leverage 1 (its held-out refit is undetermined).
 fn held_out_misses(columns: Vec<Vec<BigInt>>, y: &[BigInt]) -> Option<Vec<BigRational>> {
     let k = columns.len();
-    let mut m = normal_equations(
+    let m = normal_equations(
         k,
         |r, c| dot(&columns[r], &columns[c]),
         |r| dot(&columns[r], y),
     );
-    let d = gauss_jordan(&mut m, k)?;
+    let e = eliminated_from_scratch(m, k)?;
+    let d = &e.det;
     (0..y.len())
         .map(|i| {
-            let (fitted, leverage) = fitted_and_leverage(&columns, i, &m, k);
-            let denominator = &d - leverage;
-            (!denominator.is_zero()).then(|| BigRational::new(&d * &y[i] - fitted, denominator))
+            let (fitted, leverage) = fitted_and_leverage(&columns, i, &e);
+            let denominator = d - leverage;
+            (!denominator.is_zero()).then(|| BigRational::new(d * &y[i] - fitted, denominator))
         })
         .collect()
 }

@@ -27,8 +27,9 @@ pub(super) trait Exact {
     fn floats(&self) -> Option<&Floats>;
     /// How many candidates there are.
     fn candidates(&self) -> usize;
-    /// The exact score of `subset`, `None` when it has none.
-    fn score(&self, subset: &[usize]) -> Option<Self::Score>;
+    /// The exact score of the subset of the candidates `order`, listed in the order
+    /// they were added to it (what the exact side may reuse), `None` when it has none.
+    fn score(&self, order: &[usize]) -> Option<Self::Score>;
     /// The exact figure of merit.
     fn value(score: &Self::Score, metric: Metric) -> &BigRational;
     /// Whether `a` ranks before `b` by the whole key of `metric`.
@@ -95,12 +96,22 @@ impl Floats {
     }
 }
 
+// The loops below are indexed rather than iterator chains: the fit runs unoptimized in
+// a test binary, where every adapter of a chain is a function call per element. Each
+// sum starts from −0.0 and adds in order, as `Iterator::sum` does.
+
 fn norm(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+    dot(v, v).sqrt()
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut sum = -0.0;
+    for i in 0..n {
+        sum += a[i] * b[i];
+    }
+    sum
 }
 
 /// A model under consideration: a subset, its bounds, and its exact score once needed.
@@ -108,15 +119,18 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 pub(super) struct Model<S> {
     /// Positions of the candidates, in increasing order.
     pub(super) subset: Vec<usize>,
+    /// The same, in the order they were added (the subset it was grown from first).
+    order: Vec<usize>,
     relative: Bounds,
     bytes: Bounds,
     exact: OnceCell<Option<S>>,
 }
 
 impl<S: Clone> Model<S> {
-    fn unbounded(subset: Vec<usize>) -> Model<S> {
+    fn unbounded(subset: Vec<usize>, order: Vec<usize>) -> Model<S> {
         Model {
             subset,
+            order,
             relative: UNBOUNDED,
             bytes: UNBOUNDED,
             exact: OnceCell::new(),
@@ -138,7 +152,7 @@ impl<S: Clone> Model<S> {
     /// The exact score (`None` when singular or a point has leverage 1).
     pub(super) fn exact<D: Exact<Score = S>>(&self, design: &D) -> Option<&S> {
         self.exact
-            .get_or_init(|| design.score(&self.subset))
+            .get_or_init(|| design.score(&self.order))
             .as_ref()
     }
 
@@ -312,14 +326,16 @@ impl Basis {
         let mut subset = self.sorted();
         subset.push(extra);
         subset.sort_unstable();
+        let mut order = self.subset.clone();
+        order.push(extra);
         let Some(floats) = design.floats() else {
-            return Model::unbounded(subset);
+            return Model::unbounded(subset, order);
         };
         let p = &self.rest[extra];
         let length = norm(p);
         let growth = self.growth.max(1.0 / length);
         if !(length > 0.0 && growth <= GROWTH_LIMIT) {
-            return Model::unbounded(subset);
+            return Model::unbounded(subset, order);
         }
         let spread = rounding_spread(floats.y.len(), subset.len(), growth);
         let (miss_error, leverage_error) = (spread * floats.y_norm, spread);
@@ -330,7 +346,7 @@ impl Basis {
             let miss = (self.residual[i] - along * pi).abs();
             let free = 1.0 - self.leverage[i] - pi * pi / (length * length);
             if free <= 2.0 * leverage_error {
-                return Model::unbounded(subset);
+                return Model::unbounded(subset, order);
             }
             let lo = (miss - miss_error).max(0.0) / (free + leverage_error) * (1.0 - 1e-12);
             let hi = (miss + miss_error) / (free - leverage_error) * (1.0 + 1e-12);
@@ -342,6 +358,7 @@ impl Basis {
         }
         Model {
             subset,
+            order,
             relative,
             bytes,
             exact: OnceCell::new(),
@@ -354,18 +371,6 @@ impl Basis {
             .filter(|e| !self.subset.contains(e))
             .map(|e| self.estimate(design, e))
             .collect()
-    }
-
-    /// The floating-point residual of the subset's least-squares fit, and the bound on
-    /// its rounding; `None` when the columns nearly depend on each other (or the design
-    /// is exact only).
-    pub(super) fn residual(&self, design: &impl Exact) -> Option<(&[f64], f64)> {
-        let floats = design.floats()?;
-        if self.growth > GROWTH_LIMIT || !self.growth.is_finite() {
-            return None;
-        }
-        let spread = rounding_spread(floats.y.len(), self.subset.len(), self.growth);
-        Some((&self.residual, spread * floats.y_norm))
     }
 }
 
@@ -472,35 +477,39 @@ pub(super) enum Whole {
     Unsure,
 }
 
-/// The least-squares fit of every candidate at once, in floating point.
+/// The least-squares fit of every candidate at once, in floating point: modified
+/// Gram–Schmidt on the columns in place, the triangular factor taken from the
+/// projections it computes.
 pub(super) fn whole(design: &impl Exact) -> Whole {
     let Some(floats) = design.floats() else {
         return Whole::Unsure;
     };
     let k = floats.columns.len();
-    let mut basis = Basis::empty(design);
-    // The triangular factor: each added column's projections on the directions before.
-    let mut triangle: Vec<Vec<f64>> = Vec::with_capacity(k);
-    let mut along_y: Vec<f64> = Vec::with_capacity(k);
+    let mut rest = floats.columns.clone();
+    let mut residual = floats.y.clone();
+    // The triangular factor: row `j` holds each later column's projection on the `j`th
+    // direction, and the direction's length on the diagonal.
+    let mut triangle: Vec<Vec<f64>> = vec![vec![0.0; k]; k];
+    let mut along_y: Vec<f64> = vec![0.0; k];
+    let mut growth = 1.0f64;
     for j in 0..k {
-        let length = norm(&basis.rest[j]);
-        let q: Vec<f64> = basis.rest[j].iter().map(|x| x / length).collect();
-        let row: Vec<f64> = (0..k)
-            .map(|c| {
-                if c < j {
-                    0.0
-                } else {
-                    dot(&q, &floats.columns[c])
-                }
-            })
-            .collect();
-        along_y.push(dot(&q, &basis.residual));
-        triangle.push(row);
-        basis = basis.grow(j);
+        let (done, later) = rest.split_at_mut(j + 1);
+        let q = &mut done[j];
+        let length = norm(q);
+        growth = growth.max(1.0 / length);
+        // `max` keeps `growth` when `1 / length` is NaN, and it only grows.
+        if growth > GROWTH_LIMIT {
+            // The columns nearly depend on each other: no bound on the residual.
+            return Whole::Unsure;
+        }
+        q.iter_mut().for_each(|x| *x /= length);
+        triangle[j][j] = length;
+        along_y[j] = project_out(&mut residual, q);
+        for (c, column) in later.iter_mut().enumerate() {
+            triangle[j][j + 1 + c] = project_out(column, q);
+        }
     }
-    let Some((residual, bound)) = basis.residual(design) else {
-        return Whole::Unsure;
-    };
+    let bound = rounding_spread(floats.y.len(), k, growth) * floats.y_norm;
     if residual.iter().any(|r| r.abs() > bound) {
         return Whole::Misses;
     }
@@ -513,12 +522,15 @@ pub(super) fn whole(design: &impl Exact) -> Whole {
     Whole::Passes((0..k).filter(|&j| x[j].abs() > floor).collect())
 }
 
-/// Takes `q`'s direction (unit length) out of `v`.
-fn project_out(v: &mut [f64], q: &[f64]) {
+/// Takes `q`'s direction (unit length) out of `v`; what `v` had along it.
+fn project_out(v: &mut [f64], q: &[f64]) -> f64 {
     let along = dot(v, q);
-    for (x, y) in v.iter_mut().zip(q) {
-        *x -= along * y;
+    let n = v.len().min(q.len());
+    let (v, q) = (&mut v[..n], &q[..n]);
+    for i in 0..n {
+        v[i] -= along * q[i];
     }
+    along
 }
 
 /// Every subset of `size` candidates, in lexicographic order, with its bounds.
