@@ -124,12 +124,12 @@ use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 mod border;
 mod screen;
 use border::Eliminated;
-use screen::{Basis, Floats, Metric, Whole};
+use screen::{Basis, Floats, Metric, Unit, Whole};
 
 /// A model under consideration by the search.
 type ScoredModel = screen::Model<Scored>;
@@ -851,11 +851,17 @@ impl Fit {
     /// Fits `series` (each point of `grid` that was measured, with its bytes): see the
     /// module's documentation for the model and the search.
     pub fn new(grid: &Grid, series: &[(Point, u64)]) -> Result<Fit, AxesError> {
-        Fit::with(grid, series, Screening::Float)
+        Fit::with(grid, series, Screening::Float, None)
     }
 
-    /// [`Fit::new`], its subsets screened in floating point or all scored exactly.
-    fn with(grid: &Grid, series: &[(Point, u64)], screening: Screening) -> Result<Fit, AxesError> {
+    /// [`Fit::new`], its subsets screened in floating point or all scored exactly, on
+    /// `shared` when given (made for series measured at the same points as `series`).
+    fn with(
+        grid: &Grid,
+        series: &[(Point, u64)],
+        screening: Screening,
+        shared: Option<&Shared>,
+    ) -> Result<Fit, AxesError> {
         for (point, _) in series {
             grid.check_point(point)?;
         }
@@ -870,16 +876,24 @@ impl Fit {
         if let Some(constant) = constant(series) {
             return Ok(constant);
         }
-        let candidates = candidates(grid, series);
-        let best = match linear_model(grid, series, &candidates, screening)? {
+        let own;
+        let shared = match shared {
+            Some(shared) => shared,
+            None => {
+                own = Shared::new(grid, series);
+                &own
+            }
+        };
+        let candidates = &shared.candidates;
+        let best = match linear_model(grid, series, shared, screening)? {
             Some(linear) => linear,
             None => {
-                let design = Design::new(&candidates, series, screening)?;
+                let design = Design::on(shared.all(series)?, series, screening);
                 let max_terms = max_terms(grid, series.len()).min(candidates.len());
                 exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms))
             }
         };
-        let residue_bytes = residue_of(grid, series, &candidates, &best)?;
+        let residue_bytes = residue_of(grid, series, candidates, &best)?;
         let mut terms: Vec<(Term, Vec<u8>)> = best
             .subset
             .iter()
@@ -999,20 +1013,25 @@ fn residue_of(
     if best.worst_bytes.is_zero() || !bookkeeping_sized(&best.worst_bytes, largest) {
         return Ok(0);
     }
-    let chosen: Vec<Candidate> = best.subset.iter().map(|&i| candidates[i].clone()).collect();
-    let design = Design::new(&chosen, series, Screening::Exact)?;
-    let all: Vec<usize> = (0..chosen.len()).collect();
-    Ok(
-        if steps_with_counting_axes(grid, series, &chosen, &design, &all) {
-            best.worst_bytes
-                .ceil()
-                .to_integer()
-                .to_u64()
-                .unwrap_or(u64::MAX)
-        } else {
-            0
-        },
-    )
+    let steps = match best.steps {
+        Some(known) => known,
+        None => {
+            let chosen: Vec<Candidate> =
+                best.subset.iter().map(|&i| candidates[i].clone()).collect();
+            let design = Design::new(&chosen, series, Screening::Exact)?;
+            let all: Vec<usize> = (0..chosen.len()).collect();
+            steps_with_counting_axes(grid, series, &chosen, &design, &all)
+        }
+    };
+    Ok(if steps {
+        best.worst_bytes
+            .ceil()
+            .to_integer()
+            .to_u64()
+            .unwrap_or(u64::MAX)
+    } else {
+        0
+    })
 }
 
 /// A fit that passes through every combination of the values of the axes it uses: see
@@ -1087,8 +1106,20 @@ impl FigureFits {
                 distinct.push(points);
             }
         }
+        // Series measured at the same points (every figure of a sweep) share their
+        // candidates' columns: values, `XᵀX`, the floating-point orthogonalization.
+        let shared = distinct.first().filter(|first| {
+            first.len() >= 3
+                && first.iter().all(|(p, _)| grid.check_point(p).is_ok())
+                && (distinct.iter()).all(|d| {
+                    d.len() == first.len() && d.iter().zip(first.iter()).all(|(a, b)| a.0 == b.0)
+                })
+        });
+        let shared = shared.map(|first| Shared::new(grid, first));
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let fits = crate::parallel::map(&distinct, cores, |points| Fit::new(grid, points));
+        let fits = crate::parallel::map(&distinct, cores, |points| {
+            Fit::with(grid, points, Screening::Float, shared.as_ref())
+        });
         let mut figures = BTreeMap::new();
         for (figure, points) in series {
             let i = distinct
@@ -1222,18 +1253,103 @@ fn candidates(grid: &Grid, series: &[(Point, u64)]) -> Vec<Candidate> {
         .collect()
 }
 
-/// The candidates' values at every point, the measured bytes, and the normal
-/// equations of all the candidates (`XᵀX` and `Xᵀy`), from which every subset's are
-/// taken instead of computed again. Their entries are computed on first use: the
-/// floating-point screening leaves few subsets to score exactly, and the whole `XᵀX` of
-/// a 256-point grid's 81 candidates is 1.7 million big-integer products, most of an
-/// unoptimized fit's time when computed up front.
-struct Design {
+/// The candidates' values at the points of a series, and what is computed from them
+/// alone whatever the measured bytes: `XᵀX` and the floating-point copy. The figures of
+/// a sweep, all measured at the same points, share one ([`Shared`]). `XᵀX`'s entries
+/// are computed on first use: the floating-point screening leaves few subsets to score
+/// exactly, and the whole `XᵀX` of a 256-point grid's 81 candidates is 1.7 million
+/// big-integer products, most of an unoptimized fit's time when computed up front.
+struct Columns {
     columns: Vec<Vec<BigInt>>,
     degrees: Vec<u32>,
-    y: Vec<BigInt>,
     /// `XᵀX`'s upper triangle, row `r` holding columns `r..`.
     gram: Vec<Vec<OnceLock<BigInt>>>,
+    /// The floating-point copy, made when a screened fit first needs it.
+    unit: OnceLock<Arc<Unit>>,
+}
+
+impl Columns {
+    fn new(candidates: &[Candidate], series: &[(Point, u64)]) -> Result<Columns, AxesError> {
+        let mut columns = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            let column = series
+                .iter()
+                .map(|(p, _)| c.monomial.eval(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            columns.push(column);
+        }
+        let n = columns.len();
+        Ok(Columns {
+            degrees: candidates.iter().map(|c| c.monomial.degree()).collect(),
+            gram: (0..n)
+                .map(|r| (r..n).map(|_| OnceLock::new()).collect())
+                .collect(),
+            columns,
+            unit: OnceLock::new(),
+        })
+    }
+
+    /// `XᵀX[r][c]`: the dot product of candidates `r` and `c`.
+    fn gram(&self, r: usize, c: usize) -> &BigInt {
+        let (lo, hi) = if r <= c { (r, c) } else { (c, r) };
+        self.gram[lo][hi - lo].get_or_init(|| dot(&self.columns[lo], &self.columns[hi]))
+    }
+
+    fn unit(&self) -> Arc<Unit> {
+        self.unit
+            .get_or_init(|| Arc::new(Unit::new(&self.columns)))
+            .clone()
+    }
+}
+
+/// What the fits of series measured at the same points share: the candidates, and
+/// their [`Columns`] (all of them, and those a counting axis keeps linear), made when a
+/// fit first needs them.
+struct Shared {
+    candidates: Vec<Candidate>,
+    all: OnceLock<Result<Arc<Columns>, AxesError>>,
+    linear: OnceLock<Result<Arc<Columns>, AxesError>>,
+}
+
+impl Shared {
+    /// For series measured at `series`'s points (at least one, each checked against
+    /// `grid`).
+    fn new(grid: &Grid, series: &[(Point, u64)]) -> Shared {
+        Shared {
+            candidates: candidates(grid, series),
+            all: OnceLock::new(),
+            linear: OnceLock::new(),
+        }
+    }
+
+    /// The columns of every candidate.
+    fn all(&self, series: &[(Point, u64)]) -> Result<Arc<Columns>, AxesError> {
+        (self
+            .all
+            .get_or_init(|| Columns::new(&self.candidates, series).map(Arc::new)))
+        .clone()
+    }
+
+    /// The columns of `linear`, the candidates a counting axis keeps linear
+    /// ([`linear_candidates`]).
+    fn linear(
+        &self,
+        linear: &[Candidate],
+        series: &[(Point, u64)],
+    ) -> Result<Arc<Columns>, AxesError> {
+        (self
+            .linear
+            .get_or_init(|| Columns::new(linear, series).map(Arc::new)))
+        .clone()
+    }
+}
+
+/// A series' [`Columns`], its measured bytes and `Xᵀy`, from which every subset's
+/// normal equations are taken instead of computed again, and the equations reduced so
+/// far.
+struct Design {
+    shared: Arc<Columns>,
+    y: Vec<BigInt>,
     xty: Vec<OnceLock<BigInt>>,
     /// The floating-point copy that screens subsets; `None` scores every one exactly.
     floats: Option<Floats>,
@@ -1264,46 +1380,36 @@ impl Design {
         series: &[(Point, u64)],
         screening: Screening,
     ) -> Result<Design, AxesError> {
-        let mut columns = Vec::with_capacity(candidates.len());
-        for c in candidates {
-            let column = series
-                .iter()
-                .map(|(p, _)| c.monomial.eval(p))
-                .collect::<Result<Vec<_>, _>>()?;
-            columns.push(column);
-        }
+        let columns = Columns::new(candidates, series)?;
+        Ok(Design::on(Arc::new(columns), series, screening))
+    }
+
+    /// The design of `series` on `shared`, the columns of its points.
+    fn on(shared: Arc<Columns>, series: &[(Point, u64)], screening: Screening) -> Design {
         let y: Vec<BigInt> = series.iter().map(|(_, b)| BigInt::from(*b)).collect();
-        let n = columns.len();
-        let gram = (0..n)
-            .map(|r| (r..n).map(|_| OnceLock::new()).collect())
-            .collect();
-        let xty = (0..n).map(|_| OnceLock::new()).collect();
         let floats = match screening {
-            Screening::Float => Some(Floats::new(&columns, &y)),
+            Screening::Float => Some(Floats::new(shared.unit(), &y)),
             Screening::Exact => None,
         };
-        Ok(Design {
+        Design {
+            xty: (0..shared.columns.len()).map(|_| OnceLock::new()).collect(),
             floats,
-            degrees: candidates.iter().map(|c| c.monomial.degree()).collect(),
-            columns,
+            shared,
             y,
-            gram,
-            xty,
             eliminated: RefCell::default(),
-        })
+        }
     }
 }
 
 impl Design {
     /// `XᵀX[r][c]`: the dot product of candidates `r` and `c`.
     fn gram(&self, r: usize, c: usize) -> &BigInt {
-        let (lo, hi) = if r <= c { (r, c) } else { (c, r) };
-        self.gram[lo][hi - lo].get_or_init(|| dot(&self.columns[lo], &self.columns[hi]))
+        self.shared.gram(r, c)
     }
 
     /// `Xᵀy[r]`: the dot product of candidate `r` and the measured bytes.
     fn xty(&self, r: usize) -> &BigInt {
-        self.xty[r].get_or_init(|| dot(&self.columns[r], &self.y))
+        self.xty[r].get_or_init(|| dot(&self.shared.columns[r], &self.y))
     }
 
     /// The reduced normal equations of the candidates `order`, with the order of their
@@ -1358,7 +1464,7 @@ impl screen::Exact for Design {
     }
 
     fn candidates(&self) -> usize {
-        self.columns.len()
+        self.shared.columns.len()
     }
 
     fn score(&self, subset: &[usize]) -> Option<Scored> {
@@ -1397,6 +1503,9 @@ struct Scored {
     degree: u32,
     subset: Vec<usize>,
     coefficients: Vec<BigRational>,
+    /// Whether its misses step with the counting axes alone
+    /// ([`steps_with_counting_axes`]), when the search asked already.
+    steps: Option<bool>,
 }
 
 impl Scored {
@@ -1506,12 +1615,22 @@ fn fitted<C: AsRef<[BigInt]>>(columns: &[C], i: usize, e: &Eliminated) -> BigInt
 }
 
 /// Point `i`'s leverage, scaled by the determinant (see [`fitted_and_leverage`]).
+///
+/// `xᵀ·adj·x` over the point's nonzero entries `x` (a counting axis's offsets are 0 at
+/// most points), each product off the diagonal taken once and doubled: `adj` is
+/// symmetric.
 fn leverage<C: AsRef<[BigInt]>>(columns: &[C], i: usize, e: &Eliminated) -> BigInt {
-    let x: Vec<&BigInt> = columns.iter().map(|c| &c.as_ref()[i]).collect();
-    x.iter()
-        .zip(&e.adjugate)
-        .map(|(xj, row)| *xj * x.iter().zip(row).map(|(xl, a)| *xl * a).sum::<BigInt>())
-        .sum()
+    let x: Vec<(usize, &BigInt)> = (columns.iter().enumerate())
+        .map(|(j, c)| (j, &c.as_ref()[i]))
+        .filter(|(_, v)| !v.is_zero())
+        .collect();
+    let mut sum = BigInt::zero();
+    for (at, &(j, xj)) in x.iter().enumerate() {
+        let row = &e.adjugate[j];
+        let off: BigInt = x[at + 1..].iter().map(|&(l, xl)| &row[l] * xl).sum();
+        sum += xj * (&row[j] * xj + (off << 1));
+    }
+    sum
 }
 
 /// Scores the least-squares model of the candidates `order` (in any order; the
@@ -1551,7 +1670,7 @@ fn score_from_scratch(design: &Design, subset: &[usize]) -> Option<Scored> {
 /// equations `e`: `None` when a point has leverage 1.
 fn scored(design: &Design, subset: &[usize], e: &Eliminated) -> Option<Scored> {
     let d = &e.det;
-    let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.columns[s]).collect();
+    let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.shared.columns[s]).collect();
     // The worst error as an unreduced fraction: compared by cross-multiplication, reduced
     // once at the end (a gcd per point costs more than the rest of the score).
     let (mut worst_num, mut worst_den) = (BigInt::zero(), BigInt::one());
@@ -1593,11 +1712,12 @@ fn scored(design: &Design, subset: &[usize], e: &Eliminated) -> Option<Scored> {
         worst: BigRational::new(worst_num, worst_den),
         worst_bytes: BigRational::new(bytes_num, bytes_den),
         residual: BigRational::new(residual, d.abs()),
-        degree: subset.iter().map(|&s| design.degrees[s]).sum(),
+        degree: subset.iter().map(|&s| design.shared.degrees[s]).sum(),
         subset: subset.to_vec(),
         coefficients: (e.solution.iter())
             .map(|c| BigRational::new(c.clone(), d.clone()))
             .collect(),
+        steps: None,
     })
 }
 
@@ -1616,7 +1736,7 @@ fn choose(n: usize, k: usize) -> u64 {
 /// `None` when the fit of every candidate misses a point, or its terms are too many or
 /// cannot be checked by leave-one-out.
 fn exact(design: &Design, max_terms: usize) -> Option<Scored> {
-    let k = design.columns.len();
+    let k = design.shared.columns.len();
     if k > EXACT_MAX_CANDIDATES {
         return None;
     }
@@ -1654,7 +1774,7 @@ fn exact_support(design: &Design, subset: &[usize]) -> Option<Vec<usize>> {
     let d = gauss_jordan(&mut m, k)?;
     let misses = design.y.iter().enumerate().any(|(i, y)| {
         let fitted: BigInt = (0..k)
-            .map(|j| &design.columns[subset[j]][i] * &m[j][k])
+            .map(|j| &design.shared.columns[subset[j]][i] * &m[j][k])
             .sum();
         &d * y != fitted
     });
@@ -1675,7 +1795,7 @@ fn exact_support(design: &Design, subset: &[usize]) -> Option<Vec<usize>> {
 /// screened in floating point and scored exactly where that cannot rank them
 /// ([`screen`]).
 fn search(design: &Design, max_terms: usize) -> Scored {
-    let n = design.columns.len();
+    let n = design.shared.columns.len();
     let metric = Metric::Relative;
     let (mut best, mut frontier): (Option<ScoredModel>, Option<ScoredModel>) = (None, None);
     let mut spent = 0u64;
@@ -1779,22 +1899,33 @@ fn linear_candidates(grid: &Grid, candidates: &[Candidate]) -> Option<Vec<usize>
 fn linear_model(
     grid: &Grid,
     series: &[(Point, u64)],
-    candidates: &[Candidate],
+    shared: &Shared,
     screening: Screening,
 ) -> Result<Option<Scored>, AxesError> {
+    let candidates = &shared.candidates;
     let Some(kept) = linear_candidates(grid, candidates) else {
         return Ok(None);
     };
     let subset: Vec<Candidate> = kept.iter().map(|&i| candidates[i].clone()).collect();
-    let design = Design::new(&subset, series, screening)?;
+    let design = Design::on(shared.linear(&subset, series)?, series, screening);
     let max_terms = max_terms(grid, series.len()).min(subset.len());
-    let steps = |m: &Scored| steps_with_counting_axes(grid, series, &subset, &design, &m.subset);
+    // Each model's answer kept: the chosen one's is its residue's ([`residue_of`]).
+    let answers: RefCell<Vec<(Vec<usize>, bool)>> = RefCell::default();
+    let steps = |m: &Scored| {
+        let known = (answers.borrow().iter()).find_map(|(s, a)| (*s == m.subset).then_some(*a));
+        known.unwrap_or_else(|| {
+            let answer = steps_with_counting_axes(grid, series, &subset, &design, &m.subset);
+            answers.borrow_mut().push((m.subset.clone(), answer));
+            answer
+        })
+    };
     let mut model =
         exact(&design, max_terms).unwrap_or_else(|| parsimonious(&design, max_terms, steps));
     let largest = series.iter().map(|(_, b)| *b).max().unwrap_or(0);
     if !bookkeeping_sized(&model.worst_bytes, largest) {
         return Ok(None);
     }
+    model.steps = (answers.borrow().iter()).find_map(|(s, a)| (*s == model.subset).then_some(*a));
     model.subset = model.subset.iter().map(|&s| kept[s]).collect();
     Ok(Some(model))
 }
@@ -1816,7 +1947,7 @@ fn better(a: &Scored, b: &Scored) -> bool {
 /// best of the last size, until [`GREEDY_PATIENCE`] sizes in a row bring no better
 /// model or `max_terms` is reached. Screened as in [`search`].
 fn best_by_size(design: &Design, max_terms: usize) -> Vec<ScoredModel> {
-    let n = design.columns.len();
+    let n = design.shared.columns.len();
     let metric = Metric::Bytes;
     let mut sizes: Vec<ScoredModel> = Vec::new();
     let mut spent = 0u64;
@@ -1946,7 +2077,7 @@ fn steps_with_counting_axes(
             let e = &candidates[s].exponents;
             (0..e.len()).any(|a| e[a] > 0 && !counting.contains(&a))
         })
-        .map(|&s| design.columns[s].clone())
+        .map(|&s| design.shared.columns[s].clone())
         .collect();
     columns.extend(groups.iter().map(|g| {
         series

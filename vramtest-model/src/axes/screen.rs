@@ -17,6 +17,7 @@
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use std::cell::OnceCell;
+use std::sync::{Arc, OnceLock};
 
 /// What screening needs of the exact side: the floating-point copy of a design, and the
 /// exact score of a subset with its ranking.
@@ -65,18 +66,28 @@ pub(super) enum Metric {
     Bytes,
 }
 
-/// The measured bytes and the candidates' columns in `f64`, each column scaled to unit
-/// length.
-pub(super) struct Floats {
+/// The candidates' columns in `f64`, each scaled to unit length, and their
+/// orthogonalization once needed: what every figure measured at the same points
+/// shares.
+pub(super) struct Unit {
     columns: Vec<Vec<f64>>,
-    y: Vec<f64>,
-    y_norm: f64,
+    orthogonal: OnceLock<Option<Orthogonal>>,
 }
 
-impl Floats {
-    /// The floating-point copy of `columns` and `y`.
-    pub(super) fn new(columns: &[Vec<BigInt>], y: &[BigInt]) -> Floats {
-        let float = |v: &BigInt| -> f64 { num_traits::ToPrimitive::to_f64(v).unwrap_or(f64::MAX) };
+/// Modified Gram–Schmidt on every column in order ([`whole`]).
+struct Orthogonal {
+    /// The orthonormal directions.
+    q: Vec<Vec<f64>>,
+    /// Row `j`: each later column's projection on the `j`th direction, and the
+    /// direction's length before scaling on the diagonal.
+    triangle: Vec<Vec<f64>>,
+    /// The largest ratio of a column's length to what the columns before left of it.
+    growth: f64,
+}
+
+impl Unit {
+    /// The floating-point copy of `columns`.
+    pub(super) fn new(columns: &[Vec<BigInt>]) -> Unit {
         let columns = columns
             .iter()
             .map(|c| {
@@ -87,10 +98,39 @@ impl Floats {
                     .collect()
             })
             .collect();
+        Unit {
+            columns,
+            orthogonal: OnceLock::new(),
+        }
+    }
+
+    /// The orthogonalization of every column, `None` when they nearly depend on each
+    /// other.
+    fn orthogonal(&self) -> Option<&Orthogonal> {
+        self.orthogonal
+            .get_or_init(|| orthogonalize(&self.columns))
+            .as_ref()
+    }
+}
+
+fn float(v: &BigInt) -> f64 {
+    num_traits::ToPrimitive::to_f64(v).unwrap_or(f64::MAX)
+}
+
+/// The measured bytes in `f64`, and the candidates' columns ([`Unit`]).
+pub(super) struct Floats {
+    unit: Arc<Unit>,
+    y: Vec<f64>,
+    y_norm: f64,
+}
+
+impl Floats {
+    /// The floating-point copy of the measured bytes `y`, beside `unit`.
+    pub(super) fn new(unit: Arc<Unit>, y: &[BigInt]) -> Floats {
         let y: Vec<f64> = y.iter().map(float).collect();
         Floats {
             y_norm: norm(&y),
-            columns,
+            unit,
             y,
         }
     }
@@ -275,7 +315,7 @@ impl Basis {
                 subset: Vec::new(),
                 residual: f.y.clone(),
                 leverage: vec![0.0; f.y.len()],
-                rest: f.columns.clone(),
+                rest: f.unit.columns.clone(),
                 growth: 1.0,
             },
             None => Basis {
@@ -385,7 +425,7 @@ pub(super) fn leverages(design: &impl Exact, subset: &[usize]) -> Option<(Vec<f6
     let mut leverage = vec![0.0; n];
     let mut growth = 1.0f64;
     for &s in subset {
-        let mut q = floats.columns[s].clone();
+        let mut q = floats.unit.columns[s].clone();
         for b in &basis {
             project_out(&mut q, b);
         }
@@ -477,46 +517,59 @@ pub(super) enum Whole {
     Unsure,
 }
 
-/// The least-squares fit of every candidate at once, in floating point: modified
-/// Gram–Schmidt on the columns in place, the triangular factor taken from the
-/// projections it computes.
+/// Modified Gram–Schmidt on `columns` in order, the triangular factor taken from the
+/// projections it computes; `None` when the columns nearly depend on each other.
+fn orthogonalize(columns: &[Vec<f64>]) -> Option<Orthogonal> {
+    let k = columns.len();
+    let mut q = columns.to_vec();
+    let mut triangle: Vec<Vec<f64>> = vec![vec![0.0; k]; k];
+    let mut growth = 1.0f64;
+    for j in 0..k {
+        let (done, later) = q.split_at_mut(j + 1);
+        let direction = &mut done[j];
+        let length = norm(direction);
+        growth = growth.max(1.0 / length);
+        // `max` keeps `growth` when `1 / length` is NaN, and it only grows.
+        if growth > GROWTH_LIMIT {
+            return None;
+        }
+        direction.iter_mut().for_each(|x| *x /= length);
+        triangle[j][j] = length;
+        for (c, column) in later.iter_mut().enumerate() {
+            triangle[j][j + 1 + c] = project_out(column, direction);
+        }
+    }
+    Some(Orthogonal {
+        q,
+        triangle,
+        growth,
+    })
+}
+
+/// The least-squares fit of every candidate at once, in floating point: the measured
+/// bytes projected on the candidates' orthogonalization, which every figure measured
+/// at the same points shares.
 pub(super) fn whole(design: &impl Exact) -> Whole {
     let Some(floats) = design.floats() else {
         return Whole::Unsure;
     };
-    let k = floats.columns.len();
-    let mut rest = floats.columns.clone();
+    let Some(o) = floats.unit.orthogonal() else {
+        // The columns nearly depend on each other: no bound on the residual.
+        return Whole::Unsure;
+    };
+    let k = o.q.len();
     let mut residual = floats.y.clone();
-    // The triangular factor: row `j` holds each later column's projection on the `j`th
-    // direction, and the direction's length on the diagonal.
-    let mut triangle: Vec<Vec<f64>> = vec![vec![0.0; k]; k];
-    let mut along_y: Vec<f64> = vec![0.0; k];
-    let mut growth = 1.0f64;
-    for j in 0..k {
-        let (done, later) = rest.split_at_mut(j + 1);
-        let q = &mut done[j];
-        let length = norm(q);
-        growth = growth.max(1.0 / length);
-        // `max` keeps `growth` when `1 / length` is NaN, and it only grows.
-        if growth > GROWTH_LIMIT {
-            // The columns nearly depend on each other: no bound on the residual.
-            return Whole::Unsure;
-        }
-        q.iter_mut().for_each(|x| *x /= length);
-        triangle[j][j] = length;
-        along_y[j] = project_out(&mut residual, q);
-        for (c, column) in later.iter_mut().enumerate() {
-            triangle[j][j + 1 + c] = project_out(column, q);
-        }
-    }
-    let bound = rounding_spread(floats.y.len(), k, growth) * floats.y_norm;
+    let along_y: Vec<f64> = (o.q.iter())
+        .map(|q| project_out(&mut residual, q))
+        .collect();
+    let bound = rounding_spread(floats.y.len(), k, o.growth) * floats.y_norm;
     if residual.iter().any(|r| r.abs() > bound) {
         return Whole::Misses;
     }
     let mut x = vec![0.0; k];
     for j in (0..k).rev() {
-        let known: f64 = (j + 1..k).map(|c| triangle[j][c] * x[c]).sum();
-        x[j] = (along_y[j] - known) / triangle[j][j];
+        let known: f64 = (j + 1..k).map(|c| o.triangle[j][c] * x[c]).sum();
+        x[j] = (along_y[j] - known) / o.triangle[j][j];
     }
     let floor = 1e-7 * floats.y_norm;
     Whole::Passes((0..k).filter(|&j| x[j].abs() > floor).collect())
@@ -560,8 +613,9 @@ fn walk<D: Exact>(
 #[cfg(test)]
 mod tests {
     //! Screening must choose what scoring every subset exactly chooses.
-    use super::super::{Fit, Grid, Point, Screening};
+    use super::super::{FigureFits, Fit, Grid, Point, Screening};
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     fn grid(axes: &[(&str, Vec<u64>)]) -> Grid {
         Grid::new(axes.iter().map(|(k, v)| (*k, v.clone()))).unwrap()
@@ -577,8 +631,8 @@ mod tests {
                 (p, bytes)
             })
             .collect();
-        let screened = Fit::with(grid, &series, Screening::Float).unwrap();
-        let exact = Fit::with(grid, &series, Screening::Exact).unwrap();
+        let screened = Fit::with(grid, &series, Screening::Float, None).unwrap();
+        let exact = Fit::with(grid, &series, Screening::Exact, None).unwrap();
         assert_eq!(screened, exact, "series {series:?}");
     }
 
@@ -616,6 +670,51 @@ mod tests {
                 + 60 * (350 * l).next_power_of_two()
                 + jitter(i, 1000)
         });
+    }
+
+    /// Figures fitted together share their points' columns ([`super::super::Shared`]):
+    /// each must be fitted as it is alone, whichever figure makes the shared parts.
+    #[test]
+    fn figures_fitted_together_are_fitted_as_alone() {
+        let g = grid(&[
+            ("layers", vec![1, 2, 3]),
+            ("seq", vec![8, 16, 24]),
+            ("batch", vec![1, 2]),
+        ]);
+        type Figure = fn(u64, u64, u64, usize) -> u64;
+        let figures: [(&str, Figure); 5] = [
+            ("constant", |_, _, _, _| 4096),
+            ("exact", |l, s, b, _| 4000 * l * s * b + 1000 * l),
+            ("bookkeeping", |l, s, b, i| {
+                4000 * l * s * b + 60 * (350 * l).next_power_of_two() + jitter(i, 100)
+            }),
+            ("maximum", |l, s, b, i| {
+                (12 * l * s * b).max(40 * s * s) + jitter(i, 2000)
+            }),
+            ("noise", |l, s, b, i| {
+                1_000_000 + 10 * l * s * b + jitter(i, 50_000)
+            }),
+        ];
+        let series: BTreeMap<String, Vec<(Point, u64)>> = figures
+            .iter()
+            .map(|(name, f)| {
+                let points = (g.points().into_iter().enumerate())
+                    .map(|(i, p)| {
+                        let bytes = f(p["layers"], p["seq"], p["batch"], i);
+                        (p, bytes)
+                    })
+                    .collect();
+                (name.to_string(), points)
+            })
+            .collect();
+        let together = FigureFits::fit(&g, &series).unwrap();
+        for (name, points) in &series {
+            assert_eq!(
+                together.figures[name],
+                Fit::new(&g, points).unwrap(),
+                "{name}"
+            );
+        }
     }
 
     proptest! {
