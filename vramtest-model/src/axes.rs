@@ -1261,6 +1261,9 @@ fn candidates(grid: &Grid, series: &[(Point, u64)]) -> Vec<Candidate> {
 /// big-integer products, most of an unoptimized fit's time when computed up front.
 struct Columns {
     columns: Vec<Vec<BigInt>>,
+    /// Each column in machine words, when every value fits one (every column of a grid
+    /// of small axis values does).
+    small: Vec<Option<Vec<u64>>>,
     degrees: Vec<u32>,
     /// `XᵀX`'s upper triangle, row `r` holding columns `r..`.
     gram: Vec<Vec<OnceLock<BigInt>>>,
@@ -1284,6 +1287,7 @@ impl Columns {
             gram: (0..n)
                 .map(|r| (r..n).map(|_| OnceLock::new()).collect())
                 .collect(),
+            small: columns.iter().map(|c| small(c)).collect(),
             columns,
             unit: OnceLock::new(),
         })
@@ -1292,7 +1296,12 @@ impl Columns {
     /// `XᵀX[r][c]`: the dot product of candidates `r` and `c`.
     fn gram(&self, r: usize, c: usize) -> &BigInt {
         let (lo, hi) = if r <= c { (r, c) } else { (c, r) };
-        self.gram[lo][hi - lo].get_or_init(|| dot(&self.columns[lo], &self.columns[hi]))
+        self.gram[lo][hi - lo].get_or_init(|| {
+            let small = (self.small[lo].as_ref()).zip(self.small[hi].as_ref());
+            small
+                .and_then(|(a, b)| small_dot(a, b))
+                .map_or_else(|| dot(&self.columns[lo], &self.columns[hi]), BigInt::from)
+        })
     }
 
     fn unit(&self) -> Arc<Unit> {
@@ -1350,6 +1359,8 @@ impl Shared {
 struct Design {
     shared: Arc<Columns>,
     y: Vec<BigInt>,
+    /// The same, in machine words.
+    bytes: Vec<u64>,
     xty: Vec<OnceLock<BigInt>>,
     /// The floating-point copy that screens subsets; `None` scores every one exactly.
     floats: Option<Floats>,
@@ -1396,6 +1407,7 @@ impl Design {
             floats,
             shared,
             y,
+            bytes: series.iter().map(|(_, b)| *b).collect(),
             eliminated: RefCell::default(),
         }
     }
@@ -1409,7 +1421,11 @@ impl Design {
 
     /// `Xᵀy[r]`: the dot product of candidate `r` and the measured bytes.
     fn xty(&self, r: usize) -> &BigInt {
-        self.xty[r].get_or_init(|| dot(&self.shared.columns[r], &self.y))
+        self.xty[r].get_or_init(|| {
+            (self.shared.small[r].as_ref())
+                .and_then(|c| small_dot(c, &self.bytes))
+                .map_or_else(|| dot(&self.shared.columns[r], &self.y), BigInt::from)
+        })
     }
 
     /// The reduced normal equations of the candidates `order`, with the order of their
@@ -1525,6 +1541,15 @@ fn dot(a: &[BigInt], b: &[BigInt]) -> BigInt {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// [`dot`] in machine words, `None` when it overflows 128 bits.
+fn small_dot(a: &[u64], b: &[u64]) -> Option<u128> {
+    let mut sum = 0u128;
+    for i in 0..a.len().min(b.len()) {
+        sum = sum.checked_add(u128::from(a[i]) * u128::from(b[i]))?;
+    }
+    Some(sum)
+}
+
 /// The normal equations of `k` columns, augmented for [`gauss_jordan`]: row `r` holds
 /// `XᵀX[r][..]`, then row `r` of the identity (which becomes the inverse), then
 /// `Xᵀy[r]`.
@@ -1594,41 +1619,76 @@ fn eliminated_from_scratch(mut m: Vec<Vec<BigInt>>, k: usize) -> Option<Eliminat
     })
 }
 
-/// Point `i`'s fitted value and leverage, both scaled by the determinant, from the
-/// reduced normal equations `e` of `columns`: what a held-out refit of that point is
-/// computed from.
-fn fitted_and_leverage<C: AsRef<[BigInt]>>(
-    columns: &[C],
+/// A point's value in a column: a machine word where every value of the column fits
+/// one, so that a product with it is a word's multiply-add, not a product of two big
+/// integers.
+#[derive(Clone, Copy)]
+enum Entry<'a> {
+    Small(u64),
+    Big(&'a BigInt),
+}
+
+impl Entry<'_> {
+    fn times(self, b: &BigInt) -> BigInt {
+        match self {
+            Entry::Small(v) => b * v,
+            Entry::Big(v) => v * b,
+        }
+    }
+
+    fn is_zero(self) -> bool {
+        match self {
+            Entry::Small(v) => v == 0,
+            Entry::Big(v) => v.is_zero(),
+        }
+    }
+}
+
+/// `column` in machine words, when every value fits one.
+fn small(column: &[BigInt]) -> Option<Vec<u64>> {
+    column.iter().map(ToPrimitive::to_u64).collect()
+}
+
+/// Point `i`'s values in `columns` (`small` their machine-word copies).
+fn entries<'a>(
+    columns: &[&'a Vec<BigInt>],
+    small: &[Option<&Vec<u64>>],
     i: usize,
-    e: &Eliminated,
-) -> (BigInt, BigInt) {
-    (fitted(columns, i, e), leverage(columns, i, e))
+) -> Vec<Entry<'a>> {
+    (columns.iter().zip(small))
+        .map(|(c, s)| match s {
+            Some(s) => Entry::Small(s[i]),
+            None => Entry::Big(&c[i]),
+        })
+        .collect()
 }
 
-/// Point `i`'s fitted value, scaled by the determinant (see [`fitted_and_leverage`]).
-fn fitted<C: AsRef<[BigInt]>>(columns: &[C], i: usize, e: &Eliminated) -> BigInt {
-    columns
-        .iter()
-        .zip(&e.solution)
-        .map(|(c, b)| &c.as_ref()[i] * b)
-        .sum()
+/// The fitted value and leverage, both scaled by the determinant, of the point whose
+/// values are `x`, from the reduced normal equations `e`: what a held-out refit of that
+/// point is computed from.
+fn fitted_and_leverage(x: &[Entry], e: &Eliminated) -> (BigInt, BigInt) {
+    (fitted(x, e), leverage(x, e))
 }
 
-/// Point `i`'s leverage, scaled by the determinant (see [`fitted_and_leverage`]).
+/// The fitted value, scaled by the determinant (see [`fitted_and_leverage`]).
+fn fitted(x: &[Entry], e: &Eliminated) -> BigInt {
+    x.iter().zip(&e.solution).map(|(v, b)| v.times(b)).sum()
+}
+
+/// The leverage, scaled by the determinant (see [`fitted_and_leverage`]).
 ///
 /// `xᵀ·adj·x` over the point's nonzero entries `x` (a counting axis's offsets are 0 at
 /// most points), each product off the diagonal taken once and doubled: `adj` is
 /// symmetric.
-fn leverage<C: AsRef<[BigInt]>>(columns: &[C], i: usize, e: &Eliminated) -> BigInt {
-    let x: Vec<(usize, &BigInt)> = (columns.iter().enumerate())
-        .map(|(j, c)| (j, &c.as_ref()[i]))
+fn leverage(x: &[Entry], e: &Eliminated) -> BigInt {
+    let x: Vec<(usize, Entry)> = (x.iter().copied().enumerate())
         .filter(|(_, v)| !v.is_zero())
         .collect();
     let mut sum = BigInt::zero();
     for (at, &(j, xj)) in x.iter().enumerate() {
         let row = &e.adjugate[j];
-        let off: BigInt = x[at + 1..].iter().map(|&(l, xl)| &row[l] * xl).sum();
-        sum += xj * (&row[j] * xj + (off << 1));
+        let off: BigInt = x[at + 1..].iter().map(|&(l, xl)| xl.times(&row[l])).sum();
+        sum += xj.times(&(xj.times(&row[j]) + (off << 1)));
     }
     sum
 }
@@ -1671,6 +1731,9 @@ fn score_from_scratch(design: &Design, subset: &[usize]) -> Option<Scored> {
 fn scored(design: &Design, subset: &[usize], e: &Eliminated) -> Option<Scored> {
     let d = &e.det;
     let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.shared.columns[s]).collect();
+    let small: Vec<Option<&Vec<u64>>> = (subset.iter())
+        .map(|&s| design.shared.small[s].as_ref())
+        .collect();
     // The worst error as an unreduced fraction: compared by cross-multiplication, reduced
     // once at the end (a gcd per point costs more than the rest of the score).
     let (mut worst_num, mut worst_den) = (BigInt::zero(), BigInt::one());
@@ -1678,7 +1741,7 @@ fn scored(design: &Design, subset: &[usize], e: &Eliminated) -> Option<Scored> {
     // Every point's in-sample miss is exact and cheap; its leverage (a quadratic form in
     // big integers) only where floating point cannot rule the point out as the worst.
     let misses: Vec<BigInt> = (design.y.iter().enumerate())
-        .map(|(i, y)| (d * y - fitted(&cols, i, e)).abs())
+        .map(|(i, y)| (d * y - fitted(&entries(&cols, &small, i), e)).abs())
         .collect();
     let residual = misses.iter().max().cloned().unwrap_or_default();
     let needed = {
@@ -1694,7 +1757,7 @@ fn scored(design: &Design, subset: &[usize], e: &Eliminated) -> Option<Scored> {
         if !needed[i] {
             continue;
         }
-        let denominator = d - leverage(&cols, i, e);
+        let denominator = d - leverage(&entries(&cols, &small, i), e);
         if denominator.is_zero() {
             return None;
         }
@@ -2040,9 +2103,12 @@ fn held_out_misses(columns: Vec<Vec<BigInt>>, y: &[BigInt]) -> Option<Vec<BigRat
     );
     let e = eliminated_from_scratch(m, k)?;
     let d = &e.det;
+    let small: Vec<Option<Vec<u64>>> = columns.iter().map(|c| small(c)).collect();
+    let small: Vec<Option<&Vec<u64>>> = small.iter().map(Option::as_ref).collect();
+    let columns: Vec<&Vec<BigInt>> = columns.iter().collect();
     (0..y.len())
         .map(|i| {
-            let (fitted, leverage) = fitted_and_leverage(&columns, i, &e);
+            let (fitted, leverage) = fitted_and_leverage(&entries(&columns, &small, i), &e);
             let denominator = d - leverage;
             (!denominator.is_zero()).then(|| BigRational::new(d * &y[i] - fitted, denominator))
         })

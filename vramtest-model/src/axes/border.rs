@@ -116,8 +116,8 @@ impl Eliminated {
 #[cfg(test)]
 mod tests {
     use super::super::{
-        Design, Grid, Point, Screening, candidates, gauss_jordan, normal_equations, score,
-        score_from_scratch,
+        Design, Grid, Point, Screening, candidates, dot, entries, fitted_and_leverage,
+        gauss_jordan, normal_equations, score, score_from_scratch,
     };
     use super::*;
     use proptest::prelude::*;
@@ -200,6 +200,51 @@ mod tests {
             })
             .collect();
         Design::new(&candidates(&grid, &series), &series, screening).unwrap()
+    }
+
+    /// The machine-word shortcuts give the big integers' products: `XᵀX` and `Xᵀy` on
+    /// a grid whose values overflow a word (and whose products overflow 128 bits), and
+    /// each point's fitted value and leverage against the quadratic form in full.
+    #[test]
+    fn machine_words_give_the_big_integers_products() {
+        let huge = 3u64 << 61;
+        let grid = Grid::new([
+            ("layers", vec![1, 2, 3]),
+            ("seq", vec![huge - 2, huge - 1, huge]),
+        ])
+        .unwrap();
+        let series: Vec<(Point, u64)> = (grid.points().into_iter().enumerate())
+            .map(|(i, p)| (p, u64::MAX - i as u64))
+            .collect();
+        let design = Design::new(&candidates(&grid, &series), &series, Screening::Exact).unwrap();
+        let columns = &design.shared.columns;
+        assert!(design.shared.small.iter().any(Option::is_some));
+        assert!(design.shared.small.iter().any(Option::is_none));
+        for r in 0..columns.len() {
+            assert_eq!(*design.xty(r), dot(&columns[r], &design.y));
+            for c in 0..columns.len() {
+                assert_eq!(*design.gram(r, c), dot(&columns[r], &columns[c]));
+            }
+        }
+        let subset = [0, 1, 2, 4];
+        let e = design.eliminated(&subset).unwrap().1.clone();
+        let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &columns[s]).collect();
+        let small: Vec<Option<&Vec<u64>>> = (subset.iter())
+            .map(|&s| design.shared.small[s].as_ref())
+            .collect();
+        for i in 0..series.len() {
+            let x: Vec<&BigInt> = cols.iter().map(|c| &c[i]).collect();
+            let fitted_in_full: BigInt = x.iter().zip(&e.solution).map(|(x, c)| *x * c).sum();
+            let leverage_in_full: BigInt = (0..x.len())
+                .flat_map(|j| (0..x.len()).map(move |l| (j, l)))
+                .map(|(j, l)| x[j] * x[l] * &e.adjugate[j][l])
+                .sum();
+            let x = entries(&cols, &small, i);
+            assert_eq!(
+                fitted_and_leverage(&x, &e),
+                (fitted_in_full, leverage_in_full)
+            );
+        }
     }
 
     proptest! {
