@@ -115,6 +115,7 @@
 
 use crate::bytes::HumanBytes;
 use num_bigint::BigInt;
+use num_integer::Integer;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -687,8 +688,14 @@ pub struct Formula {
 impl Formula {
     /// The exact value at `point`.
     pub fn eval(&self, point: &Point) -> Result<BigRational, AxesError> {
-        // Summed over one running denominator and reduced once: a fit's coefficients
-        // mostly share theirs, and a reduction per term is most of the cost.
+        let (numerator, denominator) = self.fraction(point)?;
+        Ok(BigRational::new(numerator, denominator))
+    }
+
+    /// The value at `point` as an unreduced fraction, its denominator positive: summed
+    /// over one running denominator, since a fit's coefficients mostly share theirs and
+    /// a reduction per term is most of the cost.
+    fn fraction(&self, point: &Point) -> Result<(BigInt, BigInt), AxesError> {
         let (mut numerator, mut denominator) = (BigInt::zero(), BigInt::one());
         for term in &self.terms {
             let (n, d) = (term.coefficient.numer(), term.coefficient.denom());
@@ -700,13 +707,15 @@ impl Formula {
                 denominator *= d;
             }
         }
-        Ok(BigRational::new(numerator, denominator))
+        Ok((numerator, denominator))
     }
 
     /// The value at `point` rounded up to whole bytes; 0 where the formula is negative.
     pub fn bytes(&self, point: &Point) -> Result<u64, AxesError> {
-        let exact = self.eval(point)?;
-        let up = exact.ceil().to_integer();
+        // Rounded up without reducing the fraction (a gcd, most of a prediction's
+        // cost unoptimized): ⌈n/d⌉ = −⌊−n/d⌋ for d > 0.
+        let (numerator, denominator) = self.fraction(point)?;
+        let up = -(-numerator).div_floor(&denominator);
         if up.is_negative() {
             return Ok(0);
         }
