@@ -115,16 +115,22 @@
 
 use crate::bytes::HumanBytes;
 use num_bigint::BigInt;
+use num_integer::Integer;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+mod border;
 mod screen;
-use screen::{Basis, Floats, Metric, Whole};
+use border::Eliminated;
+use screen::{Basis, Floats, Metric, Unit, Whole};
 
 /// A model under consideration by the search.
 type ScoredModel = screen::Model<Scored>;
@@ -682,8 +688,14 @@ pub struct Formula {
 impl Formula {
     /// The exact value at `point`.
     pub fn eval(&self, point: &Point) -> Result<BigRational, AxesError> {
-        // Summed over one running denominator and reduced once: a fit's coefficients
-        // mostly share theirs, and a reduction per term is most of the cost.
+        let (numerator, denominator) = self.fraction(point)?;
+        Ok(BigRational::new(numerator, denominator))
+    }
+
+    /// The value at `point` as an unreduced fraction, its denominator positive: summed
+    /// over one running denominator, since a fit's coefficients mostly share theirs and
+    /// a reduction per term is most of the cost.
+    fn fraction(&self, point: &Point) -> Result<(BigInt, BigInt), AxesError> {
         let (mut numerator, mut denominator) = (BigInt::zero(), BigInt::one());
         for term in &self.terms {
             let (n, d) = (term.coefficient.numer(), term.coefficient.denom());
@@ -695,13 +707,15 @@ impl Formula {
                 denominator *= d;
             }
         }
-        Ok(BigRational::new(numerator, denominator))
+        Ok((numerator, denominator))
     }
 
     /// The value at `point` rounded up to whole bytes; 0 where the formula is negative.
     pub fn bytes(&self, point: &Point) -> Result<u64, AxesError> {
-        let exact = self.eval(point)?;
-        let up = exact.ceil().to_integer();
+        // Rounded up without reducing the fraction (a gcd, most of a prediction's
+        // cost unoptimized): ⌈n/d⌉ = −⌊−n/d⌋ for d > 0.
+        let (numerator, denominator) = self.fraction(point)?;
+        let up = -(-numerator).div_floor(&denominator);
         if up.is_negative() {
             return Ok(0);
         }
@@ -846,11 +860,17 @@ impl Fit {
     /// Fits `series` (each point of `grid` that was measured, with its bytes): see the
     /// module's documentation for the model and the search.
     pub fn new(grid: &Grid, series: &[(Point, u64)]) -> Result<Fit, AxesError> {
-        Fit::with(grid, series, Screening::Float)
+        Fit::with(grid, series, Screening::Float, None)
     }
 
-    /// [`Fit::new`], its subsets screened in floating point or all scored exactly.
-    fn with(grid: &Grid, series: &[(Point, u64)], screening: Screening) -> Result<Fit, AxesError> {
+    /// [`Fit::new`], its subsets screened in floating point or all scored exactly, on
+    /// `shared` when given (made for series measured at the same points as `series`).
+    fn with(
+        grid: &Grid,
+        series: &[(Point, u64)],
+        screening: Screening,
+        shared: Option<&Shared>,
+    ) -> Result<Fit, AxesError> {
         for (point, _) in series {
             grid.check_point(point)?;
         }
@@ -865,16 +885,24 @@ impl Fit {
         if let Some(constant) = constant(series) {
             return Ok(constant);
         }
-        let candidates = candidates(grid, series);
-        let best = match linear_model(grid, series, &candidates, screening)? {
+        let own;
+        let shared = match shared {
+            Some(shared) => shared,
+            None => {
+                own = Shared::new(grid, series);
+                &own
+            }
+        };
+        let candidates = &shared.candidates;
+        let best = match linear_model(grid, series, shared, screening)? {
             Some(linear) => linear,
             None => {
-                let design = Design::new(&candidates, series, screening)?;
+                let design = Design::on(shared.all(series)?, series, screening);
                 let max_terms = max_terms(grid, series.len()).min(candidates.len());
                 exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms))
             }
         };
-        let residue_bytes = residue_of(grid, series, &candidates, &best)?;
+        let residue_bytes = residue_of(grid, series, candidates, &best)?;
         let mut terms: Vec<(Term, Vec<u8>)> = best
             .subset
             .iter()
@@ -994,20 +1022,25 @@ fn residue_of(
     if best.worst_bytes.is_zero() || !bookkeeping_sized(&best.worst_bytes, largest) {
         return Ok(0);
     }
-    let chosen: Vec<Candidate> = best.subset.iter().map(|&i| candidates[i].clone()).collect();
-    let design = Design::new(&chosen, series, Screening::Exact)?;
-    let all: Vec<usize> = (0..chosen.len()).collect();
-    Ok(
-        if steps_with_counting_axes(grid, series, &chosen, &design, &all) {
-            best.worst_bytes
-                .ceil()
-                .to_integer()
-                .to_u64()
-                .unwrap_or(u64::MAX)
-        } else {
-            0
-        },
-    )
+    let steps = match best.steps {
+        Some(known) => known,
+        None => {
+            let chosen: Vec<Candidate> =
+                best.subset.iter().map(|&i| candidates[i].clone()).collect();
+            let design = Design::new(&chosen, series, Screening::Exact)?;
+            let all: Vec<usize> = (0..chosen.len()).collect();
+            steps_with_counting_axes(grid, series, &chosen, &design, &all)
+        }
+    };
+    Ok(if steps {
+        best.worst_bytes
+            .ceil()
+            .to_integer()
+            .to_u64()
+            .unwrap_or(u64::MAX)
+    } else {
+        0
+    })
 }
 
 /// A fit that passes through every combination of the values of the axes it uses: see
@@ -1082,8 +1115,20 @@ impl FigureFits {
                 distinct.push(points);
             }
         }
+        // Series measured at the same points (every figure of a sweep) share their
+        // candidates' columns: values, `XᵀX`, the floating-point orthogonalization.
+        let shared = distinct.first().filter(|first| {
+            first.len() >= 3
+                && first.iter().all(|(p, _)| grid.check_point(p).is_ok())
+                && (distinct.iter()).all(|d| {
+                    d.len() == first.len() && d.iter().zip(first.iter()).all(|(a, b)| a.0 == b.0)
+                })
+        });
+        let shared = shared.map(|first| Shared::new(grid, first));
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let fits = crate::parallel::map(&distinct, cores, |points| Fit::new(grid, points));
+        let fits = crate::parallel::map(&distinct, cores, |points| {
+            Fit::with(grid, points, Screening::Float, shared.as_ref())
+        });
         let mut figures = BTreeMap::new();
         for (figure, points) in series {
             let i = distinct
@@ -1217,29 +1262,26 @@ fn candidates(grid: &Grid, series: &[(Point, u64)]) -> Vec<Candidate> {
         .collect()
 }
 
-/// The candidates' values at every point, the measured bytes, and the normal
-/// equations of all the candidates (`XᵀX` and `Xᵀy`), from which every subset's are
-/// taken instead of computed again. Their entries are computed on first use: the
-/// floating-point screening leaves few subsets to score exactly, and the whole `XᵀX` of
-/// a 256-point grid's 81 candidates is 1.7 million big-integer products, most of an
-/// unoptimized fit's time when computed up front.
-struct Design {
+/// The candidates' values at the points of a series, and what is computed from them
+/// alone whatever the measured bytes: `XᵀX` and the floating-point copy. The figures of
+/// a sweep, all measured at the same points, share one ([`Shared`]). `XᵀX`'s entries
+/// are computed on first use: the floating-point screening leaves few subsets to score
+/// exactly, and the whole `XᵀX` of a 256-point grid's 81 candidates is 1.7 million
+/// big-integer products, most of an unoptimized fit's time when computed up front.
+struct Columns {
     columns: Vec<Vec<BigInt>>,
+    /// Each column in machine words, when every value fits one (every column of a grid
+    /// of small axis values does).
+    small: Vec<Option<Vec<u64>>>,
     degrees: Vec<u32>,
-    y: Vec<BigInt>,
     /// `XᵀX`'s upper triangle, row `r` holding columns `r..`.
     gram: Vec<Vec<OnceLock<BigInt>>>,
-    xty: Vec<OnceLock<BigInt>>,
-    /// The floating-point copy that screens subsets; `None` scores every one exactly.
-    floats: Option<Floats>,
+    /// The floating-point copy, made when a screened fit first needs it.
+    unit: OnceLock<Arc<Unit>>,
 }
 
-impl Design {
-    fn new(
-        candidates: &[Candidate],
-        series: &[(Point, u64)],
-        screening: Screening,
-    ) -> Result<Design, AxesError> {
+impl Columns {
+    fn new(candidates: &[Candidate], series: &[(Point, u64)]) -> Result<Columns, AxesError> {
         let mut columns = Vec::with_capacity(candidates.len());
         for c in candidates {
             let column = series
@@ -1248,37 +1290,194 @@ impl Design {
                 .collect::<Result<Vec<_>, _>>()?;
             columns.push(column);
         }
-        let y: Vec<BigInt> = series.iter().map(|(_, b)| BigInt::from(*b)).collect();
         let n = columns.len();
-        let gram = (0..n)
-            .map(|r| (r..n).map(|_| OnceLock::new()).collect())
-            .collect();
-        let xty = (0..n).map(|_| OnceLock::new()).collect();
+        Ok(Columns {
+            degrees: candidates.iter().map(|c| c.monomial.degree()).collect(),
+            gram: (0..n)
+                .map(|r| (r..n).map(|_| OnceLock::new()).collect())
+                .collect(),
+            small: columns.iter().map(|c| small(c)).collect(),
+            columns,
+            unit: OnceLock::new(),
+        })
+    }
+
+    /// `XᵀX[r][c]`: the dot product of candidates `r` and `c`.
+    fn gram(&self, r: usize, c: usize) -> &BigInt {
+        let (lo, hi) = if r <= c { (r, c) } else { (c, r) };
+        self.gram[lo][hi - lo].get_or_init(|| {
+            let small = (self.small[lo].as_ref()).zip(self.small[hi].as_ref());
+            small
+                .and_then(|(a, b)| small_dot(a, b))
+                .map_or_else(|| dot(&self.columns[lo], &self.columns[hi]), BigInt::from)
+        })
+    }
+
+    fn unit(&self) -> Arc<Unit> {
+        self.unit
+            .get_or_init(|| Arc::new(Unit::new(&self.columns)))
+            .clone()
+    }
+}
+
+/// What the fits of series measured at the same points share: the candidates, and
+/// their [`Columns`] (all of them, and those a counting axis keeps linear), made when a
+/// fit first needs them.
+struct Shared {
+    candidates: Vec<Candidate>,
+    all: OnceLock<Result<Arc<Columns>, AxesError>>,
+    linear: OnceLock<Result<Arc<Columns>, AxesError>>,
+}
+
+impl Shared {
+    /// For series measured at `series`'s points (at least one, each checked against
+    /// `grid`).
+    fn new(grid: &Grid, series: &[(Point, u64)]) -> Shared {
+        Shared {
+            candidates: candidates(grid, series),
+            all: OnceLock::new(),
+            linear: OnceLock::new(),
+        }
+    }
+
+    /// The columns of every candidate.
+    fn all(&self, series: &[(Point, u64)]) -> Result<Arc<Columns>, AxesError> {
+        (self
+            .all
+            .get_or_init(|| Columns::new(&self.candidates, series).map(Arc::new)))
+        .clone()
+    }
+
+    /// The columns of `linear`, the candidates a counting axis keeps linear
+    /// ([`linear_candidates`]).
+    fn linear(
+        &self,
+        linear: &[Candidate],
+        series: &[(Point, u64)],
+    ) -> Result<Arc<Columns>, AxesError> {
+        (self
+            .linear
+            .get_or_init(|| Columns::new(linear, series).map(Arc::new)))
+        .clone()
+    }
+}
+
+/// A series' [`Columns`], its measured bytes and `Xᵀy`, from which every subset's
+/// normal equations are taken instead of computed again, and the equations reduced so
+/// far.
+struct Design {
+    shared: Arc<Columns>,
+    y: Vec<BigInt>,
+    /// The same, in machine words.
+    bytes: Vec<u64>,
+    xty: Vec<OnceLock<BigInt>>,
+    /// The floating-point copy that screens subsets; `None` scores every one exactly.
+    floats: Option<Floats>,
+    /// The reduced normal equations of the subsets scored so far and of the subsets
+    /// they were grown from, which their extensions are bordered from ([`border`]).
+    eliminated: RefCell<EliminatedCache>,
+}
+
+/// A subset's reduced normal equations, with the candidates of its columns in order.
+type Grown = Rc<(Vec<usize>, Eliminated)>;
+
+/// Subsets' reduced normal equations, by sorted subset (`None` when singular).
+#[derive(Default)]
+struct EliminatedCache {
+    subsets: HashMap<Vec<usize>, Option<Grown>>,
+    /// How many big integers they hold.
+    weight: usize,
+}
+
+/// The most big integers [`EliminatedCache`] holds before it is emptied: the subsets a
+/// search grows from stay within it (a chain of 40 terms, and the extensions scored
+/// of its last few), and a fit of a 256-point grid within some tens of megabytes.
+const ELIMINATED_WEIGHT: usize = 1 << 16;
+
+impl Design {
+    fn new(
+        candidates: &[Candidate],
+        series: &[(Point, u64)],
+        screening: Screening,
+    ) -> Result<Design, AxesError> {
+        let columns = Columns::new(candidates, series)?;
+        Ok(Design::on(Arc::new(columns), series, screening))
+    }
+
+    /// The design of `series` on `shared`, the columns of its points.
+    fn on(shared: Arc<Columns>, series: &[(Point, u64)], screening: Screening) -> Design {
+        let y: Vec<BigInt> = series.iter().map(|(_, b)| BigInt::from(*b)).collect();
         let floats = match screening {
-            Screening::Float => Some(Floats::new(&columns, &y)),
+            Screening::Float => Some(Floats::new(shared.unit(), &y)),
             Screening::Exact => None,
         };
-        Ok(Design {
+        Design {
+            xty: (0..shared.columns.len()).map(|_| OnceLock::new()).collect(),
             floats,
-            degrees: candidates.iter().map(|c| c.monomial.degree()).collect(),
-            columns,
+            shared,
             y,
-            gram,
-            xty,
-        })
+            bytes: series.iter().map(|(_, b)| *b).collect(),
+            eliminated: RefCell::default(),
+        }
     }
 }
 
 impl Design {
     /// `XᵀX[r][c]`: the dot product of candidates `r` and `c`.
     fn gram(&self, r: usize, c: usize) -> &BigInt {
-        let (lo, hi) = if r <= c { (r, c) } else { (c, r) };
-        self.gram[lo][hi - lo].get_or_init(|| dot(&self.columns[lo], &self.columns[hi]))
+        self.shared.gram(r, c)
     }
 
     /// `Xᵀy[r]`: the dot product of candidate `r` and the measured bytes.
     fn xty(&self, r: usize) -> &BigInt {
-        self.xty[r].get_or_init(|| dot(&self.columns[r], &self.y))
+        self.xty[r].get_or_init(|| {
+            (self.shared.small[r].as_ref())
+                .and_then(|c| small_dot(c, &self.bytes))
+                .map_or_else(|| dot(&self.shared.columns[r], &self.y), BigInt::from)
+        })
+    }
+
+    /// The reduced normal equations of the candidates `order`, with the order of their
+    /// columns (the same candidates, perhaps reordered); `None` when singular. Bordered
+    /// ([`border`]) from those of the longest prefix of `order` already eliminated, each
+    /// longer prefix kept: the search scores a model's extensions, each `order` its
+    /// model's columns and one more.
+    fn eliminated(&self, order: &[usize]) -> Option<Grown> {
+        let mut cache = self.eliminated.borrow_mut();
+        let key = |prefix: &[usize]| {
+            let mut s = prefix.to_vec();
+            s.sort_unstable();
+            s
+        };
+        let (mut at, mut state) = (0..=order.len())
+            .rev()
+            .find_map(|j| Some((j, cache.subsets.get(&key(&order[..j]))?.clone())))
+            .unwrap_or_else(|| (0, Some(Rc::new((Vec::new(), Eliminated::empty())))));
+        while at < order.len() {
+            let current = state?;
+            let (columns, e) = &*current;
+            let extra = order[at];
+            let g: Vec<BigInt> = columns
+                .iter()
+                .map(|&c| self.gram(c, extra).clone())
+                .collect();
+            let next = e
+                .border(&g, self.gram(extra, extra), self.xty(extra))
+                .map(|e| {
+                    let mut columns = columns.clone();
+                    columns.push(extra);
+                    Rc::new((columns, e))
+                });
+            at += 1;
+            let weight = next.as_ref().map_or(1, |n| n.1.weight());
+            if cache.weight + weight > ELIMINATED_WEIGHT {
+                *cache = EliminatedCache::default();
+            }
+            cache.weight += weight;
+            cache.subsets.insert(key(&order[..at]), next.clone());
+            state = next;
+        }
+        state
     }
 }
 
@@ -1290,7 +1489,7 @@ impl screen::Exact for Design {
     }
 
     fn candidates(&self) -> usize {
-        self.columns.len()
+        self.shared.columns.len()
     }
 
     fn score(&self, subset: &[usize]) -> Option<Scored> {
@@ -1319,6 +1518,7 @@ fn is_exact(design: &Design, model: &ScoredModel) -> bool {
 
 /// A scored model: a subset of the candidates and its least-squares coefficients.
 #[derive(Clone)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Scored {
     worst: BigRational,
     /// The worst leave-one-out miss in bytes (not divided by the point's value).
@@ -1328,6 +1528,9 @@ struct Scored {
     degree: u32,
     subset: Vec<usize>,
     coefficients: Vec<BigRational>,
+    /// Whether its misses step with the counting axes alone
+    /// ([`steps_with_counting_axes`]), when the search asked already.
+    steps: Option<bool>,
 }
 
 impl Scored {
@@ -1345,6 +1548,15 @@ impl Scored {
 
 fn dot(a: &[BigInt], b: &[BigInt]) -> BigInt {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// [`dot`] in machine words, `None` when it overflows 128 bits.
+fn small_dot(a: &[u64], b: &[u64]) -> Option<u128> {
+    let mut sum = 0u128;
+    for i in 0..a.len().min(b.len()) {
+        sum = sum.checked_add(u128::from(a[i]) * u128::from(b[i]))?;
+    }
+    Some(sum)
 }
 
 /// The normal equations of `k` columns, augmented for [`gauss_jordan`]: row `r` holds
@@ -1402,53 +1614,135 @@ fn gauss_jordan(m: &mut [Vec<BigInt>], k: usize) -> Option<BigInt> {
     Some(previous)
 }
 
-/// Point `i`'s fitted value and leverage, both scaled by the determinant, from the
-/// reduced normal equations `m` of `k` columns (`[X'X | I | X'y]` after
-/// [`gauss_jordan`]): what a held-out refit of that point is computed from.
-fn fitted_and_leverage<C: AsRef<[BigInt]>>(
-    columns: &[C],
+/// The reduced normal equations of `k` columns after [`gauss_jordan`] (`m` was
+/// `[XᵀX | I | Xᵀy]`), `None` when singular.
+fn eliminated_from_scratch(mut m: Vec<Vec<BigInt>>, k: usize) -> Option<Eliminated> {
+    let det = gauss_jordan(&mut m, k)?;
+    Some(Eliminated {
+        det,
+        adjugate: m.iter().map(|row| row[k..2 * k].to_vec()).collect(),
+        solution: m
+            .into_iter()
+            .map(|mut row| row.swap_remove(2 * k))
+            .collect(),
+    })
+}
+
+/// A point's value in a column: a machine word where every value of the column fits
+/// one, so that a product with it is a word's multiply-add, not a product of two big
+/// integers.
+#[derive(Clone, Copy)]
+enum Entry<'a> {
+    Small(u64),
+    Big(&'a BigInt),
+}
+
+impl Entry<'_> {
+    fn times(self, b: &BigInt) -> BigInt {
+        match self {
+            Entry::Small(v) => b * v,
+            Entry::Big(v) => v * b,
+        }
+    }
+
+    fn is_zero(self) -> bool {
+        match self {
+            Entry::Small(v) => v == 0,
+            Entry::Big(v) => v.is_zero(),
+        }
+    }
+}
+
+/// `column` in machine words, when every value fits one.
+fn small(column: &[BigInt]) -> Option<Vec<u64>> {
+    column.iter().map(ToPrimitive::to_u64).collect()
+}
+
+/// Point `i`'s values in `columns` (`small` their machine-word copies).
+fn entries<'a>(
+    columns: &[&'a Vec<BigInt>],
+    small: &[Option<&Vec<u64>>],
     i: usize,
-    m: &[Vec<BigInt>],
-    k: usize,
-) -> (BigInt, BigInt) {
-    (fitted(columns, i, m, k), leverage(columns, i, m, k))
-}
-
-/// Point `i`'s fitted value, scaled by the determinant (see [`fitted_and_leverage`]).
-fn fitted<C: AsRef<[BigInt]>>(columns: &[C], i: usize, m: &[Vec<BigInt>], k: usize) -> BigInt {
-    columns
-        .iter()
-        .zip(m)
-        .map(|(c, row)| &c.as_ref()[i] * &row[2 * k])
-        .sum()
-}
-
-/// Point `i`'s leverage, scaled by the determinant (see [`fitted_and_leverage`]).
-fn leverage<C: AsRef<[BigInt]>>(columns: &[C], i: usize, m: &[Vec<BigInt>], k: usize) -> BigInt {
-    let x: Vec<&BigInt> = columns.iter().map(|c| &c.as_ref()[i]).collect();
-    x.iter()
-        .zip(m)
-        .map(|(xj, row)| {
-            *xj * x
-                .iter()
-                .zip(&row[k..2 * k])
-                .map(|(xl, a)| *xl * a)
-                .sum::<BigInt>()
+) -> Vec<Entry<'a>> {
+    (columns.iter().zip(small))
+        .map(|(c, s)| match s {
+            Some(s) => Entry::Small(s[i]),
+            None => Entry::Big(&c[i]),
         })
-        .sum()
+        .collect()
 }
 
-/// Scores the least-squares model of `subset`: `None` when its normal equations are
-/// singular or a point has leverage 1 (its leave-one-out refit is undetermined).
-fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
+/// The fitted value and leverage, both scaled by the determinant, of the point whose
+/// values are `x`, from the reduced normal equations `e`: what a held-out refit of that
+/// point is computed from.
+fn fitted_and_leverage(x: &[Entry], e: &Eliminated) -> (BigInt, BigInt) {
+    (fitted(x, e), leverage(x, e))
+}
+
+/// The fitted value, scaled by the determinant (see [`fitted_and_leverage`]).
+fn fitted(x: &[Entry], e: &Eliminated) -> BigInt {
+    x.iter().zip(&e.solution).map(|(v, b)| v.times(b)).sum()
+}
+
+/// The leverage, scaled by the determinant (see [`fitted_and_leverage`]).
+///
+/// `xᵀ·adj·x` over the point's nonzero entries `x` (a counting axis's offsets are 0 at
+/// most points), each product off the diagonal taken once and doubled: `adj` is
+/// symmetric.
+fn leverage(x: &[Entry], e: &Eliminated) -> BigInt {
+    let x: Vec<(usize, Entry)> = (x.iter().copied().enumerate())
+        .filter(|(_, v)| !v.is_zero())
+        .collect();
+    let mut sum = BigInt::zero();
+    for (at, &(j, xj)) in x.iter().enumerate() {
+        let row = &e.adjugate[j];
+        let off: BigInt = x[at + 1..].iter().map(|&(l, xl)| xl.times(&row[l])).sum();
+        sum += xj.times(&(xj.times(&row[j]) + (off << 1)));
+    }
+    sum
+}
+
+/// Scores the least-squares model of the candidates `order` (in any order; the
+/// search's models list their columns in the order they were added, which
+/// [`Design::eliminated`] grows them in): `None` when its normal equations are singular
+/// or a point has leverage 1 (its leave-one-out refit is undetermined).
+fn score(design: &Design, order: &[usize]) -> Option<Scored> {
+    let state = design.eliminated(order)?;
+    let (columns, e) = &*state;
+    let mut subset = columns.clone();
+    subset.sort_unstable();
+    let from: Vec<usize> = (subset.iter())
+        .map(|s| {
+            columns
+                .iter()
+                .position(|c| c == s)
+                .expect("the same candidates")
+        })
+        .collect();
+    scored(design, &subset, &e.permuted(&from))
+}
+
+/// [`score`] by elimination from scratch, as every score was computed before the
+/// equations were bordered: what bordering must agree with.
+#[cfg(test)]
+fn score_from_scratch(design: &Design, subset: &[usize]) -> Option<Scored> {
     let k = subset.len();
-    let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.columns[s]).collect();
-    let mut m = normal_equations(
+    let m = normal_equations(
         k,
         |r, c| design.gram(subset[r], subset[c]).clone(),
         |r| design.xty(subset[r]).clone(),
     );
-    let d = gauss_jordan(&mut m, k)?;
+    scored(design, subset, &eliminated_from_scratch(m, k)?)
+}
+
+/// Scores the least-squares model of `subset` (sorted) from its reduced normal
+/// equations `e`: `None` when a point has leverage 1.
+fn scored(design: &Design, subset: &[usize], e: &Eliminated) -> Option<Scored> {
+    let d = &e.det;
+    let cols: Vec<&Vec<BigInt>> = subset.iter().map(|&s| &design.shared.columns[s]).collect();
+    let small: Vec<Option<&Vec<u64>>> = (subset.iter())
+        .map(|&s| design.shared.small[s].as_ref())
+        .collect();
     // The worst error as an unreduced fraction: compared by cross-multiplication, reduced
     // once at the end (a gcd per point costs more than the rest of the score).
     let (mut worst_num, mut worst_den) = (BigInt::zero(), BigInt::one());
@@ -1456,7 +1750,7 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
     // Every point's in-sample miss is exact and cheap; its leverage (a quadratic form in
     // big integers) only where floating point cannot rule the point out as the worst.
     let misses: Vec<BigInt> = (design.y.iter().enumerate())
-        .map(|(i, y)| (&d * y - fitted(&cols, i, &m, k)).abs())
+        .map(|(i, y)| (d * y - fitted(&entries(&cols, &small, i), e)).abs())
         .collect();
     let residual = misses.iter().max().cloned().unwrap_or_default();
     let needed = {
@@ -1472,7 +1766,7 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
         if !needed[i] {
             continue;
         }
-        let denominator = &d - leverage(&cols, i, &m, k);
+        let denominator = d - leverage(&entries(&cols, &small, i), e);
         if denominator.is_zero() {
             return None;
         }
@@ -1490,12 +1784,12 @@ fn score(design: &Design, subset: &[usize]) -> Option<Scored> {
         worst: BigRational::new(worst_num, worst_den),
         worst_bytes: BigRational::new(bytes_num, bytes_den),
         residual: BigRational::new(residual, d.abs()),
-        degree: subset.iter().map(|&s| design.degrees[s]).sum(),
+        degree: subset.iter().map(|&s| design.shared.degrees[s]).sum(),
         subset: subset.to_vec(),
-        coefficients: m
-            .iter()
-            .map(|row| BigRational::new(row[2 * k].clone(), d.clone()))
+        coefficients: (e.solution.iter())
+            .map(|c| BigRational::new(c.clone(), d.clone()))
             .collect(),
+        steps: None,
     })
 }
 
@@ -1514,7 +1808,7 @@ fn choose(n: usize, k: usize) -> u64 {
 /// `None` when the fit of every candidate misses a point, or its terms are too many or
 /// cannot be checked by leave-one-out.
 fn exact(design: &Design, max_terms: usize) -> Option<Scored> {
-    let k = design.columns.len();
+    let k = design.shared.columns.len();
     if k > EXACT_MAX_CANDIDATES {
         return None;
     }
@@ -1552,7 +1846,7 @@ fn exact_support(design: &Design, subset: &[usize]) -> Option<Vec<usize>> {
     let d = gauss_jordan(&mut m, k)?;
     let misses = design.y.iter().enumerate().any(|(i, y)| {
         let fitted: BigInt = (0..k)
-            .map(|j| &design.columns[subset[j]][i] * &m[j][k])
+            .map(|j| &design.shared.columns[subset[j]][i] * &m[j][k])
             .sum();
         &d * y != fitted
     });
@@ -1573,7 +1867,7 @@ fn exact_support(design: &Design, subset: &[usize]) -> Option<Vec<usize>> {
 /// screened in floating point and scored exactly where that cannot rank them
 /// ([`screen`]).
 fn search(design: &Design, max_terms: usize) -> Scored {
-    let n = design.columns.len();
+    let n = design.shared.columns.len();
     let metric = Metric::Relative;
     let (mut best, mut frontier): (Option<ScoredModel>, Option<ScoredModel>) = (None, None);
     let mut spent = 0u64;
@@ -1677,22 +1971,33 @@ fn linear_candidates(grid: &Grid, candidates: &[Candidate]) -> Option<Vec<usize>
 fn linear_model(
     grid: &Grid,
     series: &[(Point, u64)],
-    candidates: &[Candidate],
+    shared: &Shared,
     screening: Screening,
 ) -> Result<Option<Scored>, AxesError> {
+    let candidates = &shared.candidates;
     let Some(kept) = linear_candidates(grid, candidates) else {
         return Ok(None);
     };
     let subset: Vec<Candidate> = kept.iter().map(|&i| candidates[i].clone()).collect();
-    let design = Design::new(&subset, series, screening)?;
+    let design = Design::on(shared.linear(&subset, series)?, series, screening);
     let max_terms = max_terms(grid, series.len()).min(subset.len());
-    let steps = |m: &Scored| steps_with_counting_axes(grid, series, &subset, &design, &m.subset);
+    // Each model's answer kept: the chosen one's is its residue's ([`residue_of`]).
+    let answers: RefCell<Vec<(Vec<usize>, bool)>> = RefCell::default();
+    let steps = |m: &Scored| {
+        let known = (answers.borrow().iter()).find_map(|(s, a)| (*s == m.subset).then_some(*a));
+        known.unwrap_or_else(|| {
+            let answer = steps_with_counting_axes(grid, series, &subset, &design, &m.subset);
+            answers.borrow_mut().push((m.subset.clone(), answer));
+            answer
+        })
+    };
     let mut model =
         exact(&design, max_terms).unwrap_or_else(|| parsimonious(&design, max_terms, steps));
     let largest = series.iter().map(|(_, b)| *b).max().unwrap_or(0);
     if !bookkeeping_sized(&model.worst_bytes, largest) {
         return Ok(None);
     }
+    model.steps = (answers.borrow().iter()).find_map(|(s, a)| (*s == model.subset).then_some(*a));
     model.subset = model.subset.iter().map(|&s| kept[s]).collect();
     Ok(Some(model))
 }
@@ -1714,7 +2019,7 @@ fn better(a: &Scored, b: &Scored) -> bool {
 /// best of the last size, until [`GREEDY_PATIENCE`] sizes in a row bring no better
 /// model or `max_terms` is reached. Screened as in [`search`].
 fn best_by_size(design: &Design, max_terms: usize) -> Vec<ScoredModel> {
-    let n = design.columns.len();
+    let n = design.shared.columns.len();
     let metric = Metric::Bytes;
     let mut sizes: Vec<ScoredModel> = Vec::new();
     let mut spent = 0u64;
@@ -1800,17 +2105,21 @@ fn parsimonious(design: &Design, max_terms: usize, steps: impl Fn(&Scored) -> bo
 /// leverage 1 (its held-out refit is undetermined).
 fn held_out_misses(columns: Vec<Vec<BigInt>>, y: &[BigInt]) -> Option<Vec<BigRational>> {
     let k = columns.len();
-    let mut m = normal_equations(
+    let m = normal_equations(
         k,
         |r, c| dot(&columns[r], &columns[c]),
         |r| dot(&columns[r], y),
     );
-    let d = gauss_jordan(&mut m, k)?;
+    let e = eliminated_from_scratch(m, k)?;
+    let d = &e.det;
+    let small: Vec<Option<Vec<u64>>> = columns.iter().map(|c| small(c)).collect();
+    let small: Vec<Option<&Vec<u64>>> = small.iter().map(Option::as_ref).collect();
+    let columns: Vec<&Vec<BigInt>> = columns.iter().collect();
     (0..y.len())
         .map(|i| {
-            let (fitted, leverage) = fitted_and_leverage(&columns, i, &m, k);
-            let denominator = &d - leverage;
-            (!denominator.is_zero()).then(|| BigRational::new(&d * &y[i] - fitted, denominator))
+            let (fitted, leverage) = fitted_and_leverage(&entries(&columns, &small, i), &e);
+            let denominator = d - leverage;
+            (!denominator.is_zero()).then(|| BigRational::new(d * &y[i] - fitted, denominator))
         })
         .collect()
 }
@@ -1843,7 +2152,7 @@ fn steps_with_counting_axes(
             let e = &candidates[s].exponents;
             (0..e.len()).any(|a| e[a] > 0 && !counting.contains(&a))
         })
-        .map(|&s| design.columns[s].clone())
+        .map(|&s| design.shared.columns[s].clone())
         .collect();
     columns.extend(groups.iter().map(|g| {
         series

@@ -86,3 +86,45 @@ fn by_counting(fixed: i64, per_sample: i64, available: u64) -> u64 {
     }
     b
 }
+
+mod formula {
+    //! A formula's bytes at a point, against the rational value summed term by term
+    //! and rounded up here.
+    use num_bigint::BigInt;
+    use num_rational::BigRational;
+    use num_traits::{Signed, ToPrimitive};
+    use proptest::prelude::*;
+    use vramtest_model::axes::{Formula, Monomial, Point, Term};
+
+    proptest! {
+        #[test]
+        fn bytes_are_the_exact_value_rounded_up(
+            terms in proptest::collection::vec(
+                ((-5_000_000i64..5_000_000, 1i64..1000), (0u8..3, 0u8..3)),
+                0..6,
+            ),
+            (a, b) in (1u64..5000, 1u64..5000),
+        ) {
+            let formula = Formula {
+                terms: terms
+                    .iter()
+                    .map(|&((n, d), (pa, pb))| Term {
+                        coefficient: BigRational::new(BigInt::from(n), BigInt::from(d)),
+                        monomial: Monomial::new([("a", pa), ("b", pb)]),
+                    })
+                    .collect(),
+            };
+            let point: Point = [("a".to_owned(), a), ("b".to_owned(), b)].into_iter().collect();
+            let exact: BigRational = terms
+                .iter()
+                .map(|&((n, d), (pa, pb))| {
+                    let value = BigInt::from(a).pow(u32::from(pa)) * BigInt::from(b).pow(u32::from(pb));
+                    BigRational::new(BigInt::from(n), BigInt::from(d)) * BigRational::from_integer(value)
+                })
+                .sum();
+            let up = exact.ceil().to_integer();
+            let expected = if up.is_negative() { 0 } else { up.to_u64().unwrap() };
+            prop_assert_eq!(formula.bytes(&point).unwrap(), expected);
+        }
+    }
+}

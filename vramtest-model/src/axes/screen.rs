@@ -17,6 +17,7 @@
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use std::cell::OnceCell;
+use std::sync::{Arc, OnceLock};
 
 /// What screening needs of the exact side: the floating-point copy of a design, and the
 /// exact score of a subset with its ranking.
@@ -27,8 +28,9 @@ pub(super) trait Exact {
     fn floats(&self) -> Option<&Floats>;
     /// How many candidates there are.
     fn candidates(&self) -> usize;
-    /// The exact score of `subset`, `None` when it has none.
-    fn score(&self, subset: &[usize]) -> Option<Self::Score>;
+    /// The exact score of the subset of the candidates `order`, listed in the order
+    /// they were added to it (what the exact side may reuse), `None` when it has none.
+    fn score(&self, order: &[usize]) -> Option<Self::Score>;
     /// The exact figure of merit.
     fn value(score: &Self::Score, metric: Metric) -> &BigRational;
     /// Whether `a` ranks before `b` by the whole key of `metric`.
@@ -64,18 +66,28 @@ pub(super) enum Metric {
     Bytes,
 }
 
-/// The measured bytes and the candidates' columns in `f64`, each column scaled to unit
-/// length.
-pub(super) struct Floats {
+/// The candidates' columns in `f64`, each scaled to unit length, and their
+/// orthogonalization once needed: what every figure measured at the same points
+/// shares.
+pub(super) struct Unit {
     columns: Vec<Vec<f64>>,
-    y: Vec<f64>,
-    y_norm: f64,
+    orthogonal: OnceLock<Option<Orthogonal>>,
 }
 
-impl Floats {
-    /// The floating-point copy of `columns` and `y`.
-    pub(super) fn new(columns: &[Vec<BigInt>], y: &[BigInt]) -> Floats {
-        let float = |v: &BigInt| -> f64 { num_traits::ToPrimitive::to_f64(v).unwrap_or(f64::MAX) };
+/// Modified Gram–Schmidt on every column in order ([`whole`]).
+struct Orthogonal {
+    /// The orthonormal directions.
+    q: Vec<Vec<f64>>,
+    /// Row `j`: each later column's projection on the `j`th direction, and the
+    /// direction's length before scaling on the diagonal.
+    triangle: Vec<Vec<f64>>,
+    /// The largest ratio of a column's length to what the columns before left of it.
+    growth: f64,
+}
+
+impl Unit {
+    /// The floating-point copy of `columns`.
+    pub(super) fn new(columns: &[Vec<BigInt>]) -> Unit {
         let columns = columns
             .iter()
             .map(|c| {
@@ -86,21 +98,60 @@ impl Floats {
                     .collect()
             })
             .collect();
+        Unit {
+            columns,
+            orthogonal: OnceLock::new(),
+        }
+    }
+
+    /// The orthogonalization of every column, `None` when they nearly depend on each
+    /// other.
+    fn orthogonal(&self) -> Option<&Orthogonal> {
+        self.orthogonal
+            .get_or_init(|| orthogonalize(&self.columns))
+            .as_ref()
+    }
+}
+
+fn float(v: &BigInt) -> f64 {
+    num_traits::ToPrimitive::to_f64(v).unwrap_or(f64::MAX)
+}
+
+/// The measured bytes in `f64`, and the candidates' columns ([`Unit`]).
+pub(super) struct Floats {
+    unit: Arc<Unit>,
+    y: Vec<f64>,
+    y_norm: f64,
+}
+
+impl Floats {
+    /// The floating-point copy of the measured bytes `y`, beside `unit`.
+    pub(super) fn new(unit: Arc<Unit>, y: &[BigInt]) -> Floats {
         let y: Vec<f64> = y.iter().map(float).collect();
         Floats {
             y_norm: norm(&y),
-            columns,
+            unit,
             y,
         }
     }
 }
 
+// The loops below are indexed rather than iterator chains: the fit runs unoptimized in
+// a test binary, where every adapter of a chain is a function call per element. Each
+// sum starts from −0.0 and adds in order, as `Iterator::sum` does.
+
 fn norm(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+    dot(v, v).sqrt()
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut sum = -0.0;
+    for i in 0..n {
+        sum += a[i] * b[i];
+    }
+    sum
 }
 
 /// A model under consideration: a subset, its bounds, and its exact score once needed.
@@ -108,15 +159,18 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 pub(super) struct Model<S> {
     /// Positions of the candidates, in increasing order.
     pub(super) subset: Vec<usize>,
+    /// The same, in the order they were added (the subset it was grown from first).
+    order: Vec<usize>,
     relative: Bounds,
     bytes: Bounds,
     exact: OnceCell<Option<S>>,
 }
 
 impl<S: Clone> Model<S> {
-    fn unbounded(subset: Vec<usize>) -> Model<S> {
+    fn unbounded(subset: Vec<usize>, order: Vec<usize>) -> Model<S> {
         Model {
             subset,
+            order,
             relative: UNBOUNDED,
             bytes: UNBOUNDED,
             exact: OnceCell::new(),
@@ -138,7 +192,7 @@ impl<S: Clone> Model<S> {
     /// The exact score (`None` when singular or a point has leverage 1).
     pub(super) fn exact<D: Exact<Score = S>>(&self, design: &D) -> Option<&S> {
         self.exact
-            .get_or_init(|| design.score(&self.subset))
+            .get_or_init(|| design.score(&self.order))
             .as_ref()
     }
 
@@ -261,7 +315,7 @@ impl Basis {
                 subset: Vec::new(),
                 residual: f.y.clone(),
                 leverage: vec![0.0; f.y.len()],
-                rest: f.columns.clone(),
+                rest: f.unit.columns.clone(),
                 growth: 1.0,
             },
             None => Basis {
@@ -312,14 +366,16 @@ impl Basis {
         let mut subset = self.sorted();
         subset.push(extra);
         subset.sort_unstable();
+        let mut order = self.subset.clone();
+        order.push(extra);
         let Some(floats) = design.floats() else {
-            return Model::unbounded(subset);
+            return Model::unbounded(subset, order);
         };
         let p = &self.rest[extra];
         let length = norm(p);
         let growth = self.growth.max(1.0 / length);
         if !(length > 0.0 && growth <= GROWTH_LIMIT) {
-            return Model::unbounded(subset);
+            return Model::unbounded(subset, order);
         }
         let spread = rounding_spread(floats.y.len(), subset.len(), growth);
         let (miss_error, leverage_error) = (spread * floats.y_norm, spread);
@@ -330,7 +386,7 @@ impl Basis {
             let miss = (self.residual[i] - along * pi).abs();
             let free = 1.0 - self.leverage[i] - pi * pi / (length * length);
             if free <= 2.0 * leverage_error {
-                return Model::unbounded(subset);
+                return Model::unbounded(subset, order);
             }
             let lo = (miss - miss_error).max(0.0) / (free + leverage_error) * (1.0 - 1e-12);
             let hi = (miss + miss_error) / (free - leverage_error) * (1.0 + 1e-12);
@@ -342,6 +398,7 @@ impl Basis {
         }
         Model {
             subset,
+            order,
             relative,
             bytes,
             exact: OnceCell::new(),
@@ -354,18 +411,6 @@ impl Basis {
             .filter(|e| !self.subset.contains(e))
             .map(|e| self.estimate(design, e))
             .collect()
-    }
-
-    /// The floating-point residual of the subset's least-squares fit, and the bound on
-    /// its rounding; `None` when the columns nearly depend on each other (or the design
-    /// is exact only).
-    pub(super) fn residual(&self, design: &impl Exact) -> Option<(&[f64], f64)> {
-        let floats = design.floats()?;
-        if self.growth > GROWTH_LIMIT || !self.growth.is_finite() {
-            return None;
-        }
-        let spread = rounding_spread(floats.y.len(), self.subset.len(), self.growth);
-        Some((&self.residual, spread * floats.y_norm))
     }
 }
 
@@ -380,7 +425,7 @@ pub(super) fn leverages(design: &impl Exact, subset: &[usize]) -> Option<(Vec<f6
     let mut leverage = vec![0.0; n];
     let mut growth = 1.0f64;
     for &s in subset {
-        let mut q = floats.columns[s].clone();
+        let mut q = floats.unit.columns[s].clone();
         for b in &basis {
             project_out(&mut q, b);
         }
@@ -472,53 +517,73 @@ pub(super) enum Whole {
     Unsure,
 }
 
-/// The least-squares fit of every candidate at once, in floating point.
+/// Modified Gram–Schmidt on `columns` in order, the triangular factor taken from the
+/// projections it computes; `None` when the columns nearly depend on each other.
+fn orthogonalize(columns: &[Vec<f64>]) -> Option<Orthogonal> {
+    let k = columns.len();
+    let mut q = columns.to_vec();
+    let mut triangle: Vec<Vec<f64>> = vec![vec![0.0; k]; k];
+    let mut growth = 1.0f64;
+    for j in 0..k {
+        let (done, later) = q.split_at_mut(j + 1);
+        let direction = &mut done[j];
+        let length = norm(direction);
+        growth = growth.max(1.0 / length);
+        // `max` keeps `growth` when `1 / length` is NaN, and it only grows.
+        if growth > GROWTH_LIMIT {
+            return None;
+        }
+        direction.iter_mut().for_each(|x| *x /= length);
+        triangle[j][j] = length;
+        for (c, column) in later.iter_mut().enumerate() {
+            triangle[j][j + 1 + c] = project_out(column, direction);
+        }
+    }
+    Some(Orthogonal {
+        q,
+        triangle,
+        growth,
+    })
+}
+
+/// The least-squares fit of every candidate at once, in floating point: the measured
+/// bytes projected on the candidates' orthogonalization, which every figure measured
+/// at the same points shares.
 pub(super) fn whole(design: &impl Exact) -> Whole {
     let Some(floats) = design.floats() else {
         return Whole::Unsure;
     };
-    let k = floats.columns.len();
-    let mut basis = Basis::empty(design);
-    // The triangular factor: each added column's projections on the directions before.
-    let mut triangle: Vec<Vec<f64>> = Vec::with_capacity(k);
-    let mut along_y: Vec<f64> = Vec::with_capacity(k);
-    for j in 0..k {
-        let length = norm(&basis.rest[j]);
-        let q: Vec<f64> = basis.rest[j].iter().map(|x| x / length).collect();
-        let row: Vec<f64> = (0..k)
-            .map(|c| {
-                if c < j {
-                    0.0
-                } else {
-                    dot(&q, &floats.columns[c])
-                }
-            })
-            .collect();
-        along_y.push(dot(&q, &basis.residual));
-        triangle.push(row);
-        basis = basis.grow(j);
-    }
-    let Some((residual, bound)) = basis.residual(design) else {
+    let Some(o) = floats.unit.orthogonal() else {
+        // The columns nearly depend on each other: no bound on the residual.
         return Whole::Unsure;
     };
+    let k = o.q.len();
+    let mut residual = floats.y.clone();
+    let along_y: Vec<f64> = (o.q.iter())
+        .map(|q| project_out(&mut residual, q))
+        .collect();
+    let bound = rounding_spread(floats.y.len(), k, o.growth) * floats.y_norm;
     if residual.iter().any(|r| r.abs() > bound) {
         return Whole::Misses;
     }
     let mut x = vec![0.0; k];
     for j in (0..k).rev() {
-        let known: f64 = (j + 1..k).map(|c| triangle[j][c] * x[c]).sum();
-        x[j] = (along_y[j] - known) / triangle[j][j];
+        let known: f64 = (j + 1..k).map(|c| o.triangle[j][c] * x[c]).sum();
+        x[j] = (along_y[j] - known) / o.triangle[j][j];
     }
     let floor = 1e-7 * floats.y_norm;
     Whole::Passes((0..k).filter(|&j| x[j].abs() > floor).collect())
 }
 
-/// Takes `q`'s direction (unit length) out of `v`.
-fn project_out(v: &mut [f64], q: &[f64]) {
+/// Takes `q`'s direction (unit length) out of `v`; what `v` had along it.
+fn project_out(v: &mut [f64], q: &[f64]) -> f64 {
     let along = dot(v, q);
-    for (x, y) in v.iter_mut().zip(q) {
-        *x -= along * y;
+    let n = v.len().min(q.len());
+    let (v, q) = (&mut v[..n], &q[..n]);
+    for i in 0..n {
+        v[i] -= along * q[i];
     }
+    along
 }
 
 /// Every subset of `size` candidates, in lexicographic order, with its bounds.
@@ -548,8 +613,9 @@ fn walk<D: Exact>(
 #[cfg(test)]
 mod tests {
     //! Screening must choose what scoring every subset exactly chooses.
-    use super::super::{Fit, Grid, Point, Screening};
+    use super::super::{FigureFits, Fit, Grid, Point, Screening};
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     fn grid(axes: &[(&str, Vec<u64>)]) -> Grid {
         Grid::new(axes.iter().map(|(k, v)| (*k, v.clone()))).unwrap()
@@ -565,8 +631,8 @@ mod tests {
                 (p, bytes)
             })
             .collect();
-        let screened = Fit::with(grid, &series, Screening::Float).unwrap();
-        let exact = Fit::with(grid, &series, Screening::Exact).unwrap();
+        let screened = Fit::with(grid, &series, Screening::Float, None).unwrap();
+        let exact = Fit::with(grid, &series, Screening::Exact, None).unwrap();
         assert_eq!(screened, exact, "series {series:?}");
     }
 
@@ -604,6 +670,51 @@ mod tests {
                 + 60 * (350 * l).next_power_of_two()
                 + jitter(i, 1000)
         });
+    }
+
+    /// Figures fitted together share their points' columns ([`super::super::Shared`]):
+    /// each must be fitted as it is alone, whichever figure makes the shared parts.
+    #[test]
+    fn figures_fitted_together_are_fitted_as_alone() {
+        let g = grid(&[
+            ("layers", vec![1, 2, 3]),
+            ("seq", vec![8, 16, 24]),
+            ("batch", vec![1, 2]),
+        ]);
+        type Figure = fn(u64, u64, u64, usize) -> u64;
+        let figures: [(&str, Figure); 5] = [
+            ("constant", |_, _, _, _| 4096),
+            ("exact", |l, s, b, _| 4000 * l * s * b + 1000 * l),
+            ("bookkeeping", |l, s, b, i| {
+                4000 * l * s * b + 60 * (350 * l).next_power_of_two() + jitter(i, 100)
+            }),
+            ("maximum", |l, s, b, i| {
+                (12 * l * s * b).max(40 * s * s) + jitter(i, 2000)
+            }),
+            ("noise", |l, s, b, i| {
+                1_000_000 + 10 * l * s * b + jitter(i, 50_000)
+            }),
+        ];
+        let series: BTreeMap<String, Vec<(Point, u64)>> = figures
+            .iter()
+            .map(|(name, f)| {
+                let points = (g.points().into_iter().enumerate())
+                    .map(|(i, p)| {
+                        let bytes = f(p["layers"], p["seq"], p["batch"], i);
+                        (p, bytes)
+                    })
+                    .collect();
+                (name.to_string(), points)
+            })
+            .collect();
+        let together = FigureFits::fit(&g, &series).unwrap();
+        for (name, points) in &series {
+            assert_eq!(
+                together.figures[name],
+                Fit::new(&g, points).unwrap(),
+                "{name}"
+            );
+        }
     }
 
     proptest! {
