@@ -435,7 +435,7 @@ fn axes(list: &syn::MetaList) -> syn::Result<Axes> {
             AxisValues::Levels(values) => levels.push((name, values)),
         }
     }
-    check_grid(&numeric, &levels).map_err(|e| syn::Error::new_spanned(&list.tokens, e))?;
+    check_grid(&numeric, &levels, &list.tokens)?;
     Ok((numeric, levels))
 }
 
@@ -510,33 +510,35 @@ fn axis_values(name: &str, array: &syn::ExprArray) -> syn::Result<AxisValues> {
 fn check_grid(
     numeric: &[(String, Vec<usize>)],
     levels: &[(String, Vec<String>)],
-) -> Result<(), String> {
+    at: &impl quote::ToTokens,
+) -> syn::Result<()> {
+    let error = |message: String| syn::Error::new_spanned(at, message);
     let levers = vramtest_model::levers::LeverAxes::new(levels.iter().cloned().collect())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| error(e.to_string()))?;
     if numeric.is_empty() && !levels.is_empty() {
-        return Err(format!(
+        return Err(error(format!(
             "`axes(..)` declares only categorical axes ({}); each combination of levels is fitted over the numeric axes, so add at least one (hint: `batch = [2, 4]`)",
             levels
                 .iter()
                 .map(|(k, _)| k.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
     let grid = vramtest_model::axes::Grid::new(
         numeric
             .iter()
             .map(|(k, v)| (k.clone(), v.iter().map(|&n| n as u64).collect::<Vec<_>>())),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| error(e.to_string()))?;
     let combinations = levers.combinations().len() as u128;
     let points = grid.points().len() as u128 * combinations;
     if points > u128::from(vramtest_model::axes::MAX_POINTS) {
-        return Err(format!(
+        return Err(error(format!(
             "the grid has {points} points ({} numeric × {combinations} combinations of levels); at most {} are allowed",
             grid.points().len(),
             vramtest_model::axes::MAX_POINTS
-        ));
+        )));
     }
     Ok(())
 }

@@ -130,7 +130,7 @@ use std::sync::{Arc, OnceLock};
 mod border;
 mod screen;
 use border::Eliminated;
-use screen::{Basis, Floats, Metric, Unit, Whole};
+use screen::{Basis, Floats, Metric, UnitColumns, Whole};
 
 /// A model under consideration by the search.
 type ScoredModel = screen::Model<Scored>;
@@ -1277,7 +1277,7 @@ struct Columns {
     /// `XᵀX`'s upper triangle, row `r` holding columns `r..`.
     gram: Vec<Vec<OnceLock<BigInt>>>,
     /// The floating-point copy, made when a screened fit first needs it.
-    unit: OnceLock<Arc<Unit>>,
+    unit: OnceLock<Arc<UnitColumns>>,
 }
 
 impl Columns {
@@ -1313,9 +1313,9 @@ impl Columns {
         })
     }
 
-    fn unit(&self) -> Arc<Unit> {
+    fn unit(&self) -> Arc<UnitColumns> {
         self.unit
-            .get_or_init(|| Arc::new(Unit::new(&self.columns)))
+            .get_or_init(|| Arc::new(UnitColumns::new(&self.columns)))
             .clone()
     }
 }
@@ -1632,23 +1632,23 @@ fn eliminated_from_scratch(mut m: Vec<Vec<BigInt>>, k: usize) -> Option<Eliminat
 /// one, so that a product with it is a word's multiply-add, not a product of two big
 /// integers.
 #[derive(Clone, Copy)]
-enum Entry<'a> {
+enum ColumnValue<'a> {
     Small(u64),
     Big(&'a BigInt),
 }
 
-impl Entry<'_> {
+impl ColumnValue<'_> {
     fn times(self, b: &BigInt) -> BigInt {
         match self {
-            Entry::Small(v) => b * v,
-            Entry::Big(v) => v * b,
+            ColumnValue::Small(v) => b * v,
+            ColumnValue::Big(v) => v * b,
         }
     }
 
     fn is_zero(self) -> bool {
         match self {
-            Entry::Small(v) => v == 0,
-            Entry::Big(v) => v.is_zero(),
+            ColumnValue::Small(v) => v == 0,
+            ColumnValue::Big(v) => v.is_zero(),
         }
     }
 }
@@ -1663,11 +1663,11 @@ fn entries<'a>(
     columns: &[&'a Vec<BigInt>],
     small: &[Option<&Vec<u64>>],
     i: usize,
-) -> Vec<Entry<'a>> {
+) -> Vec<ColumnValue<'a>> {
     (columns.iter().zip(small))
         .map(|(c, s)| match s {
-            Some(s) => Entry::Small(s[i]),
-            None => Entry::Big(&c[i]),
+            Some(s) => ColumnValue::Small(s[i]),
+            None => ColumnValue::Big(&c[i]),
         })
         .collect()
 }
@@ -1675,12 +1675,12 @@ fn entries<'a>(
 /// The fitted value and leverage, both scaled by the determinant, of the point whose
 /// values are `x`, from the reduced normal equations `e`: what a held-out refit of that
 /// point is computed from.
-fn fitted_and_leverage(x: &[Entry], e: &Eliminated) -> (BigInt, BigInt) {
+fn fitted_and_leverage(x: &[ColumnValue], e: &Eliminated) -> (BigInt, BigInt) {
     (fitted(x, e), leverage(x, e))
 }
 
 /// The fitted value, scaled by the determinant (see [`fitted_and_leverage`]).
-fn fitted(x: &[Entry], e: &Eliminated) -> BigInt {
+fn fitted(x: &[ColumnValue], e: &Eliminated) -> BigInt {
     x.iter().zip(&e.solution).map(|(v, b)| v.times(b)).sum()
 }
 
@@ -1689,8 +1689,8 @@ fn fitted(x: &[Entry], e: &Eliminated) -> BigInt {
 /// `xᵀ·adj·x` over the point's nonzero entries `x` (a counting axis's offsets are 0 at
 /// most points), each product off the diagonal taken once and doubled: `adj` is
 /// symmetric.
-fn leverage(x: &[Entry], e: &Eliminated) -> BigInt {
-    let x: Vec<(usize, Entry)> = (x.iter().copied().enumerate())
+fn leverage(x: &[ColumnValue], e: &Eliminated) -> BigInt {
+    let x: Vec<(usize, ColumnValue)> = (x.iter().copied().enumerate())
         .filter(|(_, v)| !v.is_zero())
         .collect();
     let mut sum = BigInt::zero();

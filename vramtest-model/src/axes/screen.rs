@@ -69,7 +69,7 @@ pub(super) enum Metric {
 /// The candidates' columns in `f64`, each scaled to unit length, and their
 /// orthogonalization once needed: what every figure measured at the same points
 /// shares.
-pub(super) struct Unit {
+pub(super) struct UnitColumns {
     columns: Vec<Vec<f64>>,
     orthogonal: OnceLock<Option<Orthogonal>>,
 }
@@ -85,9 +85,9 @@ struct Orthogonal {
     growth: f64,
 }
 
-impl Unit {
+impl UnitColumns {
     /// The floating-point copy of `columns`.
-    pub(super) fn new(columns: &[Vec<BigInt>]) -> Unit {
+    pub(super) fn new(columns: &[Vec<BigInt>]) -> UnitColumns {
         let columns = columns
             .iter()
             .map(|c| {
@@ -98,7 +98,7 @@ impl Unit {
                     .collect()
             })
             .collect();
-        Unit {
+        UnitColumns {
             columns,
             orthogonal: OnceLock::new(),
         }
@@ -117,16 +117,16 @@ fn float(v: &BigInt) -> f64 {
     num_traits::ToPrimitive::to_f64(v).unwrap_or(f64::MAX)
 }
 
-/// The measured bytes in `f64`, and the candidates' columns ([`Unit`]).
+/// The measured bytes in `f64`, and the candidates' columns ([`UnitColumns`]).
 pub(super) struct Floats {
-    unit: Arc<Unit>,
+    unit: Arc<UnitColumns>,
     y: Vec<f64>,
     y_norm: f64,
 }
 
 impl Floats {
     /// The floating-point copy of the measured bytes `y`, beside `unit`.
-    pub(super) fn new(unit: Arc<Unit>, y: &[BigInt]) -> Floats {
+    pub(super) fn new(unit: Arc<UnitColumns>, y: &[BigInt]) -> Floats {
         let y: Vec<f64> = y.iter().map(float).collect();
         Floats {
             y_norm: norm(&y),
