@@ -53,6 +53,17 @@ fn vram_test(f: &Fixture, name: &str, envs: &[(&str, &str)]) -> TestReport {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The flagged fits of `predicted` besides the pool's figures (which have their own
+/// fallbacks) and `workspace` (no tensor): each one a prediction not to be trusted.
+fn flagged_tensor_fits(predicted: &Estimate) -> Vec<&String> {
+    predicted
+        .flagged
+        .iter()
+        .filter(|f| !f.starts_with("allocated") && !f.starts_with("reserved"))
+        .filter(|f| *f != "workspace")
+        .collect()
+}
+
 /// Category `c`'s bytes on one side (`measured`, `predicted`) of `measure`'s JSON.
 fn bytes(side: &Value, c: Category) -> u64 {
     side["category_bytes"][c.as_str()]
@@ -135,12 +146,7 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
     // below), and its bytes come and go with the batch and sequence with no polynomial
     // behind them: a fit through every one of its (batch, seq) combinations is flagged
     // as interpolating, which is right. Every other figure must be trusted.
-    let trusted: Vec<&String> = predicted
-        .flagged
-        .iter()
-        .filter(|f| !f.starts_with("allocated") && !f.starts_with("reserved"))
-        .filter(|f| *f != "workspace")
-        .collect();
+    let trusted = flagged_tensor_fits(&predicted);
     assert!(
         trusted.is_empty(),
         "flagged fits: {trusted:?}\n{:#?}",
@@ -247,12 +253,7 @@ fn every_combination_of_levers_is_predicted_within_3_percent() {
     let mut measured_bytes = Vec::new();
     for (variant, fitted) in &combinations {
         let predicted = fitted.estimate(&at, DEFAULT_GRANULARITY).unwrap();
-        let trusted: Vec<&String> = predicted
-            .flagged
-            .iter()
-            .filter(|f| !f.starts_with("allocated") && !f.starts_with("reserved"))
-            .filter(|f| *f != "workspace")
-            .collect();
+        let trusted = flagged_tensor_fits(&predicted);
         let levels = variant
             .iter()
             .map(|(k, v)| format!("{k}={v}"))

@@ -303,21 +303,7 @@ const KEPT_AT: &str = "layers=32,seq=512,batch=8";
 /// A copy of vec-model named `name` with `kept_levels`' sweep recorded (36 points:
 /// 18 at each level of `kept`), and the sweep as its snapshot keeps it.
 fn kept_levels(name: &str) -> (common::Fixture, Sweep) {
-    let f = common::Fixture::vec_model(name);
-    let out = f
-        .cargo(&[
-            "test",
-            "--test",
-            "axes",
-            "--",
-            "--include-ignored",
-            "--exact",
-            "kept_levels",
-        ])
-        .env("VRAMTEST_UPDATE", "always")
-        .output()
-        .unwrap();
-    assert_code(&common::Ran::from(out), 0);
+    let f = recorded_test(name, "kept_levels");
     let path = f.snapshots().join("axes__kept_levels@cpu.snap");
     let parsed = vramtest_model::snapshot::read(&path).unwrap().unwrap();
     let sweep = parsed.body.sweep().cloned().expect("a sweep");
@@ -624,12 +610,7 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
 /// from the snapshot, so the same on every machine.
 fn show_committed(fixture: &str, snapshot: &str, args: &[&str]) -> String {
     let f = common::Fixture::copy(&common::repo().join("fixtures").join(fixture), fixture);
-    let committed = common::repo()
-        .join("fixtures")
-        .join(fixture)
-        .join("tests/snapshots");
-    std::fs::create_dir_all(f.snapshots()).unwrap();
-    std::fs::copy(committed.join(snapshot), f.snapshots().join(snapshot)).unwrap();
+    f.add_committed_snapshot(fixture, snapshot);
     let ran = f.run(&[&["show"], args].concat(), &[]);
     assert_code(&ran, 0);
     ran.stdout

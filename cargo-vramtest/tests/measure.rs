@@ -215,21 +215,7 @@ fn bad_input_is_an_error_and_nothing_is_run_or_written() {
 fn a_combination_of_levels_is_measured_against_its_own_fit() {
     // `kept_levels`: the sweep of `transformer_like` with a categorical axis `kept`
     // (one activation per layer, or two), recorded as the committed snapshot.
-    let f = Fixture::vec_model("measure-levels");
-    let out = f
-        .cargo(&[
-            "test",
-            "--test",
-            "axes",
-            "--",
-            "--include-ignored",
-            "--exact",
-            "kept_levels",
-        ])
-        .env("VRAMTEST_UPDATE", "always")
-        .output()
-        .unwrap();
-    assert_code(&common::Ran::from(out), 0);
+    let f = recorded_test("measure-levels", "kept_levels");
     let before = snapshot_state(&f);
     let (b, s, l) = (8, 48, 6);
     for (level, kept) in [("one", 1), ("two", 2)] {

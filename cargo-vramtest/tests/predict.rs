@@ -146,11 +146,7 @@ fn show_at_predicts_solves_projects_and_refuses_bad_input() {
     }
     assert_eq!(f.snapshot_files(), before, "nothing written");
     // A test without named axes (its committed snapshot).
-    let name = "vram__linear_adam@cpu.snap";
-    let committed = common::repo()
-        .join("fixtures/vec-model/tests/snapshots")
-        .join(name);
-    std::fs::copy(committed, f.snapshots().join(name)).unwrap();
+    f.add_committed_snapshot("vec-model", "vram__linear_adam@cpu.snap");
     let before = f.snapshot_files();
     let ran = f.run(&["show", "linear_adam", "--at", "batch=8"], &[]);
     assert_code(&ran, 2);

@@ -194,6 +194,18 @@ impl Fixture {
         self.dir.join("tests").join("snapshots")
     }
 
+    /// Copies the snapshot `name` committed in the repository's `fixtures/FIXTURE` into
+    /// the copy's `tests/snapshots` (a copy starts without snapshots).
+    pub fn add_committed_snapshot(&self, fixture: &str, name: &str) {
+        let committed = repo()
+            .join("fixtures")
+            .join(fixture)
+            .join("tests/snapshots")
+            .join(name);
+        std::fs::create_dir_all(self.snapshots()).unwrap();
+        std::fs::copy(committed, self.snapshots().join(name)).unwrap();
+    }
+
     /// The file names under `tests/snapshots`, sorted.
     pub fn snapshot_files(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(self.snapshots())

@@ -44,6 +44,12 @@ pub fn forward_peak(b: u64, s: u64, l: u64, kept: u64) -> u64 {
 /// A copy of vec-model named `name` with `transformer_like`'s sweep recorded as its
 /// committed snapshot (18 points: batch 1-2, seq 4-12, layers 1-3).
 pub fn recorded(name: &str) -> Fixture {
+    recorded_test(name, "transformer_like")
+}
+
+/// A copy of vec-model named `name` with the (ignored) sweep `test` of its `axes`
+/// target recorded as its committed snapshot.
+pub fn recorded_test(name: &str, test: &str) -> Fixture {
     let f = Fixture::vec_model(name);
     let out = f
         .cargo(&[
@@ -53,7 +59,7 @@ pub fn recorded(name: &str) -> Fixture {
             "--",
             "--include-ignored",
             "--exact",
-            "transformer_like",
+            test,
         ])
         .env("VRAMTEST_UPDATE", "always")
         .output()
