@@ -46,6 +46,7 @@ use crate::axes::{AxesError, Point};
 use crate::bytes::{HumanBytes, ParseBytesError, parse_bytes};
 use crate::category::Category;
 use crate::profile::CategoryBytes;
+pub use crate::sweep::show_variant;
 use crate::sweep::{Estimate, PointError, Shard, Sweep, parse_point, project};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -55,15 +56,6 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A combination of levels: each categorical axis and its level
 /// (`{"checkpointing": "blocks", "precision": "bf16"}`).
 pub type LeverVariant = BTreeMap<String, String>;
-
-/// `checkpointing=blocks, precision=bf16`.
-pub fn show_variant(variant: &LeverVariant) -> String {
-    variant
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// Bad input to the levers: an unknown axis or level, a categorical axis where a
 /// numeric one is needed, a malformed size, figures that do not make a table.

@@ -1182,8 +1182,8 @@ fn signed_bytes(bytes: i64) -> String {
     }
 }
 
-/// `precision=bf16, checkpointing=blocks`.
-fn show_variant(variant: &BTreeMap<String, String>) -> String {
+/// A combination of levels in words, its axes in name order: `checkpointing=blocks, precision=bf16`.
+pub fn show_variant(variant: &BTreeMap<String, String>) -> String {
     variant
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
