@@ -642,3 +642,63 @@ fn the_fixtures_lever_tables_are_the_ones_the_docs_show() {
     );
     insta::assert_snapshot!("burn_transformer_levers", burn);
 }
+
+/// `optimizer_levels` (36 points: `optimizer = ["adam", "eight_bit_moments"]`): the
+/// projected 8-bit row stands beside the level that measures the same lever, both
+/// against the fixture's formulas. The projection keeps a quarter of every
+/// optimizer-state byte; the step keeps its moments' bytes and their `Vec` headers
+/// whole, so the projection promises three quarters of the headers too many.
+#[test]
+fn a_measured_level_stands_beside_the_projection_of_its_lever() {
+    let f = recorded_test("levers-optimizer", "optimizer_levels");
+    let (b, s, l) = (8, 512, 32);
+    let args = ["--at", KEPT_AT, "--levers"];
+    let mut json = vec!["show", "optimizer_levels", "--message-format", "json"];
+    json.extend(args);
+    let t = one_object(&f.run(&json, &[]));
+    let measured = t["levers"].as_array().unwrap();
+    assert_eq!(measured.len(), 2, "{t}");
+    assert_eq!(measured[0]["variant"]["optimizer"], "adam");
+    let eight = &measured[1];
+    assert_eq!(eight["variant"]["optimizer"], "eight_bit_moments");
+    // Adam's 2·l moments: f32s at the baseline, bytes at the level, each in its `Vec`.
+    let full = 2 * l * WEIGHT;
+    let bytes = 2 * l * (HIDDEN * HIDDEN + VEC_HEADER);
+    assert_eq!(eight["category_bytes"]["optimizer_state"], bytes);
+    let measured_peak = forward_peak(b, s, l, 1) - full + bytes;
+    assert_eq!(u(&eight["peak_bytes"]), measured_peak);
+
+    // One 8-bit projection, from `adam` (the level measures the lever already).
+    let [p] = projections(&t, "eight_bit_moments")[..] else {
+        panic!("one projected 8-bit row: {t}")
+    };
+    assert_eq!(p["variant"]["optimizer"], "adam");
+    let projected_peak = forward_peak(b, s, l, 1) - full + full.div_ceil(4);
+    assert_eq!(u(&p["peak_bytes"]), projected_peak);
+    let m = &p["measured"];
+    assert_eq!(
+        m["variant"],
+        serde_json::json!({"optimizer": "eight_bit_moments"})
+    );
+    assert_eq!(u(&m["peak_bytes"]), measured_peak);
+    assert_eq!(m["category_bytes"]["optimizer_state"], bytes);
+    let off = projected_peak as i64 - measured_peak as i64;
+    assert_eq!(m["off_bytes"].as_i64(), Some(off));
+    assert_eq!(off, -((2 * l * VEC_HEADER * 3 / 4) as i64));
+    // Projected rows without a measured level carry no `measured`.
+    for row in projections(&t, "accumulation") {
+        assert!(row.get("measured").is_none(), "{row}");
+    }
+
+    let mut human = vec!["show", "optimizer_levels"];
+    human.extend(args);
+    let ran = f.run(&human, &[]);
+    assert_code(&ran, 0);
+    for needle in [
+        "projected rows beside the levels that measure them",
+        "(optimizer=eight_bit_moments, row 2): the projection is",
+        " under",
+    ] {
+        assert!(ran.stdout.contains(needle), "{needle}: {}", ran.text());
+    }
+}

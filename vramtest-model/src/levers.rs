@@ -35,6 +35,12 @@
 //!     stored in 8 bits instead of f32, a quarter of its bytes, assuming every byte
 //!     of it is an f32 moment (Adam's two moments; master copies would not shrink).
 //!
+//! A projected lever can be measured too: a categorical axis with the level
+//! `eight_bit_moments`, `zero1`, `zero2` or `zero3` ([`LeverProjection::measured_level`])
+//! measures it on the user's step, and the projected row then carries that
+//! measurement beside it ([`MeasuredCounterpart`]), so the projection's assumptions
+//! are checked against the step.
+//!
 //! [`LeverTable::fit_on`] ranks the rows, measured and projected, that fit a memory
 //! size: cheapest first (the measured time ratio, then fewer levers), and when none
 //! fits, the closest one and by how many bytes it misses.
@@ -430,6 +436,43 @@ pub enum LeverProjection {
     EightBitMoments,
 }
 
+impl LeverProjection {
+    /// The level a categorical axis names to measure this lever instead of projecting
+    /// it: `eight_bit_moments`, `zero1`, `zero2` or `zero3` (a step can shard its own
+    /// optimizer state as one rank of many would). `None` for accumulation, whose
+    /// micro-batches the batch axis measures already.
+    pub fn measured_level(&self) -> Option<&str> {
+        match self {
+            LeverProjection::Accumulation { .. } => None,
+            LeverProjection::Zero { stage, .. } => Some(stage),
+            LeverProjection::EightBitMoments => Some(EIGHT_BIT_MOMENTS),
+        }
+    }
+}
+
+/// The level that measures 8-bit optimizer moments
+/// ([`LeverProjection::measured_level`]).
+pub const EIGHT_BIT_MOMENTS: &str = "eight_bit_moments";
+
+/// A projected row's measured counterpart: the combination that measures the same
+/// lever (the row's own combination with one axis at the lever's
+/// [`LeverProjection::measured_level`]), shown beside the projection (JSON: the
+/// projected row's `measured`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeasuredCounterpart {
+    /// The measured combination.
+    pub variant: LeverVariant,
+    /// Its peak.
+    pub peak_bytes: u64,
+    /// Each category's own peak.
+    pub category_bytes: CategoryBytes,
+    /// The projected peak less the measured one (negative: the projection promised
+    /// more saving than the lever gave).
+    pub off_bytes: i64,
+    /// `off_bytes` as a percentage of the measured peak (`None`: a zero peak).
+    pub off_percent: Option<f64>,
+}
+
 /// A row's figures projected by a lever that needs no user code.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectedFigures {
@@ -613,6 +656,10 @@ pub struct LeverRow {
     /// Set on a projected row: the lever and its formula.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projection: Option<ProjectedLever>,
+    /// Set on a projected row whose lever is also measured by a level: that
+    /// measurement, beside the projection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredCounterpart>,
 }
 
 fn serialize_fits<S: Serializer>(fits: &[(u64, bool)], s: S) -> Result<S::Ok, S::Error> {
@@ -704,9 +751,43 @@ impl LeverTable {
 
     /// Adds a projected row (from [`project_accumulation`], [`project_zero`] or
     /// [`project_8bit_moments`]).
+    /// A projected row whose lever a level also measures (an axis at
+    /// [`LeverProjection::measured_level`], the other axes as in the row it is
+    /// projected from) carries that measurement as its `measured`. A projection from a
+    /// combination that already measures its lever is left out: it would pull the
+    /// lever twice.
     pub fn add_projection(&mut self, projected: ProjectedFigures) {
-        let row = self.row(projected.figures, Some(projected.lever));
+        let level = projected.lever.lever.measured_level();
+        if level.is_some_and(|l| projected.figures.variant.values().any(|v| v == l)) {
+            return;
+        }
+        let measured = level.and_then(|l| self.counterpart(&projected.figures, l));
+        let mut row = self.row(projected.figures, Some(projected.lever));
+        row.measured = measured;
         self.projections.push(row);
+    }
+
+    /// The measured row that is `projected`'s combination with one axis moved to
+    /// `level`, compared with it.
+    fn counterpart(&self, projected: &LeverFigures, level: &str) -> Option<MeasuredCounterpart> {
+        let from = &projected.variant;
+        let row = self.levers.iter().find(|r| {
+            let moved: Vec<&String> = r
+                .variant
+                .iter()
+                .filter(|(axis, l)| from.get(*axis) != Some(*l))
+                .map(|(_, l)| l)
+                .collect();
+            r.variant.len() == from.len() && moved == [level]
+        })?;
+        let off = i128::from(projected.peak_bytes) - i128::from(row.peak_bytes);
+        Some(MeasuredCounterpart {
+            variant: row.variant.clone(),
+            peak_bytes: row.peak_bytes,
+            category_bytes: row.category_bytes,
+            off_bytes: clamp_i64(off),
+            off_percent: percent(off, row.peak_bytes),
+        })
     }
 
     fn row(&self, figures: LeverFigures, projection: Option<ProjectedLever>) -> LeverRow {
@@ -740,6 +821,7 @@ impl LeverTable {
             reserved_bytes: figures.reserved_bytes,
             time_ratio: figures.time_ratio,
             projection,
+            measured: None,
         }
     }
 

@@ -572,6 +572,131 @@ fn eight_bit_moments_keep_a_quarter_of_the_optimizer_state() {
     );
 }
 
+/// A table over `optimizer = ["adam", "eight_bit_moments"]` × `precision = ["f32",
+/// "bf16"]`, the 8-bit level measured with `header` bytes of bookkeeping per moment
+/// tensor that the projection's "a quarter of every byte" cannot know.
+fn optimizer_table(header: u64) -> (LeverTable, Vec<LeverFigures>) {
+    let axes = LeverAxes::new(
+        [
+            (
+                "optimizer".to_owned(),
+                vec!["adam".into(), "eight_bit_moments".into()],
+            ),
+            ("precision".to_owned(), vec!["f32".into(), "bf16".into()]),
+        ]
+        .into(),
+    )
+    .unwrap();
+    let mut measured = Vec::new();
+    for optimizer in ["adam", "eight_bit_moments"] {
+        for precision in ["f32", "bf16"] {
+            let mut f = figures(precision, "off", 8, Some(1.0));
+            f.variant = [
+                ("optimizer".to_owned(), optimizer.to_owned()),
+                ("precision".to_owned(), precision.to_owned()),
+            ]
+            .into();
+            if optimizer == "eight_bit_moments" {
+                // Two moments of PARAMS bytes each, plus their bookkeeping.
+                let state = 2 * PARAMS + header;
+                let saved = f.category_bytes[Category::OptimizerState] - state;
+                f.category_bytes[Category::OptimizerState] = state;
+                f.peak_bytes -= saved;
+                f.allocated_bytes = f.allocated_bytes.map(|b| b - saved);
+                f.reserved_bytes = f.reserved_bytes.map(|b| b - saved);
+            }
+            measured.push(f);
+        }
+    }
+    let table =
+        LeverTable::build(target(), &axes, measured.clone(), &[80 * GIB], ALLOWANCE).unwrap();
+    (table, measured)
+}
+
+#[test]
+fn a_projection_shows_the_level_that_measures_its_lever_beside_it() {
+    let header = 4096;
+    let (mut t, measured) = optimizer_table(header);
+    for f in &measured {
+        t.add_projection(project_8bit_moments(f));
+    }
+    // Projected from the two `adam` rows only: the `eight_bit_moments` rows measure
+    // the lever already.
+    assert_eq!(t.projections.len(), 2, "{:?}", t.projections);
+    for p in &t.projections {
+        assert_eq!(p.variant["optimizer"], "adam");
+        let m = p.measured.as_ref().expect("the measured level beside it");
+        assert_eq!(m.variant["optimizer"], "eight_bit_moments");
+        assert_eq!(m.variant["precision"], p.variant["precision"]);
+        let own = measured.iter().find(|f| f.variant == m.variant).unwrap();
+        assert_eq!(m.peak_bytes, own.peak_bytes);
+        assert_eq!(m.category_bytes, own.category_bytes);
+        // The projection keeps a quarter of 2 × 4 × PARAMS; the measurement, the
+        // moments and their bookkeeping: it promised `header` bytes too many.
+        assert_eq!(p.category_bytes[Category::OptimizerState], 2 * PARAMS);
+        assert_eq!(m.off_bytes, -(header as i64));
+        let percent = m.off_percent.unwrap();
+        assert!(
+            (percent - (-(header as f64) * 100.0 / own.peak_bytes as f64)).abs() < 1e-9,
+            "{percent}"
+        );
+    }
+    let json = serde_json::to_value(&t).unwrap();
+    let row = &json["projections"][0];
+    assert_eq!(row["measured"]["off_bytes"], -(header as i64));
+    assert_eq!(row["measured"]["variant"]["optimizer"], "eight_bit_moments");
+    // A measured row and a projection without a measured level carry no `measured`.
+    assert!(json["levers"][0].get("measured").is_none());
+    let (mut t, measured) = optimizer_table(0);
+    let at: Point = [("batch".to_owned(), 8)].into();
+    t.add_projection(project_zero(&no_layers_sweep(), &at, &measured[0], 8, Shard::Zero2).unwrap());
+    assert!(t.projections[0].measured.is_none());
+    assert!(
+        serde_json::to_value(&t).unwrap()["projections"][0]
+            .get("measured")
+            .is_none()
+    );
+}
+
+#[test]
+fn a_zero_level_measures_its_own_stage_only() {
+    let axes = LeverAxes::new(
+        [(
+            "sharding".to_owned(),
+            vec!["none".into(), "zero1".into(), "zero3".into()],
+        )]
+        .into(),
+    )
+    .unwrap();
+    let measured: Vec<LeverFigures> = ["none", "zero1", "zero3"]
+        .iter()
+        .enumerate()
+        .map(|(i, level)| {
+            let mut f = figures("f32", "off", 8, Some(1.0));
+            f.variant = [("sharding".to_owned(), (*level).to_owned())].into();
+            f.peak_bytes -= i as u64 * MIB;
+            f
+        })
+        .collect();
+    let mut t =
+        LeverTable::build(target(), &axes, measured.clone(), &[80 * GIB], ALLOWANCE).unwrap();
+    let at: Point = [("batch".to_owned(), 8)].into();
+    for shard in [Shard::Zero1, Shard::Zero2, Shard::Zero3] {
+        t.add_projection(project_zero(&no_layers_sweep(), &at, &measured[0], 8, shard).unwrap());
+    }
+    let beside: Vec<Option<&str>> = t
+        .projections
+        .iter()
+        .map(|p| p.measured.as_ref().map(|m| m.variant["sharding"].as_str()))
+        .collect();
+    assert_eq!(beside, [Some("zero1"), None, Some("zero3")]);
+    let zero3 = &t.projections[2];
+    assert_eq!(
+        zero3.measured.as_ref().unwrap().off_bytes,
+        zero3.peak_bytes as i64 - measured[2].peak_bytes as i64
+    );
+}
+
 /// The table with projections on the baseline: 8-bit moments, ZeRO-3 over 8 ranks and
 /// accumulation of batch 8 for `memory`.
 fn table_with_projections(memory: u64) -> LeverTable {

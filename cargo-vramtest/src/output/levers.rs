@@ -252,7 +252,42 @@ pub fn human(name: &str, table: &LeverTable) -> String {
     out += &super::predict::table(&device);
 
     out += &categories(&rows);
-    out + &formulas(&rows)
+    out += &formulas(&rows);
+    out + &beside(&rows)
+}
+
+/// The projected rows whose lever a level measures, each beside that measurement.
+fn beside(rows: &[&LeverRow]) -> String {
+    let mut out = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let Some(m) = &r.measured else { continue };
+        if out.is_empty() {
+            out += "\nprojected rows beside the levels that measure them\n";
+        }
+        let row = rows
+            .iter()
+            .position(|o| o.projection.is_none() && o.variant == m.variant)
+            .map_or(String::new(), |k| format!(", row {}", k + 1));
+        let off = match m.off_bytes {
+            0 => "the projection is exact".to_owned(),
+            b => format!(
+                "the projection is {} ({:.2}%) {}",
+                HumanBytes(b.unsigned_abs()),
+                m.off_percent.unwrap_or(0.0).abs(),
+                if b < 0 { "under" } else { "over" }
+            ),
+        };
+        let text = format!(
+            "{}. {}: projected {}, measured {} ({}{row}): {off}",
+            i + 1,
+            lever_name(r),
+            HumanBytes(r.peak_bytes),
+            HumanBytes(m.peak_bytes),
+            show_variant(&m.variant),
+        );
+        out += &wrap(&text, 96, "  ", "     ");
+    }
+    out
 }
 
 /// What the measured rows are: the combinations of levels, or the baseline alone.
@@ -464,12 +499,17 @@ mod tests {
 
     /// [`sweep`] of [`categories_kept`].
     fn sweep_kept(sample: u64) -> Sweep {
+        sweep_of(|batch, layers| categories_kept(batch, layers, sample))
+    }
+
+    /// A sweep fitted from points on `categories` (by batch and layers).
+    fn sweep_of(categories: impl Fn(u64, u64) -> CategoryBytes) -> Sweep {
         let grid = Grid::new([("batch", vec![1, 2, 4]), ("layers", vec![1, 2, 3])]).unwrap();
         let runs: Vec<GridRun> = grid
             .points()
             .into_iter()
             .map(|point| {
-                let c = categories_kept(point["batch"], point["layers"], sample);
+                let c = categories(point["batch"], point["layers"]);
                 let peak = total(&c);
                 GridRun {
                     point,
@@ -605,6 +645,62 @@ mod tests {
             });
         }
         sweep
+    }
+
+    #[test]
+    fn a_projected_row_sits_beside_the_level_that_measures_its_lever() {
+        let mut sweep = sweep();
+        let level = vramtest_model::levers::EIGHT_BIT_MOMENTS;
+        sweep.levels = [(
+            "optimizer".to_owned(),
+            vec!["adam".to_owned(), level.to_owned()],
+        )]
+        .into();
+        // 8-bit moments that keep 1 MiB of bookkeeping per layer besides the moments.
+        let eight = sweep_of(|batch, layers| {
+            let mut c = categories(batch, layers);
+            c[Category::OptimizerState] = 2 * LAYER * layers / 4 + MIB * layers;
+            c
+        });
+        sweep.variants.push(VariantSweep {
+            variant: [("optimizer".to_owned(), level.to_owned())].into(),
+            sweep: eight,
+            saving: None,
+            cpu_time_ratio: CpuTimeRatio::of(Some(1020), Some(1000)),
+        });
+        let t = build(&sweep, &request(8, None, None), ALLOWANCE, GRANULE).unwrap();
+        let text = human("p::vram::lm (cpu)", &t);
+        insta::assert_snapshot!(text);
+        assert_narrow(&text);
+        // One 8-bit projection, from `adam`: the measured level is not projected again.
+        let eights: Vec<&LeverRow> = t
+            .projections
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.projection.as_ref().map(|p| &p.lever),
+                    Some(LeverProjection::EightBitMoments)
+                )
+            })
+            .collect();
+        let [projected] = eights[..] else {
+            panic!("one 8-bit row: {:?}", t.projections)
+        };
+        assert_eq!(projected.variant["optimizer"], "adam");
+        let m = projected.measured.as_ref().unwrap();
+        assert_eq!(m.variant["optimizer"], level);
+        // At layers 24 the projection misses the 24 MiB of bookkeeping.
+        let bookkeeping = 24 * MIB;
+        assert_eq!(m.off_bytes, -(bookkeeping as i64));
+        assert_eq!(m.peak_bytes, t.levers[1].peak_bytes);
+        assert!(
+            text.contains("projected rows beside the levels that measure them"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("the projection is {} (", HumanBytes(bookkeeping))),
+            "{text}"
+        );
     }
 
     #[test]
