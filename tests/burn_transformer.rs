@@ -8,6 +8,8 @@
 //! Building burn takes longer than the rest of the suite's fixtures together, so this
 //! test is ignored by `cargo test --workspace` and run on its own (a step of `.ci/run`).
 
+#[path = "common/book_table.rs"]
+mod book_table;
 mod common;
 
 use common::{build_test_target, copy_fixture, run};
@@ -137,6 +139,16 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
         predicted.flagged, predicted.terms
     );
     assert!(misses.is_empty(), "{}\n{table}", misses.join("\n"));
+    // The book's table of this configuration is one this run bears out.
+    let rows = book_table::rows(
+        |c| (measured.category_peaks[c], predicted.category_bytes[&c]),
+        (measured.peak_bytes, predicted.peak_bytes),
+    );
+    book_table::check(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        "burn",
+        &rows,
+    );
 }
 
 #[test]

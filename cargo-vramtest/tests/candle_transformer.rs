@@ -4,6 +4,8 @@
 //! that configuration measured directly with `cargo vramtest measure`. Every tensor
 //! category must be within 3% of the measurement, the peak within 5%.
 
+#[path = "../../tests/common/book_table.rs"]
+mod book_table;
 mod common;
 
 use common::{Fixture, Ran, assert_code};
@@ -190,6 +192,15 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
         misses.join("\n"),
         predicted.terms
     );
+    // The book's table of this configuration is one this run bears out.
+    let rows = book_table::rows(
+        |c| (bytes(&v["measured"], c), bytes(&v["predicted"], c)),
+        (
+            v["measured"]["peak_bytes"].as_u64().unwrap(),
+            predicted.peak_bytes,
+        ),
+    );
+    book_table::check(&common::repo(), "candle", &rows);
     // Within every limit, `measure` exits 0, and its table says so.
     assert_code(&ran, 0);
     let human = f.run(&args, &[]);
