@@ -79,6 +79,48 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
     let plain = show_json(&f, &["--at", &at(8)]);
     let allowance = u(&plain["allowance_bytes"]);
 
+    // ZeRO-1 on 8 ranks: the sharded category's formula says so, and the checks
+    // against the practitioners' formulas read the whole step, as without `--ranks`.
+    let zero1 = show_json(&f, &["--at", &at(8), "--ranks", "8", "--shard", "zero1"]);
+    let state = zero1["terms"]["optimizer_state"].as_str().unwrap();
+    assert!(
+        state.starts_with("⌈(") && state.ends_with(") ÷ 8⌉"),
+        "{state}"
+    );
+    assert_eq!(
+        zero1["terms"]["parameters"], plain["terms"]["parameters"],
+        "not sharded by zero1"
+    );
+    assert_eq!(zero1["checks"], plain["checks"], "{zero1}");
+    assert_eq!(
+        u(&zero1["category_bytes"]["optimizer_state"]),
+        (2 * LAYERS * WEIGHT).div_ceil(8)
+    );
+
+    // ZeRO-3 on one rank: every layer is whole already, nothing is gathered.
+    let one = show_json(&f, &["--at", &at(8), "--ranks", "1", "--shard", "zero3"]);
+    assert_eq!(one["projection"]["gathered_bytes"], Value::Null, "{one}");
+    assert_eq!(one["peak_bytes"], plain["peak_bytes"], "{one}");
+    let ran = f.run(
+        &[
+            "show",
+            "transformer_like",
+            "--at",
+            &at(8),
+            "--ranks",
+            "1",
+            "--shard",
+            "zero3",
+        ],
+        &[],
+    );
+    assert_code(&ran, 0);
+    assert!(
+        ran.stdout.contains("projected per GPU for 1 rank, zero3"),
+        "{}",
+        ran.text()
+    );
+
     // The table at batch 8, with ZeRO on 8 ranks.
     let t = show_json(&f, &["--at", &at(8), "--levers", "--ranks", "8"]);
     let keys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
@@ -220,13 +262,19 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
     let memory: u64 = 256 << 20;
     let miss = show_json(&f, &["--at", &at(8), "--fit-on", "256MiB"]);
     assert_eq!(miss["fitting"], serde_json::json!([]));
+    // No micro-batch fits either: the smallest one, batch 1 with its accumulator,
+    // competes too, and is the closest.
     let best = rows(&table)
         .into_iter()
         .map(|r| device(r) + allowance)
         .min()
-        .unwrap();
+        .unwrap()
+        .min(need(1));
+    assert_eq!(best, need(1));
     assert_eq!(u(&miss["closest"]["missing_bytes"]), best - memory);
     assert_eq!(device(&miss["closest"]["row"]) + allowance, best);
+    assert_eq!(miss["closest"]["row"]["projection"]["micro_batch"], 1);
+    assert_eq!(miss["closest"]["row"]["projection"]["steps"], 8);
     let ran = f.run(
         &[
             "show",
@@ -362,6 +410,34 @@ fn check_against_estimate(row: &Value, sweep: &Sweep, at: &Point, granule: u64) 
 #[test]
 fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
     let (f, sweep) = kept_levels("levers-levels");
+    // Plain `show` names the levels, says its figures are the baseline's, and points
+    // to `--levers`.
+    let ran = f.run(&["show", "kept_levels"], &[]);
+    assert_code(&ran, 0);
+    for needle in [
+        "with levels (kept = [\"one\", \"two\"]), each combination fitted on its own: `--at .. --levers` compares them",
+        "(the baseline's)",
+    ] {
+        assert!(ran.stdout.contains(needle), "{needle}: {}", ran.text());
+    }
+    // An `--at` that fixes the baseline's level keeps the baseline alone, and says so.
+    let ran = f.run(
+        &[
+            "show",
+            "kept_levels",
+            "--at",
+            &format!("{KEPT_AT},kept=one"),
+            "--levers",
+        ],
+        &[],
+    );
+    assert_code(&ran, 0);
+    assert!(
+        ran.stdout
+            .contains("measured: the baseline kept=one alone, predicted from its own fit"),
+        "{}",
+        ran.text()
+    );
     let (b, s, l) = (8, 512, 32);
     let at: Point = [("batch", b), ("layers", l), ("seq", s)]
         .map(|(k, v)| (k.to_owned(), v))
@@ -562,8 +638,19 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
     let [miss] = &show_kept(&f, &["--at", KEPT_AT, "--fit-on", "256MiB"])[..] else {
         panic!("one object")
     };
-    let best = rows(&all[0]).into_iter().map(device_of).min().unwrap();
+    // The smallest micro-batch of the baseline (batch 1 and an accumulator of the
+    // gradients) misses by the least.
+    let one = &show_kept(&f, &["--at", "layers=32,seq=512,batch=1,kept=one"])[0];
+    let smallest = u(&one["reserved_bytes"]) + 32 * WEIGHT + allowance;
+    let best = rows(&all[0])
+        .into_iter()
+        .map(device_of)
+        .min()
+        .unwrap()
+        .min(smallest);
     assert_eq!(u(&miss["closest"]["missing_bytes"]), best - (256 << 20));
+    assert_eq!(miss["closest"]["row"]["variant"]["kept"], "one");
+    assert_eq!(miss["closest"]["row"]["projection"]["micro_batch"], 1);
 
     // Bad input: exit 2, the axis and its levels named, nothing printed or written.
     let before = f.snapshot_files();

@@ -499,36 +499,73 @@ pub fn project_accumulation<E>(
     mut figures_at: impl FnMut(u64) -> Result<LeverFigures, E>,
 ) -> Result<Option<ProjectedFigures>, E> {
     for b in divisors_descending(effective_batch) {
-        let mut figures = figures_at(b)?;
-        let steps = effective_batch / b;
-        let gradients = figures.category_bytes[Category::Gradients];
-        let formula = if steps == 1 {
-            format!(
-                "B = {effective_batch} fits as one batch: the step at batch {b}, no accumulation"
-            )
-        } else {
-            figures.category_bytes[Category::Gradients] = gradients.saturating_mul(2);
-            figures.shift(-i128::from(gradients));
-            format!(
-                "B = k × b = {steps} × {b} (b the largest divisor of B that fits {}): the step at batch b, plus an accumulator of the gradients ({}) kept across the k micro-batches: peak = peak(b) + gradients(b)",
-                HumanBytes(memory),
-                HumanBytes(gradients)
-            )
-        };
-        if figures.fits(memory, allowance) {
-            let lever = LeverProjection::Accumulation {
-                effective_batch,
-                steps,
-                micro_batch: b,
-                memory_bytes: memory,
-            };
-            return Ok(Some(ProjectedFigures {
-                figures,
-                lever: ProjectedLever { lever, formula },
-            }));
+        let why = format!(
+            "b the largest divisor of B that fits {}",
+            HumanBytes(memory)
+        );
+        let row = accumulation(effective_batch, b, memory, figures_at(b)?, &why);
+        if row.figures.fits(memory, allowance) {
+            return Ok(Some(row));
         }
     }
     Ok(None)
+}
+
+/// Gradient accumulation at the smallest micro-batch, `b = 1` (`k = B`), for a
+/// `memory` that no micro-batch fits ([`project_accumulation`] gave `None`): the row
+/// `--fit-on` weighs when it looks for the closest miss. `None` when `B` is 1.
+pub fn project_smallest_accumulation<E>(
+    effective_batch: u64,
+    memory: u64,
+    figures_at: impl FnOnce(u64) -> Result<LeverFigures, E>,
+) -> Result<Option<ProjectedFigures>, E> {
+    if effective_batch < 2 {
+        return Ok(None);
+    }
+    let why = format!(
+        "b = 1, the smallest micro-batch; not even it fits {}",
+        HumanBytes(memory)
+    );
+    Ok(Some(accumulation(
+        effective_batch,
+        1,
+        memory,
+        figures_at(1)?,
+        &why,
+    )))
+}
+
+/// The effective batch `B` as `B / b` micro-batches of `b`, from `figures` at batch `b`;
+/// `why` says how `b` was chosen.
+fn accumulation(
+    effective_batch: u64,
+    b: u64,
+    memory: u64,
+    mut figures: LeverFigures,
+    why: &str,
+) -> ProjectedFigures {
+    let steps = effective_batch / b;
+    let gradients = figures.category_bytes[Category::Gradients];
+    let formula = if steps == 1 {
+        format!("B = {effective_batch} fits as one batch: the step at batch {b}, no accumulation")
+    } else {
+        figures.category_bytes[Category::Gradients] = gradients.saturating_mul(2);
+        figures.shift(-i128::from(gradients));
+        format!(
+            "B = k × b = {steps} × {b} ({why}): the step at batch b, plus an accumulator of the gradients ({}) kept across the k micro-batches: peak = peak(b) + gradients(b)",
+            HumanBytes(gradients)
+        )
+    };
+    let lever = LeverProjection::Accumulation {
+        effective_batch,
+        steps,
+        micro_batch: b,
+        memory_bytes: memory,
+    };
+    ProjectedFigures {
+        figures,
+        lever: ProjectedLever { lever, formula },
+    }
 }
 
 /// The divisors of `n`, largest first (none for 0).

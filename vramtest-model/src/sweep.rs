@@ -694,7 +694,8 @@ pub struct Projection {
 /// Projects `estimate` to one GPU of `ranks`: each sharded category becomes
 /// `⌈bytes / ranks⌉`, and the peak, allocated and reserved figures lose what the shards
 /// save; ZeRO-3 adds one layer's gathered parameters (`parameters` at `layers = L`
-/// less at `L − 1`, from the sweep's fit) when the sweep has a `layers` axis.
+/// less at `L − 1`, from the sweep's fit) when the sweep has a `layers` axis and there
+/// are two ranks or more.
 /// Activations, inputs, temporaries and workspace are unchanged; the batch is read as
 /// per rank.
 pub fn project(
@@ -711,9 +712,15 @@ pub fn project(
         let share = bytes.div_ceil(ranks);
         saved += bytes - share;
         per_gpu.category_bytes.insert(category, share);
+        if ranks > 1
+            && let Some(formula) = per_gpu.terms.get_mut(category.as_str())
+        {
+            *formula = format!("⌈({formula}) ÷ {ranks}⌉");
+        }
     }
     let gathered_bytes = match (shard, estimate.at.get("layers")) {
-        (Shard::Zero3, Some(&layers)) => {
+        // One rank holds every layer whole: nothing to gather.
+        (Shard::Zero3, Some(&layers)) if ranks > 1 => {
             let fit = sweep.figure(Figure::Category(Category::Parameters))?;
             let mut below = estimate.at.clone();
             below.insert("layers".into(), layers - 1);
@@ -723,6 +730,22 @@ pub fn project(
         _ => None,
     };
     let gathered = gathered_bytes.unwrap_or(0);
+    let peak_figure = estimate
+        .peak_phase
+        .as_ref()
+        .map_or("peak".to_owned(), |p| format!("phase {p}"));
+    if (saved > 0 || gathered > 0)
+        && let Some(formula) = per_gpu.terms.get_mut(&peak_figure)
+    {
+        *formula = format!(
+            "{formula} − what the shards save{}",
+            if gathered > 0 {
+                " + one gathered layer"
+            } else {
+                ""
+            }
+        );
+    }
     let adjust = |b: u64| b.saturating_sub(saved).saturating_add(gathered);
     per_gpu.allocated_bytes = estimate.allocated_bytes.map(adjust);
     per_gpu.reserved_bytes = estimate.reserved_bytes.map(adjust);

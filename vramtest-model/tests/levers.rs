@@ -542,6 +542,17 @@ fn zero3_gathers_one_layers_parameters() {
         LeverProjection::Zero { gathered_bytes: Some(g), .. } if g == per_layer
     ));
     assert!(p.lever.formula.contains("one layer's parameters gathered"));
+    // On one rank every layer is whole already: nothing is gathered, nothing changes.
+    let one = project_zero(&sweep, &at, &f, 1, Shard::Zero3).unwrap();
+    assert_eq!(one.figures.peak_bytes, f.peak_bytes);
+    assert_eq!(one.figures.category_bytes, f.category_bytes);
+    assert!(matches!(
+        one.lever.lever,
+        LeverProjection::Zero {
+            gathered_bytes: None,
+            ..
+        }
+    ));
 }
 
 #[test]

@@ -145,12 +145,29 @@ fn no_batch_sweep(body: &Body) -> String {
         "  a sweep over named axes ({}): `show NAME --at axis=value,..` predicts any configuration, `--solve AXIS` the largest value that fits\n",
         axes.join(", ")
     );
+    let levels: Vec<String> = sweep
+        .levels
+        .iter()
+        .map(|(k, v)| format!("{k} = {v:?}"))
+        .collect();
+    if !levels.is_empty() {
+        let _ = writeln!(
+            out,
+            "  with levels ({}), each combination fitted on its own: `--at .. --levers` compares them; the figures here are the baseline's",
+            levels.join(", ")
+        );
+    }
     if let Some(target) = &sweep.target {
         let _ = writeln!(
             out,
-            "  target ({}): predicted peak {}",
+            "  target ({}): predicted peak {}{}",
             vramtest_model::sweep::show_point(&target.at),
-            HumanBytes(target.peak_bytes)
+            HumanBytes(target.peak_bytes),
+            if levels.is_empty() {
+                ""
+            } else {
+                " (the baseline's)"
+            }
         );
     }
     out

@@ -9,7 +9,8 @@ use vramtest_model::axes::{AxesError, Point};
 use vramtest_model::fit::MEMORY_SIZES;
 use vramtest_model::levers::{
     FitOnAnswer, LeverAxes, LeverError, LeverFigures, LeverProjection, LeverRow, LeverTable,
-    LeverVariant, project_8bit_moments, project_accumulation, project_zero, show_variant,
+    LeverVariant, project_8bit_moments, project_accumulation, project_smallest_accumulation,
+    project_zero, show_variant,
 };
 use vramtest_model::sweep::{Shard, Sweep, show_point};
 use vramtest_model::{Category, HumanBytes};
@@ -122,17 +123,23 @@ fn add_accumulation(
     };
     let memories: BTreeSet<u64> = table.sizes.iter().copied().chain(request.fit_on).collect();
     let mut seen = BTreeSet::new();
+    let figures_at = |b: u64| {
+        let mut point = request.at.clone();
+        point.insert(BATCH.to_owned(), b);
+        let e = sweep.estimate(&point, granule)?;
+        Ok::<_, AxesError>(LeverFigures::from_estimate(
+            figures.variant.clone(),
+            &e,
+            figures.time_ratio,
+        ))
+    };
     for memory in memories {
-        let projected = project_accumulation(effective, memory, table.allowance, |b| {
-            let mut point = request.at.clone();
-            point.insert(BATCH.to_owned(), b);
-            let e = sweep.estimate(&point, granule)?;
-            Ok::<_, AxesError>(LeverFigures::from_estimate(
-                figures.variant.clone(),
-                &e,
-                figures.time_ratio,
-            ))
-        })?;
+        let mut projected = project_accumulation(effective, memory, table.allowance, figures_at)?;
+        // `--fit-on`'s size that no micro-batch fits: the smallest micro-batch still
+        // competes for the closest miss.
+        if projected.is_none() && request.fit_on == Some(memory) {
+            projected = project_smallest_accumulation(effective, memory, figures_at)?;
+        }
         if let Some(p) = projected
             && let LeverProjection::Accumulation {
                 steps, micro_batch, ..
@@ -207,6 +214,9 @@ fn optional(bytes: Option<u64>) -> String {
 pub fn human(name: &str, table: &LeverTable) -> String {
     let mut out = format!("{name} at {}: the levers\n", show_point(&table.at));
     out += &measured_line(table);
+    if !table.at.contains_key(BATCH) {
+        out += "no `batch` axis in this test's sweep: gradient accumulation is not projected\n";
+    }
     let rows: Vec<&LeverRow> = table.levers.iter().chain(&table.projections).collect();
     let mut peak = vec![header(&[
         "#", "LEVER", "KIND", "PEAK", "SAVING", "CPU TIME",
@@ -295,16 +305,18 @@ fn measured_line(table: &LeverTable) -> String {
     if table.baseline().variant.is_empty() {
         return "no categorical axes in this test's sweep: the table holds its measured baseline and the projections\n".to_owned();
     }
-    let text = format!(
-        "measured: {} {}, each predicted from its own fit, against the baseline {}",
-        table.levers.len(),
-        if table.levers.len() == 1 {
-            "combination of levels"
-        } else {
-            "combinations of levels"
-        },
-        show_variant(&table.baseline().variant)
-    );
+    let text = if table.levers.len() == 1 {
+        format!(
+            "measured: the baseline {} alone, predicted from its own fit",
+            show_variant(&table.baseline().variant)
+        )
+    } else {
+        format!(
+            "measured: {} combinations of levels, each predicted from its own fit, against the baseline {}",
+            table.levers.len(),
+            show_variant(&table.baseline().variant)
+        )
+    };
     wrap(&text, 96, "", "  ")
 }
 
@@ -420,6 +432,18 @@ pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> Str
     if answer.fitting.is_empty() {
         let _ = writeln!(out, "\nthe table has no rows");
         return out;
+    }
+    let baseline = table.baseline();
+    if answer
+        .fitting
+        .iter()
+        .any(|r| r.projection.is_none() && r.variant == baseline.variant)
+    {
+        let _ = writeln!(
+            out,
+            "\nthe baseline fits {} as it is: no lever is needed",
+            HumanBytes(answer.memory_bytes)
+        );
     }
     let _ = writeln!(
         out,
@@ -620,6 +644,31 @@ mod tests {
             text.contains(&format!("misses by {}", HumanBytes(best - memory))),
             "{text}"
         );
+        // No micro-batch fits 1 GiB, and the closest miss is the smallest one: batch 1
+        // and an accumulator of the gradients, from the model's own formula.
+        let one = categories(1, 24);
+        let need = (total(&one) + one[Category::Gradients]).div_ceil(GRANULE) * GRANULE;
+        assert_eq!(miss, need + ALLOWANCE - memory);
+        assert!(
+            text.contains("the closest, accumulation 32 × 1 (projected)"),
+            "{text}"
+        );
+        // Where the baseline fits, the answer says so before ranking.
+        let memory = parse_fit_on("80GiB").unwrap();
+        let t = table(32, None, Some(memory));
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &t.fit_on(memory));
+        assert!(
+            t.baseline().reserved_bytes.unwrap() + ALLOWANCE <= memory,
+            "the baseline fits 80 GiB"
+        );
+        assert!(
+            text.contains("the baseline fits 80.00 GiB as it is: no lever is needed"),
+            "{text}"
+        );
+        let memory = parse_fit_on("24GiB").unwrap();
+        let t = table(32, None, Some(memory));
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &t.fit_on(memory));
+        assert!(!text.contains("the baseline fits"), "{text}");
     }
 
     /// Activations by sample and layer at each level of `kept`: `half` checkpoints,

@@ -35,6 +35,10 @@ pub enum Holds {
 pub struct Answer {
     /// The figures at the point (per GPU with `--ranks`).
     pub estimate: Estimate,
+    /// The whole step's figures at the point, before any ZeRO projection: what the
+    /// checks against the practitioners' formulas read (a shard's optimizer state is
+    /// not a fraction of the whole parameters).
+    pub whole: Estimate,
     /// With `--ranks`: the ranks, the stage (`None`: replicated) and one layer's
     /// gathered parameters (ZeRO-3 with a `layers` axis).
     pub projection: Option<(u64, Option<Shard>, Option<u64>)>,
@@ -85,7 +89,8 @@ pub fn answer(
             _ => Ok((e.clone(), None)),
         }
     };
-    let (estimate, projected) = per_gpu(&sweep.estimate(&at, granule)?)?;
+    let whole = sweep.estimate(&at, granule)?;
+    let (estimate, projected) = per_gpu(&whole)?;
     let projection = request
         .ranks
         .map(|(ranks, shard)| (ranks, shard, projected.and_then(|p| p.gathered_bytes)));
@@ -101,6 +106,7 @@ pub fn answer(
     }
     Ok(Answer {
         estimate,
+        whole,
         projection,
         fits,
         solved,
@@ -142,7 +148,8 @@ pub fn human(name: &str, sweep: &Sweep, a: &Answer) -> String {
     if let Some((ranks, shard, gathered)) = &a.projection {
         let _ = writeln!(
             out,
-            "  projected per GPU for {ranks} ranks, {}: the batch is per rank; communication buckets and mixed precision are left out",
+            "  projected per GPU for {ranks} {}, {}: the batch is per rank; communication buckets, mixed precision and the prefetch of a second layer are left out",
+            if *ranks == 1 { "rank" } else { "ranks" },
             shard.map_or("replicated (no --shard)".to_owned(), |s| s.to_string())
         );
         if let Some(g) = *gathered {
@@ -194,7 +201,7 @@ pub fn human(name: &str, sweep: &Sweep, a: &Answer) -> String {
         ]);
     }
     out += &table(&rows);
-    out += &formula_checks(e);
+    out += &formula_checks(&a.whole);
     out + &fits_section(a)
 }
 
@@ -389,7 +396,7 @@ pub fn json(test: &str, a: &Answer) -> Value {
         "terms": e.terms,
         "flagged": e.flagged,
         "peak_flagged_by": e.flagged_under_peak(),
-        "checks": vramtest_model::explain::ratios(&category_bytes(e))
+        "checks": vramtest_model::explain::ratios(&category_bytes(&a.whole))
             .iter()
             .map(|r| json!({
                 "category": r.category.as_str(),
@@ -461,6 +468,7 @@ mod tests {
             migrated: false,
         };
         let a = Answer {
+            whole: e.clone(),
             estimate: e,
             projection: None,
             fits: Vec::new(),
