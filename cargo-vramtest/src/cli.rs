@@ -369,7 +369,7 @@ pub struct ShowArgs {
     #[arg(long, requires = "at", conflicts_with_all = ["solve", "fit_on"])]
     pub levers: bool,
     /// With --at: the rows of the lever table (see --levers) that fit SIZE (`24GiB`,
-    /// `80 GB`) with the allowance for the CUDA context set aside, cheapest first (the
+    /// `80 GB`; the unit written out) with the allowance for the CUDA context set aside, cheapest first (the
     /// CPU time ratio, then fewer levers); when none does, the closest and by how much
     /// it misses.
     #[arg(long, value_name = "SIZE", requires = "at", conflicts_with = "solve")]

@@ -309,6 +309,14 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
             "--fit-on: invalid byte size `24 gigs`",
         ),
         (
+            vec!["transformer_like", "--at", &good, "--fit-on", "24"],
+            "--fit-on: `24` has no unit",
+        ),
+        (
+            vec!["transformer_like", "--at", &good, "--fit-on", "0GiB"],
+            "--fit-on: `0GiB` is zero bytes",
+        ),
+        (
             vec![
                 "transformer_like",
                 "--at",

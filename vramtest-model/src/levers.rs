@@ -121,6 +121,20 @@ pub enum LeverError {
     /// A memory size that does not parse (`--fit-on 24 gigs`).
     #[error("--fit-on: {0}")]
     Size(#[from] ParseBytesError),
+    /// A memory size without a unit (`--fit-on 24`).
+    #[error(
+        "--fit-on: `{size}` has no unit (write `{size}GiB`, `{size}GB` or, for bytes, `{size}B`)"
+    )]
+    SizeUnit {
+        /// The size, as given.
+        size: String,
+    },
+    /// A memory size of zero bytes.
+    #[error("--fit-on: `{size}` is zero bytes: nothing fits it")]
+    SizeZero {
+        /// The size, as given.
+        size: String,
+    },
     /// The numeric part of `--at`.
     #[error("--at: {0}")]
     Point(#[from] PointError),
@@ -289,10 +303,22 @@ fn count_levers(baseline: &LeverVariant, variant: &LeverVariant) -> usize {
         .count()
 }
 
-/// `--fit-on 24GiB`: a memory size, in the syntax of every size in the settings; a
-/// malformed one is [`LeverError::Size`], naming it.
+/// `--fit-on 24GiB`: a memory size, in the syntax of every size in the settings, with
+/// its unit written out (a bare `24` is more likely 24 GB than 24 bytes); a malformed
+/// one is [`LeverError::Size`], one without a unit [`LeverError::SizeUnit`], zero
+/// [`LeverError::SizeZero`].
 pub fn parse_fit_on(text: &str) -> Result<u64, LeverError> {
-    Ok(parse_bytes(text)?)
+    if text.trim().ends_with(|c: char| c.is_ascii_digit()) {
+        return Err(LeverError::SizeUnit {
+            size: text.trim().to_owned(),
+        });
+    }
+    match parse_bytes(text)? {
+        0 => Err(LeverError::SizeZero {
+            size: text.trim().to_owned(),
+        }),
+        bytes => Ok(bytes),
+    }
 }
 
 /// A memory size as a JSON key: `24GiB`, `512MiB`, else the bytes.

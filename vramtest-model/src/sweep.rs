@@ -588,9 +588,18 @@ pub fn parse_point(text: &str) -> Result<Point, PointError> {
             .split_once('=')
             .ok_or_else(|| PointError::NotAxisValue(part.to_owned()))?;
         let (name, value) = (name.trim(), value.trim());
-        let n: u64 = value.parse().map_err(|_| PointError::NotInteger {
-            axis: name.to_owned(),
-            value: value.to_owned(),
+        let n: u64 = value.parse().map_err(|e: std::num::ParseIntError| {
+            if *e.kind() == std::num::IntErrorKind::PosOverflow {
+                PointError::TooLarge {
+                    axis: name.to_owned(),
+                    value: value.to_owned(),
+                }
+            } else {
+                PointError::NotInteger {
+                    axis: name.to_owned(),
+                    value: value.to_owned(),
+                }
+            }
         })?;
         if n == 0 {
             return Err(PointError::Zero(name.to_owned()));
@@ -615,6 +624,17 @@ pub enum PointError {
     /// A value that is not an integer.
     #[error("axis `{axis}`: `{value}` is not a positive integer (like `{axis}=8`)")]
     NotInteger {
+        /// The axis.
+        axis: String,
+        /// Its value, as given.
+        value: String,
+    },
+    /// A value past `u64::MAX`.
+    #[error(
+        "axis `{axis}`: `{value}` is larger than {} (the largest value an axis takes)",
+        u64::MAX
+    )]
+    TooLarge {
         /// The axis.
         axis: String,
         /// Its value, as given.

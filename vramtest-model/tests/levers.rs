@@ -354,9 +354,23 @@ fn fit_on_parses_sizes_and_names_a_malformed_one() {
             .starts_with("--fit-on: invalid byte size `24 gigs`"),
         "{err}"
     );
-    for bytes in [16 * GIB, 512 * MIB, 1000] {
+    for bytes in [16 * GIB, 512 * MIB] {
         assert_eq!(parse_fit_on(&size_key(bytes)), Ok(bytes));
     }
+    assert_eq!(parse_fit_on("1000B"), Ok(1000));
+    // A bare number is more likely gigabytes than bytes: its unit must be written.
+    let err = parse_fit_on("24").unwrap_err();
+    assert_eq!(
+        err,
+        LeverError::SizeUnit {
+            size: "24".to_owned()
+        }
+    );
+    assert!(err.to_string().contains("`24GiB`"), "{err}");
+    assert!(matches!(
+        parse_fit_on("0GiB"),
+        Err(LeverError::SizeZero { .. })
+    ));
 }
 
 /// Brute force: every batch from `B` down, kept when it divides `B` and fits.

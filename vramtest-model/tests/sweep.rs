@@ -432,6 +432,11 @@ fn points_parse_with_errors_that_name_the_axis() {
     for (text, needle) in [
         ("seq=x", "axis `seq`: `x` is not a positive integer"),
         ("seq=0", "axis `seq`: the value must be at least 1"),
+        (
+            "batch=99999999999999999999",
+            "axis `batch`: `99999999999999999999` is larger than 18446744073709551615",
+        ),
+        ("seq=-3", "axis `seq`: `-3` is not a positive integer"),
         ("seq=1,seq=2", "axis `seq` is given twice"),
         ("seq", "`seq` is not `axis=value`"),
         ("", "no axes given"),
