@@ -31,7 +31,39 @@ impl Binary {
 pub struct TestCase {
     pub binary: Arc<Binary>,
     pub name: String,
+    /// The harness skips it (`#[vramtest(ignore)]`) and reports it ignored.
     pub ignored: bool,
+    /// An ignored test the user asked for (`--run-ignored only|all`): its binary runs
+    /// it with `--include-ignored`.
+    pub include_ignored: bool,
+}
+
+/// `--run-ignored`: which ignored tests run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunIgnored {
+    /// Skip them, each reported ignored.
+    #[default]
+    Default,
+    /// Run the ignored tests alone.
+    Only,
+    /// Run the ignored tests with the rest.
+    All,
+}
+
+/// `--run-ignored`, as nextest spells it: which of `cases` run, and how.
+pub fn choose_ignored(cases: Vec<TestCase>, which: RunIgnored) -> Vec<TestCase> {
+    let take = |mut c: TestCase| {
+        if c.ignored {
+            c.ignored = false;
+            c.include_ignored = true;
+        }
+        c
+    };
+    match which {
+        RunIgnored::Default => cases,
+        RunIgnored::Only => cases.into_iter().filter(|c| c.ignored).map(take).collect(),
+        RunIgnored::All => cases.into_iter().map(take).collect(),
+    }
 }
 
 impl TestCase {
@@ -89,6 +121,7 @@ pub(crate) mod tests {
             }),
             name: name.into(),
             ignored: false,
+            include_ignored: false,
         }
     }
 

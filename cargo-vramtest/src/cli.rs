@@ -2,6 +2,7 @@
 //! for filtering tests, nextest's for partitions. Every flag is documented where it is
 //! defined; `--help` shows these comments.
 
+use crate::case::RunIgnored;
 use crate::partition::Partition;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -221,6 +222,12 @@ pub struct FilterArgs {
     /// Ignored tests are dropped first, as nextest does.
     #[arg(long, value_name = "KIND:M/N")]
     pub partition: Option<Partition>,
+
+    /// Which ignored tests (`#[vramtest(ignore)]`) run, as in nextest: `default`
+    /// (none: each is reported ignored), `only` (those alone) or `all` (with the
+    /// rest). Chosen before `--partition` shards the tests.
+    #[arg(long, value_enum, value_name = "WHICH", default_value_t)]
+    pub run_ignored: RunIgnored,
 }
 
 /// How to run and judge the tests (passed to the harness through the environment).

@@ -202,6 +202,7 @@ mod tests {
                 }),
                 name: (*name).into(),
                 ignored: *ignored,
+                include_ignored: false,
             })
             .collect()
     }

@@ -304,6 +304,7 @@ fn outcome(
         binary,
         name: report.test.clone(),
         ignored: report.status == Status::Ignored,
+        include_ignored: false,
     };
     if case.full_name() != line.name {
         return Err(ShardProblem::Misnamed {

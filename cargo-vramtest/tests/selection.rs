@@ -107,3 +107,75 @@ fn a_filter_that_matches_nothing_is_an_error() {
         );
     }
 }
+
+/// `--run-ignored`, as nextest spells it, on a copy of `fixtures/vec-model` (its `vram`
+/// target has one ignored test, `ignored_step`; copies start without snapshots): by
+/// default the test is reported ignored and nothing is written; `only` runs the
+/// ignored tests alone, `all` with the rest; `list` lists what would run.
+#[test]
+fn run_ignored_chooses_the_ignored_tests_as_nextest_does() {
+    let f = Fixture::vec_model("run-ignored");
+    let ran = f.run(&["vram::ignored_step", "vram::linear_adam"], &[]);
+    assert_code(&ran, 1);
+    assert!(
+        ran.stdout.contains("2 tests: 1 new, 1 ignored"),
+        "{}",
+        ran.text()
+    );
+    assert_eq!(f.snapshot_files(), ["vram__linear_adam@cpu.snap.new"]);
+
+    let ran = f.run(&["list", "vram::", "--run-ignored", "only"], &[]);
+    assert_code(&ran, 0);
+    assert!(ran.stdout.contains("ignored_step  vram"), "{}", ran.text());
+    assert!(ran.stdout.ends_with("1 test\n"), "{}", ran.text());
+
+    // `only`: the ignored test alone, measured like any other.
+    let ran = f.run(&["vram::", "--run-ignored", "only"], &[]);
+    assert_code(&ran, 1);
+    assert!(ran.stdout.contains("1 test: 1 new"), "{}", ran.text());
+    assert!(
+        ran.stdout.contains("vec-model::vram::ignored_step"),
+        "{}",
+        ran.text()
+    );
+    assert_eq!(
+        f.snapshot_files(),
+        [
+            "vram__ignored_step@cpu.snap.new",
+            "vram__linear_adam@cpu.snap.new"
+        ]
+    );
+
+    // `all`: with the rest (run alone, and batched with another test of its binary).
+    for filters in [
+        &["vram::ignored_step"][..],
+        &["vram::ignored_step", "vram::linear_adam"],
+    ] {
+        let mut args = filters.to_vec();
+        args.extend(["--run-ignored", "all", "--message-format", "json"]);
+        let ran = f.run(&args, &[]);
+        assert_code(&ran, 1);
+        let statuses: Vec<String> = ran
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["type"] == "test")
+            .map(|v| format!("{} {}", v["name"].as_str().unwrap_or("?"), v["status"]))
+            .collect();
+        assert!(
+            statuses
+                .iter()
+                .any(|s| s.contains("ignored_step") && s.ends_with("\"new\"")),
+            "{statuses:?}\n{}",
+            ran.text()
+        );
+        assert!(
+            !statuses.iter().any(|s| s.ends_with("\"ignored\"")),
+            "{statuses:?}"
+        );
+    }
+
+    let ran = f.run(&["--run-ignored", "some"], &[]);
+    assert_code(&ran, 2);
+    assert!(ran.stderr.contains("--run-ignored"), "{}", ran.text());
+}

@@ -24,8 +24,8 @@ use syn::{
 ///
 /// Options (all optional, each at most once):
 /// - `iterations = 5`: iterations of `t.iterations()` (default 3);
-/// - `ignore` or `ignore = "reason"`: skipped unless the test binary is run with
-///   `--ignored` or `--include-ignored` (`cargo test --test vram -- --include-ignored`);
+/// - `ignore` or `ignore = "reason"`: skipped unless asked for: `cargo vramtest
+///   --run-ignored only` (or `all`), `cargo test --test vram -- --include-ignored`;
 /// - `tolerance = "+2% | 1MiB"`: the allowed growth of the peak and every category but
 ///   `untracked` (which keeps its wider default unless named);
 /// - `peak = ".."`, `reserved = ".."` (a CUDA pool's reserved peak), `leak = ".."`, or a

@@ -102,6 +102,7 @@ fn find_tests(
         .filter(|c| c.matches(&filter_args.filters, filter_args.exact))
         .cloned()
         .collect();
+    let cases = crate::case::choose_ignored(cases, filter_args.run_ignored);
     let Some(partition) = filter_args.partition else {
         return Ok(cases.into_iter().map(|c| (c, None)).collect());
     };

@@ -427,6 +427,7 @@ mod tests {
                 binary: Arc::clone(&binary),
                 name: (*name).into(),
                 ignored: false,
+                include_ignored: false,
             })
             .collect()
     }

@@ -238,6 +238,7 @@ pub(crate) mod fixtures {
                 }),
                 name: test.into(),
                 ignored: false,
+                include_ignored: false,
             },
             report,
             duration: Duration::from_millis(1250),

@@ -95,7 +95,8 @@ fn launch(cases: &[TestCase], unit: &Unit, env: &PackageEnv) -> Result<Vec<Optio
         .filter(|name| !chosen.contains(&name.as_str()))
         .collect();
     let start = Instant::now();
-    let Ok((out, lines)) = spawn(first, env, &skipped, unit.threads) else {
+    let include_ignored = unit.cases.iter().any(|&i| cases[i].include_ignored);
+    let Ok((out, lines)) = spawn(first, env, &skipped, unit.threads, include_ignored) else {
         return Ok(none());
     };
     let mut reports: Vec<(Instant, TestReport)> = Vec::new();
@@ -172,6 +173,7 @@ fn spawn(
     env: &PackageEnv,
     skipped: &[String],
     threads: usize,
+    include_ignored: bool,
 ) -> std::io::Result<(Output, Lines)> {
     use super::list::{command, harness_env};
     use std::io::BufRead as _;
@@ -183,6 +185,9 @@ fn spawn(
             .arg(threads.to_string());
         for name in skipped {
             cmd.arg("--skip").arg(name);
+        }
+        if include_ignored {
+            cmd.arg("--include-ignored");
         }
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
@@ -210,6 +215,7 @@ fn spawn(
     _env: &PackageEnv,
     _skipped: &[String],
     _threads: usize,
+    _include_ignored: bool,
 ) -> std::io::Result<(Output, Lines)> {
     Err(std::io::Error::other("no report pipe"))
 }

@@ -59,6 +59,9 @@ fn test_command(case: &TestCase, env: &HarnessEnv, gpu: Option<&str>) -> std::pr
         .arg("--exact")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if case.include_ignored {
+        cmd.arg("--include-ignored");
+    }
     cmd
 }
 

@@ -33,6 +33,7 @@ pub fn list(binaries: &[Binary], env: &PackageEnv) -> Result<Vec<TestCase>> {
         names.dedup();
         cases.extend(names.into_iter().map(|name| TestCase {
             ignored: ignored.contains(&name),
+            include_ignored: false,
             binary: Arc::clone(&binary),
             name,
         }));
