@@ -550,6 +550,15 @@ impl Sweep {
 }
 
 impl Estimate {
+    /// The figure the peak's formula and held-out error are kept under: the phase that
+    /// holds it (`phase backward`), or `peak` when the peak is fitted as a whole.
+    pub fn peak_figure(&self) -> String {
+        match &self.peak_phase {
+            Some(p) => format!("{PHASE_PREFIX}{p}"),
+            None => PEAK.to_owned(),
+        }
+    }
+
     /// The flagged phases the peak is the maximum of, other than the phase that holds
     /// it (figure names: `phase backward`): the peak is the largest phase's prediction,
     /// so a flagged phase may hold the real peak, and the peak is not to be trusted
@@ -750,12 +759,8 @@ pub fn project(
         _ => None,
     };
     let gathered = gathered_bytes.unwrap_or(0);
-    let peak_figure = estimate
-        .peak_phase
-        .as_ref()
-        .map_or("peak".to_owned(), |p| format!("phase {p}"));
     if (saved > 0 || gathered > 0)
-        && let Some(formula) = per_gpu.terms.get_mut(&peak_figure)
+        && let Some(formula) = per_gpu.terms.get_mut(&estimate.peak_figure())
     {
         *formula = format!(
             "{formula} − what the shards save{}",

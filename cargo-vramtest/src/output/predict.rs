@@ -175,10 +175,7 @@ pub fn human(name: &str, sweep: &Sweep, a: &Answer) -> String {
     for c in Category::ALL {
         rows.push(row(c.as_str(), e.category_bytes[&c]));
     }
-    let peak_figure = e
-        .peak_phase
-        .as_ref()
-        .map_or("peak".to_owned(), |p| format!("phase {p}"));
+    let peak_figure = e.peak_figure();
     let mut peak = row(&peak_figure, e.peak_bytes);
     peak[0] = match &e.peak_phase {
         Some(p) => format!("peak ({p})"),
