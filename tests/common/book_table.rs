@@ -10,6 +10,7 @@
 
 use std::path::Path;
 use vramtest_model::Category;
+use vramtest_model::bytes::Grouped;
 
 /// One row: a category (or `peak`), measured and predicted bytes.
 pub struct Row {
@@ -62,29 +63,16 @@ pub fn off(predicted: u64, measured: u64) -> String {
     }
 }
 
-/// `1,234,567 B`.
-fn grouped(bytes: u64) -> String {
-    let digits = bytes.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out + " B"
-}
-
 /// The markdown table of `rows`.
 pub fn render(rows: &[Row]) -> String {
     let mut out =
         "| category | measured | predicted | off |\n| --- | ---: | ---: | ---: |\n".to_owned();
     for r in rows {
         out += &format!(
-            "| {} | {} | {} | {} |\n",
+            "| {} | {} B | {} B | {} |\n",
             r.name,
-            grouped(r.measured),
-            grouped(r.predicted),
+            Grouped(r.measured),
+            Grouped(r.predicted),
             off(r.predicted, r.measured)
         );
     }

@@ -8,6 +8,7 @@ use crate::driver::Driver;
 use crate::session::PoolSession;
 use std::collections::HashMap;
 use std::fmt;
+use vramtest_model::bytes::Grouped;
 use vramtest_model::sites::{IN_FAILURE, Site};
 use vramtest_model::{Category, Event, Fidelity, Phase, Profile, ledger};
 
@@ -220,19 +221,6 @@ fn open_phase(events: &[Event]) -> (Option<Phase>, Option<u32>) {
     (phase, iteration)
 }
 
-/// `1,048,576`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 impl fmt::Display for OutOfMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "CUDA out of memory")?;
@@ -243,14 +231,14 @@ impl fmt::Display for OutOfMemory {
             (None, None) => {}
         }
         match self.requested {
-            Some(bytes) => write!(f, ": a request of {} B failed", grouped(bytes))?,
+            Some(bytes) => write!(f, ": a request of {} B failed", Grouped(bytes))?,
             None => write!(
                 f,
                 ": the size of the request that failed is unknown (code that allocates on \
                  the device can report it with CudaTracker::out_of_memory)"
             )?,
         }
-        writeln!(f, "; device memory {} B", grouped(self.total_bytes))?;
+        writeln!(f, "; device memory {} B", Grouped(self.total_bytes))?;
         match &self.profile {
             Some(p) => {
                 let at = match (p.peak_phase, p.peak_iteration) {
@@ -262,10 +250,10 @@ impl fmt::Display for OutOfMemory {
                     f,
                     "measured up to the failure ({} fidelity): peak {} B{at}, by category at that peak:",
                     p.fidelity,
-                    grouped(p.peak_bytes)
+                    Grouped(p.peak_bytes)
                 )?;
                 for c in Category::ALL {
-                    writeln!(f, "  {:<16} {:>15} B", c.as_str(), grouped(p.at_peak[c]))?;
+                    writeln!(f, "  {:<16} {:>15} B", c.as_str(), Grouped(p.at_peak[c]))?;
                 }
                 write!(
                     f,
@@ -308,8 +296,8 @@ impl OutOfMemory {
             writeln!(
                 f,
                 "  {name:<16} {count:>7} {:>15} B {:>15} B",
-                grouped(bytes),
-                grouped(largest)
+                Grouped(bytes),
+                Grouped(largest)
             )
         };
         for r in live {

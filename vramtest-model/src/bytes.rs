@@ -23,6 +23,25 @@ impl fmt::Display for HumanBytes {
     }
 }
 
+/// An exact count with its thousands grouped (`1,048,576`); honours a width
+/// (`{:>15}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Grouped(pub u64);
+
+impl fmt::Display for Grouped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let digits = self.0.to_string();
+        let mut out = String::new();
+        for (i, d) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(d);
+        }
+        f.pad(&out)
+    }
+}
+
 /// A signed byte delta that displays with its sign (`+1.00 MiB`, `-512 B`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HumanDelta(pub i128);
@@ -123,6 +142,21 @@ impl<'de> serde::Deserialize<'de> for ByteSize {
 mod tests {
     use super::*;
     use test_case::test_case;
+
+    #[test_case(0, "0")]
+    #[test_case(999, "999")]
+    #[test_case(1000, "1,000")]
+    #[test_case(1_048_576, "1,048,576")]
+    #[test_case(u64::MAX, "18,446,744,073,709,551,615")]
+    fn grouped(n: u64, shown: &str) {
+        assert_eq!(Grouped(n).to_string(), shown);
+    }
+
+    #[test]
+    fn grouped_honours_a_width() {
+        assert_eq!(format!("[{:>9}]", Grouped(1_048_576)), "[1,048,576]");
+        assert_eq!(format!("[{:>12}]", Grouped(1_048_576)), "[   1,048,576]");
+    }
 
     #[test_case(0, "0 B")]
     #[test_case(1023, "1023 B")]
