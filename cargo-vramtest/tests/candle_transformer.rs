@@ -66,6 +66,17 @@ fn flagged_tensor_fits(predicted: &Estimate) -> Vec<&String> {
         .collect()
 }
 
+/// `args` (a `measure` command) with `--message-format json`: the run and the object
+/// it printed.
+fn measure_json(f: &Fixture, args: &[&str]) -> (Ran, Value) {
+    let mut json = args.to_vec();
+    json.extend(["--message-format", "json"]);
+    let ran = f.run(&json, &[]);
+    let v = serde_json::from_str(ran.stdout.trim())
+        .unwrap_or_else(|e| panic!("{}: {e}: {}", args.join(" "), ran.text()));
+    (ran, v)
+}
+
 /// Category `c`'s bytes on one side (`measured`, `predicted`) of `measure`'s JSON.
 fn bytes(side: &Value, c: Category) -> u64 {
     side["category_bytes"][c.as_str()]
@@ -163,14 +174,7 @@ fn a_configuration_outside_the_grid_is_predicted_within_3_percent() {
         .join(",");
     let before = std::fs::read_to_string(&snap).unwrap();
     let args = ["measure", "decoder", "--at", &text, "--device", "cpu"];
-    let json: Vec<&str> = args
-        .iter()
-        .copied()
-        .chain(["--message-format", "json"])
-        .collect();
-    let ran = f.run(&json, &[]);
-    let v: Value =
-        serde_json::from_str(ran.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", ran.text()));
+    let (ran, v) = measure_json(&f, &args);
     assert_eq!(std::fs::read_to_string(&snap).unwrap(), before);
     assert_eq!(f.snapshot_files(), ["vram__decoder@cpu.snap"]);
 
@@ -276,15 +280,7 @@ fn every_combination_of_levers_is_predicted_within_3_percent() {
             .chain(std::iter::once(levels.clone()))
             .collect::<Vec<_>>()
             .join(",");
-        let args = ["measure", "levers", "--at", &text, "--device", "cpu"];
-        let json: Vec<&str> = args
-            .iter()
-            .copied()
-            .chain(["--message-format", "json"])
-            .collect();
-        let ran = f.run(&json, &[]);
-        let v: Value = serde_json::from_str(ran.stdout.trim())
-            .unwrap_or_else(|e| panic!("{levels}: {e}: {}", ran.text()));
+        let (ran, v) = measure_json(&f, &["measure", "levers", "--at", &text, "--device", "cpu"]);
         assert_eq!(v["variant"], serde_json::json!(variant), "{levels}");
         // `measure` predicts from the same combination's fit.
         for c in Category::ALL {

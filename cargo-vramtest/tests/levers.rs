@@ -101,24 +101,10 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
     let one = show_json(&f, &["--at", &at(8), "--ranks", "1", "--shard", "zero3"]);
     assert_eq!(one["projection"]["gathered_bytes"], Value::Null, "{one}");
     assert_eq!(one["peak_bytes"], plain["peak_bytes"], "{one}");
-    let ran = f.run(
-        &[
-            "show",
-            "transformer_like",
-            "--at",
-            &at(8),
-            "--ranks",
-            "1",
-            "--shard",
-            "zero3",
-        ],
-        &[],
-    );
-    assert_code(&ran, 0);
+    let text = show_text(&f, &["--at", &at(8), "--ranks", "1", "--shard", "zero3"]);
     assert!(
-        ran.stdout.contains("projected per GPU for 1 rank, zero3"),
-        "{}",
-        ran.text()
+        text.contains("projected per GPU for 1 rank, zero3"),
+        "{text}"
     );
 
     // The table at batch 8, with ZeRO on 8 ranks.
@@ -225,11 +211,7 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
     }
 
     // The human table: the plain line, the projected rows, the time labelled CPU time.
-    let ran = f.run(
-        &["show", "transformer_like", "--at", &at(big), "--levers"],
-        &[],
-    );
-    assert_code(&ran, 0);
+    let text = show_text(&f, &["--at", &at(big), "--levers"]);
     for needle in [
         "no categorical axes in this test's sweep: the table holds its measured baseline and the projections",
         "baseline ",
@@ -237,9 +219,9 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
         "CPU TIME",
         "projected rows (computed from the measured figures, not measured)",
     ] {
-        assert!(ran.stdout.contains(needle), "{needle}: {}", ran.text());
+        assert!(text.contains(needle), "{needle}: {text}");
     }
-    for line in ran.stdout.lines() {
+    for line in text.lines() {
         assert!(line.chars().count() <= 100, "{line}");
     }
 
@@ -275,22 +257,10 @@ fn levers_and_fit_on_project_from_the_sweep_and_refuse_bad_input() {
     assert_eq!(device(&miss["closest"]["row"]) + allowance, best);
     assert_eq!(miss["closest"]["row"]["projection"]["micro_batch"], 1);
     assert_eq!(miss["closest"]["row"]["projection"]["steps"], 8);
-    let ran = f.run(
-        &[
-            "show",
-            "transformer_like",
-            "--at",
-            &at(8),
-            "--fit-on",
-            "256MiB",
-        ],
-        &[],
-    );
-    assert_code(&ran, 0);
+    let text = show_text(&f, &["--at", &at(8), "--fit-on", "256MiB"]);
     assert!(
-        ran.stdout.contains("nothing fits 256.00 MiB: the closest"),
-        "{}",
-        ran.text()
+        text.contains("nothing fits 256.00 MiB: the closest"),
+        "{text}"
     );
 
     // Bad input: exit 2, a message naming what is wrong, nothing written or printed.

@@ -64,19 +64,7 @@ fn a_point_outside_the_grid_is_measured_against_its_prediction() {
     }
     assert_eq!(measured["peak_bytes"], forward_peak(b, s, l, 1));
     // Predicted: what `show --at` predicts from the same snapshot.
-    let show = f.run(
-        &[
-            "show",
-            "transformer_like",
-            "--at",
-            AT,
-            "--message-format",
-            "json",
-        ],
-        &[],
-    );
-    assert_code(&show, 0);
-    let shown = one_object(&show);
+    let shown = show_json(&f, &["--at", AT]);
     assert_eq!(v["predicted"]["category_bytes"], shown["category_bytes"]);
     assert_eq!(v["predicted"]["peak_bytes"], shown["peak_bytes"]);
     // Every figure of the Vec model is a polynomial the grid pins down: no error.

@@ -91,24 +91,11 @@ fn show_at_predicts_solves_projects_and_refuses_bad_input() {
     );
 
     // The human table names every category and the verdict per size.
-    let ran = f.run(
-        &[
-            "show",
-            "transformer_like",
-            "--at",
-            "layers=32,seq=4096,batch=8",
-        ],
-        &[],
-    );
-    assert_code(&ran, 0);
+    let text = show_text(&f, &["--at", "layers=32,seq=4096,batch=8"]);
     // The book's "Predicting the full size" shows this output: it includes the golden.
-    insta::assert_snapshot!("show_at_table", ran.stdout);
-    assert!(
-        ran.stdout.contains("temporaries      512.00 MiB"),
-        "{}",
-        ran.text()
-    );
-    assert!(ran.stdout.contains("H100, A100 80GB"), "{}", ran.text());
+    insta::assert_snapshot!("show_at_table", text);
+    assert!(text.contains("temporaries      512.00 MiB"), "{text}");
+    assert!(text.contains("H100, A100 80GB"), "{text}");
 
     // Bad input: exit 2, a message naming the axis, nothing written.
     let before = f.snapshot_files();

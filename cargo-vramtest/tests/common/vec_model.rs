@@ -75,11 +75,23 @@ pub fn one_object(ran: &Ran) -> Value {
     serde_json::from_str(lines[0]).unwrap()
 }
 
-/// `show transformer_like --message-format json ARGS`: its one object.
-pub fn show_json(f: &Fixture, args: &[&str]) -> Value {
-    let mut all = vec!["show", "transformer_like", "--message-format", "json"];
+/// `show transformer_like ARGS`, which must exit 0.
+fn show(f: &Fixture, args: &[&str]) -> Ran {
+    let mut all = vec!["show", "transformer_like"];
     all.extend_from_slice(args);
     let ran = f.run(&all, &[]);
     assert_code(&ran, 0);
-    one_object(&ran)
+    ran
+}
+
+/// `show transformer_like --message-format json ARGS`: its one object.
+pub fn show_json(f: &Fixture, args: &[&str]) -> Value {
+    let mut all = vec!["--message-format", "json"];
+    all.extend_from_slice(args);
+    one_object(&show(f, &all))
+}
+
+/// `show transformer_like ARGS` as a terminal shows it: its standard output.
+pub fn show_text(f: &Fixture, args: &[&str]) -> String {
+    show(f, args).stdout
 }
