@@ -24,7 +24,7 @@ pub(crate) enum ChildResult {
         sites: Option<SitesOutcome>,
         /// The event stream replayed through the CUDA pool model (CPU runs only).
         #[serde(default)]
-        pool: Option<vramtest_model::pool::PoolPeaks>,
+        pool: Option<vramtest_model::pool::PoolReplay>,
         /// The axes of the run's point that the step never read.
         #[serde(default)]
         unread_axes: Vec<String>,

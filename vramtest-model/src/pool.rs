@@ -52,10 +52,11 @@
 //! Device memory the pool does not hold is added as two terms, [`DeviceTerms`]: the
 //! CUDA context and the cuBLAS workspace.
 
-use crate::Event;
 use crate::fit::{LargestBatch, Linear, MEMORY_SIZES, MemorySize, fit_series};
+use crate::{Event, Phase};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
 
 const MIB: u64 = 1 << 20;
 
@@ -118,11 +119,33 @@ pub struct PoolPeaks {
 
 /// Replays `events` through `pool`.
 pub fn replay(events: &[Event], pool: &CudaPool) -> PoolPeaks {
+    replay_by_phase(events, pool).peaks
+}
+
+/// Replays `events` through `pool`, keeping each phase's own peaks beside the run's.
+pub fn replay_by_phase(events: &[Event], pool: &CudaPool) -> PoolReplay {
     let mut replay = Replay::new(*pool);
     for event in events {
         replay.apply(event);
     }
-    replay.peaks()
+    PoolReplay {
+        peaks: replay.peaks(),
+        phases: replay.phase_peaks().clone(),
+    }
+}
+
+/// A replay's peaks: the run's, and each phase's own (the highest over its
+/// iterations), which a sweep fits one by one: the phase that holds the peak at one
+/// batch need not hold it at another.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PoolReplay {
+    /// The run's peaks.
+    #[serde(flatten)]
+    pub peaks: PoolPeaks,
+    /// Each phase's peaks: the most allocated and reserved while it ran (empty when
+    /// the run had no phases, or was recorded before phases were kept).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub phases: BTreeMap<Phase, PoolPeaks>,
 }
 
 /// A replay in progress: [`Replay::apply`] one event at a time.
@@ -139,6 +162,10 @@ pub struct Replay {
     peaks: PoolPeaks,
     /// Live CPU-only blocks by the stream's id: skipped, a GPU never holds them.
     cpu_only: BTreeSet<u64>,
+    /// The phases open now, the innermost last.
+    open: Vec<Phase>,
+    /// Each phase's peaks so far.
+    phase_peaks: BTreeMap<Phase, PoolPeaks>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -163,6 +190,8 @@ impl Replay {
             allocated: 0,
             peaks: PoolPeaks::default(),
             cpu_only: BTreeSet::new(),
+            open: Vec::new(),
+            phase_peaks: BTreeMap::new(),
         }
     }
 
@@ -203,10 +232,16 @@ impl Replay {
                     self.free(from);
                 }
             }
-            Event::PhaseStart(_)
-            | Event::PhaseEnd
-            | Event::IterationStart(_)
-            | Event::IterationEnd => self.synchronize(),
+            Event::PhaseStart(phase) => {
+                self.synchronize();
+                self.open.push(phase);
+                self.note_phase_peaks();
+            }
+            Event::PhaseEnd => {
+                self.synchronize();
+                self.open.pop();
+            }
+            Event::IterationStart(_) | Event::IterationEnd => self.synchronize(),
             Event::TagPush(_) | Event::TagPop => {}
         }
     }
@@ -226,6 +261,22 @@ impl Replay {
         self.peaks
     }
 
+    /// Each phase's highest allocated and reserved bytes so far: what was live while
+    /// it was open, blocks from before it included.
+    pub fn phase_peaks(&self) -> &BTreeMap<Phase, PoolPeaks> {
+        &self.phase_peaks
+    }
+
+    /// Raises the open phases' peaks to what is allocated and reserved now.
+    fn note_phase_peaks(&mut self) {
+        let (allocated, reserved) = (self.allocated, self.reserved());
+        for phase in &self.open {
+            let peaks = self.phase_peaks.entry(*phase).or_default();
+            peaks.allocated_bytes = peaks.allocated_bytes.max(allocated);
+            peaks.reserved_bytes = peaks.reserved_bytes.max(reserved);
+        }
+    }
+
     fn alloc(&mut self, id: u64, bytes: u64) {
         let alignment = self.pool.alignment;
         let bytes = bytes.div_ceil(alignment).saturating_mul(alignment);
@@ -242,6 +293,7 @@ impl Replay {
         self.allocated += bytes;
         self.peaks.allocated_bytes = self.peaks.allocated_bytes.max(self.allocated);
         self.peaks.reserved_bytes = self.peaks.reserved_bytes.max(self.reserved());
+        self.note_phase_peaks();
     }
 
     fn free(&mut self, id: u64) {
@@ -430,17 +482,20 @@ pub struct Prediction {
 }
 
 /// One batch size's replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PredictedPoint {
     /// The batch size.
     pub batch: u64,
-    /// Its peaks.
+    /// Its peaks, and each phase's.
     #[serde(flatten)]
-    pub peaks: PoolPeaks,
+    pub replay: PoolReplay,
 }
 
-/// A sweep's predicted peaks as lines in the batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A sweep's predicted peaks as lines in the batch: the whole run's, and each phase's
+/// where the replay kept them. The peak at a batch is the largest of these lines there
+/// ([`PredictedLines::allocated_at`]): a phase with the larger per-sample cost takes
+/// the peak over above some batch, however small its share in the sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PredictedLines {
     /// The allocated peaks: per sample, the larger of their least-squares slope and the
     /// measured peak's (from the sweep's fit of the peak); the fixed part the smallest
@@ -455,6 +510,139 @@ pub struct PredictedLines {
     /// peak, so a plain fit could undershoot a point or call the step flat; this line
     /// does neither.
     pub reserved: Linear,
+    /// Each phase's own lines, built the same way from its own peaks (the floor of
+    /// its allocated slope: the sweep's fit of that phase's peak), for the phases every
+    /// point kept; empty when the replay kept none.
+    pub phases: Vec<PhaseLines>,
+}
+
+/// One phase's predicted peaks as lines in the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseLines {
+    /// The phase.
+    pub phase: Phase,
+    /// Its allocated peaks.
+    pub allocated: Linear,
+    /// Its reserved peaks.
+    pub reserved: Linear,
+}
+
+/// Where the phase that holds the predicted peak changes: above `batch`, `to` holds it
+/// instead of `from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeakMove {
+    /// The phase that holds the peak below.
+    pub from: Phase,
+    /// The phase that holds it above.
+    pub to: Phase,
+    /// The first batch where `to`'s line is above `from`'s.
+    pub batch: u64,
+}
+
+impl fmt::Display for PeakMove {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the peak moves from {} to {} above batch ≈ {}",
+            self.from,
+            self.to,
+            crate::bytes::Grouped(self.batch.saturating_sub(1))
+        )
+    }
+}
+
+impl PredictedLines {
+    /// The predicted allocated peak at `batch`: the largest of the lines there.
+    pub fn allocated_at(&self, batch: u64) -> i128 {
+        self.phases
+            .iter()
+            .map(|p| p.allocated.at(batch))
+            .fold(self.allocated.at(batch), i128::max)
+    }
+
+    /// The predicted reserved peak at `batch`: the largest of the lines there.
+    pub fn reserved_at(&self, batch: u64) -> i128 {
+        self.phases
+            .iter()
+            .map(|p| p.reserved.at(batch))
+            .fold(self.reserved.at(batch), i128::max)
+    }
+
+    /// The largest batch whose predicted reserved peak, every phase's, stays within
+    /// `available`.
+    pub fn largest_batch(&self, available: u64) -> LargestBatch {
+        self.phases
+            .iter()
+            .map(|p| p.reserved.largest_batch(available))
+            .fold(self.reserved.largest_batch(available), |a, b| {
+                match (a, b) {
+                    (LargestBatch::Any, other) | (other, LargestBatch::Any) => other,
+                    (LargestBatch::UpTo(x), LargestBatch::UpTo(y)) => LargestBatch::UpTo(x.min(y)),
+                }
+            })
+    }
+
+    /// The phase whose allocated line is the highest at `batch` (the first of equals
+    /// in the order a step runs them); `None` without phase lines.
+    pub fn peak_phase_at(&self, batch: u64) -> Option<Phase> {
+        let mut best: Option<&PhaseLines> = None;
+        for p in &self.phases {
+            if best.is_none_or(|b| p.allocated.at(batch) > b.allocated.at(batch)) {
+                best = Some(p);
+            }
+        }
+        best.map(|p| p.phase)
+    }
+
+    /// Every change of the phase that holds the peak from batch `from` up to batch
+    /// `to`, in order.
+    pub fn peak_moves(&self, from: u64, to: u64) -> Vec<PeakMove> {
+        let mut moves = Vec::new();
+        let (Some(mut holder), mut batch) = (self.peak_phase_at(from), from) else {
+            return moves;
+        };
+        while batch < to {
+            let line = |phase: Phase| {
+                self.phases
+                    .iter()
+                    .find(|p| p.phase == phase)
+                    .map(|p| p.allocated)
+            };
+            let Some(held) = line(holder) else { break };
+            // The first batch above `batch` where a steeper line passes the holder's.
+            let next = self
+                .phases
+                .iter()
+                .filter(|p| p.allocated.bytes_per_sample > held.bytes_per_sample)
+                .filter_map(|p| {
+                    let gap = held.at(batch) - p.allocated.at(batch);
+                    let slope = i128::from(p.allocated.bytes_per_sample)
+                        - i128::from(held.bytes_per_sample);
+                    let steps = if gap < 0 { 1 } else { gap / slope + 1 };
+                    let at = u64::try_from(i128::from(batch) + steps).ok()?;
+                    Some((at, p.phase))
+                })
+                .min_by_key(|&(at, phase)| {
+                    (
+                        at,
+                        std::cmp::Reverse(line(phase).map(|l| l.bytes_per_sample)),
+                    )
+                });
+            match next {
+                Some((at, phase)) if at <= to => {
+                    moves.push(PeakMove {
+                        from: holder,
+                        to: phase,
+                        batch: at,
+                    });
+                    holder = phase;
+                    batch = at;
+                }
+                _ => break,
+            }
+        }
+        moves
+    }
 }
 
 impl Prediction {
@@ -464,37 +652,46 @@ impl Prediction {
         self.points.iter().any(|p| Some(p.batch) != first)
     }
 
-    /// The lines of a sweep (`None` without one); `peak_per_sample` is the sweep's
-    /// fitted peak per sample, when known (see [`PredictedLines::reserved`]).
-    pub fn lines(&self, peak_per_sample: Option<i64>) -> Option<PredictedLines> {
+    /// The lines of a sweep (`None` without one). `floors`: the sweep's fitted
+    /// per-sample bytes of the peak (`peak`) and of each phase's peak, when known (see
+    /// [`PredictedLines::reserved`]).
+    pub fn lines(&self, floors: &SlopeFloors) -> Option<PredictedLines> {
         let batches: Vec<u64> = self.points.iter().map(|p| p.batch).collect();
-        let allocated: Vec<u64> = self
-            .points
-            .iter()
-            .map(|p| p.peaks.allocated_bytes)
+        let whole: Vec<PoolPeaks> = self.points.iter().map(|p| p.replay.peaks).collect();
+        let (allocated, reserved) = lines_through(&batches, &whole, floors.peak)?;
+        let phases = Phase::ALL
+            .into_iter()
+            .filter_map(|phase| {
+                let peaks = self
+                    .points
+                    .iter()
+                    .map(|p| p.replay.phases.get(&phase).copied())
+                    .collect::<Option<Vec<_>>>()?;
+                let floor = floors.phases.get(&phase).copied();
+                let (allocated, reserved) = lines_through(&batches, &peaks, floor)?;
+                Some(PhaseLines {
+                    phase,
+                    allocated,
+                    reserved,
+                })
+            })
             .collect();
-        let reserved: Vec<u64> = self.points.iter().map(|p| p.peaks.reserved_bytes).collect();
-        let slope = |values: &[u64], floor: i64| {
-            fit_series(&batches, values)
-                .ok()
-                .map(|f| f.line.bytes_per_sample.max(floor))
-        };
-        let allocated_slope = slope(&allocated, peak_per_sample.unwrap_or(i64::MIN))?;
-        let reserved_slope = slope(&reserved, allocated_slope)?;
         Some(PredictedLines {
-            allocated: envelope(&batches, &allocated, allocated_slope)?,
-            reserved: envelope(&batches, &reserved, reserved_slope)?,
+            allocated,
+            reserved,
+            phases,
         })
     }
 
     /// What each of [`MEMORY_SIZES`] holds, `allowance` bytes kept for the context and
     /// libraries. Without a sweep: the run as measured, and whether it fits. With one:
-    /// the largest batch whose predicted *reserved* peak fits, and the peaks there
-    /// (`peak_per_sample` as in [`Prediction::lines`]).
-    pub fn per_size(&self, allowance: u64, peak_per_sample: Option<i64>) -> Vec<SizeVerdict> {
+    /// the largest batch whose predicted *reserved* peak fits, every phase's, and the
+    /// peaks there (`floors` as in [`Prediction::lines`]).
+    pub fn per_size(&self, allowance: u64, floors: &SlopeFloors) -> Vec<SizeVerdict> {
+        let lines = self.lines(floors).filter(|_| self.is_sweep());
         MEMORY_SIZES
             .iter()
-            .map(|&memory| self.at_size(memory, allowance, peak_per_sample))
+            .map(|&memory| self.at_size(memory, allowance, lines.as_ref()))
             .collect()
     }
 
@@ -502,7 +699,7 @@ impl Prediction {
         &self,
         memory: MemorySize,
         allowance: u64,
-        peak_per_sample: Option<i64>,
+        lines: Option<&PredictedLines>,
     ) -> SizeVerdict {
         let verdict = |batch, allocated: u64, reserved: u64| {
             let device_bytes = reserved.saturating_add(allowance);
@@ -515,26 +712,62 @@ impl Prediction {
                 fits: device_bytes <= memory.bytes,
             }
         };
-        let Some(lines) = self.lines(peak_per_sample).filter(|_| self.is_sweep()) else {
-            let peaks = self.points.first().map(|p| p.peaks).unwrap_or_default();
+        let Some(lines) = lines else {
+            let peaks = self
+                .points
+                .first()
+                .map(|p| p.replay.peaks)
+                .unwrap_or_default();
             return verdict(None, peaks.allocated_bytes, peaks.reserved_bytes);
         };
-        let fits = lines
-            .reserved
-            .largest_batch(memory.bytes.saturating_sub(allowance));
+        let fits = lines.largest_batch(memory.bytes.saturating_sub(allowance));
         let at = match fits {
             LargestBatch::UpTo(0) => 1,
             LargestBatch::UpTo(n) => n,
             // Nothing grows with the batch: the largest batch measured says it all.
             LargestBatch::Any => self.points.iter().map(|p| p.batch).max().unwrap_or(1),
         };
-        let bytes = |line: &Linear| u64::try_from(line.at(at).max(0)).unwrap_or(u64::MAX);
+        let bytes = |b: i128| u64::try_from(b.max(0)).unwrap_or(u64::MAX);
+        let reserved = bytes(lines.reserved_at(at));
         verdict(
             Some(fits),
-            bytes(&lines.allocated).min(bytes(&lines.reserved)),
-            bytes(&lines.reserved),
+            bytes(lines.allocated_at(at)).min(reserved),
+            reserved,
         )
     }
+}
+
+/// The least per-sample bytes of a prediction's lines: what the sweep's own fits say
+/// each sample adds to the peak and to each phase's peak (the pool never holds less
+/// than the tensors).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlopeFloors {
+    /// The peak's per-sample bytes.
+    pub peak: Option<i64>,
+    /// Each phase's peak's per-sample bytes.
+    pub phases: BTreeMap<Phase, i64>,
+}
+
+/// The allocated and reserved lines through `peaks` (one per batch), the allocated
+/// slope at least `floor`, the reserved slope at least the allocated one.
+fn lines_through(
+    batches: &[u64],
+    peaks: &[PoolPeaks],
+    floor: Option<i64>,
+) -> Option<(Linear, Linear)> {
+    let allocated: Vec<u64> = peaks.iter().map(|p| p.allocated_bytes).collect();
+    let reserved: Vec<u64> = peaks.iter().map(|p| p.reserved_bytes).collect();
+    let slope = |values: &[u64], floor: i64| {
+        fit_series(batches, values)
+            .ok()
+            .map(|f| f.line.bytes_per_sample.max(floor))
+    };
+    let allocated_slope = slope(&allocated, floor.unwrap_or(i64::MIN))?;
+    let reserved_slope = slope(&reserved, allocated_slope)?;
+    Some((
+        envelope(batches, &allocated, allocated_slope)?,
+        envelope(batches, &reserved, reserved_slope)?,
+    ))
 }
 
 /// The lowest line of slope `per_sample` at or above every `(batch, value)` point.
@@ -719,10 +952,20 @@ mod tests {
     fn point(batch: u64, allocated: u64, reserved: u64) -> PredictedPoint {
         PredictedPoint {
             batch,
-            peaks: PoolPeaks {
-                allocated_bytes: allocated,
-                reserved_bytes: reserved,
+            replay: PoolReplay {
+                peaks: PoolPeaks {
+                    allocated_bytes: allocated,
+                    reserved_bytes: reserved,
+                },
+                phases: BTreeMap::new(),
             },
+        }
+    }
+
+    fn floor(peak: Option<i64>) -> SlopeFloors {
+        SlopeFloors {
+            peak,
+            phases: BTreeMap::new(),
         }
     }
 
@@ -737,22 +980,22 @@ mod tests {
                 point(128, 4 * MIB, 4 * MIB),
             ],
         };
-        let lines = p.lines(None).unwrap();
+        let lines = p.lines(&floor(None)).unwrap();
         assert_eq!(lines.allocated.bytes_per_sample, 32 * KIB as i64);
         assert_eq!(lines.reserved.bytes_per_sample, 32 * KIB as i64);
         for q in &p.points {
-            assert!(lines.reserved.at(q.batch) >= i128::from(q.peaks.reserved_bytes));
+            assert!(lines.reserved.at(q.batch) >= i128::from(q.replay.peaks.reserved_bytes));
         }
         assert_eq!(lines.reserved.at(32), i128::from(4 * MIB));
         // A steeper measured peak wins; a flatter one does not.
-        let steeper = p.lines(Some(40 * KIB as i64)).unwrap().reserved;
+        let steeper = p.lines(&floor(Some(40 * KIB as i64))).unwrap().reserved;
         assert_eq!(steeper.bytes_per_sample, 40 * KIB as i64);
         assert!(
             p.points
                 .iter()
-                .all(|q| steeper.at(q.batch) >= i128::from(q.peaks.reserved_bytes))
+                .all(|q| steeper.at(q.batch) >= i128::from(q.replay.peaks.reserved_bytes))
         );
-        assert_eq!(p.lines(Some(1)).unwrap().reserved, lines.reserved);
+        assert_eq!(p.lines(&floor(Some(1))).unwrap().reserved, lines.reserved);
     }
 
     #[test]
@@ -762,7 +1005,7 @@ mod tests {
             points: vec![point(1, 1000, 3000), point(2, 2000, 4000)],
         };
         // reserved = 2000 + 1000 × batch; 16 GiB − 1 GiB allowance.
-        let rows = p.per_size(1 << 30, None);
+        let rows = p.per_size(1 << 30, &floor(None));
         let room = (16u64 << 30) - (1 << 30);
         assert_eq!(
             rows[0].batch,
@@ -781,12 +1024,130 @@ mod tests {
             pool: CudaPool::default(),
             points: vec![point(1, 10 << 30, 20 << 30)],
         };
-        let rows = p.per_size(1 << 30, Some(5));
+        let rows = p.per_size(1 << 30, &floor(Some(5)));
         assert!(!p.is_sweep());
         assert_eq!(rows[0].device_bytes, 21 << 30);
         assert!(!rows[0].fits, "16 GiB");
         assert!(rows[1].fits, "24 GiB");
         assert!(rows.iter().all(|r| r.batch.is_none()));
+    }
+
+    /// A step whose optimizer step holds the peak over the sweep (a large fixed part)
+    /// while backward grows faster per sample: 20 MiB of parameters kept, backward
+    /// 16 MiB + 40 KiB × batch on top, the optimizer step 56 MiB + 32 KiB × batch.
+    fn crossing_phases(batch: u64) -> Vec<Event> {
+        vec![
+            Event::PhaseStart(Phase::Params),
+            Event::Alloc {
+                id: 1,
+                bytes: 20 * MIB,
+            },
+            Event::PhaseEnd,
+            Event::PhaseStart(Phase::Backward),
+            Event::Alloc {
+                id: 2,
+                bytes: 16 * MIB + 40 * KIB * batch,
+            },
+            Event::Free { id: 2 },
+            Event::PhaseEnd,
+            Event::PhaseStart(Phase::OptimizerStep),
+            Event::Alloc {
+                id: 3,
+                bytes: 56 * MIB + 32 * KIB * batch,
+            },
+            Event::Free { id: 3 },
+            Event::PhaseEnd,
+        ]
+    }
+
+    #[test]
+    fn the_largest_batch_is_the_one_every_phase_fits() {
+        let pool = CudaPool::default();
+        let prediction = Prediction {
+            pool,
+            points: [64, 128, 256]
+                .into_iter()
+                .map(|batch| PredictedPoint {
+                    batch,
+                    replay: replay_by_phase(&crossing_phases(batch), &pool),
+                })
+                .collect(),
+        };
+        // In the sweep the optimizer step holds the peak.
+        for p in &prediction.points {
+            let phases = &p.replay.phases;
+            assert!(
+                phases[&Phase::OptimizerStep].allocated_bytes
+                    > phases[&Phase::Backward].allocated_bytes
+            );
+            assert_eq!(p.replay.peaks, phases[&Phase::OptimizerStep]);
+        }
+        let allowance = 544 * MIB;
+        let rows = prediction.per_size(allowance, &SlopeFloors::default());
+        let row = rows.iter().find(|r| r.memory.bytes == 24 << 30).unwrap();
+        let room = (24u64 << 30) - allowance;
+        // By hand: each phase's live bytes at its peak, rounded up to the 2 MiB
+        // granules the pool maps; the largest batch where both fit.
+        let granules = |bytes: u64| bytes.div_ceil(2 * MIB) * (2 * MIB);
+        let both_fit = |b: u64| {
+            granules(36 * MIB + 40 * KIB * b) <= room && granules(76 * MIB + 32 * KIB * b) <= room
+        };
+        let by_hand = (room - 36 * MIB) / (40 * KIB);
+        assert!(both_fit(by_hand) && !both_fit(by_hand + 1));
+        let Some(LargestBatch::UpTo(answer)) = row.batch else {
+            panic!("{row:?}")
+        };
+        // The lines keep above every measured point, so they may give up to a granule's
+        // worth of samples, never more, and never a batch that does not fit.
+        assert!(
+            answer <= by_hand && answer + (2 * MIB) / (40 * KIB) >= by_hand,
+            "{answer} against {by_hand}"
+        );
+        let measured = replay(&crossing_phases(answer), &pool);
+        assert!(measured.reserved_bytes <= room, "{measured:?}");
+        assert!(row.allocated_bytes >= measured.allocated_bytes);
+        // The old answer, the whole run's line alone (the sweep's peak phase), did not fit.
+        let whole = prediction.lines(&SlopeFloors::default()).unwrap().reserved;
+        let LargestBatch::UpTo(old) = whole.largest_batch(room) else {
+            panic!()
+        };
+        assert!(replay(&crossing_phases(old), &pool).reserved_bytes > room);
+    }
+
+    #[test]
+    fn the_peak_move_is_where_the_phase_lines_cross() {
+        let pool = CudaPool::default();
+        let prediction = Prediction {
+            pool,
+            points: [64, 128, 256]
+                .into_iter()
+                .map(|batch| PredictedPoint {
+                    batch,
+                    replay: replay_by_phase(&crossing_phases(batch), &pool),
+                })
+                .collect(),
+        };
+        let lines = prediction.lines(&SlopeFloors::default()).unwrap();
+        assert_eq!(lines.peak_phase_at(256), Some(Phase::OptimizerStep));
+        // 36 MiB + 40 KiB × b > 76 MiB + 32 KiB × b from b = 5,121 on.
+        let moves = lines.peak_moves(256, 1 << 20);
+        assert_eq!(
+            moves,
+            vec![PeakMove {
+                from: Phase::OptimizerStep,
+                to: Phase::Backward,
+                batch: 5121
+            }]
+        );
+        assert_eq!(
+            moves[0].to_string(),
+            "the peak moves from optimizer_step to backward above batch ≈ 5,120"
+        );
+        assert!(lines.peak_moves(256, 5120).is_empty());
+        assert_eq!(
+            lines.allocated_at(5121),
+            i128::from(36 * MIB + 40 * KIB * 5121)
+        );
     }
 
     #[test]

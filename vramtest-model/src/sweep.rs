@@ -34,7 +34,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 mod legacy;
+mod phases;
 pub use legacy::BATCH;
+pub use phases::PeakMove;
 
 /// The figure name of the whole peak.
 pub const PEAK: &str = "peak";
@@ -468,6 +470,13 @@ impl Sweep {
     /// predicts it, without the other figures: what a scan over many points needs.
     pub fn peak_at(&self, at: &Point) -> Result<u64, AxesError> {
         Ok(self.peak_and_phase(at)?.0)
+    }
+
+    /// Whether the phase holding the predicted peak at `at` is another than at the
+    /// grid's largest point, and where along the one axis that differs, if one does
+    /// (`None`: the same phase, or the peak is fitted as a whole).
+    pub fn peak_move(&self, at: &Point) -> Result<Option<PeakMove>, AxesError> {
+        phases::peak_move(largest_point(self), at, |p| Ok(self.peak_and_phase(p)?.1))
     }
 
     /// The peak at `at` (the highest phase's, when the sweep fits each phase) and that

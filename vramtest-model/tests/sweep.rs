@@ -825,3 +825,76 @@ fn a_newly_added_level_that_costs_memory_is_noted_and_not_judged() {
         "{notes:?}"
     );
 }
+
+/// A step whose optimizer step holds the peak in the grid (a large fixed part) while
+/// backward costs 8 times as much per token: the target, far along `seq`, has its peak
+/// in backward.
+fn crossing_run(b: u64, s: u64) -> GridRun {
+    let optimizer_step = 1_000_000 + 64 * b * s;
+    let backward = 40_000 + 512 * b * s;
+    GridRun {
+        point: Point::from([("batch".into(), b), ("seq".into(), s)]),
+        peak_bytes: optimizer_step.max(backward),
+        category_peaks: CategoryBytes::from([
+            (Category::Parameters, 40_000),
+            (Category::Activations, 448 * b * s),
+        ]),
+        phase_peaks: BTreeMap::from([
+            (Phase::Backward, backward),
+            (Phase::OptimizerStep, optimizer_step),
+        ]),
+        phase_temporaries: BTreeMap::new(),
+        peak_outside_phases: false,
+        pool: None,
+    }
+}
+
+#[test]
+fn the_peak_far_outside_is_the_largest_phase_there_and_its_move_is_said() {
+    let grid = Grid::new([("batch", vec![1, 2, 3]), ("seq", vec![8, 16, 24])]).unwrap();
+    let runs: Vec<GridRun> = grid
+        .points()
+        .iter()
+        .map(|p| crossing_run(p["batch"], p["seq"]))
+        .collect();
+    let sweep = Sweep::fit(&grid, &runs).unwrap();
+    let target = Point::from([("batch".into(), 3), ("seq".into(), 4096)]);
+    let e = sweep.estimate(&target, 1).unwrap();
+    // By hand: the larger of the two phases' formulas at the target.
+    let (optimizer_step, backward) = (1_000_000 + 64 * 3 * 4096, 40_000 + 512 * 3 * 4096);
+    assert!(backward > optimizer_step);
+    assert_eq!(e.peak_bytes, backward);
+    assert_eq!(e.peak_phase.as_deref(), Some("backward"));
+    // In the grid the optimizer step holds it; along seq (batch 3), backward passes it
+    // above 1,344 × seq > 960,000, from seq = 715 on.
+    let m = sweep.peak_move(&target).unwrap().expect("the peak moves");
+    assert_eq!(
+        (m.from.as_str(), m.to.as_str()),
+        ("optimizer_step", "backward")
+    );
+    assert_eq!(m.above, Some(("seq".to_owned(), 715)));
+    assert_eq!(
+        m.to_string(),
+        "the peak moves from optimizer_step to backward above seq ≈ 714"
+    );
+    // Inside the grid nothing moves; two axes away, the move is said without a value.
+    assert_eq!(sweep.peak_move(&point2(2, 16)).unwrap(), None);
+    let both = sweep.peak_move(&point2(64, 4096)).unwrap().unwrap();
+    assert_eq!(both.above, None);
+    assert!(
+        both.to_string()
+            .contains("at the grid's largest point, batch=3, seq=24"),
+        "{both}"
+    );
+    // The largest batch at seq 4096 within 64 MiB: backward's, by hand.
+    let room = 64u64 << 20;
+    let at = point2(1, 4096);
+    let solved = sweep
+        .solve_by(&at, "batch", 1, |e| Ok(e.peak_bytes <= room))
+        .unwrap();
+    assert_eq!(solved, Some((room - 40_000) / (512 * 4096)));
+}
+
+fn point2(b: u64, s: u64) -> Point {
+    Point::from([("batch".into(), b), ("seq".into(), s)])
+}

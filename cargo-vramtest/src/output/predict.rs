@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use vramtest_model::axes::{AxesError, FLAG_PPM, Point};
 use vramtest_model::fit::{MEMORY_SIZES, MemorySize};
 use vramtest_model::levers::{LeverVariant, show_variant};
-use vramtest_model::sweep::{Estimate, Projection, Shard, Sweep, project, show_point};
+use vramtest_model::sweep::{Estimate, PeakMove, Projection, Shard, Sweep, project, show_point};
 use vramtest_model::{Category, HumanBytes};
 
 /// What was asked.
@@ -51,6 +51,9 @@ pub struct Answer {
     /// With categorical axes: the combination of levels predicted, and whether it is
     /// the baseline.
     pub variant: Option<(LeverVariant, bool)>,
+    /// Where the phase holding the peak is another than in the grid: at the point, or
+    /// with `--solve` at the largest value any memory size holds.
+    pub peak_move: Option<PeakMove>,
 }
 
 /// Computes the answer: `allowance` is what the device holds besides the pool,
@@ -104,6 +107,25 @@ pub fn answer(
         };
         fits.push((memory, holds));
     }
+    let furthest = match &request.solve {
+        Some(axis) => fits
+            .iter()
+            .filter_map(|(_, h)| match h {
+                Holds::Largest(v) => *v,
+                Holds::Fits(_) => None,
+            })
+            .max()
+            .map(|v| {
+                let mut p = at.clone();
+                p.insert(axis.clone(), v);
+                p
+            }),
+        None => Some(at.clone()),
+    };
+    let peak_move = match furthest {
+        Some(p) => sweep.peak_move(&p)?,
+        None => None,
+    };
     Ok(Answer {
         estimate,
         whole,
@@ -112,6 +134,7 @@ pub fn answer(
         solved,
         allowance,
         variant: None,
+        peak_move,
     })
 }
 
@@ -198,6 +221,17 @@ pub fn human(name: &str, sweep: &Sweep, a: &Answer) -> String {
         ]);
     }
     out += &table(&rows);
+    if let Some(m) = &a.peak_move {
+        let _ = writeln!(
+            out,
+            "  {m}: the grid's peak phase is not the peak {}",
+            if a.solved.is_some() {
+                "of the largest values that fit"
+            } else {
+                "here"
+            }
+        );
+    }
     out += &formula_checks(&a.whole);
     out + &fits_section(a)
 }
@@ -412,6 +446,14 @@ pub fn json(test: &str, a: &Answer) -> Value {
     if let Some((axis, _)) = &a.solved {
         out["solve"] = json!(axis);
     }
+    out["peak_move"] = a.peak_move.as_ref().map_or(Value::Null, |m| {
+        json!({
+            "from": m.from,
+            "to": m.to,
+            "axis": m.above.as_ref().map(|(axis, _)| axis),
+            "above": m.above.as_ref().map(|(_, v)| v.saturating_sub(1)),
+        })
+    });
     if let Some((variant, _)) = &a.variant {
         out["variant"] = json!(variant);
     }
@@ -472,8 +514,72 @@ mod tests {
             solved: None,
             allowance: 0,
             variant: None,
+            peak_move: None,
         };
         (human("t", &sweep, &a), json("t", &a))
+    }
+
+    /// A batch sweep whose optimizer step holds the peak in the grid and backward,
+    /// 8 times steeper per sample, beyond it.
+    fn crossing_sweep() -> Sweep {
+        use vramtest_model::axes::Grid;
+        use vramtest_model::sweep::GridRun;
+        use vramtest_model::{CategoryBytes, Phase};
+        let grid = Grid::new([("batch", vec![8, 16, 32])]).unwrap();
+        let runs: Vec<GridRun> = [8u64, 16, 32]
+            .map(|b| {
+                let phases = [
+                    (Phase::Backward, 1_000_000 + 80_000 * b),
+                    (Phase::OptimizerStep, 8_000_001 + 10_000 * b),
+                ];
+                GridRun {
+                    point: [("batch".to_owned(), b)].into(),
+                    peak_bytes: phases.iter().map(|p| p.1).max().unwrap(),
+                    category_peaks: CategoryBytes::from([(Category::Activations, 70_000 * b)]),
+                    phase_peaks: phases.into(),
+                    phase_temporaries: BTreeMap::new(),
+                    peak_outside_phases: false,
+                    pool: None,
+                }
+            })
+            .into();
+        Sweep::fit(&grid, &runs).unwrap()
+    }
+
+    #[test]
+    fn a_peak_that_moves_to_another_phase_is_said_with_where() {
+        let sweep = crossing_sweep();
+        let request = |at: u64, solve: bool| Request {
+            at: [("batch".to_owned(), at)].into(),
+            solve: solve.then(|| "batch".to_owned()),
+            ranks: None,
+        };
+        // 1,000,000 + 80,000 b > 8,000,001 + 10,000 b from b = 101 on.
+        let a = answer(&sweep, &request(1000, false), 0, 1).unwrap();
+        assert_eq!(a.estimate.peak_bytes, 1_000_000 + 80_000 * 1000);
+        let text = human("t", &sweep, &a);
+        assert!(
+            text.contains("the peak moves from optimizer_step to backward above batch ≈ 100: the grid's peak phase is not the peak here"),
+            "{text}"
+        );
+        let j = json("t", &a);
+        assert_eq!(
+            j["peak_move"],
+            serde_json::json!({"from": "optimizer_step", "to": "backward", "axis": "batch", "above": 100})
+        );
+        // Solved for the batch: each size's answer is backward's, by hand.
+        let solved = answer(&sweep, &request(8, true), 0, 1).unwrap();
+        for (memory, holds) in &solved.fits {
+            let by_hand = (memory.bytes - 1_000_000) / 80_000;
+            assert_eq!(*holds, Holds::Largest(Some(by_hand)), "{}", memory.example);
+        }
+        assert!(
+            human("t", &sweep, &solved).contains("not the peak of the largest values that fit")
+        );
+        // Inside the grid nothing moves.
+        let inside = answer(&sweep, &request(16, false), 0, 1).unwrap();
+        assert_eq!(inside.peak_move, None);
+        assert_eq!(json("t", &inside)["peak_move"], Value::Null);
     }
 
     fn peak_row(text: &str) -> &str {

@@ -108,7 +108,7 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
         .and_then(|env| crate::manifests::of_run(&env, package_dir).ok())
         .map(|s| s.cuda_pool())
         .unwrap_or_default();
-    let pool = pool::replay(&events, &model);
+    let pool = pool::replay_by_phase(&events, &model);
     ChildResult::Measured {
         unread_axes: step.unread_axes(),
         cpu_micros,

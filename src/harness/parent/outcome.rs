@@ -8,7 +8,7 @@ use super::site_reruns::NoSites;
 use crate::harness::protocol::RunPoint;
 use std::path::PathBuf;
 use vramtest_chart::Timeline;
-use vramtest_model::pool::{PoolPeaks, Prediction};
+use vramtest_model::pool::{PoolReplay, Prediction};
 use vramtest_model::sites::Sites;
 use vramtest_model::snapshot::{self, Info};
 use vramtest_model::sweep::Sweep;
@@ -22,7 +22,7 @@ pub(super) struct MeasuredPoint {
     pub(super) profile: Box<Profile>,
     pub(super) info: Info,
     pub(super) timeline: Option<Box<Timeline>>,
-    pub(super) pool: Option<PoolPeaks>,
+    pub(super) pool: Option<PoolReplay>,
     /// The CPU time its step took, in microseconds, when measured.
     pub(super) cpu_micros: Option<u64>,
 }

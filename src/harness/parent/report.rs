@@ -70,7 +70,7 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
             allocations: first.profile.allocations,
             reserved_peak_bytes: first.profile.reserved_peak_bytes,
             leak_sites: first.profile.leak_sites.clone(),
-            predicted_pool: first.pool,
+            predicted_pool: first.pool.as_ref().map(|r| r.peaks),
             point_millis: measured.point_millis.clone(),
             fit_millis: measured.fit_millis,
         }),

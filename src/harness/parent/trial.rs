@@ -224,7 +224,7 @@ impl RunContext {
         let runs: Vec<_> = points
             .iter()
             .map(|p| {
-                let run = grid::grid_run(&p.point, &p.profile, p.pool);
+                let run = grid::grid_run(&p.point, &p.profile, p.pool.as_ref().map(|r| r.peaks));
                 (p.point.levels.clone(), run)
             })
             .collect();
@@ -432,6 +432,15 @@ fn fit_notes(name: &str, measured: &MeasuredTest, judged: &Judged) -> Vec<String
         .and_then(|v| v.old.as_ref())
         .and_then(|o| o.body.sweep());
     let mut notes = grid::flagged_notes(name, sweep, old);
+    if let Some(target) = &sweep.target
+        && let Ok(Some(m)) = sweep.peak_move(&target.at)
+    {
+        notes.push(format!(
+            "{name}: target ({}): {m}: the grid's peak phase is not the target's, whose predicted peak is {}'s",
+            vramtest_model::sweep::show_point(&target.at),
+            m.to
+        ));
+    }
     notes.extend(
         vramtest_model::sweep::saving_notes(sweep, old)
             .into_iter()
@@ -486,9 +495,9 @@ fn prediction(points: &[MeasuredPoint], pool: CudaPool) -> Option<Prediction> {
     let points = points
         .iter()
         .map(|m| {
-            m.pool.map(|peaks| PredictedPoint {
+            m.pool.as_ref().map(|replay| PredictedPoint {
                 batch: m.point.batch as u64,
-                peaks,
+                replay: replay.clone(),
             })
         })
         .collect::<Option<Vec<_>>>()?;
