@@ -64,8 +64,12 @@
 //! counting axes alone (below), the model of one term more is taken instead if it is
 //! within the residue of the best too and its misses are such a step; a second term
 //! more would chase the step. The model is kept when its worst held-out miss is at
-//! most 2% of the largest measured value; otherwise the search below, over every
-//! candidate, decides as for any grid.
+//! most 2% of the largest measured value; otherwise the search below decides as for
+//! any grid, still with every counting axis measured at fewer than four values
+//! ([`COUNT_AXIS_SQUARED_FROM`]) at degree ≤ 1: memory is a sum of tensors, each
+//! block's the same, so a count enters squared only where four or more values demand
+//! it, and a figure that is more than linear in a count of three values is flagged,
+//! not fitted with a square that multiplies a step into the full size.
 //!
 //! A fit's **residue** ([`Fit::residue_bytes`]) is its worst held-out miss in bytes,
 //! when that miss is bookkeeping: at most 2% of the largest measured value, and the
@@ -896,11 +900,14 @@ impl Fit {
         let candidates = &shared.candidates;
         let best = match linear_model(grid, series, shared, screening)? {
             Some(linear) => linear,
-            None => {
-                let design = Design::on(shared.all(series)?, series, screening);
-                let max_terms = max_terms(grid, series.len()).min(candidates.len());
-                exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms))
-            }
+            None => match prior_candidates(grid, series, candidates) {
+                Some(kept) => prior_model(grid, series, shared, screening, &kept)?,
+                None => {
+                    let design = Design::on(shared.all(series)?, series, screening);
+                    let max_terms = max_terms(grid, series.len()).min(candidates.len());
+                    exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms))
+                }
+            },
         };
         let residue_bytes = residue_of(grid, series, candidates, &best)?;
         let mut terms: Vec<(Term, Vec<u8>)> = best
@@ -1962,6 +1969,55 @@ fn linear_candidates(grid: &Grid, candidates: &[Candidate]) -> Option<Vec<usize>
         .filter(|&c| counting.iter().all(|&a| candidates[c].exponents[a] <= 1))
         .collect();
     (kept.len() < candidates.len()).then_some(kept)
+}
+
+/// How many values of a counting axis let it enter a term squared: with three, a
+/// `layers²` term passes through whatever steps between them (a hash table that
+/// doubles) and multiplies it into the far prediction (+612% at 32 layers, seen on a
+/// GQA decoder measured at 1-3 layers); a fourth value checks the form.
+pub const COUNT_AXIS_SQUARED_FROM: usize = 4;
+
+/// The candidates' positions with every counting axis measured at fewer than
+/// [`COUNT_AXIS_SQUARED_FROM`] values at degree ≤ 1 (everything a block holds is the
+/// same for every block: memory is linear in the count), when that leaves some out;
+/// `None` otherwise.
+fn prior_candidates(
+    grid: &Grid,
+    series: &[(Point, u64)],
+    candidates: &[Candidate],
+) -> Option<Vec<usize>> {
+    let capped: Vec<usize> = (0..grid.axes.len())
+        .filter(|&a| is_count_axis(&grid.axes[a].name))
+        .filter(|&a| {
+            let mut seen: Vec<u64> = series.iter().map(|(p, _)| p[&grid.axes[a].name]).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len() < COUNT_AXIS_SQUARED_FROM
+        })
+        .collect();
+    let kept: Vec<usize> = (0..candidates.len())
+        .filter(|&c| capped.iter().all(|&a| candidates[c].exponents[a] <= 1))
+        .collect();
+    (kept.len() < candidates.len()).then_some(kept)
+}
+
+/// The best model of the candidates at `kept` (see [`prior_candidates`]), searched as
+/// over every candidate, its subset given as positions in the candidates: the counting
+/// axes' prior holds even where the model misses by more than bookkeeping, which is
+/// then flagged rather than chased by a squared count.
+fn prior_model(
+    grid: &Grid,
+    series: &[(Point, u64)],
+    shared: &Shared,
+    screening: Screening,
+    kept: &[usize],
+) -> Result<Scored, AxesError> {
+    let subset: Vec<Candidate> = kept.iter().map(|&i| shared.candidates[i].clone()).collect();
+    let design = Design::on(Arc::new(Columns::new(&subset, series)?), series, screening);
+    let max_terms = max_terms(grid, series.len()).min(subset.len());
+    let mut model = exact(&design, max_terms).unwrap_or_else(|| search(&design, max_terms));
+    model.subset = model.subset.iter().map(|&s| kept[s]).collect();
+    Ok(model)
 }
 
 /// The model of the candidates with every counting axis linear, when its worst

@@ -212,6 +212,64 @@ pub fn deserialize_scaling<'de, D: serde::Deserializer<'de>>(
     }
 }
 
+/// Every figure's series from `runs`: what [`Sweep::fit`] fits, each a name and the
+/// measured bytes at each run's point (see the module's documentation for the names).
+pub fn series_of(runs: &[GridRun]) -> BTreeMap<String, Vec<(Point, u64)>> {
+    let mut series: BTreeMap<String, Vec<(Point, u64)>> = BTreeMap::new();
+    let mut add = |figure: Figure, point: &Point, bytes: u64| {
+        series
+            .entry(figure.to_string())
+            .or_default()
+            .push((point.clone(), bytes));
+    };
+    let by_phase = runs.iter().all(|r| !r.peak_outside_phases);
+    let common_phases: Vec<Phase> = Phase::ALL
+        .into_iter()
+        .filter(|p| runs.iter().all(|r| r.phase_peaks.contains_key(p)))
+        .collect();
+    let with_pool = runs.iter().all(|r| r.pool.is_some());
+    // Temporaries by phase, when each run's own peak of them is some phase's.
+    let temporaries_phases: Vec<Phase> = Phase::ALL
+        .into_iter()
+        .filter(|p| runs.iter().all(|r| r.phase_temporaries.contains_key(p)))
+        .collect();
+    let by_phase_temporaries = !temporaries_phases.is_empty()
+        && runs.iter().all(|r| {
+            temporaries_phases
+                .iter()
+                .map(|p| r.phase_temporaries[p])
+                .max()
+                == Some(r.category_peaks[Category::Temporaries])
+        });
+    for run in runs {
+        // With every phase fitted, the peak is their maximum: no fit of its own.
+        if !by_phase || common_phases.is_empty() {
+            add(Figure::Peak, &run.point, run.peak_bytes);
+        }
+        for (category, bytes) in run.category_peaks.iter() {
+            add(Figure::Category(category), &run.point, bytes);
+        }
+        if by_phase {
+            for phase in &common_phases {
+                add(Figure::Phase(*phase), &run.point, run.phase_peaks[phase]);
+            }
+        }
+        if by_phase_temporaries {
+            for phase in &temporaries_phases {
+                let figure = Figure::TemporariesIn(*phase);
+                add(figure, &run.point, run.phase_temporaries[phase]);
+            }
+        }
+        if let (true, Some(pool)) = (with_pool, run.pool) {
+            let over_peak = pool.allocated_bytes.saturating_sub(run.peak_bytes);
+            let over_allocated = pool.reserved_bytes.saturating_sub(pool.allocated_bytes);
+            add(Figure::AllocatedOverPeak, &run.point, over_peak);
+            add(Figure::ReservedOverAllocated, &run.point, over_allocated);
+        }
+    }
+    series
+}
+
 /// The predicted figures of the configuration a test names in `target(..)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -264,58 +322,7 @@ pub struct Estimate {
 impl Sweep {
     /// Fits every figure of `runs`, one per point of `grid`.
     pub fn fit(grid: &Grid, runs: &[GridRun]) -> Result<Sweep, AxesError> {
-        let mut series: BTreeMap<String, Vec<(Point, u64)>> = BTreeMap::new();
-        let mut add = |figure: Figure, point: &Point, bytes: u64| {
-            series
-                .entry(figure.to_string())
-                .or_default()
-                .push((point.clone(), bytes));
-        };
-        let by_phase = runs.iter().all(|r| !r.peak_outside_phases);
-        let common_phases: Vec<Phase> = Phase::ALL
-            .into_iter()
-            .filter(|p| runs.iter().all(|r| r.phase_peaks.contains_key(p)))
-            .collect();
-        let with_pool = runs.iter().all(|r| r.pool.is_some());
-        // Temporaries by phase, when each run's own peak of them is some phase's.
-        let temporaries_phases: Vec<Phase> = Phase::ALL
-            .into_iter()
-            .filter(|p| runs.iter().all(|r| r.phase_temporaries.contains_key(p)))
-            .collect();
-        let by_phase_temporaries = !temporaries_phases.is_empty()
-            && runs.iter().all(|r| {
-                temporaries_phases
-                    .iter()
-                    .map(|p| r.phase_temporaries[p])
-                    .max()
-                    == Some(r.category_peaks[Category::Temporaries])
-            });
-        for run in runs {
-            // With every phase fitted, the peak is their maximum: no fit of its own.
-            if !by_phase || common_phases.is_empty() {
-                add(Figure::Peak, &run.point, run.peak_bytes);
-            }
-            for (category, bytes) in run.category_peaks.iter() {
-                add(Figure::Category(category), &run.point, bytes);
-            }
-            if by_phase {
-                for phase in &common_phases {
-                    add(Figure::Phase(*phase), &run.point, run.phase_peaks[phase]);
-                }
-            }
-            if by_phase_temporaries {
-                for phase in &temporaries_phases {
-                    let figure = Figure::TemporariesIn(*phase);
-                    add(figure, &run.point, run.phase_temporaries[phase]);
-                }
-            }
-            if let (true, Some(pool)) = (with_pool, run.pool) {
-                let over_peak = pool.allocated_bytes.saturating_sub(run.peak_bytes);
-                let over_allocated = pool.reserved_bytes.saturating_sub(pool.allocated_bytes);
-                add(Figure::AllocatedOverPeak, &run.point, over_peak);
-                add(Figure::ReservedOverAllocated, &run.point, over_allocated);
-            }
-        }
+        let series = series_of(runs);
         let fitted = FigureFits::fit(grid, &series)?;
         Ok(Sweep {
             axes: fitted.axes,

@@ -789,3 +789,66 @@ fn a_constant_figure_is_one_constant_term_and_zero_is_none() {
     assert_eq!(fit.terms.terms[0].monomial.degree(), 0, "{}", fit.terms);
     recovers(&g, |_| 0, 0, &far);
 }
+
+/// The powers of `axis` in a fit's terms.
+fn powers_of(fit: &Fit, axis: &str) -> Vec<u8> {
+    fit.terms
+        .terms
+        .iter()
+        .flat_map(|t| t.monomial.powers().iter())
+        .filter(|(name, _)| name == axis)
+        .map(|(_, p)| *p)
+        .collect()
+}
+
+#[test]
+fn a_counting_axis_at_three_values_enters_linearly_even_where_a_square_would_fit() {
+    // Activations of b·s per layer, plus a table that doubles from two layers to three
+    // (64 KiB to 128 KiB): a step, over 2% of the grid's figures, that a layers² term
+    // passes through exactly.
+    let g = grid(&[
+        ("batch", &[1, 2]),
+        ("seq", &[8, 16, 24]),
+        ("layers", &[1, 2, 3]),
+    ]);
+    let table = |l: u64| if l < 3 { 64 << 10 } else { 128 << 10 };
+    let f =
+        |p: &Point| 1024 * ax(p, "batch") * ax(p, "seq") * ax(p, "layers") + table(ax(p, "layers"));
+    let fit = Fit::new(&g, &series(&g, f)).unwrap();
+    assert!(
+        powers_of(&fit, "layers").iter().all(|&p| p <= 1),
+        "{}",
+        fit.terms
+    );
+    // The step cannot be told from tensors on three layer counts: the fit misses a
+    // held-out point by more than bookkeeping and says so, rather than multiplying a
+    // layers² term into the far prediction.
+    assert!(fit.flagged(), "{} at {} ppm", fit.terms, fit.loo_error_ppm);
+    let far = point(&[("batch", 8), ("seq", 4096), ("layers", 32)]);
+    assert!(fit.predict(&far).unwrap().flagged());
+}
+
+#[test]
+fn four_values_of_a_counting_axis_may_demand_its_square() {
+    // A figure that really grows with layers² (each layer attends to every earlier one).
+    let g = grid(&[("batch", &[1, 2]), ("layers", &[1, 2, 3, 4])]);
+    let f = |p: &Point| 512 * ax(p, "batch") * ax(p, "layers") * ax(p, "layers") + 4096;
+    let fit = Fit::new(&g, &series(&g, f)).unwrap();
+    assert!(powers_of(&fit, "layers").contains(&2), "{}", fit.terms);
+    let far = point(&[("batch", 8), ("layers", 32)]);
+    assert_eq!(fit.predict(&far).unwrap().bytes, f(&far));
+    // The same figure at three values: no square, and the miss is flagged, not trusted.
+    let g3 = grid(&[("batch", &[1, 2]), ("layers", &[1, 2, 3])]);
+    let fit3 = Fit::new(&g3, &series(&g3, f)).unwrap();
+    assert!(
+        powers_of(&fit3, "layers").iter().all(|&p| p <= 1),
+        "{}",
+        fit3.terms
+    );
+    assert!(
+        fit3.flagged(),
+        "{} at {} ppm",
+        fit3.terms,
+        fit3.loo_error_ppm
+    );
+}

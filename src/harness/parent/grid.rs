@@ -9,6 +9,7 @@ use vramtest_model::axes::{AxesError, Flag, Grid, Point};
 use vramtest_model::cpu_time::CpuTimeRatio;
 use vramtest_model::levers::{LeverAxes, LeverVariant};
 use vramtest_model::pool::PoolPeaks;
+use vramtest_model::regimes::Regime;
 use vramtest_model::sweep::{GridRun, Sweep, VariantSweep};
 use vramtest_model::{Category, Profile};
 
@@ -302,6 +303,56 @@ pub(super) fn flagged_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> V
                     "{name}: `{figure}` has as many terms as the grid has combinations of the values of {axes} ({}): it passes through every one, and no held-out point checks its form along {axes}; its predictions are flagged (`show --at` marks them), never trusted silently; {} to check it",
                     i.combinations,
                     i.remedy()
+                )
+            }
+        })
+        .collect()
+}
+
+/// Where each combination of levels' flagged figures miss: the level of an axis that
+/// behaves unlike the others ([`vramtest_model::regimes`]), from the runs it was
+/// fitted on. Empty where none explains a miss.
+pub(super) fn regimes(
+    def: &TestDef,
+    runs: &[(Vec<(String, String)>, GridRun)],
+    sweep: &Sweep,
+) -> Vec<(LeverVariant, Regime)> {
+    let mut found = Vec::new();
+    for (variant, fitted) in sweep.combinations() {
+        let levels = in_attribute_order(def, &variant);
+        let of_variant: Vec<GridRun> = runs
+            .iter()
+            .filter(|(l, _)| *l == levels)
+            .map(|(_, run)| run.clone())
+            .collect();
+        let named = vramtest_model::regimes::regimes(fitted, &of_variant).unwrap_or_default();
+        found.extend(named.into_iter().map(|r| (variant.clone(), r)));
+    }
+    found
+}
+
+/// The notes on [`regimes`] whose figure's flag the committed snapshot `old` does
+/// not already record, each naming its combination of levels when the sweep has some.
+pub(super) fn regime_notes(
+    name: &str,
+    sweep: &Sweep,
+    old: Option<&Sweep>,
+    regimes: &[(LeverVariant, Regime)],
+) -> Vec<String> {
+    regimes
+        .iter()
+        .filter(|(variant, r)| {
+            let old = old.and_then(|o| o.variant(variant));
+            let flag = Flag::Missed { ppm: r.whole_ppm };
+            !old.is_some_and(|old| same_flag(old, &r.figure, &flag))
+        })
+        .map(|(variant, r)| {
+            if sweep.levels.is_empty() {
+                format!("{name}: {r}")
+            } else {
+                format!(
+                    "{name} ({}): {r}",
+                    vramtest_model::sweep::show_variant(variant)
                 )
             }
         })

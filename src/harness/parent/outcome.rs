@@ -40,6 +40,12 @@ pub(super) struct MeasuredTest {
     pub(super) point_millis: Vec<u64>,
     /// A sweep: its fit's wall time, in milliseconds.
     pub(super) fit_millis: Option<u64>,
+    /// Where its flagged figures miss: the level of an axis unlike the others, per
+    /// combination of levels.
+    pub(super) regimes: Vec<(
+        vramtest_model::levers::LeverVariant,
+        vramtest_model::regimes::Regime,
+    )>,
     /// What the fit says beside its figures (a flagged figure).
     pub(super) notes: Vec<String>,
 }

@@ -188,6 +188,7 @@ mod tests {
             prediction: None,
             point_millis: Vec::new(),
             fit_millis: None,
+            regimes: Vec::new(),
             notes: Vec::new(),
         }
     }

@@ -241,6 +241,10 @@ impl RunContext {
         let fit_millis = sweep
             .is_some()
             .then(|| fitting.elapsed().as_millis() as u64);
+        let regimes = sweep
+            .as_ref()
+            .map(|s| grid::regimes(def, &runs, s))
+            .unwrap_or_default();
         if !def.options.axes.is_empty() {
             // The pool model's batch lines read a batch sweep; a grid keeps its first
             // point's replay, and its own fits of the allocated and reserved peaks.
@@ -253,6 +257,7 @@ impl RunContext {
             prediction,
             point_millis,
             fit_millis,
+            regimes,
             // Said once judged: the committed snapshot tells which are news.
             notes: Vec::new(),
         })
@@ -432,6 +437,7 @@ fn fit_notes(name: &str, measured: &MeasuredTest, judged: &Judged) -> Vec<String
         .and_then(|v| v.old.as_ref())
         .and_then(|o| o.body.sweep());
     let mut notes = grid::flagged_notes(name, sweep, old);
+    notes.extend(grid::regime_notes(name, sweep, old, &measured.regimes));
     if let Some(target) = &sweep.target
         && let Ok(Some(m)) = sweep.peak_move(&target.at)
     {
