@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub mod coverage;
 mod legacy;
 pub use legacy::BATCH;
 
@@ -1011,8 +1012,9 @@ pub fn compare_target(
 /// slack, not its own, since what a lever saves matters as a share of the memory the
 /// step needs: a saving of 1% of a small category is no regression of the lever. The
 /// saving is judged on its own: a baseline that shrinks makes each lever save less,
-/// and that fails too until accepted. A combination the snapshot lacks is not judged
-/// (see [`saving_notes`]).
+/// and that fails too until accepted. A snapshot whose variants are not exactly the
+/// product of its levels ([`Sweep::uncovered`]) is a changed sweep too: a combination
+/// it lacks would otherwise go unjudged.
 pub fn compare_levels(
     old: Option<&Sweep>,
     new: &Sweep,
@@ -1028,6 +1030,11 @@ pub fn compare_levels(
                 show_levels(&new.levels)
             )
         });
+        return check;
+    }
+    // A combination the snapshot lacks would go unjudged: a changed sweep.
+    if let Some(gap) = old.and_then(Sweep::uncovered) {
+        check.changed.get_or_insert(gap);
         return check;
     }
     for variant in &new.variants {

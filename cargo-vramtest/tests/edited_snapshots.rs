@@ -1,0 +1,95 @@
+//! The snapshot is the truth, even edited by hand or mangled by a merge: what it says
+//! is checked when it is read, and a lever it no longer describes cannot slip past the
+//! gate. On copies of fixtures/vec-model (a model of plain `Vec`s) with a sweep
+//! recorded, edited, then run or shown.
+
+mod common;
+
+use common::vec_model::recorded_test;
+use common::{Fixture, Ran, assert_code};
+use serde_json::Value;
+use std::path::Path;
+
+/// The snapshot `checkpointing_levels` records in a copy.
+const CHECKPOINTING: &str = "axes__checkpointing_levels@cpu.snap";
+
+/// Rewrites the JSON body of the snapshot at `path` with `edit`, its header kept.
+fn edit_body(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let text = std::fs::read_to_string(path).unwrap();
+    // The header closes at the second `---` line.
+    let close = text[4..].find("\n---\n").expect("a closed header") + 4 + 5;
+    let (header, body) = text.split_at(close);
+    let mut value: Value = serde_json::from_str(body).unwrap();
+    edit(&mut value);
+    let body = serde_json::to_string_pretty(&value).unwrap();
+    std::fs::write(path, format!("{header}{body}\n")).unwrap();
+}
+
+/// `cargo vramtest axes::checkpointing_levels` (an ignored sweep) with `envs`.
+fn run_levels(f: &Fixture, envs: &[(&str, &str)]) -> Ran {
+    f.run(
+        &["axes::checkpointing_levels", "--run-ignored", "only"],
+        envs,
+    )
+}
+
+/// A snapshot whose `levels` list `checkpointing = ["off", "blocks"]` but whose
+/// `variants` lack `checkpointing=blocks`, or hold it under a level it does not list:
+/// the lever would go unjudged, so the sweep has changed. It fails in CI (exit 1,
+/// naming the combination, nothing written), even when the level's saving collapsed,
+/// and asks to be accepted locally; accepted, the snapshot is whole again.
+#[test]
+fn variants_that_do_not_cover_the_levels_are_a_changed_sweep() {
+    let f = recorded_test("uncovered", "checkpointing_levels");
+    let snap = f.snapshots().join(CHECKPOINTING);
+    let whole = std::fs::read_to_string(&snap).unwrap();
+    let variants = |v: &Value| v["scaling"]["variants"].as_array().map_or(0, Vec::len);
+
+    // The variant deleted: the level keeps every activation (its saving collapses).
+    edit_body(&snap, |v| {
+        assert_eq!(variants(v), 1, "{v}");
+        v["scaling"].as_object_mut().unwrap().remove("variants");
+    });
+    let edited = std::fs::read_to_string(&snap).unwrap();
+    let collapsed = [("CI", "true"), ("VEC_MODEL_NO_CHECKPOINTING", "1")];
+    let ran = run_levels(&f, &collapsed);
+    assert_code(&ran, 1);
+    let said = "the snapshot's variants do not cover its levels (checkpointing [\"off\", \"blocks\"]): no fit for `checkpointing=blocks`";
+    assert!(ran.text().contains(said), "{}", ran.text());
+    assert_eq!(std::fs::read_to_string(&snap).unwrap(), edited);
+    assert_eq!(f.snapshot_files(), [CHECKPOINTING], "nothing written in CI");
+
+    // Renamed to a level the snapshot does not list: both are named.
+    std::fs::write(&snap, &whole).unwrap();
+    edit_body(&snap, |v| {
+        v["scaling"]["variants"][0]["variant"]["checkpointing"] = "block".into();
+    });
+    let ran = run_levels(&f, &[("CI", "true")]);
+    assert_code(&ran, 1);
+    for needle in [
+        "no fit for `checkpointing=blocks`",
+        "a fit for `checkpointing=block`, no combination of its levels",
+    ] {
+        assert!(ran.text().contains(needle), "{needle}: {}", ran.text());
+    }
+
+    // Locally the same run fails and leaves the result to accept.
+    let ran = run_levels(&f, &[]);
+    assert_code(&ran, 1);
+    assert!(
+        ran.text().contains("accept the snapshot again"),
+        "{}",
+        ran.text()
+    );
+    let pending = format!("{CHECKPOINTING}.new");
+    assert_eq!(f.snapshot_files(), [CHECKPOINTING, &pending]);
+    // Accepted, the snapshot covers its levels again and the same code passes.
+    let ran = run_levels(&f, &[("VRAMTEST_UPDATE", "always")]);
+    assert_code(&ran, 0);
+    let parsed = vramtest_model::snapshot::read(&snap).unwrap().unwrap();
+    let sweep = parsed.body.sweep().unwrap();
+    assert!(sweep.coverage().is_exact(), "{:?}", sweep.coverage());
+    assert_eq!(sweep.variants[0].variant["checkpointing"], "blocks");
+    let ran = run_levels(&f, &[("CI", "true")]);
+    assert_code(&ran, 0);
+}
