@@ -91,4 +91,12 @@ mod tests {
         let other = TestReport::new("vram", "u", Status::Passed);
         assert!(unsaid_notes(&mut said, &other).is_empty());
     }
+
+    #[test]
+    fn a_point_measure_ran_is_labelled_measured_not_passed() {
+        let mut report = TestReport::new("vram", "t", Status::Passed);
+        assert_eq!(crate::output::status_label(&report), "passed");
+        report.measured_at = Some([("seq".to_owned(), 48)].into());
+        assert_eq!(crate::output::status_label(&report), "measured");
+    }
 }
