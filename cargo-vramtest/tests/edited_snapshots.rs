@@ -93,3 +93,63 @@ fn variants_that_do_not_cover_the_levels_are_a_changed_sweep() {
     let ran = run_levels(&f, &[("CI", "true")]);
     assert_code(&ran, 0);
 }
+
+/// A lever's recorded `saving` zeroed by hand (which would turn its gate off), or a
+/// `cpu_time_ratio` no run records (`1e308` printed 309 digits, `0` ranked first):
+/// the snapshot contradicts itself, an error naming the file and the field (exit 2),
+/// for a run in CI and for `show`; nothing is written.
+#[test]
+fn a_saving_or_a_time_ratio_edited_by_hand_is_an_error_naming_the_field() {
+    let f = recorded_test("edited-saving", "checkpointing_levels");
+    let snap = f.snapshots().join(CHECKPOINTING);
+    let whole = std::fs::read_to_string(&snap).unwrap();
+    let levers = [
+        "show",
+        "checkpointing_levels",
+        "--at",
+        "batch=8,layers=32,seq=512",
+        "--levers",
+    ];
+    assert_code(&f.run(&levers, &[]), 0);
+
+    // The saving zeroed: the level's fits still save activations.
+    edit_body(&snap, |v| {
+        let saving = &mut v["scaling"]["variants"][0]["saving"];
+        assert!(saving["peak_bytes"].as_i64().unwrap() > 0, "{saving}");
+        saving["peak_bytes"] = 0.into();
+        for (_, bytes) in saving["category_bytes"].as_object_mut().unwrap() {
+            *bytes = 0.into();
+        }
+    });
+    let edited = std::fs::read_to_string(&snap).unwrap();
+    let collapsed = [("CI", "true"), ("VEC_MODEL_NO_CHECKPOINTING", "1")];
+    for ran in [run_levels(&f, &collapsed), f.run(&levers, &[])] {
+        assert_code(&ran, 2);
+        for needle in [
+            CHECKPOINTING,
+            "`scaling.variants[0].saving.peak_bytes`",
+            "0 B, but the snapshot's own fits give",
+            "for `checkpointing=blocks` against the baseline",
+        ] {
+            assert!(ran.text().contains(needle), "{needle}: {}", ran.text());
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&snap).unwrap(), edited);
+    assert_eq!(f.snapshot_files(), [CHECKPOINTING], "nothing written");
+
+    for (ratio, shown) in [(Value::from(1e308), "1e308"), (Value::from(0), "0")] {
+        std::fs::write(&snap, &whole).unwrap();
+        edit_body(&snap, |v| {
+            v["scaling"]["variants"][0]["cpu_time_ratio"] = ratio
+        });
+        let ran = f.run(&levers, &[]);
+        assert_code(&ran, 2);
+        for needle in [
+            "`scaling.variants[0].cpu_time_ratio`",
+            &format!("{shown} is no CPU time ratio"),
+        ] {
+            assert!(ran.stderr.contains(needle), "{needle}: {}", ran.text());
+        }
+        assert!(ran.stdout.is_empty(), "{}", ran.text());
+    }
+}

@@ -35,6 +35,7 @@ use std::fmt;
 
 pub mod coverage;
 mod legacy;
+pub mod saving_check;
 pub use legacy::BATCH;
 
 /// The figure name of the whole peak.
@@ -180,8 +181,10 @@ pub struct VariantSweep {
     /// Its fit over the numeric axes (without `levels` or `variants` of its own).
     pub sweep: Sweep,
     /// What it saves against the baseline combination at the target, else at the
-    /// grid's largest point (see [`Saving`]). Absent from a snapshot recorded before
-    /// savings were kept: compared, it is then computed from the snapshot's fits.
+    /// grid's largest point (see [`Saving`]), for the reviewer of a snapshot's diff:
+    /// the lever gate computes it from the snapshot's fits, and a recorded one that
+    /// contradicts them is an error when read ([`Sweep::check_savings`]). Absent from
+    /// a snapshot recorded before savings were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saving: Option<Saving>,
     /// Its CPU step time over the baseline's, summed over the grid (never compared).
@@ -1155,14 +1158,13 @@ impl Sweep {
         }
     }
 
-    /// The saving of `variant`'s combination at `at`: the one recorded when it was
-    /// taken there, else computed from the fits (a snapshot recorded before savings
-    /// were kept).
+    /// The saving of `variant`'s combination at `at`, computed from the fits, so that
+    /// a recorded saving edited by hand decides nothing (one that contradicts the fits
+    /// does not even read: [`Sweep::check_savings`]); the recorded one only where the
+    /// fits cannot predict there.
     fn saving_at(&self, variant: &VariantSweep, at: &Point) -> Option<Saving> {
-        match &variant.saving {
-            Some(s) if s.at == *at => Some(s.clone()),
-            _ => self.saving_of(&variant.sweep, at),
-        }
+        self.saving_of(&variant.sweep, at)
+            .or_else(|| variant.saving.clone().filter(|s| s.at == *at))
     }
 }
 
