@@ -153,3 +153,63 @@ fn a_saving_or_a_time_ratio_edited_by_hand_is_an_error_naming_the_field() {
         assert!(ran.stdout.is_empty(), "{}", ran.text());
     }
 }
+
+/// CPU-only memory can hide tensors (faer and aligned-vec align theirs to 128 B, as gemm
+/// aligns its packing slabs): on the machine its snapshot was recorded on, it is
+/// compared under a limit of its own, so 64 MiB of activations kept in such blocks
+/// fail; on another machine, a note says it is not compared. Either way a warning says
+/// CPU-only memory is larger than the tensor categories.
+#[test]
+fn cpu_only_memory_is_compared_on_the_snapshots_machine() {
+    let f = Fixture::vec_model("cpu-only-machine");
+    let test = ["cpu_only::slab_sized_parameter"];
+    let ran = f.run(&test, &[("VRAMTEST_UPDATE", "always")]);
+    assert_code(&ran, 0);
+    let snap = f
+        .snapshots()
+        .join("cpu_only__slab_sized_parameter@cpu.snap");
+    let recorded = std::fs::read_to_string(&snap).unwrap();
+    let parsed = vramtest_model::snapshot::read(&snap).unwrap().unwrap();
+    // The slab alone, 1 MiB: under the tensors (the weights and their activations).
+    assert_eq!(parsed.body.cpu_only, Some(1 << 20));
+    assert_eq!(parsed.body.cpu_only_over_tensors(), None);
+
+    // 64 blocks of 1 MiB more, on the same machine: fails in CI, naming it.
+    let hidden = [("CI", "true"), ("VEC_MODEL_ALIGNED_ACTIVATIONS", "64")];
+    let ran = f.run(&test, &hidden);
+    assert_code(&ran, 1);
+    for needle in [
+        "cpu_only",
+        "1.00 MiB → 65.00 MiB",
+        "+50% | 4.00 MiB",
+        "CPU-only memory (65.00 MiB) is larger than the tensor categories together (2.00 MiB)",
+    ] {
+        assert!(ran.text().contains(needle), "{needle}: {}", ran.text());
+    }
+    // One block more is within the limit (1 → 2 MiB, under its 4 MiB floor).
+    let ran = f.run(
+        &test,
+        &[("CI", "true"), ("VEC_MODEL_ALIGNED_ACTIVATIONS", "1")],
+    );
+    assert_code(&ran, 0);
+
+    // The snapshot recorded on another CPU: not compared, and said.
+    let other = recorded
+        .lines()
+        .map(|l| match l.starts_with("  cpu: ") {
+            true => "  cpu: Another CPU",
+            false => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&snap, other + "\n").unwrap();
+    let ran = f.run(&test, &hidden);
+    assert_code(&ran, 0);
+    for needle in [
+        "snapshots recorded on Another CPU",
+        "compared only on the snapshot's own",
+        "is larger than the tensor categories together",
+    ] {
+        assert!(ran.text().contains(needle), "{needle}: {}", ran.text());
+    }
+}

@@ -100,7 +100,8 @@ pub struct Body {
     /// On the CPU: the highest live bytes of CPU-only memory (gemm's packing buffers
     /// and the like: memory a GPU would never hold), measured apart from the categories
     /// and the peak above. It depends on the CPU (its caches, its instruction set), so it
-    /// is compared only when a `cpu_only` limit is set. Absent for device results; a CPU
+    /// is compared on the machine the snapshot was recorded on, elsewhere only when a
+    /// `cpu_only` limit is set. Absent for device results; a CPU
     /// snapshot without it was recorded before CPU-only memory was kept apart (its
     /// `workspace` and peak still hold it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,6 +149,19 @@ impl Body {
     /// The sweep, if the body holds one.
     pub fn sweep(&self) -> Option<&Sweep> {
         self.scaling.as_ref()
+    }
+
+    /// CPU-only memory larger than the tensor categories' own peaks together
+    /// ([`Category::TENSORS`]): `(cpu_only, tensors)`. It likely holds tensors a library
+    /// aligned to 128 B or more (faer, aligned-vec), which only the snapshot's machine
+    /// compares; `None` otherwise and for device results.
+    pub fn cpu_only_over_tensors(&self) -> Option<(u64, u64)> {
+        let cpu_only = self.cpu_only?;
+        let tensors = Category::TENSORS
+            .iter()
+            .map(|&c| self.category_peaks[c])
+            .fold(0u64, u64::saturating_add);
+        (cpu_only > tensors).then_some((cpu_only, tensors))
     }
 
     /// Whether this is a CPU snapshot recorded before CPU-only memory was kept apart:

@@ -45,13 +45,17 @@ impl<'a> Reporter<'a> {
 }
 
 /// The harness's notes about the run itself (a test binary built in another checkout)
-/// that the run has not shown yet, as `note: …` lines: each is shown once per run.
+/// that the run has not shown yet, as `note: …` lines (a warning as it is): each is
+/// shown once per run.
 fn unsaid_notes(said: &mut BTreeSet<String>, report: &TestReport) -> Vec<String> {
     report
         .notes
         .iter()
         .filter(|note| said.insert((*note).clone()))
-        .map(|note| format!("note: {note}"))
+        .map(|note| match note.starts_with("warning: ") {
+            true => note.clone(),
+            false => format!("note: {note}"),
+        })
         .collect()
 }
 
