@@ -1,7 +1,8 @@
 //! The snapshot is the truth, even edited by hand or mangled by a merge: what it says
-//! is checked when it is read, and a lever it no longer describes cannot slip past the
-//! gate. On copies of fixtures/vec-model (a model of plain `Vec`s) with a sweep
-//! recorded, edited, then run or shown.
+//! is checked when it is read, a lever it no longer describes cannot slip past the
+//! gate, and CPU-only memory is compared on the machine it was recorded on. On copies
+//! of fixtures/vec-model (a model of plain `Vec`s) with a snapshot recorded, edited,
+//! then run or shown.
 
 mod common;
 
