@@ -38,8 +38,9 @@ pub const MEASURE_EXIT_CODES: &str = "\
 Exit codes:
   0    every tensor category (parameters, gradients, optimizer_state, activations,
        inputs, temporaries) whose fit is not flagged is within 3% of the measurement,
-       and the peak within 5% (workspace and untracked are shown, not held)
-  1    a prediction missed, or the step failed or crashed
+       and the peak within 5% (workspace, untracked and a category under 1% of the
+       peak are shown, not held): the verdict `held`
+  1    a prediction missed (the verdict `missed`), or the step failed or crashed
   2    a usage error: no such test, no committed snapshot, a snapshot without a sweep
        over named axes, an --at that leaves out an axis, names an unknown one or gives
        a value that is not a positive integer; nothing is run or written

@@ -54,7 +54,11 @@ fn a_point_outside_the_grid_is_measured_against_its_prediction() {
     let v = one_object(&ran);
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["at", "error", "measured", "predicted"]);
+    assert_eq!(
+        keys,
+        ["at", "error", "measured", "missed", "predicted", "verdict"]
+    );
+    assert_eq!((&v["verdict"], &v["missed"]), (&json!("held"), &json!([])));
     assert_eq!(v["at"], json!({"batch": 8, "layers": 6, "seq": 48}));
     // Measured: the fixture's bytes.
     let measured = &v["measured"];
@@ -122,6 +126,14 @@ fn a_point_outside_the_grid_is_measured_against_its_prediction() {
     );
     assert_eq!(v["measured"]["peak_bytes"], forward_peak(b, s, l, 2));
     assert_eq!(v["error"]["parameters"], 0.0);
+    // It reads like a test that failed: the verdict, the figures beyond their bounds
+    // (activations off by a half, the peak by more than 5%, computed here), and no
+    // line that says it passed.
+    let peak_off = forward_peak(b, s, l, 2) - forward_peak(b, s, l, 1);
+    assert!(peak_off * 100 > 5 * forward_peak(b, s, l, 2));
+    assert_eq!(v["verdict"], "missed");
+    assert_eq!(v["missed"], json!(["activations", "peak"]));
+    assert!(!ran.stderr.contains("passed"), "{}", ran.text());
     let ran = f.run(
         &["measure", "transformer_like", "--at", AT],
         &[("VEC_MODEL_EXTRA_ACTIVATION", "1")],
@@ -133,7 +145,46 @@ fn a_point_outside_the_grid_is_measured_against_its_prediction() {
         "{}",
         ran.text()
     );
+    assert!(!ran.stderr.contains("passed"), "{}", ran.text());
     assert_eq!(snapshot_state(&f), before);
+}
+
+/// At a long sequence the attention scores dwarf the weights: a tensor category under
+/// 1% of the peak (from the fixture's formulas) is shown and not gated, and the table
+/// says so; the others are gated.
+#[test]
+fn a_category_under_1_percent_of_the_peak_is_not_gated() {
+    let f = recorded("measure-small");
+    let (b, s, l) = (8, 192, 6);
+    let at = format!("layers={l},seq={s},batch={b}");
+    let ran = f.run(&["measure", "transformer_like", "--at", &at], &[]);
+    assert_code(&ran, 0);
+    let peak = forward_peak(b, s, l, 1);
+    let mut small = 0;
+    for (c, bytes) in expected(b, s, l, 1) {
+        if c == "workspace" || c == "untracked" {
+            continue;
+        }
+        let line = ran
+            .stdout
+            .lines()
+            .find(|line| line.trim_start().starts_with(&format!("{c} ")))
+            .unwrap_or_else(|| panic!("{c}: {}", ran.text()));
+        if bytes * 100 < peak {
+            small += 1;
+            assert!(line.ends_with("under 1% of the peak, not gated"), "{line}");
+        } else {
+            assert!(line.ends_with("within 3%"), "{line}");
+        }
+    }
+    // The weights, their gradients and Adam's moments.
+    assert_eq!(small, 3, "{}", ran.text());
+    assert!(
+        ran.stdout
+            .contains("(a category under 1% of the peak is not gated)"),
+        "{}",
+        ran.text()
+    );
 }
 
 #[test]

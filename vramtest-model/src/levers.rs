@@ -118,8 +118,9 @@ pub enum LeverError {
         /// Its levels, comma-separated.
         levels: String,
     },
-    /// A memory size that does not parse (`--fit-on 24 gigs`).
-    #[error("--fit-on: {0}")]
+    /// A memory size that does not parse (`--fit-on 24 gigs`). Its hint offers only
+    /// sizes `--fit-on` takes: each with its unit ([`FIT_ON_HINT`]).
+    #[error("--fit-on: invalid byte size `{}`: {} (hint: {FIT_ON_HINT})", .0.input, .0.reason)]
     Size(#[from] ParseBytesError),
     /// A memory size without a unit (`--fit-on 24`).
     #[error(
@@ -302,6 +303,11 @@ fn count_levers(baseline: &LeverVariant, variant: &LeverVariant) -> usize {
         .filter(|(axis, level)| baseline.get(*axis) != Some(*level))
         .count()
 }
+
+/// What `--fit-on`'s errors suggest: sizes it takes, each with its unit (a bare count,
+/// which other sizes take as bytes, it refuses).
+pub const FIT_ON_HINT: &str =
+    "write a number with its unit, like `24GiB`, `80GB`, `1.5TiB` or, for bytes, `4096B`";
 
 /// `--fit-on 24GiB`: a memory size, in the syntax of every size in the settings, with
 /// its unit written out (a bare `24` is more likely 24 GB than 24 bytes); a malformed

@@ -51,6 +51,18 @@ impl Limit {
         bytes: 8 * 1024 * 1024,
     };
 
+    /// The default for CPU-only memory (`cpu_only`) on the machine its snapshot was
+    /// recorded on: `+50% | 4MiB`. CPU-only memory is chiefly gemm's packing slabs, one
+    /// per rayon thread that ran a product, each sized from the L2 cache (1-2 MiB on
+    /// most CPUs): on the same CPU with the same threads they repeat, but a thread that
+    /// happened to steal no product keeps none. The floor covers two such slabs, the
+    /// share a few more on a many-core machine; a tensor hidden in 128-byte-aligned
+    /// blocks that doubles, or grows 64-fold, does not fit in it.
+    pub const CPU_ONLY: Limit = Limit {
+        percent: 50.0,
+        bytes: 4 * 1024 * 1024,
+    };
+
     /// The default leak ceiling: a loop may keep at most `max(0.1% of the peak, 64 KiB)`
     /// per iteration, whatever the snapshot holds.
     pub const LEAK: Limit = Limit {

@@ -24,8 +24,10 @@ pub struct Policy {
     /// A hard ceiling on the peak, whatever the snapshot says.
     pub budget: Option<u64>,
     /// Allowed growth of the CPU-only memory (`cpu_only`: gemm's packing buffers and
-    /// the like). `None` (the default): not compared, it depends on the CPU that ran
-    /// the step; `tolerance` leaves it alone.
+    /// the like). `None` (the default): compared only on the machine the snapshot was
+    /// recorded on, under [`Limit::CPU_ONLY`] ([`Policy::on_the_snapshots_machine`]);
+    /// elsewhere it depends on the CPU that ran the step and is not. Set, it is
+    /// compared on every machine; `tolerance` leaves it alone.
     pub cpu_only: Option<Limit>,
     /// Any difference in any figure fails, shrinking included.
     pub strict: bool,
@@ -81,6 +83,14 @@ impl Policy {
         }
     }
 
+    /// This policy for a result measured on the machine (CPU, instruction set, caches,
+    /// threads) its snapshot was recorded on: CPU-only memory is compared there, under
+    /// the `cpu_only` limit when one is set, else [`Limit::CPU_ONLY`].
+    pub fn on_the_snapshots_machine(mut self) -> Policy {
+        self.cpu_only.get_or_insert(Limit::CPU_ONLY);
+        self
+    }
+
     /// The limit for one subject.
     pub fn limit(&self, subject: Subject) -> Limit {
         match subject {
@@ -106,7 +116,7 @@ pub enum Subject {
     Reserved,
     /// Live bytes retained per iteration.
     Leak,
-    /// CPU-only memory (`cpu_only`), compared only under a `cpu_only` limit.
+    /// CPU-only memory (`cpu_only`), compared under a `cpu_only` limit, set or given on the snapshot's machine.
     CpuOnly,
 }
 
@@ -590,7 +600,7 @@ fn verdict(
 
 /// Whether the bodies differ in more than a figure only one of them has (the
 /// reserved bytes: see [`Comparison::notes`]) or the CPU-only memory, which depends on
-/// the CPU and is compared only under a `cpu_only` limit.
+/// the CPU and is compared only under a `cpu_only` limit (set, or given on the snapshot's machine).
 fn differs_where_compared(old: &Body, new: &Body, policy: &Policy) -> bool {
     let mut new = new.clone();
     if old.reserved_bytes.is_some() != new.reserved_bytes.is_some() {

@@ -100,7 +100,8 @@ pub struct Body {
     /// On the CPU: the highest live bytes of CPU-only memory (gemm's packing buffers
     /// and the like: memory a GPU would never hold), measured apart from the categories
     /// and the peak above. It depends on the CPU (its caches, its instruction set), so it
-    /// is compared only when a `cpu_only` limit is set. Absent for device results; a CPU
+    /// is compared on the machine the snapshot was recorded on, elsewhere only when a
+    /// `cpu_only` limit is set. Absent for device results; a CPU
     /// snapshot without it was recorded before CPU-only memory was kept apart (its
     /// `workspace` and peak still hold it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,6 +149,19 @@ impl Body {
     /// The sweep, if the body holds one.
     pub fn sweep(&self) -> Option<&Sweep> {
         self.scaling.as_ref()
+    }
+
+    /// CPU-only memory larger than the tensor categories' own peaks together
+    /// ([`Category::TENSORS`]): `(cpu_only, tensors)`. It likely holds tensors a library
+    /// aligned to 128 B or more (faer, aligned-vec), which only the snapshot's machine
+    /// compares; `None` otherwise and for device results.
+    pub fn cpu_only_over_tensors(&self) -> Option<(u64, u64)> {
+        let cpu_only = self.cpu_only?;
+        let tensors = Category::TENSORS
+            .iter()
+            .map(|&c| self.category_peaks[c])
+            .fold(0u64, u64::saturating_add);
+        (cpu_only > tensors).then_some((cpu_only, tensors))
     }
 
     /// Whether this is a CPU snapshot recorded before CPU-only memory was kept apart:
@@ -405,15 +419,9 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     let body_line = |e: &serde_json::Error| (line + e.line()).min(last_line);
     let (body, migrated) = read_body(body_text, line, body_line)?;
     if let Err((field, message)) = consistency(&body) {
-        // The field's line: where its path's first key appears (the body starts
-        // after `line`).
-        let key = format!("\"{}\"", field.split('.').next().unwrap_or(&field));
-        let at = body_text
-            .lines()
-            .position(|l| l.contains(&key))
-            .unwrap_or(0);
+        // The body starts after `line`.
         return Err(ParseError::Inconsistent {
-            line: line + 1 + at,
+            line: line + 1 + field_line(body_text, &field),
             field,
             message,
         });
@@ -424,6 +432,32 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         body,
         migrated,
     })
+}
+
+/// The line (from 0) of a body's field given by its path (`phases`,
+/// `scaling.variants[1].saving.peak_bytes`): each key searched after the one before
+/// it, the `n`th element of a list by the `n`th occurrence of the key after it; the
+/// last key found where one is not.
+fn field_line(body_text: &str, field: &str) -> usize {
+    let lines: Vec<&str> = body_text.lines().collect();
+    let mut at = 0;
+    let mut skip = 0;
+    for segment in field.split('.') {
+        let (key, index) = match segment.split_once('[') {
+            Some((key, rest)) => (key, rest.trim_end_matches(']').parse().unwrap_or(0)),
+            None => (segment, 0),
+        };
+        let quoted = format!("\"{key}\"");
+        let found = (at..lines.len())
+            .filter(|&i| lines[i].contains(&quoted))
+            .nth(skip);
+        match found {
+            Some(i) => at = i,
+            None => break,
+        }
+        skip = index;
+    }
+    at
 }
 
 /// The body after the header's closing line `line`, strictly, with the notes of the
@@ -476,7 +510,8 @@ fn read_body(
 
 /// Whether a body's figures can come from one measurement: the categories at the peak
 /// sum to the peak; each category's own peak is at least its bytes at the peak; no
-/// phase peaks above the peak. `Err`: the field at fault, and why.
+/// phase peaks above the peak; each lever's recorded saving is the one its fits
+/// predict. `Err`: the field at fault, and why.
 fn consistency(body: &Body) -> Result<(), (String, String)> {
     let sum = body
         .at_peak
@@ -500,6 +535,9 @@ fn consistency(body: &Body) -> Result<(), (String, String)> {
                 format!("{own} B, below its {at_peak} B at the peak"),
             ));
         }
+    }
+    if let Some(sweep) = body.sweep() {
+        sweep.check_savings()?;
     }
     if let Some(phase) = body.phases.iter().find(|p| p.peak_bytes > body.peak_bytes) {
         return Err((

@@ -33,8 +33,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub mod coverage;
 mod legacy;
 mod phases;
+pub mod saving_check;
 pub use legacy::BATCH;
 pub use phases::PeakMove;
 
@@ -181,8 +183,10 @@ pub struct VariantSweep {
     /// Its fit over the numeric axes (without `levels` or `variants` of its own).
     pub sweep: Sweep,
     /// What it saves against the baseline combination at the target, else at the
-    /// grid's largest point (see [`Saving`]). Absent from a snapshot recorded before
-    /// savings were kept: compared, it is then computed from the snapshot's fits.
+    /// grid's largest point (see [`Saving`]), for the reviewer of a snapshot's diff:
+    /// the lever gate computes it from the snapshot's fits, and a recorded one that
+    /// contradicts them is an error when read ([`Sweep::check_savings`]). Absent from
+    /// a snapshot recorded before savings were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saving: Option<Saving>,
     /// Its CPU step time over the baseline's, summed over the grid (never compared).
@@ -1027,8 +1031,9 @@ pub fn compare_target(
 /// slack, not its own, since what a lever saves matters as a share of the memory the
 /// step needs: a saving of 1% of a small category is no regression of the lever. The
 /// saving is judged on its own: a baseline that shrinks makes each lever save less,
-/// and that fails too until accepted. A combination the snapshot lacks is not judged
-/// (see [`saving_notes`]).
+/// and that fails too until accepted. A snapshot whose variants are not exactly the
+/// product of its levels ([`Sweep::uncovered`]) is a changed sweep too: a combination
+/// it lacks would otherwise go unjudged.
 pub fn compare_levels(
     old: Option<&Sweep>,
     new: &Sweep,
@@ -1044,6 +1049,11 @@ pub fn compare_levels(
                 show_levels(&new.levels)
             )
         });
+        return check;
+    }
+    // A combination the snapshot lacks would go unjudged: a changed sweep.
+    if let Some(gap) = old.and_then(Sweep::uncovered) {
+        check.changed.get_or_insert(gap);
         return check;
     }
     for variant in &new.variants {
@@ -1164,14 +1174,13 @@ impl Sweep {
         }
     }
 
-    /// The saving of `variant`'s combination at `at`: the one recorded when it was
-    /// taken there, else computed from the fits (a snapshot recorded before savings
-    /// were kept).
+    /// The saving of `variant`'s combination at `at`, computed from the fits, so that
+    /// a recorded saving edited by hand decides nothing (one that contradicts the fits
+    /// does not even read: [`Sweep::check_savings`]); the recorded one only where the
+    /// fits cannot predict there.
     fn saving_at(&self, variant: &VariantSweep, at: &Point) -> Option<Saving> {
-        match &variant.saving {
-            Some(s) if s.at == *at => Some(s.clone()),
-            _ => self.saving_of(&variant.sweep, at),
-        }
+        self.saving_of(&variant.sweep, at)
+            .or_else(|| variant.saving.clone().filter(|s| s.at == *at))
     }
 }
 

@@ -340,6 +340,32 @@ fn solve_refuses_a_categorical_axis() {
     );
 }
 
+/// The sizes a message suggests: each `quoted` one inside its last parenthesis.
+fn suggestions(message: &str) -> Vec<String> {
+    let open = message.rfind('(').expect("a parenthesis with the hint");
+    message[open..]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn what_fit_on_suggests_is_what_fit_on_takes() {
+    for bad in ["24 gigs", "lots", "GiB", "24", "1.5.2GiB"] {
+        let err = parse_fit_on(bad).unwrap_err().to_string();
+        let offered = suggestions(&err);
+        assert!(offered.len() >= 3, "{bad}: {err}");
+        for size in offered {
+            assert!(
+                parse_fit_on(&size).is_ok(),
+                "{bad}: the hint offers `{size}`, which --fit-on refuses: {err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn fit_on_parses_sizes_and_names_a_malformed_one() {
     assert_eq!(parse_fit_on("24GiB"), Ok(24 * GIB));

@@ -908,6 +908,65 @@ fn cpu_only_memory_is_not_compared_without_a_limit_even_under_strict() {
     assert_eq!((c.findings[0].old, c.findings[0].new), (MIB, 3 * MIB));
 }
 
+/// On the snapshot's own machine CPU-only memory is compared: under `+50% | 4MiB` by
+/// default, under the limit set when there is one.
+#[test]
+fn on_the_snapshots_machine_cpu_only_memory_has_a_limit_of_its_own() {
+    let with = |bytes: u64| Body {
+        cpu_only: Some(bytes),
+        ..base()
+    };
+    let here = Policy::default().on_the_snapshots_machine();
+    assert_eq!(here.limit(Subject::CpuOnly), Limit::CPU_ONLY);
+    // 1 → 5 MiB is within the 4 MiB floor; 1 → 5 MiB + 1 B is not.
+    let c = compare(&with(MIB), &with(5 * MIB), &here);
+    assert_eq!(c.verdict, Verdict::WithinLimits, "{:?}", c.findings);
+    let c = compare(&with(MIB), &with(5 * MIB + 1), &here);
+    assert_eq!(c.verdict, Verdict::Regressed);
+    assert_eq!(c.findings[0].subject, Subject::CpuOnly);
+    // 64 MiB → 96 MiB is within half; 96 MiB + 1 B is not.
+    let c = compare(&with(64 * MIB), &with(96 * MIB), &here);
+    assert_eq!(c.verdict, Verdict::WithinLimits);
+    let c = compare(&with(64 * MIB), &with(96 * MIB + 1), &here);
+    assert_eq!(c.verdict, Verdict::Regressed);
+    // A limit set is kept; `allow` turns it off.
+    let mut set = Policy::default();
+    set.set(LimitKey::CpuOnly, "+10%".parse().unwrap());
+    let set = set.on_the_snapshots_machine();
+    assert_eq!(
+        set.limit(Subject::CpuOnly),
+        "+10%".parse::<Limit>().unwrap()
+    );
+    let mut allow = Policy::default();
+    allow.set(LimitKey::CpuOnly, Limit::ALLOW);
+    let c = compare(
+        &with(MIB),
+        &with(64 * MIB),
+        &allow.on_the_snapshots_machine(),
+    );
+    assert_ne!(c.verdict, Verdict::Regressed);
+}
+
+#[test]
+fn cpu_only_memory_over_the_tensors_is_told() {
+    // The tensor categories of `base` sum to 5.75 MiB.
+    let tensors = 5 * MIB + 768 * KIB;
+    let with = |bytes: u64| Body {
+        cpu_only: Some(bytes),
+        ..base()
+    };
+    assert_eq!(with(tensors).cpu_only_over_tensors(), None);
+    assert_eq!(
+        with(tensors + 1).cpu_only_over_tensors(),
+        Some((tensors + 1, tensors))
+    );
+    let device = Body {
+        cpu_only: None,
+        ..base()
+    };
+    assert_eq!(device.cpu_only_over_tensors(), None);
+}
+
 #[test]
 fn a_snapshot_from_before_cpu_only_memory_is_compared_on_every_other_figure() {
     // The old snapshot held 2 MiB of gemm slabs in workspace and the peak.

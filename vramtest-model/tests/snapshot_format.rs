@@ -357,7 +357,7 @@ fn edited(edit: Edit) -> String {
 #[test_case(Edit::Remove(11), 10, &["missing integer `schema`"]; "schema missing")]
 #[test_case(Edit::Replace(11, "  \"schema\": 0,"), 11, &["schema 0 is older", "re-create"]; "schema 0")]
 #[test_case(Edit::Replace(15, "  \"peak_bytes\": 18446744073709551615,"), 18, &["`at_peak`", "sum to 5114 B", "not to peak_bytes 18446744073709551615 B"]; "an impossible peak")]
-#[test_case(Edit::Replace(32, "    \"activations\": 400,"), 28, &["`category_peaks.activations`", "400 B, below its 500 B at the peak"]; "a category's peak below its bytes at the peak")]
+#[test_case(Edit::Replace(32, "    \"activations\": 400,"), 32, &["`category_peaks.activations`", "400 B, below its 500 B at the peak"]; "a category's peak below its bytes at the peak")]
 #[test_case(Edit::Replace(50, "      \"peak_bytes\": 6000,"), 38, &["`phases`", "phase backward peaks at 6000 B, above peak_bytes 5114 B"]; "a phase above the peak")]
 fn malformed_files_name_the_line(edit: Edit, line: usize, needles: &[&str]) {
     let text = edited(edit);
@@ -884,4 +884,159 @@ fn a_body_written_before_a_category_existed_reads_with_0_for_it() {
     // A schema without a step from it, or newer than this one, has no way here.
     assert!(migrate::migrate(&[], older.clone(), SCHEMA - 1, SCHEMA).is_none());
     assert!(migrate::migrate(&steps, older, SCHEMA + 1, SCHEMA).is_none());
+}
+
+/// The repository's root.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The committed snapshots that keep levers' savings.
+const WITH_SAVINGS: [&str; 2] = [
+    "fixtures/burn-transformer/tests/snapshots/vram__checkpointing@cpu.snap",
+    "fixtures/candle-transformer/tests/snapshots/vram__levers@cpu.snap",
+];
+
+/// `text` with its JSON body rewritten by `edit` (the header kept).
+fn edit_body(text: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let close = text[4..].find("\n---\n").unwrap() + 4 + 5;
+    let (header, body) = text.split_at(close);
+    let mut value: serde_json::Value = serde_json::from_str(body).unwrap();
+    edit(&mut value);
+    format!(
+        "{header}{}\n",
+        serde_json::to_string_pretty(&value).unwrap()
+    )
+}
+
+/// Every `.snap` under `dir`, outside build directories.
+fn snap_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() && name != "target" && name != ".git" {
+            snap_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "snap") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_committed_snapshot_reads_and_each_saving_is_its_fits() {
+    let mut files = Vec::new();
+    snap_files(&repo_root().join("fixtures"), &mut files);
+    let mut savings = 0;
+    for path in &files {
+        let parsed = snapshot::read(path)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap();
+        let Some(sweep) = parsed.body.sweep() else {
+            continue;
+        };
+        for v in &sweep.variants {
+            let Some(recorded) = &v.saving else { continue };
+            let fitted = sweep.saving_of(&v.sweep, &recorded.at).unwrap();
+            assert_eq!(recorded, &fitted, "{}", path.display());
+            savings += 1;
+        }
+    }
+    assert!(savings >= WITH_SAVINGS.len(), "{savings}");
+}
+
+#[test]
+fn a_saving_that_contradicts_the_fits_is_an_error_naming_the_field() {
+    for rel in WITH_SAVINGS {
+        let text = std::fs::read_to_string(repo_root().join(rel)).unwrap();
+        let sweep = snapshot::parse(&text).unwrap().body.scaling.unwrap();
+        let v = &sweep.variants[0];
+        let recorded = v.saving.clone().unwrap();
+        let fitted = sweep.saving_of(&v.sweep, &recorded.at).unwrap();
+        // The lever's saving zeroed by hand: the peak's, then a category's.
+        let largest = Category::ALL
+            .into_iter()
+            .max_by_key(|c| fitted.of(Some(*c)).0.unsigned_abs())
+            .unwrap();
+        for (key, name, bytes) in [
+            ("peak_bytes", "peak_bytes".to_owned(), fitted.peak_bytes),
+            (
+                "category_bytes",
+                format!("category_bytes.{largest}"),
+                fitted.of(Some(largest)).0,
+            ),
+        ] {
+            let edited = edit_body(&text, |b| {
+                let saving = &mut b["scaling"]["variants"][0]["saving"];
+                match key {
+                    "peak_bytes" => saving[key] = 0.into(),
+                    _ => saving[key][largest.as_str()] = 0.into(),
+                }
+            });
+            let err = snapshot::parse(&edited).unwrap_err();
+            let ParseError::Inconsistent {
+                field,
+                message,
+                line,
+            } = &err
+            else {
+                panic!("{rel}: {err}")
+            };
+            assert_eq!(field, &format!("scaling.variants[0].saving.{name}"));
+            assert!(
+                message.starts_with(&format!(
+                    "0 B, but the snapshot's own fits give {bytes} B at ("
+                )),
+                "{message}"
+            );
+            // The line of the zeroed figure.
+            let shown = edited.lines().nth(line - 1).unwrap();
+            let leaf = name.rsplit('.').next().unwrap();
+            assert!(shown.contains(&format!("\"{leaf}\": 0")), "{line}: {shown}");
+        }
+        // Within 1% of the baseline's peak, a figure an older release rounded
+        // otherwise still reads.
+        let edited = edit_body(&text, |b| {
+            let saving = &mut b["scaling"]["variants"][0]["saving"];
+            saving["peak_bytes"] = (fitted.peak_bytes + 1).into();
+        });
+        snapshot::parse(&edited).unwrap();
+        // A point with an axis the sweep does not have.
+        let edited = edit_body(&text, |b| {
+            b["scaling"]["variants"][0]["saving"]["at"]["depth"] = 4.into();
+        });
+        let err = snapshot::parse(&edited).unwrap_err();
+        assert!(
+            matches!(&err, ParseError::Inconsistent { field, .. } if field == "scaling.variants[0].saving.at"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_cpu_time_ratio_out_of_range_is_an_error_naming_the_field() {
+    let text = std::fs::read_to_string(repo_root().join(WITH_SAVINGS[0])).unwrap();
+    for (bad, shown) in [
+        (serde_json::json!(1e308), "1e308"),
+        (0.into(), "0"),
+        ((-1.5).into(), "-1.5"),
+    ] {
+        let edited = edit_body(&text, |b| {
+            b["scaling"]["variants"][0]["cpu_time_ratio"] = bad;
+        });
+        let err = snapshot::parse(&edited).unwrap_err();
+        let ParseError::Inconsistent { field, message, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(field, "scaling.variants[0].cpu_time_ratio");
+        assert!(
+            message.starts_with(&format!("{shown} is no CPU time ratio"))
+                && message.contains("between 0.001 and 1000"),
+            "{message}"
+        );
+        let at = edited.lines().nth(err.line() - 1).unwrap();
+        assert!(at.contains("\"cpu_time_ratio\""), "{}: {at}", err.line());
+    }
 }

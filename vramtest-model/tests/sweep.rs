@@ -18,16 +18,24 @@ const GIB: u64 = 1 << 30;
 struct Model {
     /// Bytes of activations per batch·seq·layer.
     act: u64,
+    /// Bytes of inputs per batch·seq.
+    inputs: u64,
 }
 
 impl Model {
+    /// A model keeping `act` bytes of activations per batch·seq·layer and 8 bytes of
+    /// inputs per batch·seq.
+    fn of(act: u64) -> Model {
+        Model { act, inputs: 8 }
+    }
+
     fn categories(&self, b: u64, s: u64, l: u64) -> CategoryBytes {
         CategoryBytes::from([
             (Category::Parameters, 4096 * l + 1000),
             (Category::Gradients, 4096 * l + 1000),
             (Category::OptimizerState, 2 * (4096 * l + 1000)),
             (Category::Activations, self.act * b * s * l),
-            (Category::Inputs, 8 * b * s),
+            (Category::Inputs, self.inputs * b * s),
             (Category::Temporaries, 16 * b * s * s * l),
             (Category::Workspace, 0),
             (Category::Untracked, 0),
@@ -101,7 +109,7 @@ fn point(b: u64, s: u64, l: u64) -> Point {
 
 #[test]
 fn every_category_is_predicted_exactly_far_outside_the_grid() {
-    let model = Model { act: 64 };
+    let model = Model::of(64);
     let sweep = model.sweep();
     let at = point(8, 4096, 32);
     let e = sweep.estimate(&at, 2 << 20).unwrap();
@@ -148,7 +156,7 @@ fn temporaries_follow_the_phase_that_holds_them_as_the_axes_grow() {
     // On the grid the optimizer step's temporaries are the highest at short sequences
     // and the backward pass's at long ones: their maximum is no polynomial, each
     // phase's is.
-    let model = Model { act: 64 };
+    let model = Model::of(64);
     let grid = grid();
     let runs: Vec<GridRun> = grid
         .points()
@@ -197,7 +205,7 @@ fn temporaries_follow_the_phase_that_holds_them_as_the_axes_grow() {
 
 #[test]
 fn solve_finds_the_largest_batch_a_memory_size_holds() {
-    let model = Model { act: 64 };
+    let model = Model::of(64);
     let sweep = model.sweep();
     let at = point(1, 4096, 32);
     let memory = 80 * GIB;
@@ -223,7 +231,7 @@ fn solve_finds_the_largest_batch_a_memory_size_holds() {
 
 #[test]
 fn zero_stages_shard_the_model_states() {
-    let model = Model { act: 64 };
+    let model = Model::of(64);
     let sweep = model.sweep();
     let at = point(8, 1024, 32);
     let e = sweep.estimate(&at, 2 << 20).unwrap();
@@ -266,10 +274,10 @@ fn activations_finding(check: &TargetCheck) -> &TargetFinding {
 #[test]
 fn the_target_gate_names_the_term_that_grew() {
     let at = point(8, 4096, 32);
-    let mut old = Model { act: 64 }.sweep();
+    let mut old = Model::of(64).sweep();
     old.target = Some(old.target_at(&at, 2 << 20).unwrap());
     // One more per-layer activation of 512 B per batch·seq.
-    let mut new = Model { act: 64 + 512 }.sweep();
+    let mut new = Model::of(64 + 512).sweep();
     new.target = Some(new.target_at(&at, 2 << 20).unwrap());
     let check = compare_target(Some(&old), &new, |_| Limit::DEFAULT, None);
     assert!(check.fails());
@@ -308,9 +316,9 @@ fn the_target_gate_names_the_term_that_grew() {
 #[test]
 fn a_flagged_phase_within_the_peaks_maximum_flags_the_peak() {
     let at = point(8, 4096, 32);
-    let mut old = Model { act: 64 }.sweep();
+    let mut old = Model::of(64).sweep();
     old.target = Some(old.target_at(&at, 2 << 20).unwrap());
-    let mut new = Model { act: 64 + 512 }.sweep();
+    let mut new = Model::of(64 + 512).sweep();
     // The forward pass holds the peak at the target (its scores grow with seq²); the
     // backward pass's fit misses a held-out point by 28%: it may hold the real peak.
     new.figures.get_mut("phase backward").unwrap().loo_error_ppm = 280_000;
@@ -332,7 +340,7 @@ fn a_flagged_phase_within_the_peaks_maximum_flags_the_peak() {
         peak.why
     );
     // Unflagged, the same sweep's peak carries no caveat.
-    let clean = Model { act: 64 + 512 }.sweep();
+    let clean = Model::of(64 + 512).sweep();
     assert!(
         clean
             .estimate(&at, 2 << 20)
@@ -350,7 +358,7 @@ fn a_flagged_phase_within_the_peaks_maximum_flags_the_peak() {
 #[test]
 fn a_new_term_shows_both_formulas() {
     let at = point(8, 4096, 32);
-    let mut old = Model { act: 64 }.sweep();
+    let mut old = Model::of(64).sweep();
     old.target = Some(old.target_at(&at, 2 << 20).unwrap());
     let grid = grid();
     // Activations now also grow with batch·seq² (a kept attention matrix).
@@ -358,7 +366,7 @@ fn a_new_term_shows_both_formulas() {
         .points()
         .iter()
         .map(|p| {
-            let mut r = Model { act: 64 }.run(p["batch"], p["seq"], p["layers"]);
+            let mut r = Model::of(64).run(p["batch"], p["seq"], p["layers"]);
             r.category_peaks[Category::Activations] += 4 * p["batch"] * p["seq"] * p["seq"];
             r
         })
@@ -376,7 +384,7 @@ fn a_new_term_shows_both_formulas() {
 #[test]
 fn changed_axes_or_target_must_be_accepted_again() {
     let at = point(8, 4096, 32);
-    let mut old = Model { act: 64 }.sweep();
+    let mut old = Model::of(64).sweep();
     old.target = Some(old.target_at(&at, 2 << 20).unwrap());
     let mut moved = old.clone();
     moved.target = Some(old.target_at(&point(8, 2048, 32), 2 << 20).unwrap());
@@ -400,7 +408,7 @@ struct Holder {
 
 #[test]
 fn the_sweep_round_trips_under_scaling_and_old_batch_scaling_still_reads() {
-    let mut sweep = Model { act: 64 }.sweep();
+    let mut sweep = Model::of(64).sweep();
     sweep.target = Some(sweep.target_at(&point(8, 4096, 32), 2 << 20).unwrap());
     let json = serde_json::to_string_pretty(&sweep).unwrap();
     assert!(json.contains("\"axes\""), "{json}");
@@ -444,7 +452,7 @@ fn points_parse_with_errors_that_name_the_axis() {
         let e = parse_point(text).unwrap_err().to_string();
         assert!(e.contains(needle), "{text}: {e}");
     }
-    let sweep = Model { act: 64 }.sweep();
+    let sweep = Model::of(64).sweep();
     let e = sweep
         .estimate(&parse_point("seq=16,layers=2").unwrap(), 2 << 20)
         .unwrap_err();
@@ -471,7 +479,7 @@ fn temporaries_are_predicted_phase_by_phase() {
         .iter()
         .map(|p| {
             let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
-            let mut r = Model { act: 64 }.run(b, s, l);
+            let mut r = Model::of(64).run(b, s, l);
             r.phase_temporaries = BTreeMap::from([
                 (Phase::Forward, forward(b, s)),
                 (Phase::Backward, backward(b, s, l)),
@@ -496,10 +504,15 @@ fn temporaries_are_predicted_phase_by_phase() {
 /// A sweep with a categorical axis `kept = ["one", "two"]`: the baseline keeps
 /// `act` bytes per layer·batch·seq, the level `two` `act2`.
 fn levels_sweep(act: u64, act2: u64) -> Sweep {
+    models_sweep(&Model::of(act), &Model::of(act2))
+}
+
+/// A sweep with the level `kept = two` as `two` against the baseline `one`.
+fn models_sweep(one: &Model, two: &Model) -> Sweep {
     let at = point(8, 4096, 32);
-    let mut sweep = Model { act }.sweep();
+    let mut sweep = one.sweep();
     sweep.target = Some(sweep.target_at(&at, 2 << 20).unwrap());
-    let mut two = Model { act: act2 }.sweep();
+    let mut two = two.sweep();
     two.target = Some(two.target_at(&at, 2 << 20).unwrap());
     sweep.levels = [("kept".to_owned(), vec!["one".to_owned(), "two".to_owned()])].into();
     sweep.variants = vec![VariantSweep {
@@ -529,7 +542,7 @@ fn a_sweep_with_levels_round_trips_and_without_them_writes_no_key() {
             .figures,
         sweep.variants[0].sweep.figures
     );
-    let plain = serde_json::to_string(&Model { act: 64 }.sweep()).unwrap();
+    let plain = serde_json::to_string(&Model::of(64).sweep()).unwrap();
     assert!(
         !plain.contains("levels") && !plain.contains("variants"),
         "{plain}"
@@ -572,7 +585,7 @@ fn a_regression_at_a_non_baseline_level_fails_naming_the_level() {
 /// The baseline's and the level `two`'s figures at (8, 4096, 32), from the model's
 /// formulas: each category and the peak (the highest phase).
 fn figures_at(act: u64) -> (CategoryBytes, u64) {
-    let model = Model { act };
+    let model = Model::of(act);
     let phases = model.phases(8, 4096, 32);
     (
         model.categories(8, 4096, 32),
@@ -623,7 +636,7 @@ fn each_level_keeps_its_saving_at_the_target_and_without_one_at_the_largest_poin
     let saving = plain.variants[0].saving.as_ref().unwrap();
     assert_eq!(plain.saving_point(), Some((point(2, 24, 3), false)));
     assert_eq!(saving.at, point(2, 24, 3));
-    let (base, two) = (Model { act: 65536 }, Model { act: 8192 });
+    let (base, two) = (Model::of(65536), Model::of(8192));
     let peak = |m: &Model| *m.phases(2, 24, 3).values().max().unwrap();
     assert_eq!(
         saving.peak_bytes,
@@ -762,34 +775,43 @@ fn a_level_that_saves_nothing_is_noted_when_first_recorded() {
 #[test]
 fn a_categorys_saving_is_held_to_the_peaks_slack_not_its_own() {
     let new = levels_sweep(65536, 8192);
-    let (base, base_peak) = figures_at(65536);
-    let peak_slack = (base_peak / 100).max(64 * 1024);
     // The inputs are a sliver of the peak: their own limit would allow far less.
-    let inputs = base[Category::Inputs];
+    let inputs = figures_at(65536).0[Category::Inputs];
     let own_slack = (inputs / 100).max(64 * 1024);
-    assert!(own_slack < peak_slack / 4, "{own_slack} {peak_slack}");
-    // A snapshot that recorded a larger saving of inputs: the stored saving is the
-    // one compared, and this run's, computed from the fits, is smaller by `by`.
-    let with_saved_inputs = |by: u64| {
-        let mut old = new.clone();
-        let saving = old.variants[0].saving.as_mut().unwrap();
-        *saving.category_bytes.get_mut(&Category::Inputs).unwrap() += i64::try_from(by).unwrap();
-        old
+    // A snapshot whose baseline kept `k` more bytes of inputs per batch·seq, so that
+    // its level saved `k·b·s` more of them (b·s = 8·4096 at the target); this run's
+    // saving of inputs is smaller by that.
+    let with_saved_inputs = |k: u64| {
+        let one = Model {
+            act: 65536,
+            inputs: 8 + k,
+        };
+        let old = models_sweep(&one, &Model::of(8192));
+        let peak = old.target.as_ref().unwrap().peak_bytes;
+        (old, (peak / 100).max(64 * 1024))
     };
-    let within = with_saved_inputs(2 * own_slack);
+    let (within, peak_slack) = with_saved_inputs(2 * own_slack / (8 * 4096));
+    assert!(own_slack < peak_slack / 4, "{own_slack} {peak_slack}");
     let check = compare_levels(Some(&within), &new, |_| Limit::DEFAULT, None);
     let f = check
         .savings
         .iter()
         .find(|f| f.figure == "inputs")
         .expect("the inputs' saving shrank");
+    assert_eq!(
+        (f.old - f.new) as u64,
+        2 * own_slack,
+        "twice the inputs' own slack"
+    );
     assert!(!f.regressed, "{f:?}");
     assert!(!check.fails(), "{check:?}");
-    let beyond = with_saved_inputs(peak_slack + 1);
+    // Beyond 1% of the snapshot's baseline peak, which grows with the inputs too.
+    let (beyond, peak_slack) = with_saved_inputs(figures_at(65536).1 / 99 / (8 * 4096) + 2);
     let check = compare_levels(Some(&beyond), &new, |_| Limit::DEFAULT, None);
     assert!(check.fails(), "{check:?}");
     let f = check.savings.iter().find(|f| f.regressed).unwrap();
     assert_eq!((f.figure.as_str(), f.slack), ("inputs", peak_slack));
+    assert!((f.old - f.new) as u64 > peak_slack, "{f:?}");
     assert!(
         f.line().starts_with("kept=two: inputs saving at target "),
         "{}",
@@ -797,8 +819,25 @@ fn a_categorys_saving_is_held_to_the_peaks_slack_not_its_own() {
     );
 }
 
+/// The lever gate judges the saving the snapshot's fits predict, not the one it
+/// records: a recorded saving edited by hand (zeroed) cannot turn the gate off.
 #[test]
-fn a_newly_added_level_that_costs_memory_is_noted_and_not_judged() {
+fn a_recorded_saving_edited_by_hand_decides_nothing() {
+    let old = levels_sweep(65536, 8192);
+    let mut zeroed = old.clone();
+    let saving = zeroed.variants[0].saving.as_mut().unwrap();
+    saving.peak_bytes = 0;
+    saving.category_bytes.values_mut().for_each(|b| *b = 0);
+    // The level stops saving.
+    let stopped = levels_sweep(65536, 65536);
+    let fair = compare_levels(Some(&old), &stopped, |_| Limit::DEFAULT, None);
+    let edited = compare_levels(Some(&zeroed), &stopped, |_| Limit::DEFAULT, None);
+    assert!(edited.savings.iter().any(|f| f.regressed), "{edited:?}");
+    assert_eq!(edited.savings, fair.savings);
+}
+
+#[test]
+fn a_newly_added_level_that_costs_memory_is_noted_and_a_snapshot_without_it_changed() {
     use vramtest_model::sweep::saving_notes;
     let new = levels_sweep(64, 128);
     // The snapshot's sweep had no level `two` yet.
@@ -810,8 +849,11 @@ fn a_newly_added_level_that_costs_memory_is_noted_and_not_judged() {
         notes[0].starts_with("kept=two saves no memory"),
         "{notes:?}"
     );
+    // Its levels list `two` and its variants lack it: a changed sweep, naming it.
     let check = compare_levels(Some(&old), &new, |_| Limit::DEFAULT, None);
-    assert!(check.savings.is_empty() && !check.fails(), "{check:?}");
+    assert!(check.savings.is_empty() && check.fails(), "{check:?}");
+    let changed = check.changed.as_deref().unwrap();
+    assert!(changed.contains("no fit for `kept=two`"), "{changed}");
     // Without a target: at the grid's largest point.
     let mut plain = new.clone();
     plain.target = None;

@@ -28,9 +28,11 @@ use vramtest_model::report::{FigureChange, Status, TestReport};
 use vramtest_model::{HumanBytes, HumanDelta, Movement, Subject};
 
 /// The status column: `passed`, `regressed`, `new (pending)`, `ignored: no CUDA
-/// driver`, …
+/// driver`, …; `measured` for a point `measure` ran (nothing was judged: its verdict
+/// is the comparison with the prediction, said after the run).
 pub fn status_label(r: &TestReport) -> String {
     match r.status {
+        Status::Passed if r.measured_at.is_some() => "measured".into(),
         Status::New if r.is_pending() => "new (pending)".into(),
         Status::Ignored => match &r.ignore_reason {
             Some(reason) => format!("ignored: {reason}"),

@@ -45,13 +45,17 @@ impl<'a> Reporter<'a> {
 }
 
 /// The harness's notes about the run itself (a test binary built in another checkout)
-/// that the run has not shown yet, as `note: …` lines: each is shown once per run.
+/// that the run has not shown yet, as `note: …` lines (a warning as it is): each is
+/// shown once per run.
 fn unsaid_notes(said: &mut BTreeSet<String>, report: &TestReport) -> Vec<String> {
     report
         .notes
         .iter()
         .filter(|note| said.insert((*note).clone()))
-        .map(|note| format!("note: {note}"))
+        .map(|note| match note.starts_with("warning: ") {
+            true => note.clone(),
+            false => format!("note: {note}"),
+        })
         .collect()
 }
 
@@ -90,5 +94,13 @@ mod tests {
         assert!(unsaid_notes(&mut said, &first.clone()).is_empty());
         let other = TestReport::new("vram", "u", Status::Passed);
         assert!(unsaid_notes(&mut said, &other).is_empty());
+    }
+
+    #[test]
+    fn a_point_measure_ran_is_labelled_measured_not_passed() {
+        let mut report = TestReport::new("vram", "t", Status::Passed);
+        assert_eq!(crate::output::status_label(&report), "passed");
+        report.measured_at = Some([("seq".to_owned(), 48)].into());
+        assert_eq!(crate::output::status_label(&report), "measured");
     }
 }

@@ -102,8 +102,9 @@ pub(super) struct SnapshotVerdict {
     pub(super) decision: Decision,
     /// Call sites, when this run wanted them.
     pub(super) sites: Option<Result<Sites, NoSites>>,
-    /// The snapshot was recorded on another machine (see `trial::machine_note`).
-    pub(super) note: Option<String>,
+    /// Notes on the measurement: the snapshot was recorded on another machine (see
+    /// `trial::machine_note`), CPU-only memory over the tensors (`trial::tensors_note`).
+    pub(super) notes: Vec<String>,
 }
 
 /// What recording a verdict wrote: nothing when there was nothing to record.

@@ -104,7 +104,7 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
         notes: report
             .notes
             .into_iter()
-            .chain(verdict.note.clone())
+            .chain(verdict.notes.iter().cloned())
             .collect(),
         sites,
         sites_error,
@@ -262,7 +262,7 @@ mod tests {
                     policy: Policy::default(),
                     decision,
                     sites: Some(Err(NoSites::NoneFound)),
-                    note: Some("another machine".into()),
+                    notes: vec!["another machine".into()],
                 }),
             },
             recorded: Recorded {

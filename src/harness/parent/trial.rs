@@ -325,9 +325,24 @@ impl RunContext {
         for step in old.iter().flat_map(|o| &o.migrated) {
             eprintln!("note: {name}: the snapshot predates this version's format: {step}");
         }
-        let note = old
+        let machine = new.info.machine.as_ref();
+        let mut notes: Vec<String> = old
             .as_ref()
-            .and_then(|o| machine_note(o.machine(), new.info.machine.as_ref()));
+            .and_then(|o| machine_note(o.machine(), machine))
+            .into_iter()
+            .chain(tensors_note(name, &new.body))
+            .collect();
+        // On the snapshot's own machine CPU-only memory is compared: a tensor hidden in
+        // blocks aligned like gemm's slabs cannot grow unseen there.
+        let same_machine = old
+            .as_ref()
+            .and_then(|o| o.machine())
+            .is_some_and(|o| Some(o) == machine);
+        let policy = if same_machine {
+            policy.on_the_snapshots_machine()
+        } else {
+            policy
+        };
         let (update, check) = (self.mode.update, self.mode.check);
         let decision = decide::decide(
             old.as_ref().map(|o| &o.body),
@@ -350,12 +365,13 @@ impl RunContext {
             &new.body,
             &new.info.sites,
         );
+        notes.dedup();
         SnapshotVerdict {
             old,
             policy,
             decision,
             sites,
-            note,
+            notes,
         }
     }
 
@@ -511,8 +527,9 @@ fn prediction(points: &[MeasuredPoint], pool: CudaPool) -> Option<Prediction> {
 }
 
 /// A note when the snapshot was recorded on another machine (CPU, instruction set,
-/// caches or threads) than this run: CPU-only memory differs between them, the gated
-/// figures do not. Never a failure; shown once per run (by the plain harness too).
+/// caches or threads) than this run: CPU-only memory differs between them and is not
+/// compared (on the snapshot's own machine it is), the gated figures are. Never a
+/// failure; shown once per run (by the plain harness too).
 fn machine_note(
     old: Option<&snapshot::CpuFingerprint>,
     new: Option<&snapshot::CpuFingerprint>,
@@ -522,7 +539,7 @@ fn machine_note(
         return None;
     }
     let note = format!(
-        "snapshots recorded on {old}; this run on {new}: CPU-only memory (gemm's packing buffers) differs between machines and is not compared, every gated figure is"
+        "snapshots recorded on {old}; this run on {new}: CPU-only memory (gemm's packing buffers) differs between machines and is compared only on the snapshot's own, every gated figure is"
     );
     static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
@@ -530,6 +547,21 @@ fn machine_note(
         eprintln!("note: {note}");
         said.push(note.clone());
     }
+    Some(note)
+}
+
+/// A warning when `body`'s CPU-only memory is larger than its tensor categories
+/// together: tensors aligned to 128 B or more (faer, aligned-vec) are counted as
+/// CPU-only, which only the snapshot's machine compares. Never a failure; shown by the
+/// plain harness too.
+fn tensors_note(name: &str, body: &Body) -> Option<String> {
+    let (cpu_only, tensors) = body.cpu_only_over_tensors()?;
+    let note = format!(
+        "warning: {name}: CPU-only memory ({}) is larger than the tensor categories together ({}): blocks aligned to 128 B or more count as CPU-only (gemm's packing slabs), and a library that aligns its tensors so (faer, aligned-vec) hides them there, compared only on the snapshot's own machine; a small model beside gemm's slabs is no cause for concern",
+        HumanBytes(cpu_only),
+        HumanBytes(tensors)
+    );
+    eprintln!("{note}");
     Some(note)
 }
 
