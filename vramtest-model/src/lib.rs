@@ -38,6 +38,7 @@ pub mod parallel;
 pub mod policy;
 pub mod pool;
 pub mod profile;
+pub mod progress;
 pub mod report;
 pub mod settings;
 pub mod sites;
