@@ -40,7 +40,6 @@ impl<'a> Reporter<'a> {
             self.progress.test_ended(outcome.case.full_name());
             self.progress.log(progress_line(outcome));
         }
-        self.progress.set_message(outcome.case.full_name());
     }
 
     /// Ends the progress.
