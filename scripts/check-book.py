@@ -6,7 +6,11 @@
 - every relative link and image of the built HTML (target/book, `mdbook build docs`)
   points at a file of the book, and every `#anchor` at an id of that page;
 - every relative link of README.md, CONTRIBUTING.md and cargo-vramtest/README.md
-  points at a file of the repository;
+  points at a file of the repository, and none at a page under docs/src (GitHub shows
+  its `{{#include …}}` lines as written): they link the published book instead, whose
+  address follows from docs/book.toml's `git-repository-url` (GitHub Pages:
+  `https://OWNER.github.io/REPO/`), and each such link must name a page of the built
+  book (and an id of that page, for an `#anchor`);
 - every `{{#include ….snap:5:}}` of the book skips exactly an insta header (four lines:
   `---`, two or three keys, `---`), so a golden's header never shows in the book;
 - the CI examples the book includes work: `docs/src/ci/examples/pin-gpu.sh` pins a
@@ -54,12 +58,17 @@ class Page(html.parser.HTMLParser):
                 self.links.append(value)
 
 
-def check_html(book):
-    problems, pages = [], {}
+def parse_pages(book):
+    pages = {}
     for path in sorted(book.rglob("*.html")):
         page = Page()
         page.feed(path.read_text(encoding="utf-8"))
         pages[path.resolve()] = page
+    return pages
+
+
+def check_html(book, pages):
+    problems = []
     if not pages:
         return [f"{book}: no HTML page (run `mdbook build docs` first)"]
     for path, page in pages.items():
@@ -82,7 +91,30 @@ def check_html(book):
     return problems
 
 
-def check_front_pages():
+def book_url():
+    """The published book's address, from docs/book.toml's `git-repository-url`
+    (`https://github.com/OWNER/REPO` is published at `https://OWNER.github.io/REPO/`)."""
+    text = (ROOT / "docs/book.toml").read_text(encoding="utf-8")
+    found = re.search(r'^git-repository-url = "https://github\.com/([^/"]+)/([^/"]+)"', text, re.M)
+    if not found:
+        sys.exit("check-book: docs/book.toml has no git-repository-url on github.com")
+    owner, repo = found.groups()
+    return f"https://{owner.lower()}.github.io/{repo}/"
+
+
+def check_book_link(name, target, book, pages):
+    """A front page's link into the published book names a built page (and anchor)."""
+    rest, _, anchor = target[len(book_url()):].partition("#")
+    path = (book / (rest or "index.html")).resolve()
+    if not path.exists():
+        return [f"{name}: `{target}` names no page of the book"]
+    page = pages.get(path)
+    if anchor and page is not None and urllib.parse.unquote(anchor) not in page.ids:
+        return [f"{name}: `{target}` names no anchor of its page"]
+    return []
+
+
+def check_front_pages(book, pages):
     problems = []
     link = re.compile(r"\]\(([^)\s]+)\)")
     for name in ("README.md", "CONTRIBUTING.md", "cargo-vramtest/README.md"):
@@ -92,11 +124,18 @@ def check_front_pages():
             continue
         text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
         for target in link.findall(text):
+            if target.startswith(book_url()):
+                problems += check_book_link(name, target, book, pages)
+                continue
             if EXTERNAL.match(target) or target.startswith("#"):
                 continue
             path = (page.parent / target.partition("#")[0]).resolve()
             if not path.exists():
                 problems.append(f"{name}: broken link `{target}`")
+            elif path.suffix == ".md" and (ROOT / "docs/src") in path.parents:
+                problems.append(
+                    f"{name}: `{target}` links the book's source, which GitHub shows with its {{{{#include}}}} lines; link {book_url()} instead"
+                )
     return problems
 
 
@@ -188,9 +227,11 @@ def is_piece(runs, source):
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: python3 scripts/check-book.py BOOK_HTML_DIR")
+    book = pathlib.Path(sys.argv[1])
+    pages = parse_pages(book)
     problems = (
-        check_html(pathlib.Path(sys.argv[1]))
-        + check_front_pages()
+        check_html(book, pages)
+        + check_front_pages(book, pages)
         + check_snap_includes()
         + check_ci_examples()
         + check_readme_examples()

@@ -9,7 +9,7 @@
 //! phase.
 //!
 //! The guide, the reference and the CI recipes are in the book:
-//! <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md>.
+//! <https://cargo-vramtest.github.io/cargo-vramtest/>.
 //!
 //! ## A test
 //!

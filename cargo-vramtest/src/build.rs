@@ -28,8 +28,15 @@ pub fn cargo_args(ws: &Workspace, flags: &[String], color: &str) -> Vec<String> 
         args.push("--package".into());
         args.push(format!("{}@{}", p.name, p.version));
     }
-    let targets: std::collections::BTreeSet<&String> =
-        ws.packages.iter().flat_map(|p| &p.targets).collect();
+    // The library's tests by `--lib` (cargo's name for them), the others by `--test`.
+    if ws.packages.iter().any(|p| p.lib.is_some()) {
+        args.push("--lib".into());
+    }
+    let targets: std::collections::BTreeSet<&String> = ws
+        .packages
+        .iter()
+        .flat_map(|p| p.targets.iter().filter(|t| p.lib.as_ref() != Some(*t)))
+        .collect();
     for t in targets {
         args.push("--test".into());
         args.push(t.clone());
@@ -80,7 +87,9 @@ pub fn build(
                 let Some(exe) = artifact.executable else {
                     continue;
                 };
-                if !artifact.target.kind.contains(&TargetKind::Test) {
+                // A test target, or a library built for its tests (`--lib`).
+                let lib_tests = artifact.profile.test && artifact.target.is_lib();
+                if !artifact.target.kind.contains(&TargetKind::Test) && !lib_tests {
                     continue;
                 }
                 if let Some(pkg) = owner(
@@ -132,6 +141,7 @@ mod tests {
             version: "0.1.0".into(),
             dir: format!("/w/{name}").into(),
             targets: targets.iter().map(|t| t.to_string()).collect(),
+            lib: None,
             settings: Settings::default(),
         };
         Workspace {

@@ -114,13 +114,26 @@ pub struct Selection {
     #[arg(short = 'p', long = "package", value_name = "SPEC")]
     pub packages: Vec<String>,
 
-    /// Every workspace member (the default; accepted for cargo compatibility).
+    /// Every workspace member (the default without -p; with it, -p is ignored, as
+    /// cargo does).
     #[arg(long)]
     pub workspace: bool,
 
-    /// Leave this package out (repeatable; with the default --workspace selection).
-    #[arg(long, value_name = "SPEC")]
+    /// Leave this package out (repeatable; needs --workspace, as in cargo).
+    #[arg(long, value_name = "SPEC", requires = "workspace")]
     pub exclude: Vec<String>,
+
+    /// Only this test target (repeatable), as cargo's --test: a `[[test]]` with
+    /// `harness = false`, in every selected package that has one. A name that is no
+    /// vramtest target of the selected packages is an error listing those there are.
+    #[arg(long = "test", value_name = "NAME", help_heading = "Target selection")]
+    pub tests: Vec<String>,
+
+    /// Only the library's tests, as cargo's --lib: a library whose `[lib]` says
+    /// `harness = false` and that ends with `#[cfg(test)] vramtest::main!();`. With
+    /// --test, both. Without either, every vramtest target.
+    #[arg(long, help_heading = "Target selection")]
+    pub lib: bool,
 
     /// Path to the Cargo.toml of the workspace or package to test.
     #[arg(long, value_name = "PATH")]

@@ -52,6 +52,16 @@ pub enum Error {
         members: String,
     },
 
+    /// `--test NAME` or `--lib` found no vramtest target in the selected packages.
+    #[error("{wanted}: {why} (hint: the vramtest targets there are: {available})")]
+    UnknownTarget {
+        /// The flag as typed: `--test vrm`, `--lib`.
+        wanted: String,
+        why: String,
+        /// `package: --test vram, vec_model (--lib)` per package.
+        available: String,
+    },
+
     /// cargo could not build the test targets; its own messages were shown above.
     #[error("the build failed (cargo's messages are above)")]
     Build,

@@ -20,7 +20,7 @@
 //! in [`commands`]; the exit codes are [`cli::EXIT_CODES`], the JSON lines are
 //! described in [`output::json`], the configuration keys in `vramtest_model::settings`.
 //!
-//! For users: the book, <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md>, has every command, flag, exit code and
+//! For users: the book, <https://cargo-vramtest.github.io/cargo-vramtest/>, has every command, flag, exit code and
 //! output format ("CLI and exit codes", generated from this crate's `--help`).
 
 #[cfg(test)]

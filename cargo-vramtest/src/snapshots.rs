@@ -376,6 +376,7 @@ mod tests {
                 version: "0.1.0".into(),
                 dir: dir.join("p"),
                 targets: vec!["my-vram".into()],
+                lib: None,
                 settings: Default::default(),
             }],
             target_dir: dir.join("target"),

@@ -14,7 +14,7 @@
 //!
 //! It is a part of [vramtest](https://crates.io/crates/vramtest): `cargo vramtest show
 //! --svg`, `--html` and `--markdown` draw with it. What the pictures show is in the book,
-//! <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md> ("Pictures").
+//! <https://cargo-vramtest.github.io/cargo-vramtest/> ("Pictures").
 //!
 //! # Why hand-written SVG and not plotters
 //!

@@ -44,7 +44,7 @@
 //! It is a part of [vramtest](https://crates.io/crates/vramtest), whose `cuda` feature
 //! (on by default) turns it on; a user's tests depend on `vramtest`. Devices, fidelity and
 //! the cudarc and CUDA versions it builds beside are in the book,
-//! <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md> ("Devices and fidelity").
+//! <https://cargo-vramtest.github.io/cargo-vramtest/> ("Devices and fidelity").
 
 #![deny(missing_docs)]
 

@@ -4,7 +4,7 @@
 //! typo in a limit is a compile error at the attribute, not a surprise in CI.
 //!
 //! Use it through `vramtest`, which re-exports it (`use vramtest::vramtest;`). Every
-//! option is described in the book, <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md> ("Attribute options, limits and
+//! option is described in the book, <https://cargo-vramtest.github.io/cargo-vramtest/> ("Attribute options, limits and
 //! budgets").
 
 #![deny(missing_docs)]

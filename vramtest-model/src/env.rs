@@ -38,6 +38,10 @@ pub const REPORT_DIR: &str = "VRAMTEST_REPORT_DIR";
 /// which the harness writes its reports as JSON lines (what `cargo vramtest` sets on
 /// Unix: no file a test's process could reach).
 pub const REPORT_FD: &str = "VRAMTEST_REPORT_FD";
+/// `VRAMTEST_PROGRESS=1`: with `VRAMTEST_REPORT_FD`, the harness also writes each point's
+/// start and end into the pipe, for `cargo vramtest`'s progress (what it sets; a
+/// `cargo vramtest` that does not set it gets reports alone).
+pub const PROGRESS: &str = "VRAMTEST_PROGRESS";
 /// insta's `INSTA_SNAPSHOT_REFERENCES_FILE`.
 pub const REFERENCES: &str = "INSTA_SNAPSHOT_REFERENCES_FILE";
 /// `VRAMTEST_MEASURE_AT=layers=6,seq=48,batch=8`: measure each selected test's step once
@@ -131,6 +135,8 @@ pub struct HarnessEnv {
     /// The descriptor to write the reports into, one JSON line each
     /// (`VRAMTEST_REPORT_FD`; over `report_dir` when both are set).
     pub report_fd: Option<i32>,
+    /// `VRAMTEST_PROGRESS=1`: the points' progress goes into the report pipe too.
+    pub progress: bool,
     /// insta's list of referenced snapshots (`INSTA_SNAPSHOT_REFERENCES_FILE`), so
     /// `cargo insta test --unreferenced=reject` keeps ours.
     pub references: Option<PathBuf>,
@@ -233,6 +239,7 @@ impl HarnessEnv {
             sites_timeout: seconds(SITES_TIMEOUT, text(SITES_TIMEOUT), 300)?,
             report_dir: path(REPORT_DIR),
             report_fd: report_fd(text(REPORT_FD))?,
+            progress: flag(PROGRESS),
             references: path(REFERENCES),
             measure_at: text(MEASURE_AT)
                 .filter(|v| !v.trim().is_empty())
@@ -274,6 +281,7 @@ impl HarnessEnv {
         put(TIMEOUT, self.timeout.map(secs));
         put(SITES_TIMEOUT, self.sites_timeout.map(secs));
         put(REPORT_FD, self.report_fd.map(|fd| fd.to_string()));
+        put(PROGRESS, self.progress.then(|| "1".to_owned()));
         put(MEASURE_AT, self.measure_at.as_ref().map(show_at));
         put(
             MEASURE_LEVELS,
@@ -439,6 +447,7 @@ mod tests {
             sites_timeout: Some(Duration::from_secs(300)),
             report_dir: Some(PathBuf::from("reports/one test")),
             report_fd: Some(7),
+            progress: true,
             references: Some(PathBuf::from("refs.txt")),
             measure_at: Some(Point::from([
                 ("layers".to_owned(), 6),

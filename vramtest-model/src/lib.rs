@@ -18,7 +18,7 @@
 //!
 //! It is a part of [vramtest](https://crates.io/crates/vramtest), shared by the test
 //! harness and `cargo vramtest`; a user's tests depend on `vramtest`, not on this crate.
-//! How the pieces fit: the book's design part, <https://github.com/cargo-vramtest/cargo-vramtest/blob/main/docs/src/SUMMARY.md>
+//! How the pieces fit: the book's design part, <https://cargo-vramtest.github.io/cargo-vramtest/>
 //! ("The harness pipeline").
 
 #![deny(missing_docs)]
@@ -38,6 +38,7 @@ pub mod parallel;
 pub mod policy;
 pub mod pool;
 pub mod profile;
+pub mod progress;
 pub mod regimes;
 pub mod report;
 pub mod settings;

@@ -154,6 +154,7 @@ mod tests {
                 version: "0.1.0".into(),
                 dir: format!("/w/p{i}").into(),
                 targets: vec!["vram".into()],
+                lib: None,
                 settings: Settings {
                     device: *device,
                     iterations: Some(i as u32 + 1),

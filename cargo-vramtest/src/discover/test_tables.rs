@@ -1,5 +1,5 @@
-//! The `[[test]]` targets of a manifest that use a harness of their own
-//! (`harness = false`), where a vramtest harness can be.
+//! The targets of a manifest that use a harness of their own (`harness = false`), where
+//! a vramtest harness can be: its `[[test]]` targets and its library (`[lib]`).
 
 use std::collections::BTreeSet;
 
@@ -12,6 +12,17 @@ pub enum TestTablesError {
     /// `test` is there but not an array of tables.
     #[error("`test` must be an array of tables ([[test]])")]
     NotAnArray,
+}
+
+/// Whether the manifest's library is built with `harness = false` (`[lib]`), so that
+/// its test build can hold a vramtest harness (`#[cfg(test)] vramtest::main!();`).
+pub fn harness_free_lib(manifest: &str) -> Result<bool, TestTablesError> {
+    let table: toml::Table = toml::from_str(manifest)?;
+    Ok(table
+        .get("lib")
+        .and_then(|lib| lib.get("harness"))
+        .and_then(|h| h.as_bool())
+        == Some(false))
 }
 
 /// The names of a manifest's `[[test]]` targets declared with `harness = false`.
@@ -49,6 +60,14 @@ mod tests {
             found.iter().map(String::as_str).collect::<Vec<_>>(),
             expected
         );
+    }
+
+    #[test_case("[package]\nname = \"a\"\n", false; "no lib table")]
+    #[test_case("[lib]\npath = \"src/lib.rs\"\n", false; "the default harness")]
+    #[test_case("[lib]\nharness = true\n", false; "an explicit libtest harness")]
+    #[test_case("[lib]\nharness = false\n", true; "a custom harness")]
+    fn finds_a_custom_harness_library(manifest: &str, expected: bool) {
+        assert_eq!(harness_free_lib(manifest).unwrap(), expected);
     }
 
     #[test_case("[[test]\n"; "not toml")]

@@ -15,6 +15,7 @@ use super::execute::{self, Found};
 use super::list::{PackageEnv, list_output, parse_terse};
 use crate::case::{Outcome, TestCase};
 use crate::error::{Error, Result};
+use crate::progress::Live;
 use std::process::Output;
 use std::time::{Duration, Instant};
 use vramtest_model::report::TestReport;
@@ -63,9 +64,10 @@ pub(super) fn run(
     cases: &[TestCase],
     unit: &Unit,
     env: &PackageEnv,
+    live: &Live,
     alone: impl Fn(usize) -> Result<Outcome>,
 ) -> Vec<(usize, Result<Outcome>)> {
-    let vouched = match launch(cases, unit, env) {
+    let vouched = match launch(cases, unit, env, live) {
         Ok(vouched) => vouched,
         Err(e) => return vec![(unit.cases[0], Err(e))],
     };
@@ -81,7 +83,12 @@ pub(super) fn run(
 
 /// The batch's process: each test's outcome where the batch vouches for it (in the
 /// order of `unit.cases`), `None` where the test must run alone.
-fn launch(cases: &[TestCase], unit: &Unit, env: &PackageEnv) -> Result<Vec<Option<Outcome>>> {
+fn launch(
+    cases: &[TestCase],
+    unit: &Unit,
+    env: &PackageEnv,
+    live: &Live,
+) -> Result<Vec<Option<Outcome>>> {
     let first = &cases[unit.cases[0]];
     let binary = &first.binary;
     let none = || vec![None; unit.cases.len()];
@@ -96,7 +103,7 @@ fn launch(cases: &[TestCase], unit: &Unit, env: &PackageEnv) -> Result<Vec<Optio
         .collect();
     let start = Instant::now();
     let include_ignored = unit.cases.iter().any(|&i| cases[i].include_ignored);
-    let Ok((out, lines)) = spawn(first, env, &skipped, unit.threads, include_ignored) else {
+    let Ok((out, lines)) = spawn(first, env, &skipped, unit.threads, include_ignored, live) else {
         return Ok(none());
     };
     let mut reports: Vec<(Instant, TestReport)> = Vec::new();
@@ -174,9 +181,9 @@ fn spawn(
     skipped: &[String],
     threads: usize,
     include_ignored: bool,
+    live: &Live,
 ) -> std::io::Result<(Output, Lines)> {
     use super::list::{command, harness_env};
-    use std::io::BufRead as _;
     use std::process::Stdio;
     let (child, reader) = execute::spawn_reporting(harness_env(env, &case.binary), |env| {
         let mut cmd = command(&case.binary, env);
@@ -192,18 +199,7 @@ fn spawn(
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
     })?;
-    let reading = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        let mut reader = std::io::BufReader::new(reader);
-        loop {
-            let mut line = Vec::new();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => lines.push((Instant::now(), line)),
-            }
-        }
-        lines
-    });
+    let reading = execute::read_pipe(reader, case.binary.id(), live.clone());
     let out = child.wait_with_output()?;
     Ok((out, reading.join().unwrap_or_default()))
 }
@@ -216,6 +212,7 @@ fn spawn(
     _skipped: &[String],
     _threads: usize,
     _include_ignored: bool,
+    _live: &Live,
 ) -> std::io::Result<(Output, Lines)> {
     Err(std::io::Error::other("no report pipe"))
 }
@@ -339,8 +336,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cases = fake_binary(dir.path(), batch);
         let env = PackageEnv::new();
-        let alone = |i: usize| execute::run_one(&cases[i], &env, std::path::Path::new(""), None);
-        let outcomes = run(&cases, &unit(&[0, 1], 1), &env, alone);
+        let alone = |i: usize| {
+            execute::run_one(
+                &cases[i],
+                &env,
+                std::path::Path::new(""),
+                None,
+                &Live::none(),
+            )
+        };
+        let outcomes = run(&cases, &unit(&[0, 1], 1), &env, &Live::none(), alone);
         let statuses = outcomes
             .into_iter()
             .enumerate()

@@ -6,11 +6,13 @@
 use super::list::{PackageEnv, command, harness_env};
 use crate::case::{Outcome, TestCase};
 use crate::error::{Error, Result};
+use crate::progress::Live;
 use anstream::adapter::strip_str;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Instant;
 use vramtest_model::env::HarnessEnv;
+use vramtest_model::progress::PointProgress;
 use vramtest_model::report::{Status, TestReport, UnknownSchema, check_schema};
 
 /// Runs one test in a process of its own; `gpu` pins it to that GPU. On Unix its
@@ -22,9 +24,10 @@ pub(super) fn run_one(
     env: &PackageEnv,
     dir: &Path,
     gpu: Option<&str>,
+    live: &Live,
 ) -> Result<Outcome> {
     let start = Instant::now();
-    let result = launch(case, harness_env(env, &case.binary), dir, gpu)
+    let result = launch(case, harness_env(env, &case.binary), dir, gpu, live)
         .map_err(|e| format!("cannot run {}: {e}", case.binary.path.display()));
     let duration = start.elapsed();
     let report = match result {
@@ -73,21 +76,50 @@ fn launch(
     env: HarnessEnv,
     _dir: &Path,
     gpu: Option<&str>,
+    live: &Live,
 ) -> std::io::Result<(Output, FoundReport)> {
-    use std::io::Read as _;
-    let (child, mut reader) = spawn_reporting(env, |env| test_command(case, env, gpu))?;
-    let reading = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = reader.read_to_end(&mut bytes);
-        bytes
-    });
+    let (child, reader) = spawn_reporting(env, |env| test_command(case, env, gpu))?;
+    let reading = read_pipe(reader, case.binary.id(), live.clone());
     let out = child.wait_with_output()?;
-    let bytes = reading.join().unwrap_or_default();
+    let bytes: Vec<u8> = reading
+        .join()
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|(_, line)| line)
+        .collect();
     Ok((out, parse_report(&bytes, "its report pipe")))
 }
 
+/// Reads a report pipe on a thread of its own until the harness closes it: each
+/// point's progress goes to `live` as it comes (for the binary `binary_id`); every
+/// other line is returned with when it arrived.
+#[cfg(unix)]
+pub(super) fn read_pipe(
+    reader: std::io::PipeReader,
+    binary_id: String,
+    live: Live,
+) -> std::thread::JoinHandle<Vec<(Instant, Vec<u8>)>> {
+    use std::io::BufRead as _;
+    std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut reader = std::io::BufReader::new(reader);
+        loop {
+            let mut line = Vec::new();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => match PointProgress::from_line(&line) {
+                    Some(progress) => live.point(&binary_id, progress),
+                    None => lines.push((Instant::now(), line)),
+                },
+            }
+        }
+        lines
+    })
+}
+
 /// Spawns the command `make` builds from `env` with the write end of a fresh pipe
-/// handed down as its report pipe (`VRAMTEST_REPORT_FD`), open in that process alone;
+/// handed down as its report pipe (`VRAMTEST_REPORT_FD`, with the points' progress:
+/// `VRAMTEST_PROGRESS`), open in that process alone;
 /// returns the process and the pipe's read end, which ends once the harness is done.
 #[cfg(unix)]
 pub(super) fn spawn_reporting(
@@ -99,6 +131,7 @@ pub(super) fn spawn_reporting(
     let fd = writer.as_raw_fd();
     let mut cmd = make(&HarnessEnv {
         report_fd: Some(fd),
+        progress: true,
         ..env
     });
     // SAFETY: runs in the forked child before exec and calls only fcntl(2), which is
@@ -125,6 +158,7 @@ fn launch(
     env: HarnessEnv,
     dir: &Path,
     gpu: Option<&str>,
+    _live: &Live,
 ) -> std::io::Result<(Output, FoundReport)> {
     std::fs::create_dir_all(dir)?;
     let env = HarnessEnv {
@@ -485,7 +519,7 @@ mod tests {
         other["schema"] = 7.into();
         let t = fake_binary(dir.path(), &other.to_string());
         let reports = dir.path().join("reports");
-        let e = run_one(&t, &PackageEnv::new(), &reports, None).unwrap_err();
+        let e = run_one(&t, &PackageEnv::new(), &reports, None, &Live::none()).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert_eq!(
             e.to_string(),
@@ -502,7 +536,7 @@ mod tests {
             dir.path(),
             &serde_json::to_string(&report(Status::Passed, None)).unwrap(),
         );
-        let outcome = run_one(&t, &PackageEnv::new(), &reports, None).unwrap();
+        let outcome = run_one(&t, &PackageEnv::new(), &reports, None, &Live::none()).unwrap();
         assert_eq!(outcome.report, report(Status::Passed, None));
     }
 }

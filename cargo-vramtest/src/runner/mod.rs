@@ -37,6 +37,7 @@ pub fn run(
     let mut reporter = Reporter::start(progress, cases);
     let mut outcomes_by_case: Vec<Option<Outcome>> = vec![None; cases.len()];
     let mut unreadable = None;
+    let live = progress.live();
     let units = batch::plan(cases, slots);
     schedule::schedule(
         &units,
@@ -44,11 +45,12 @@ pub fn run(
         // An ignored test runs too: the harness skips it at once and leaves a report
         // that says why.
         |_, unit, slot| {
-            let alone =
-                |i: usize| execute::run_one(&cases[i], env, &scratch.dir_for(i), slot.as_deref());
+            let alone = |i: usize| {
+                execute::run_one(&cases[i], env, &scratch.dir_for(i), slot.as_deref(), &live)
+            };
             match unit.cases.as_slice() {
                 [i] => vec![(*i, alone(*i))],
-                _ => batch::run(cases, unit, env, alone),
+                _ => batch::run(cases, unit, env, &live, alone),
             }
         },
         |_, outcomes| {

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use vramtest_model::HumanBytes;
 use vramtest_model::report::TestReport;
 
-/// What a run shows while its tests run.
+/// What a run shows while its tests run (the points' progress comes from the report
+/// pipes' readers, through [`crate::progress::Live`]).
 pub(super) struct Reporter<'a> {
     progress: &'a Progress,
     /// The notes shown so far.
@@ -18,7 +19,11 @@ impl<'a> Reporter<'a> {
     /// Starts the progress of `cases`: the ignored ones are not counted (the harness
     /// skips them at once).
     pub(super) fn start(progress: &'a Progress, cases: &[TestCase]) -> Reporter<'a> {
-        let to_run = cases.iter().filter(|c| !c.ignored).count() as u64;
+        let to_run = cases
+            .iter()
+            .filter(|c| !c.ignored)
+            .map(TestCase::full_name)
+            .collect();
         progress.start(to_run, "Running");
         Reporter {
             progress,
@@ -32,10 +37,9 @@ impl<'a> Reporter<'a> {
             anstream::eprintln!("{line}");
         }
         if !outcome.case.ignored {
-            self.progress.inc();
+            self.progress.test_ended(outcome.case.full_name());
             self.progress.log(progress_line(outcome));
         }
-        self.progress.set_message(outcome.case.full_name());
     }
 
     /// Ends the progress.

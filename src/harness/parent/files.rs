@@ -88,7 +88,9 @@ fn differs(pending: &Path, body: &Body) -> bool {
 /// Where the reports go: a pipe `cargo vramtest` handed down (`VRAMTEST_REPORT_FD`),
 /// which no test's process inherits, or a directory (`VRAMTEST_REPORT_DIR`).
 pub(super) enum Reports {
-    Pipe(std::sync::Mutex<std::fs::File>),
+    /// The pipe, and whether the points' progress goes into it too
+    /// (`VRAMTEST_PROGRESS`).
+    Pipe(std::sync::Mutex<std::fs::File>, bool),
     Dir(PathBuf),
 }
 
@@ -100,7 +102,8 @@ impl Reports {
     ) -> Result<Option<Reports>, crate::harness::fd::FdError> {
         if let Some(fd) = env.report_fd {
             let file = crate::harness::fd::take(fd, "report")?;
-            return Ok(Some(Reports::Pipe(std::sync::Mutex::new(file))));
+            let pipe = std::sync::Mutex::new(file);
+            return Ok(Some(Reports::Pipe(pipe, env.progress)));
         }
         Ok(env.report_dir.clone().map(Reports::Dir))
     }
@@ -110,7 +113,7 @@ impl Reports {
     pub(super) fn write(&self, report: &TestReport) {
         let text = serde_json::to_string(report).expect("reports serialize");
         let written = match self {
-            Reports::Pipe(pipe) => {
+            Reports::Pipe(pipe, _) => {
                 use std::io::Write as _;
                 let mut pipe = pipe.lock().unwrap_or_else(|e| e.into_inner());
                 pipe.write_all(format!("{text}\n").as_bytes())
@@ -127,6 +130,20 @@ impl Reports {
         };
         if let Err(e) = written {
             eprintln!("warning: cannot write the report: {e}");
+        }
+    }
+}
+
+impl Reports {
+    /// Writes a point's progress as a line of the pipe, for `cargo vramtest` to show
+    /// while the test runs, when it asked for it; nothing with a report directory or
+    /// without `VRAMTEST_PROGRESS`, and nothing said when the
+    /// line cannot be written (the report that follows says what matters).
+    pub(super) fn progress(&self, progress: &vramtest_model::progress::PointProgress) {
+        if let Reports::Pipe(pipe, true) = self {
+            use std::io::Write as _;
+            let mut pipe = pipe.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = pipe.write_all(progress.to_line().as_bytes());
         }
     }
 }

@@ -114,6 +114,18 @@ pub(super) fn label(name: &str, def: &TestDef, point: &RunPoint) -> String {
     }
 }
 
+/// The point alone, as progress names it: `batch=2 seq=16`, `batch=256`, or empty for
+/// a test without a sweep.
+pub(super) fn point_name(def: &TestDef, point: &RunPoint) -> String {
+    if !def.options.axes.is_empty() {
+        point.label(" ")
+    } else if !def.options.batch.is_empty() {
+        format!("batch={}", point.batch)
+    } else {
+        String::new()
+    }
+}
+
 /// One measured point of a sweep, as the fit reads it.
 pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPeaks>) -> GridRun {
     let mut phase_peaks = BTreeMap::new();

@@ -21,6 +21,7 @@ use crate::step::Device;
 use libtest_mimic::{Completion, Failed};
 use vramtest_model::env::{SitesWhen, Update};
 use vramtest_model::pool::{CudaPool, PredictedPoint, Prediction};
+use vramtest_model::progress::{PointProgress, PointState};
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::settings::Settings;
 use vramtest_model::snapshot;
@@ -133,9 +134,13 @@ impl RunContext {
             message: format!("{name}: {e}"),
             output: None,
         })?;
+        let total = points.len() as u32;
         let runs = vramtest_model::parallel::map(&points, self.spawner.jobs, |point| {
+            let say = |state| self.point_progress(name, def, point, total, state);
+            say(PointState::Started);
             let started = std::time::Instant::now();
             let run = self.spawner.measure(name, def, device, point);
+            say(PointState::Ended);
             (run, started.elapsed())
         });
         let mut measured = Vec::with_capacity(points.len());
@@ -201,6 +206,25 @@ impl RunContext {
                 message: unread_axes_message(name, def, axes),
                 output: None,
             }),
+        }
+    }
+
+    /// Tells `cargo vramtest` (through the report pipe) that a point starts or ended.
+    fn point_progress(
+        &self,
+        name: &str,
+        def: &TestDef,
+        point: &RunPoint,
+        total: u32,
+        state: PointState,
+    ) {
+        if let Some(reports) = &self.outputs.reports {
+            reports.progress(&PointProgress {
+                test: name.to_owned(),
+                point: grid::point_name(def, point),
+                total,
+                state,
+            });
         }
     }
 
