@@ -451,6 +451,8 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
         "category_saving_bytes",
         "category_saving_percent",
         "fits",
+        "flagged",
+        "impossible",
         "peak_bytes",
         "reserved_bytes",
         "saving_bytes",
@@ -629,6 +631,7 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
     assert_eq!(u(&miss["closest"]["missing_bytes"]), best - (256 << 20));
     assert_eq!(miss["closest"]["row"]["variant"]["kept"], "one");
     assert_eq!(miss["closest"]["row"]["projection"]["micro_batch"], 1);
+    doubt_travels(&f);
 
     // Bad input: exit 2, the axis and its levels named, nothing printed or written.
     let before = f.snapshot_files();
@@ -669,6 +672,135 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
         assert_eq!(ran.stdout, "", "nothing printed: {}", ran.text());
     }
     assert_eq!(f.snapshot_files(), before, "nothing written");
+}
+
+/// The flags `show --at` gives each combination at `at`: the independent list every
+/// row resting on that combination's fit must carry.
+fn flags_by_variant(f: &common::Fixture, at: &str) -> BTreeMap<BTreeMap<String, String>, Value> {
+    show_kept(f, &["--at", at])
+        .iter()
+        .map(|o| (variant_of(o), o["flagged"].clone()))
+        .collect()
+}
+
+fn is_flagged(row: &Value) -> bool {
+    !row["flagged"]
+        .as_array()
+        .expect("a `flagged` list")
+        .is_empty()
+}
+
+/// Doubt travels with the figure, on `kept_levels`' sweep (whose fits `show --at`
+/// flags): every row of `--levers`, `--fit-on`, `--solve` and `measure`'s predicted
+/// column carries the flags `show --at` gives for its combination, the text marks it
+/// and explains the mark, and `--fit-on` ranks the trusted rows first and says when
+/// its answer rests on a flagged fit.
+fn doubt_travels(f: &common::Fixture) {
+    let flags = flags_by_variant(f, KEPT_AT);
+    let flagged_level = flags
+        .iter()
+        .find(|(_, v)| !v.as_array().unwrap().is_empty())
+        .map(|(k, _)| k)
+        .unwrap_or_else(|| panic!("a flagged combination: {flags:?}"));
+    let [t] = &show_kept(f, &["--at", KEPT_AT, "--levers", "--ranks", "8"])[..] else {
+        panic!("one object")
+    };
+    for row in rows(t) {
+        assert_eq!(row["flagged"], flags[&variant_of(row)], "{row}");
+        assert_eq!(row["impossible"], serde_json::json!([]), "{row}");
+    }
+    // The text: each flagged row marked, the others not, and the legend naming them.
+    let ran = f.run(
+        &[
+            "show",
+            "kept_levels",
+            "--at",
+            KEPT_AT,
+            "--levers",
+            "--ranks",
+            "8",
+        ],
+        &[],
+    );
+    assert_code(&ran, 0);
+    let table: Vec<&str> = ran
+        .stdout
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("#  "))
+        .skip(1)
+        .take(rows(t).len())
+        .collect();
+    for (i, (line, row)) in table.iter().zip(rows(t)).enumerate() {
+        let number = line.split_whitespace().next().unwrap();
+        let mark = if is_flagged(row) { "*" } else { "" };
+        assert_eq!(number, format!("{}{mark}", i + 1), "{}", ran.stdout);
+    }
+    let flat = ran.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    let named = flags[flagged_level].as_array().unwrap()[0]
+        .as_str()
+        .unwrap();
+    assert!(
+        flat.contains("* rests on a flagged fit") && flat.contains(named),
+        "{}",
+        ran.stdout
+    );
+    // --fit-on a size every row fits: the trusted rows first, each row with its
+    // combination's flags, and the answer says whether it rests on a flagged fit.
+    let [fit] = &show_kept(f, &["--at", KEPT_AT, "--fit-on", "24GiB"])[..] else {
+        panic!("one object")
+    };
+    let fitting = fit["fitting"].as_array().unwrap();
+    assert_eq!(fitting.len(), rows(t).len() - projections(t, "zero").len());
+    let order: Vec<bool> = fitting.iter().map(is_flagged).collect();
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]),
+        "trusted first: {order:?}"
+    );
+    for r in fitting {
+        assert_eq!(r["flagged"], flags[&variant_of(r)], "{r}");
+    }
+    assert_eq!(fit["rests_on_flagged"], order[0], "{fit}");
+    let ran = f.run(
+        &["show", "kept_levels", "--at", KEPT_AT, "--fit-on", "24GiB"],
+        &[],
+    );
+    assert_code(&ran, 0);
+    assert_eq!(
+        ran.stdout
+            .contains("no trusted row fits 24.00 GiB: the answer rests on a flagged fit"),
+        order[0],
+        "{}",
+        ran.stdout
+    );
+    // --solve: each memory size's row, the flags of its combination.
+    for o in show_kept(f, &["--at", "layers=32,seq=512", "--solve", "batch"]) {
+        let solved = o["solved"].as_array().expect("the solved rows");
+        assert_eq!(solved.len(), o["fits"].as_object().unwrap().len());
+        for row in solved {
+            assert_eq!(row["flagged"], flags[&variant_of(&o)], "{row}");
+            assert_eq!(o["fits"][row["memory"].as_str().unwrap()], row["largest"]);
+        }
+    }
+    // measure: the predicted column carries the flags of the point's combination.
+    let point = "batch=2,layers=3,seq=12";
+    for level in ["one", "two"] {
+        let at = format!("{point},kept={level}");
+        let ran = f.run(
+            &[
+                "measure",
+                "kept_levels",
+                "--at",
+                &at,
+                "--message-format",
+                "json",
+            ],
+            &[],
+        );
+        let v = one_object(&ran);
+        let expected =
+            &flags_by_variant(f, &at)[&BTreeMap::from([("kept".to_owned(), level.to_owned())])];
+        assert_eq!(&v["predicted"]["flagged"], expected, "{v}");
+    }
 }
 
 /// `show ARGS` on a copy of `fixture` holding its committed snapshot `snapshot`: read
