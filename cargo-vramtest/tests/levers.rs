@@ -899,3 +899,95 @@ fn a_measured_level_stands_beside_the_projection_of_its_lever() {
         assert!(ran.stdout.contains(needle), "{needle}: {}", ran.text());
     }
 }
+
+/// `precision_levels` (36 points: `precision = ["f32", "bf16"]`, a step that also keeps
+/// a gradient of its input): the projections read the row they are projected from.
+/// 8-bit moments keep one byte per moment whatever the level's precision (a quarter of
+/// f32's moments, a half of bf16's), and gradient accumulation keeps an accumulator of
+/// the weights' gradients, not of the input's, both against the fixture's formulas.
+#[test]
+fn projections_read_the_levels_precision_and_the_weights_gradients() {
+    let f = recorded_test("levers-precision", "precision_levels");
+    let (big, s, l) = (256, 512, 32);
+    let point = |b: u64, level: &str| format!("layers={l},seq={s},batch={b},precision={level}");
+    let show = |args: &[&str]| {
+        let mut all = vec!["show", "precision_levels", "--message-format", "json"];
+        all.extend_from_slice(args);
+        let ran = f.run(&all, &[]);
+        assert_code(&ran, 0);
+        ran.stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .collect::<Vec<Value>>()
+    };
+    for (level, width) in [("f32", 4), ("bf16", 2)] {
+        // The fixture's layout: per layer a `HIDDEN × HIDDEN` weight of `width`-byte
+        // elements in its `Vec`, Adam's two moments alike.
+        let weights = l * (HIDDEN * HIDDEN * width + VEC_HEADER);
+        let moments = 2 * l * (HIDDEN * HIDDEN * width + VEC_HEADER);
+        let input_gradient = big * s * HIDDEN * width;
+        let [at] = &show(&["--at", &point(big, level)])[..] else {
+            panic!("one object")
+        };
+        assert_eq!(u(&at["category_bytes"]["parameters"]), weights, "{level}");
+        assert_eq!(u(&at["category_bytes"]["optimizer_state"]), moments);
+        assert_eq!(
+            u(&at["category_bytes"]["gradients"]),
+            weights + input_gradient,
+            "the input's gradient is a gradient too"
+        );
+
+        // 8-bit moments: a byte for each of the 2·l·HIDDEN² moments, plus the
+        // headers' share the projection cannot tell apart.
+        let [t] = &show(&["--at", &point(big, level), "--levers"])[..] else {
+            panic!("one object")
+        };
+        let eight = projections(t, "eight_bit_moments")
+            .into_iter()
+            .find(|r| r["variant"]["precision"] == level)
+            .unwrap_or_else(|| panic!("an 8-bit row of {level}: {t}"));
+        let kept = u(&eight["category_bytes"]["optimizer_state"]);
+        assert_eq!(kept, moments.div_ceil(width), "{level}");
+        assert_eq!(
+            kept - 2 * l * HIDDEN * HIDDEN,
+            (2 * l * VEC_HEADER).div_ceil(width)
+        );
+        assert_eq!(
+            u(&eight["peak_bytes"]),
+            u(&at["peak_bytes"]) - (moments - kept)
+        );
+
+        // Accumulation on a size that half the batch fits with an accumulator of the
+        // weights' gradients (and that the whole batch does not).
+        let reserved = |b: u64| u(&show(&["--at", &point(b, level)])[0]["reserved_bytes"]);
+        let allowance = u(&at["allowance_bytes"]);
+        let memory = reserved(big / 2) + weights + allowance;
+        assert!(reserved(big) + allowance > memory);
+        let [fit] = &show(&[
+            "--at",
+            &point(big, level),
+            "--fit-on",
+            &format!("{memory}B"),
+        ])[..] else {
+            panic!("one object")
+        };
+        let half = fit["fitting"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| {
+                r["variant"]["precision"] == level
+                    && r["projection"]["lever"] == "accumulation"
+                    && r["projection"]["memory_bytes"] == memory
+            })
+            .unwrap_or_else(|| panic!("an accumulation row of {level}: {fit}"));
+        assert_eq!(half["projection"]["micro_batch"], big / 2, "{half}");
+        assert_eq!(half["projection"]["steps"], 2);
+        let at_half = &show(&["--at", &point(big / 2, level)])[0];
+        assert_eq!(u(&half["peak_bytes"]), u(&at_half["peak_bytes"]) + weights);
+        assert_eq!(
+            u(&half["category_bytes"]["gradients"]),
+            u(&at_half["category_bytes"]["gradients"]) + weights
+        );
+    }
+}
