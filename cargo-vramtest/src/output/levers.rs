@@ -907,6 +907,57 @@ mod tests {
         assert!(half.contains(" 1.30× "), "{half}");
     }
 
+    #[test]
+    fn flagged_and_impossible_rows_are_marked_explained_and_said() {
+        let memory = parse_fit_on("24GiB").unwrap();
+        let mut t = table(32, None, Some(memory));
+        for r in t.levers.iter_mut().chain(t.projections.iter_mut()) {
+            r.flagged = vec!["phase backward".to_owned()];
+        }
+        // Every row flagged: the answer says no trusted row fits.
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &t.fit_on(memory));
+        assert_narrow(&text);
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("no trusted row fits 24.00 GiB: the answer rests on a flagged fit"),
+            "{text}"
+        );
+        assert!(flat.contains("every row: phase backward"), "{text}");
+        // Nothing fits: the closest says it rests on a flagged fit.
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &t.fit_on(GIB));
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(
+                "that rests on a flagged fit, so measure it before relying on it (the closest*)"
+            ),
+            "{text}"
+        );
+        // One trusted row: ranked first, and the answer rests on it.
+        t.projections[0].flagged.clear();
+        let answer = t.fit_on(memory);
+        assert!(answer.fitting[0].flagged.is_empty(), "{answer:?}");
+        assert!(!answer.rests_on_flagged);
+        // An impossible row: marked, its saving not a number.
+        t.projections[0].impossible = vec![Category::Activations];
+        t.projections[0].saving_bytes = None;
+        t.projections[0].saving_percent = None;
+        let text = human("p::vram::lm (cpu)", &t);
+        assert_narrow(&text);
+        let row = text
+            .lines()
+            .find(|l| {
+                l.trim_start()
+                    .starts_with(&format!("{}!", t.levers.len() + 1))
+            })
+            .unwrap_or_else(|| panic!("the impossible row marked: {text}"));
+        assert!(row.contains(" impossible "), "{row}");
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("! impossible: a category predicted above"),
+            "{text}"
+        );
+    }
+
     fn assert_narrow(text: &str) {
         for line in text.lines() {
             let n = line.chars().count();
