@@ -451,6 +451,8 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
         "category_saving_bytes",
         "category_saving_percent",
         "fits",
+        "flagged",
+        "impossible",
         "peak_bytes",
         "reserved_bytes",
         "saving_bytes",
@@ -629,6 +631,7 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
     assert_eq!(u(&miss["closest"]["missing_bytes"]), best - (256 << 20));
     assert_eq!(miss["closest"]["row"]["variant"]["kept"], "one");
     assert_eq!(miss["closest"]["row"]["projection"]["micro_batch"], 1);
+    doubt_travels(&f);
 
     // Bad input: exit 2, the axis and its levels named, nothing printed or written.
     let before = f.snapshot_files();
@@ -669,6 +672,135 @@ fn each_level_is_a_measured_row_and_show_at_predicts_every_level() {
         assert_eq!(ran.stdout, "", "nothing printed: {}", ran.text());
     }
     assert_eq!(f.snapshot_files(), before, "nothing written");
+}
+
+/// The flags `show --at` gives each combination at `at`: the independent list every
+/// row resting on that combination's fit must carry.
+fn flags_by_variant(f: &common::Fixture, at: &str) -> BTreeMap<BTreeMap<String, String>, Value> {
+    show_kept(f, &["--at", at])
+        .iter()
+        .map(|o| (variant_of(o), o["flagged"].clone()))
+        .collect()
+}
+
+fn is_flagged(row: &Value) -> bool {
+    !row["flagged"]
+        .as_array()
+        .expect("a `flagged` list")
+        .is_empty()
+}
+
+/// Doubt travels with the figure, on `kept_levels`' sweep (whose fits `show --at`
+/// flags): every row of `--levers`, `--fit-on`, `--solve` and `measure`'s predicted
+/// column carries the flags `show --at` gives for its combination, the text marks it
+/// and explains the mark, and `--fit-on` ranks the trusted rows first and says when
+/// its answer rests on a flagged fit.
+fn doubt_travels(f: &common::Fixture) {
+    let flags = flags_by_variant(f, KEPT_AT);
+    let flagged_level = flags
+        .iter()
+        .find(|(_, v)| !v.as_array().unwrap().is_empty())
+        .map(|(k, _)| k)
+        .unwrap_or_else(|| panic!("a flagged combination: {flags:?}"));
+    let [t] = &show_kept(f, &["--at", KEPT_AT, "--levers", "--ranks", "8"])[..] else {
+        panic!("one object")
+    };
+    for row in rows(t) {
+        assert_eq!(row["flagged"], flags[&variant_of(row)], "{row}");
+        assert_eq!(row["impossible"], serde_json::json!([]), "{row}");
+    }
+    // The text: each flagged row marked, the others not, and the legend naming them.
+    let ran = f.run(
+        &[
+            "show",
+            "kept_levels",
+            "--at",
+            KEPT_AT,
+            "--levers",
+            "--ranks",
+            "8",
+        ],
+        &[],
+    );
+    assert_code(&ran, 0);
+    let table: Vec<&str> = ran
+        .stdout
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("#  "))
+        .skip(1)
+        .take(rows(t).len())
+        .collect();
+    for (i, (line, row)) in table.iter().zip(rows(t)).enumerate() {
+        let number = line.split_whitespace().next().unwrap();
+        let mark = if is_flagged(row) { "*" } else { "" };
+        assert_eq!(number, format!("{}{mark}", i + 1), "{}", ran.stdout);
+    }
+    let flat = ran.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    let named = flags[flagged_level].as_array().unwrap()[0]
+        .as_str()
+        .unwrap();
+    assert!(
+        flat.contains("* rests on a flagged fit") && flat.contains(named),
+        "{}",
+        ran.stdout
+    );
+    // --fit-on a size every row fits: the trusted rows first, each row with its
+    // combination's flags, and the answer says whether it rests on a flagged fit.
+    let [fit] = &show_kept(f, &["--at", KEPT_AT, "--fit-on", "24GiB"])[..] else {
+        panic!("one object")
+    };
+    let fitting = fit["fitting"].as_array().unwrap();
+    assert_eq!(fitting.len(), rows(t).len() - projections(t, "zero").len());
+    let order: Vec<bool> = fitting.iter().map(is_flagged).collect();
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]),
+        "trusted first: {order:?}"
+    );
+    for r in fitting {
+        assert_eq!(r["flagged"], flags[&variant_of(r)], "{r}");
+    }
+    assert_eq!(fit["rests_on_flagged"], order[0], "{fit}");
+    let ran = f.run(
+        &["show", "kept_levels", "--at", KEPT_AT, "--fit-on", "24GiB"],
+        &[],
+    );
+    assert_code(&ran, 0);
+    assert_eq!(
+        ran.stdout
+            .contains("no trusted row fits 24.00 GiB: the answer rests on a flagged fit"),
+        order[0],
+        "{}",
+        ran.stdout
+    );
+    // --solve: each memory size's row, the flags of its combination.
+    for o in show_kept(f, &["--at", "layers=32,seq=512", "--solve", "batch"]) {
+        let solved = o["solved"].as_array().expect("the solved rows");
+        assert_eq!(solved.len(), o["fits"].as_object().unwrap().len());
+        for row in solved {
+            assert_eq!(row["flagged"], flags[&variant_of(&o)], "{row}");
+            assert_eq!(o["fits"][row["memory"].as_str().unwrap()], row["largest"]);
+        }
+    }
+    // measure: the predicted column carries the flags of the point's combination.
+    let point = "batch=2,layers=3,seq=12";
+    for level in ["one", "two"] {
+        let at = format!("{point},kept={level}");
+        let ran = f.run(
+            &[
+                "measure",
+                "kept_levels",
+                "--at",
+                &at,
+                "--message-format",
+                "json",
+            ],
+            &[],
+        );
+        let v = one_object(&ran);
+        let expected =
+            &flags_by_variant(f, &at)[&BTreeMap::from([("kept".to_owned(), level.to_owned())])];
+        assert_eq!(&v["predicted"]["flagged"], expected, "{v}");
+    }
 }
 
 /// `show ARGS` on a copy of `fixture` holding its committed snapshot `snapshot`: read
@@ -765,5 +897,97 @@ fn a_measured_level_stands_beside_the_projection_of_its_lever() {
         " under",
     ] {
         assert!(ran.stdout.contains(needle), "{needle}: {}", ran.text());
+    }
+}
+
+/// `precision_levels` (36 points: `precision = ["f32", "bf16"]`, a step that also keeps
+/// a gradient of its input): the projections read the row they are projected from.
+/// 8-bit moments keep one byte per moment whatever the level's precision (a quarter of
+/// f32's moments, a half of bf16's), and gradient accumulation keeps an accumulator of
+/// the weights' gradients, not of the input's, both against the fixture's formulas.
+#[test]
+fn projections_read_the_levels_precision_and_the_weights_gradients() {
+    let f = recorded_test("levers-precision", "precision_levels");
+    let (big, s, l) = (256, 512, 32);
+    let point = |b: u64, level: &str| format!("layers={l},seq={s},batch={b},precision={level}");
+    let show = |args: &[&str]| {
+        let mut all = vec!["show", "precision_levels", "--message-format", "json"];
+        all.extend_from_slice(args);
+        let ran = f.run(&all, &[]);
+        assert_code(&ran, 0);
+        ran.stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .collect::<Vec<Value>>()
+    };
+    for (level, width) in [("f32", 4), ("bf16", 2)] {
+        // The fixture's layout: per layer a `HIDDEN × HIDDEN` weight of `width`-byte
+        // elements in its `Vec`, Adam's two moments alike.
+        let weights = l * (HIDDEN * HIDDEN * width + VEC_HEADER);
+        let moments = 2 * l * (HIDDEN * HIDDEN * width + VEC_HEADER);
+        let input_gradient = big * s * HIDDEN * width;
+        let [at] = &show(&["--at", &point(big, level)])[..] else {
+            panic!("one object")
+        };
+        assert_eq!(u(&at["category_bytes"]["parameters"]), weights, "{level}");
+        assert_eq!(u(&at["category_bytes"]["optimizer_state"]), moments);
+        assert_eq!(
+            u(&at["category_bytes"]["gradients"]),
+            weights + input_gradient,
+            "the input's gradient is a gradient too"
+        );
+
+        // 8-bit moments: a byte for each of the 2·l·HIDDEN² moments, plus the
+        // headers' share the projection cannot tell apart.
+        let [t] = &show(&["--at", &point(big, level), "--levers"])[..] else {
+            panic!("one object")
+        };
+        let eight = projections(t, "eight_bit_moments")
+            .into_iter()
+            .find(|r| r["variant"]["precision"] == level)
+            .unwrap_or_else(|| panic!("an 8-bit row of {level}: {t}"));
+        let kept = u(&eight["category_bytes"]["optimizer_state"]);
+        assert_eq!(kept, moments.div_ceil(width), "{level}");
+        assert_eq!(
+            kept - 2 * l * HIDDEN * HIDDEN,
+            (2 * l * VEC_HEADER).div_ceil(width)
+        );
+        assert_eq!(
+            u(&eight["peak_bytes"]),
+            u(&at["peak_bytes"]) - (moments - kept)
+        );
+
+        // Accumulation on a size that half the batch fits with an accumulator of the
+        // weights' gradients (and that the whole batch does not).
+        let reserved = |b: u64| u(&show(&["--at", &point(b, level)])[0]["reserved_bytes"]);
+        let allowance = u(&at["allowance_bytes"]);
+        let memory = reserved(big / 2) + weights + allowance;
+        assert!(reserved(big) + allowance > memory);
+        let [fit] = &show(&[
+            "--at",
+            &point(big, level),
+            "--fit-on",
+            &format!("{memory}B"),
+        ])[..] else {
+            panic!("one object")
+        };
+        let half = fit["fitting"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| {
+                r["variant"]["precision"] == level
+                    && r["projection"]["lever"] == "accumulation"
+                    && r["projection"]["memory_bytes"] == memory
+            })
+            .unwrap_or_else(|| panic!("an accumulation row of {level}: {fit}"));
+        assert_eq!(half["projection"]["micro_batch"], big / 2, "{half}");
+        assert_eq!(half["projection"]["steps"], 2);
+        let at_half = &show(&["--at", &point(big / 2, level)])[0];
+        assert_eq!(u(&half["peak_bytes"]), u(&at_half["peak_bytes"]) + weights);
+        assert_eq!(
+            u(&half["category_bytes"]["gradients"]),
+            u(&at_half["category_bytes"]["gradients"]) + weights
+        );
     }
 }

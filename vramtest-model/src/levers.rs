@@ -26,14 +26,15 @@
 //!   figures, each with its formula, and labelled as projected ([`ProjectedLever`]):
 //!   - *gradient accumulation* ([`project_accumulation`]): the effective batch `B` as
 //!     `k` micro-batches of the largest `b` dividing `B` that fits, from the figures
-//!     predicted along the batch axis; an accumulator of the gradients is kept across
-//!     the micro-batches;
+//!     predicted along the batch axis; an accumulator of the weights' gradients (the
+//!     gradient bytes up to the parameters') is kept across the micro-batches;
 //!   - *ZeRO-1/2/3* over `ranks` data-parallel GPUs ([`project_zero`]): today's
 //!     per-GPU projection ([`crate::sweep::project`]) as a row: the sharded
 //!     categories divided among the ranks, ZeRO-3 gathering one layer's parameters;
 //!   - *8-bit optimizer moments* ([`project_8bit_moments`]): the optimizer state
-//!     stored in 8 bits instead of f32, a quarter of its bytes, assuming every byte
-//!     of it is an f32 moment (Adam's two moments; master copies would not shrink).
+//!     stored in 8 bits instead of the row's precision (a quarter of its bytes from
+//!     f32, a half from bf16: [`moment_precision`]), assuming every byte of it is a
+//!     moment (Adam's two moments; master copies would not shrink).
 //!
 //! A projected lever can be measured too: a categorical axis with the level
 //! `eight_bit_moments`, `zero1`, `zero2` or `zero3` ([`LeverProjection::measured_level`])
@@ -42,8 +43,13 @@
 //! are checked against the step.
 //!
 //! [`LeverTable::fit_on`] ranks the rows, measured and projected, that fit a memory
-//! size: cheapest first (the measured time ratio, then fewer levers), and when none
-//! fits, the closest one and by how many bytes it misses.
+//! size: trusted first, then cheapest (the measured time ratio, then fewer levers),
+//! and when none fits, the closest one and by how many bytes it misses.
+//!
+//! Doubt travels with the figure ([`crate::doubt`]): every row carries the flagged
+//! fits it rests on (`flagged`, what `show --at` lists for its combination; a
+//! projected row those of the row it is projected from), and a row with a category
+//! above its own peak is impossible (`impossible`): it shows no saving.
 //!
 //! Pure data in, data out: the caller predicts each combination's figures (the axes
 //! model's [`Estimate`]) and hands them here.
@@ -51,6 +57,7 @@
 use crate::axes::{AxesError, Point};
 use crate::bytes::{HumanBytes, ParseBytesError, parse_bytes};
 use crate::category::Category;
+use crate::doubt::{Doubt, over_peak};
 use crate::profile::CategoryBytes;
 pub use crate::sweep::show_variant;
 use crate::sweep::{Estimate, PointError, Shard, Sweep, parse_point, project};
@@ -357,6 +364,9 @@ pub struct LeverFigures {
     /// The measured CPU step time over the baseline's (`None`: not measured; the
     /// baseline's is 1 by definition).
     pub time_ratio: Option<f64>,
+    /// The flagged figures of the fits these figures rest on ([`Estimate::flagged`]
+    /// of the combination's sweep; a projection keeps those of its source).
+    pub flagged: Vec<String>,
 }
 
 impl LeverFigures {
@@ -378,6 +388,19 @@ impl LeverFigures {
             allocated_bytes: estimate.allocated_bytes,
             reserved_bytes: estimate.reserved_bytes,
             time_ratio,
+            flagged: estimate.flagged.clone(),
+        }
+    }
+
+    /// The doubt on these figures: the flagged fits they rest on, and the categories
+    /// above their own peak.
+    pub fn doubt(&self) -> Doubt {
+        Doubt {
+            flagged: self.flagged.clone(),
+            impossible: over_peak(
+                Category::ALL.map(|c| (c, self.category_bytes[c])),
+                self.peak_bytes,
+            ),
         }
     }
 
@@ -396,7 +419,7 @@ impl LeverFigures {
             reserved_bytes: self.reserved_bytes,
             loo_error_ppm: BTreeMap::new(),
             terms: BTreeMap::new(),
-            flagged: Vec::new(),
+            flagged: self.flagged.clone(),
             interpolated: BTreeMap::new(),
         }
     }
@@ -518,10 +541,11 @@ pub struct ProjectedFigures {
 /// micro-batches of `b`, the largest divisor of `B` whose projected figures, with
 /// `allowance`, fit `memory`. `figures_at(b)` gives the combination's figures at batch
 /// `b` (the axes model's prediction along the batch axis, the other axes at the
-/// target). With `k > 1`, an accumulator as large as the gradients (which do not grow
-/// with the batch) is kept across the micro-batches: `gradients(b)` is added to the
-/// gradients, the peak, allocated and reserved figures, an upper bound (a framework that
-/// accumulates into the gradients it holds needs less). `None` when not even `b = 1`
+/// target). With `k > 1`, an accumulator of the weights' gradients (which do not grow
+/// with the batch) is kept across the micro-batches: [`accumulator_bytes`], the
+/// gradient bytes up to the parameters', is added to the gradients, the peak, allocated
+/// and reserved figures, an upper bound (a framework that accumulates into the
+/// gradients it holds needs less). `None` when not even `b = 1`
 /// fits. Every divisor is tried, largest first: no assumption that memory grows with
 /// the batch.
 pub fn project_accumulation<E>(
@@ -577,15 +601,16 @@ fn accumulation(
     why: &str,
 ) -> ProjectedFigures {
     let steps = effective_batch / b;
-    let gradients = figures.category_bytes[Category::Gradients];
+    let accumulator = accumulator_bytes(&figures.category_bytes);
     let formula = if steps == 1 {
         format!("B = {effective_batch} fits as one batch: the step at batch {b}, no accumulation")
     } else {
-        figures.category_bytes[Category::Gradients] = gradients.saturating_mul(2);
-        figures.shift(-i128::from(gradients));
+        let gradients = figures.category_bytes[Category::Gradients];
+        figures.category_bytes[Category::Gradients] = gradients.saturating_add(accumulator);
+        figures.shift(-i128::from(accumulator));
         format!(
-            "B = k × b = {steps} × {b} ({why}): the step at batch b, plus an accumulator of the gradients ({}) kept across the k micro-batches: peak = peak(b) + gradients(b)",
-            HumanBytes(gradients)
+            "B = k × b = {steps} × {b} ({why}): the step at batch b, plus an accumulator of the weights' gradients ({}) kept across the k micro-batches: peak = peak(b) + min(gradients(b), parameters(b))",
+            HumanBytes(accumulator)
         )
     };
     let lever = LeverProjection::Accumulation {
@@ -597,6 +622,18 @@ fn accumulation(
     ProjectedFigures {
         figures,
         lever: ProjectedLever { lever, formula },
+    }
+}
+
+/// The accumulator gradient accumulation keeps: one gradient per weight, so the
+/// gradient bytes up to the parameters' (a framework's gradients may also hold
+/// gradients of inputs, masks or other tensors that are no weight, which no
+/// accumulator keeps); all the gradient bytes when no parameter was measured.
+pub fn accumulator_bytes(categories: &CategoryBytes) -> u64 {
+    let gradients = categories[Category::Gradients];
+    match categories[Category::Parameters] {
+        0 => gradients,
+        parameters => gradients.min(parameters),
     }
 }
 
@@ -664,28 +701,76 @@ pub fn project_zero(
     })
 }
 
-/// 8-bit optimizer moments: `optimizer_state` becomes `⌈optimizer_state / 4⌉` (f32
-/// moments stored in 8 bits), and the peak, allocated and reserved figures lose the
-/// difference (the optimizer state lives through the whole step). Assumes every byte
-/// of the optimizer state is an f32 moment; master copies would not shrink, and the
-/// quantization's per-block scales are left out.
+/// 8-bit optimizer moments: `optimizer_state` becomes `⌈optimizer_state / w⌉`, `w`
+/// the bytes of one moment in the row's precision ([`moment_precision`]: a level that
+/// names a dtype, `bf16` → 2, else f32's 4), and the peak, allocated and reserved
+/// figures lose the difference (the optimizer state lives through the whole step).
+/// Assumes every byte of the optimizer state is a moment in that precision; master
+/// copies would not shrink, and the quantization's per-block scales are left out.
 pub fn project_8bit_moments(figures: &LeverFigures) -> ProjectedFigures {
     let mut projected = figures.clone();
     let state = figures.category_bytes[Category::OptimizerState];
-    let quarter = state.div_ceil(4);
-    projected.category_bytes[Category::OptimizerState] = quarter;
-    projected.shift(i128::from(state - quarter));
+    let precision = moment_precision(&figures.variant);
+    let (width, read) = match &precision {
+        Some((axis, level, width)) => (*width, format!("{level} moments (from {axis}={level})")),
+        None => (4, "f32 moments (no level names a precision)".to_owned()),
+    };
+    let kept = state.div_ceil(width);
+    projected.category_bytes[Category::OptimizerState] = kept;
+    projected.shift(i128::from(state - kept));
+    let name = precision.map_or("f32".to_owned(), |(_, level, _)| level);
     ProjectedFigures {
         figures: projected,
         lever: ProjectedLever {
             lever: LeverProjection::EightBitMoments,
             formula: format!(
-                "optimizer_state × 1/4 ({} → {}: f32 moments stored in 8 bits, assuming every optimizer-state byte is an f32 moment; master copies and per-block scales left out); the peak, allocated and reserved less the difference",
+                "optimizer_state × 1/{width} ({} → {}: {read} stored in 8 bits, assuming every optimizer-state byte is part of a moment kept in {name}; master copies and per-block scales left out); the peak, allocated and reserved less the difference",
                 HumanBytes(state),
-                HumanBytes(quarter)
+                HumanBytes(kept)
             ),
         },
     }
+}
+
+/// The precision a combination keeps its optimizer moments in, as its levels name it:
+/// the level of an axis named for it (`precision`, `dtype`, ..) when it names a dtype,
+/// else the first level of any axis that can only be a dtype's name (`bf16`, `fp16`,
+/// `f32`, `f64`, `fp8`, ..: a level `half` of some other axis is no precision), with
+/// the bytes of one element. `None` when no level names one (mixed precision, say,
+/// keeps f32 moments).
+pub fn moment_precision(variant: &LeverVariant) -> Option<(String, String, u64)> {
+    let dtype_axis = |axis: &str| axis.contains("precision") || axis.contains("dtype");
+    let named = |(axis, level): (&String, &String), loose: bool| {
+        dtype_bytes(level, loose).map(|w| (axis.clone(), level.clone(), w))
+    };
+    variant
+        .iter()
+        .filter(|(axis, _)| dtype_axis(axis))
+        .find_map(|e| named(e, true))
+        .or_else(|| variant.iter().find_map(|e| named(e, false)))
+}
+
+/// The bytes of one element of the dtype `name` names (case aside), if it names one;
+/// `loose` also reads the words (`half`, `float`, `double`) that name a dtype only on
+/// an axis for it.
+fn dtype_bytes(name: &str, loose: bool) -> Option<u64> {
+    let name = name.to_ascii_lowercase();
+    let strict = match name.as_str() {
+        "f64" | "fp64" | "float64" => Some(8),
+        "f32" | "fp32" | "float32" | "tf32" => Some(4),
+        "bf16" | "bfloat16" | "f16" | "fp16" | "float16" => Some(2),
+        "f8" | "fp8" | "f8e4m3" | "f8e5m2" | "fp8e4m3" | "fp8e5m2" | "int8" | "i8" | "u8" => {
+            Some(1)
+        }
+        _ => None,
+    };
+    let words = match name.as_str() {
+        "double" => Some(8),
+        "float" | "single" => Some(4),
+        "half" => Some(2),
+        _ => None,
+    };
+    strict.or(words.filter(|_| loose))
 }
 
 /// One row of the lever table: a combination's figures (measured or projected) and
@@ -702,9 +787,11 @@ pub struct LeverRow {
     pub allocated_bytes: Option<u64>,
     /// The predicted CUDA reserved peak, when known.
     pub reserved_bytes: Option<u64>,
-    /// The baseline's peak less this one (negative: the lever costs memory).
-    pub saving_bytes: i64,
-    /// `saving_bytes` as a percentage of the baseline's peak (`None`: a zero baseline).
+    /// The baseline's peak less this one (negative: the lever costs memory); `None`
+    /// when this row or the baseline is impossible: no saving can be read from it.
+    pub saving_bytes: Option<i64>,
+    /// `saving_bytes` as a percentage of the baseline's peak (`None`: a zero baseline,
+    /// or no saving).
     pub saving_percent: Option<f64>,
     /// Per category: the baseline's bytes less this row's.
     pub category_saving_bytes: BTreeMap<Category, i64>,
@@ -713,6 +800,12 @@ pub struct LeverRow {
     pub category_saving_percent: BTreeMap<Category, Option<f64>>,
     /// The measured CPU step time over the baseline's (`None`: not measured).
     pub time_ratio: Option<f64>,
+    /// The flagged figures of the fits the row rests on: the list `show --at` gives
+    /// for its combination (a projected row: that of the row it is projected from).
+    pub flagged: Vec<String>,
+    /// The categories predicted above the row's own peak: a row that cannot be, shown
+    /// with no saving (empty: a possible row).
+    pub impossible: Vec<Category>,
     /// Per memory size (the table's sizes, in their order): whether it fits.
     #[serde(serialize_with = "serialize_fits")]
     pub fits: Vec<(u64, bool)>,
@@ -729,6 +822,16 @@ pub struct LeverRow {
     /// measurement, beside the projection.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measured: Option<MeasuredCounterpart>,
+}
+
+impl LeverRow {
+    /// The row's doubt: its flagged fits and the categories above its peak.
+    pub fn doubt(&self) -> Doubt {
+        Doubt {
+            flagged: self.flagged.clone(),
+            impossible: self.impossible.clone(),
+        }
+    }
 }
 
 fn serialize_fits<S: Serializer>(fits: &[(u64, bool)], s: S) -> Result<S::Ok, S::Error> {
@@ -868,7 +971,9 @@ impl LeverTable {
             category_saving_bytes.insert(c, clamp_i64(saving));
             category_saving_percent.insert(c, percent(saving, base.category_bytes[c]));
         }
-        let saving = i128::from(base.peak_bytes) - i128::from(figures.peak_bytes);
+        let doubt = figures.doubt();
+        let saving = (doubt.impossible.is_empty() && base.doubt().impossible.is_empty())
+            .then(|| i128::from(base.peak_bytes) - i128::from(figures.peak_bytes));
         let fits = self
             .sizes
             .iter()
@@ -880,8 +985,8 @@ impl LeverTable {
             device_bytes: figures.device_bytes(),
             category_saving_bytes,
             category_saving_percent,
-            saving_bytes: clamp_i64(saving),
-            saving_percent: percent(saving, base.peak_bytes),
+            saving_bytes: saving.map(clamp_i64),
+            saving_percent: saving.and_then(|s| percent(s, base.peak_bytes)),
             fits,
             variant: figures.variant,
             category_bytes: figures.category_bytes,
@@ -889,15 +994,19 @@ impl LeverTable {
             allocated_bytes: figures.allocated_bytes,
             reserved_bytes: figures.reserved_bytes,
             time_ratio: figures.time_ratio,
+            flagged: doubt.flagged,
+            impossible: doubt.impossible,
             projection,
             measured: None,
         }
     }
 
     /// `--fit-on SIZE`: the rows, measured and projected, whose device bytes with the
-    /// table's allowance fit `memory`, cheapest first: a known time ratio before an
-    /// unknown one, the smaller first; then fewer levers; then fewer device bytes. When
-    /// none fits, the row that misses by the fewest bytes (fewer levers on a tie).
+    /// table's allowance fit `memory`, trusted first (then those resting on a flagged
+    /// fit, then the impossible ones), each group cheapest first: a known time ratio
+    /// before an unknown one, the smaller first; then fewer levers; then fewer device
+    /// bytes. When none fits, the row that misses by the fewest bytes (a possible row
+    /// before an impossible one; fewer levers on a tie).
     pub fn fit_on(&self, memory: u64) -> FitOnAnswer {
         let rows = self.levers.iter().chain(&self.projections);
         let need = |r: &LeverRow| r.device_bytes.saturating_add(self.allowance);
@@ -906,9 +1015,9 @@ impl LeverTable {
             .filter(|r| need(r) <= memory)
             .cloned()
             .collect();
-        fitting.sort_by(cheaper);
+        fitting.sort_by(|a, b| a.doubt().rank().cmp(&b.doubt().rank()).then(cheaper(a, b)));
         let closest = if fitting.is_empty() {
-            rows.min_by_key(|r| (need(r), r.lever_count))
+            rows.min_by_key(|r| (!r.impossible.is_empty(), need(r), r.lever_count))
                 .map(|r| FitMiss {
                     missing_bytes: need(r) - memory,
                     row: r.clone(),
@@ -916,9 +1025,11 @@ impl LeverTable {
         } else {
             None
         };
+        let answer = fitting.first().or(closest.as_ref().map(|m| &m.row));
         FitOnAnswer {
             memory_bytes: memory,
             allowance_bytes: self.allowance,
+            rests_on_flagged: answer.is_some_and(|r| !r.doubt().trusted()),
             fitting,
             closest,
         }
@@ -949,6 +1060,9 @@ pub struct FitOnAnswer {
     pub fitting: Vec<LeverRow>,
     /// When none fits: the closest row and by how much it misses.
     pub closest: Option<FitMiss>,
+    /// Whether the answer (the first row that fits, else the closest) rests on a
+    /// flagged fit or is impossible: no trusted row gives it.
+    pub rests_on_flagged: bool,
 }
 
 /// The row that misses a memory size by the fewest bytes.

@@ -10,7 +10,9 @@
 //! - [`axes`] fits figures measured over a grid of named axes as sums of monomials,
 //!   which predict configurations too large to run;
 //! - [`pool`] replays a stream through a model of CUDA's stream-ordered pool: what a
-//!   CPU run would allocate and reserve on a GPU.
+//!   CPU run would allocate and reserve on a GPU;
+//! - [`doubt`] carries the flags of the fits a predicted figure rests on, and calls a
+//!   prediction with a category over its own peak impossible.
 //!
 //! Nothing here touches a device; only [`snapshot::read`] and
 //! [`snapshot::write_atomic`] touch the file system, and only [`mod@env`] reads the
@@ -28,6 +30,7 @@ pub mod bytes;
 pub mod category;
 pub mod cpu_time;
 pub mod device;
+pub mod doubt;
 pub mod env;
 pub mod explain;
 pub mod fit;

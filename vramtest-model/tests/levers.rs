@@ -5,8 +5,9 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use vramtest_model::axes::{Grid, Point};
 use vramtest_model::levers::{
-    LeverAxes, LeverError, LeverFigures, LeverProjection, LeverTable, LeverVariant, parse_fit_on,
-    project_8bit_moments, project_accumulation, project_zero, size_key,
+    LeverAxes, LeverError, LeverFigures, LeverProjection, LeverTable, LeverVariant,
+    accumulator_bytes, moment_precision, parse_fit_on, project_8bit_moments, project_accumulation,
+    project_zero, size_key,
 };
 use vramtest_model::sweep::{GridRun, PointError, Shard, Sweep};
 use vramtest_model::{Category, CategoryBytes};
@@ -48,7 +49,8 @@ fn categories(precision: &str, checkpointing: &str, batch: u64) -> CategoryBytes
     let mut c = CategoryBytes::default();
     c[Category::Parameters] = PARAMS * width;
     c[Category::Gradients] = PARAMS * width;
-    c[Category::OptimizerState] = 2 * PARAMS * 4;
+    // Adam's two moments, kept in the level's precision.
+    c[Category::OptimizerState] = 2 * PARAMS * width;
     c[Category::Activations] = if checkpointing == "blocks" {
         activations * 3 / 10 + 100_000_000
     } else {
@@ -75,6 +77,7 @@ fn figures(precision: &str, checkpointing: &str, batch: u64, ratio: Option<f64>)
         allocated_bytes: Some(allocated),
         reserved_bytes: Some(allocated.div_ceil(GRANULE) * GRANULE),
         time_ratio: ratio,
+        flagged: Vec::new(),
     }
 }
 
@@ -133,7 +136,7 @@ fn a_two_by_two_table_saves_what_the_formulas_say() {
         let (p, c) = (&row.variant["precision"], &row.variant["checkpointing"]);
         let mine = categories(p, c, 8);
         let saving = sum(&base) as i64 - sum(&mine) as i64;
-        assert_eq!(row.saving_bytes, saving, "{p} {c}");
+        assert_eq!(row.saving_bytes, Some(saving), "{p} {c}");
         let pct = row.saving_percent.unwrap();
         assert!((pct - saving as f64 / sum(&base) as f64 * 100.0).abs() < 1e-9);
         for k in Category::ALL {
@@ -165,7 +168,7 @@ fn a_two_by_two_table_saves_what_the_formulas_say() {
         bf16.category_saving_percent[&Category::Parameters],
         Some(50.0)
     );
-    assert_eq!(t.baseline().saving_bytes, 0);
+    assert_eq!(t.baseline().saving_bytes, Some(0));
     // The sizes split the rows: not everything fits everywhere.
     let fits_16: Vec<bool> = t.levers.iter().map(|r| r.fits[0].1).collect();
     assert!(
@@ -194,7 +197,7 @@ fn a_lever_that_costs_memory_shows_a_negative_saving() {
     balanced.peak_bytes += extra;
     let t = LeverTable::build(Point::new(), &axes, vec![off, balanced], &[], 0).unwrap();
     let row = &t.levers[1];
-    assert_eq!(row.saving_bytes, -(extra as i64));
+    assert_eq!(row.saving_bytes, Some(-(extra as i64)));
     assert_eq!(
         row.category_saving_bytes[&Category::Activations],
         -(extra as i64)
@@ -596,31 +599,200 @@ fn zero3_gathers_one_layers_parameters() {
 }
 
 #[test]
-fn eight_bit_moments_keep_a_quarter_of_the_optimizer_state() {
-    let mut f = figures("bf16", "blocks", 8, Some(1.1));
-    f.category_bytes[Category::OptimizerState] += 3; // not a multiple of 4
-    f.peak_bytes += 3;
+fn eight_bit_moments_keep_a_byte_per_moment_of_the_levels_precision() {
+    // f32 moments: a quarter; bf16 moments (the hand model keeps them in the level's
+    // precision): a half, not a quarter.
+    for (precision, width) in [("f32", 4), ("bf16", 2)] {
+        let mut f = figures(precision, "blocks", 8, Some(1.1));
+        f.category_bytes[Category::OptimizerState] += 3; // not a multiple of the width
+        f.peak_bytes += 3;
+        let p = project_8bit_moments(&f);
+        let state = f.category_bytes[Category::OptimizerState];
+        // One byte per moment: the moments' count, from the hand model's formula.
+        let moments = 2 * PARAMS;
+        assert_eq!(state - 3, moments * width, "{precision}");
+        let kept = state.div_ceil(width);
+        assert_eq!(kept, moments + 3u64.div_ceil(width), "{precision}");
+        assert_eq!(p.figures.category_bytes[Category::OptimizerState], kept);
+        assert_eq!(p.figures.peak_bytes, f.peak_bytes - (state - kept));
+        assert_eq!(
+            p.figures.reserved_bytes,
+            Some(f.reserved_bytes.unwrap() - (state - kept))
+        );
+        assert_eq!(
+            p.figures.category_bytes[Category::Activations],
+            f.category_bytes[Category::Activations]
+        );
+        assert_eq!(p.figures.time_ratio, Some(1.1));
+        assert_eq!(p.lever.lever, LeverProjection::EightBitMoments);
+        let formula = &p.lever.formula;
+        assert!(
+            formula.contains(&format!("optimizer_state × 1/{width}")),
+            "{formula}"
+        );
+        assert!(
+            formula.contains(&format!(
+                "{precision} moments (from precision={precision}) stored in 8 bits"
+            )),
+            "{formula}"
+        );
+    }
+    // No level names a precision: f32 moments, assumed and said.
+    let mut f = figures("f32", "off", 8, None);
+    f.variant = [("checkpointing".to_owned(), "off".to_owned())].into();
     let p = project_8bit_moments(&f);
-    let state = f.category_bytes[Category::OptimizerState];
-    let quarter = state.div_ceil(4);
-    assert_eq!(p.figures.category_bytes[Category::OptimizerState], quarter);
-    assert_eq!(p.figures.peak_bytes, f.peak_bytes - (state - quarter));
     assert_eq!(
-        p.figures.reserved_bytes,
-        Some(f.reserved_bytes.unwrap() - (state - quarter))
+        p.figures.category_bytes[Category::OptimizerState],
+        2 * PARAMS
     );
-    assert_eq!(
-        p.figures.category_bytes[Category::Activations],
-        f.category_bytes[Category::Activations]
-    );
-    assert_eq!(p.figures.time_ratio, Some(1.1));
-    assert_eq!(p.lever.lever, LeverProjection::EightBitMoments);
-    assert!(p.lever.formula.contains("optimizer_state × 1/4"));
     assert!(
         p.lever
             .formula
-            .contains("assuming every optimizer-state byte is an f32 moment")
+            .contains("f32 moments (no level names a precision)"),
+        "{}",
+        p.lever.formula
     );
+    // A dtype named by another axis, in any case.
+    let v: LeverVariant = [("dtype".to_owned(), "FP16".to_owned())].into();
+    assert_eq!(
+        moment_precision(&v),
+        Some(("dtype".to_owned(), "FP16".to_owned(), 2))
+    );
+    let v: LeverVariant = [("precision".to_owned(), "mixed".to_owned())].into();
+    assert_eq!(moment_precision(&v), None);
+    // `half` is a precision on an axis for one, and no precision on another.
+    let v: LeverVariant = [("precision".to_owned(), "half".to_owned())].into();
+    assert_eq!(moment_precision(&v).map(|p| p.2), Some(2));
+    let v: LeverVariant = [("kept".to_owned(), "half".to_owned())].into();
+    assert_eq!(moment_precision(&v), None);
+}
+
+#[test]
+fn the_accumulator_holds_the_weights_gradients_not_every_gradient_byte() {
+    // A framework that also keeps gradients of its inputs and masks (candle's
+    // GradStore): 1 GB of gradients that are no weight's, growing with the batch.
+    let other = |b: u64| 125_000_000 * b;
+    let with_other = |b: u64| {
+        let mut f = figures("f32", "off", b, None);
+        f.category_bytes[Category::Gradients] += other(b);
+        f.peak_bytes += other(b);
+        f.allocated_bytes = f.allocated_bytes.map(|x| x + other(b));
+        f.reserved_bytes = Some((f.peak_bytes + MIB).div_ceil(GRANULE) * GRANULE);
+        f
+    };
+    let weights = PARAMS * 4;
+    let p = project_accumulation(32, 24 * GIB, ALLOWANCE, |b| Ok::<_, String>(with_other(b)))
+        .unwrap()
+        .expect("a micro-batch fits 24 GiB");
+    let LeverProjection::Accumulation { micro_batch: b, .. } = p.lever.lever else {
+        panic!("{:?}", p.lever)
+    };
+    let own = with_other(b);
+    // The accumulator: the parameters' bytes, not the gradients' (which hold more).
+    assert!(own.category_bytes[Category::Gradients] > weights);
+    assert_eq!(accumulator_bytes(&own.category_bytes), weights);
+    assert_eq!(p.figures.peak_bytes, own.peak_bytes + weights);
+    assert_eq!(
+        p.figures.category_bytes[Category::Gradients],
+        own.category_bytes[Category::Gradients] + weights
+    );
+    assert!(p.lever.formula.contains("min(gradients(b), parameters(b))"));
+    // Fewer gradient bytes than parameters (a frozen part): all of them.
+    let mut frozen = CategoryBytes::default();
+    frozen[Category::Parameters] = 10;
+    frozen[Category::Gradients] = 4;
+    assert_eq!(accumulator_bytes(&frozen), 4);
+    // No parameters measured: every gradient byte, as before.
+    frozen[Category::Parameters] = 0;
+    assert_eq!(accumulator_bytes(&frozen), 4);
+}
+
+#[test]
+fn every_row_carries_its_flags_and_an_impossible_row_shows_no_saving() {
+    let axes = axes();
+    let mut measured: Vec<LeverFigures> = COMBOS
+        .iter()
+        .map(|&(p, c)| figures(p, c, 8, ratio_of(p, c)))
+        .collect();
+    // bf16 without checkpointing: its activations' fit is flagged; bf16 with
+    // checkpointing: activations predicted above its own peak (the peak's fit broke).
+    measured[2].flagged = vec!["activations".into(), "phase backward".into()];
+    let broken = &mut measured[3];
+    broken.flagged = vec!["activations".into()];
+    broken.peak_bytes = broken.category_bytes[Category::Activations] - 1;
+    broken.allocated_bytes = Some(broken.peak_bytes);
+    broken.reserved_bytes = Some(broken.peak_bytes);
+    let mut t =
+        LeverTable::build(target(), &axes, measured.clone(), &[16 * GIB], ALLOWANCE).unwrap();
+    for f in &measured {
+        t.add_projection(project_8bit_moments(f));
+    }
+    for row in t.levers.iter().chain(&t.projections) {
+        let own = measured.iter().find(|f| f.variant == row.variant).unwrap();
+        assert_eq!(row.flagged, own.flagged, "{:?}", row.variant);
+        let over: Vec<Category> = Category::ALL
+            .into_iter()
+            .filter(|&c| row.category_bytes[c] > row.peak_bytes)
+            .collect();
+        assert_eq!(row.impossible, over, "{:?}", row.variant);
+        if over.is_empty() {
+            let base = t.baseline().peak_bytes as i64;
+            assert_eq!(row.saving_bytes, Some(base - row.peak_bytes as i64));
+        } else {
+            assert_eq!(
+                row.saving_bytes, None,
+                "no saving read from an impossible row"
+            );
+            assert_eq!(row.saving_percent, None);
+        }
+    }
+    let broken = t
+        .levers
+        .iter()
+        .find(|r| r.variant == variant("bf16", "blocks"))
+        .unwrap();
+    assert_eq!(broken.impossible, [Category::Activations]);
+    let v = serde_json::to_value(broken).unwrap();
+    assert_eq!(v["flagged"], serde_json::json!(["activations"]));
+    assert_eq!(v["impossible"], serde_json::json!(["activations"]));
+    assert_eq!(v["saving_bytes"], Value::Null);
+
+    // --fit-on: the trusted rows first, then the flagged, then the impossible.
+    let answer = t.fit_on(80 * GIB);
+    let ranks: Vec<u8> = answer.fitting.iter().map(|r| r.doubt().rank()).collect();
+    assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{ranks:?}");
+    assert_eq!(ranks.first(), Some(&0));
+    assert_eq!(ranks.last(), Some(&2));
+    assert!(!answer.rests_on_flagged);
+    // A size only the impossible rows fit (the row and its 8-bit projection): the
+    // answer rests on them, and says so.
+    let all: Vec<&vramtest_model::levers::LeverRow> =
+        t.levers.iter().chain(&t.projections).collect();
+    let need = |r: &&vramtest_model::levers::LeverRow| r.device_bytes + ALLOWANCE;
+    let memory = all
+        .iter()
+        .filter(|r| !r.impossible.is_empty())
+        .map(need)
+        .max()
+        .unwrap();
+    let answer = t.fit_on(memory);
+    assert!(!answer.fitting.is_empty());
+    assert!(answer.fitting.iter().all(|r| !r.impossible.is_empty()));
+    assert!(answer.rests_on_flagged);
+    let v = serde_json::to_value(&answer).unwrap();
+    assert_eq!(v["rests_on_flagged"], true);
+    // Nothing fits: the closest possible row, not the nearer impossible one.
+    let memory = all.iter().map(need).min().unwrap() - 1;
+    let answer = t.fit_on(memory);
+    let closest = answer.closest.unwrap();
+    assert!(closest.row.impossible.is_empty());
+    let best = all
+        .iter()
+        .filter(|r| r.impossible.is_empty())
+        .map(need)
+        .min()
+        .unwrap();
+    assert_eq!(closest.missing_bytes, best - memory);
 }
 
 /// A table over `optimizer = ["adam", "eight_bit_moments"]` × `precision = ["f32",
@@ -682,8 +854,9 @@ fn a_projection_shows_the_level_that_measures_its_lever_beside_it() {
         let own = measured.iter().find(|f| f.variant == m.variant).unwrap();
         assert_eq!(m.peak_bytes, own.peak_bytes);
         assert_eq!(m.category_bytes, own.category_bytes);
-        // The projection keeps a quarter of 2 × 4 × PARAMS; the measurement, the
-        // moments and their bookkeeping: it promised `header` bytes too many.
+        // The projection keeps a byte of each of the 2 × PARAMS moments (a quarter of
+        // f32's, a half of bf16's); the measurement, the moments and their
+        // bookkeeping: it promised `header` bytes too many.
         assert_eq!(p.category_bytes[Category::OptimizerState], 2 * PARAMS);
         assert_eq!(m.off_bytes, -(header as i64));
         let percent = m.off_percent.unwrap();
@@ -836,7 +1009,7 @@ fn fit_on_lists_what_fits_cheapest_first() {
 
 #[test]
 fn fit_on_says_by_how_much_the_closest_misses() {
-    let memory = 6 * GIB;
+    let memory = 5 * GIB;
     let t = table_with_projections(memory);
     let answer = t.fit_on(memory);
     assert!(answer.fitting.is_empty());
@@ -877,6 +1050,8 @@ fn the_json_has_the_documented_shape() {
         "category_saving_bytes",
         "category_saving_percent",
         "time_ratio",
+        "flagged",
+        "impossible",
         "fits",
     ]);
     let levers = v["levers"].as_array().unwrap();
@@ -891,7 +1066,7 @@ fn the_json_has_the_documented_shape() {
         assert_eq!(keys(&row["category_bytes"]), names);
         assert_eq!(keys(&row["category_saving_bytes"]), names);
         assert_eq!(row["peak_bytes"], table_row.peak_bytes);
-        assert_eq!(row["saving_bytes"], table_row.saving_bytes);
+        assert_eq!(row["saving_bytes"].as_i64(), table_row.saving_bytes);
         assert_eq!(
             keys(&row["fits"]),
             BTreeSet::from(["16GiB", "24GiB", "141GiB"])

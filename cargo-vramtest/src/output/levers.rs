@@ -3,6 +3,7 @@
 //! from them, each with its formula), as tables or one JSON object; `--fit-on SIZE`,
 //! the rows that fit a memory size, cheapest first, or how far the closest one misses.
 
+use super::doubt::{MarkedRow, legend, marked, wrap};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use vramtest_model::axes::{AxesError, Point};
@@ -189,6 +190,33 @@ fn kind(row: &LeverRow) -> &'static str {
     }
 }
 
+/// A row's peak saving ([`saving`]), `impossible` for an impossible row, and `n/a`
+/// for a possible one when the baseline is impossible.
+fn peak_saving(row: &LeverRow) -> String {
+    match row.saving_bytes {
+        Some(bytes) => saving(bytes, row.saving_percent),
+        None if !row.impossible.is_empty() => "impossible".to_owned(),
+        None => "n/a".to_owned(),
+    }
+}
+
+/// The legend of the rows' marks, each named by its number.
+fn rows_legend(rows: &[&LeverRow]) -> String {
+    let marked: Vec<MarkedRow> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            MarkedRow::new(
+                (i + 1).to_string(),
+                r.doubt(),
+                Category::ALL.map(|c| (c, r.category_bytes[c])),
+                r.peak_bytes,
+            )
+        })
+        .collect();
+    legend(&marked)
+}
+
 /// `512.00 MiB (25.00%)`, `-1.00 KiB (-4.80%)`, `0 B`.
 fn saving(bytes: i64, percent: Option<f64>) -> String {
     let magnitude = HumanBytes(bytes.unsigned_abs());
@@ -223,11 +251,11 @@ pub fn human(name: &str, table: &LeverTable) -> String {
     ])];
     for (i, r) in rows.iter().enumerate() {
         peak.push(vec![
-            (i + 1).to_string(),
+            marked(&(i + 1).to_string(), &r.doubt()),
             lever_name(r),
             kind(r).to_owned(),
             HumanBytes(r.peak_bytes).to_string(),
-            saving(r.saving_bytes, r.saving_percent),
+            peak_saving(r),
             ratio(r.time_ratio),
         ]);
     }
@@ -237,13 +265,14 @@ pub fn human(name: &str, table: &LeverTable) -> String {
         out,
         "  SAVING: the baseline's peak less the row's. CPU TIME: the measured CPU step time\n  over the baseline's (the cost side of a lever); a projected row keeps that of the\n  row it is projected from."
     );
+    out += &rows_legend(&rows);
 
     let mut head = vec!["#".to_owned(), "ALLOCATED".into(), "RESERVED".into()];
     head.extend(table.sizes.iter().map(|&s| HumanBytes(s).to_string()));
     let mut device = vec![head];
     for (i, r) in rows.iter().enumerate() {
         let mut cells = vec![
-            (i + 1).to_string(),
+            marked(&(i + 1).to_string(), &r.doubt()),
             optional(r.allocated_bytes),
             optional(r.reserved_bytes),
         ];
@@ -372,36 +401,13 @@ fn formulas(rows: &[&LeverRow]) -> String {
     out
 }
 
-/// `text` in lines of at most `width` columns where words allow, the first line after
-/// `first`, the others after `rest`.
-fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
-    let mut out = String::new();
-    let mut line = first.to_owned();
-    let mut empty = true;
-    for word in text.split_whitespace() {
-        if !empty && line.chars().count() + 1 + word.chars().count() > width {
-            out += line.trim_end();
-            out += "\n";
-            line = rest.to_owned();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line += word;
-        empty = false;
-    }
-    out += line.trim_end();
-    out += "\n";
-    out
-}
-
 fn header(cells: &[&str]) -> Vec<String> {
     cells.iter().map(|c| (*c).to_owned()).collect()
 }
 
-/// `--fit-on` for a terminal: the rows that fit, cheapest first, or the closest one and
-/// by how much it misses.
+/// `--fit-on` for a terminal: the rows that fit, trusted first, then cheapest, or the
+/// closest one and by how much it misses; each row marked with its doubt, and a line
+/// saying so when the answer rests on a flagged fit.
 pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> String {
     let mut out = wrap(
         &format!(
@@ -416,18 +422,7 @@ pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> Str
     );
     out += &measured_line(table);
     if let Some(miss) = &answer.closest {
-        let need = miss.row.device_bytes.saturating_add(answer.allowance_bytes);
-        let text = format!(
-            "nothing fits {}: the closest, {} ({}), needs {} ({} on the device plus the allowance) and misses by {}",
-            HumanBytes(answer.memory_bytes),
-            lever_name(&miss.row),
-            kind(&miss.row),
-            HumanBytes(need),
-            HumanBytes(miss.row.device_bytes),
-            HumanBytes(miss.missing_bytes)
-        );
-        out += "\n";
-        return out + &wrap(&text, 96, "", "  ");
+        return out + &closest_miss(answer, miss);
     }
     if answer.fitting.is_empty() {
         let _ = writeln!(out, "\nthe table has no rows");
@@ -441,14 +436,38 @@ pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> Str
     {
         let _ = writeln!(
             out,
-            "\nthe baseline fits {} as it is: no lever is needed",
+            "\nthe baseline fits {} as it is{}",
+            HumanBytes(answer.memory_bytes),
+            if baseline.doubt().trusted() {
+                ": no lever is needed"
+            } else {
+                ", as predicted from a flagged fit (marked below)"
+            }
+        );
+    }
+    if answer.rests_on_flagged {
+        let text = format!(
+            "no trusted row fits {}: the answer rests on a flagged fit (each row's marks are explained below), so measure it before relying on it (`cargo vramtest measure TEST --at ..`)",
             HumanBytes(answer.memory_bytes)
         );
+        out += "\n";
+        out += &wrap(&text, 96, "", "  ");
     }
     let _ = writeln!(
         out,
-        "\nwhat fits, cheapest first (the CPU time ratio, then fewer levers, then fewer bytes)"
+        "\nwhat fits, trusted first, then cheapest (the CPU time ratio, then fewer levers, then\nfewer bytes)"
     );
+    out += &fitting_table(answer);
+    let _ = writeln!(
+        out,
+        "  DEVICE: the reserved bytes where predicted, else the peak; `--levers` shows each\n  row's categories and the projected rows' formulas."
+    );
+    let fitting: Vec<&LeverRow> = answer.fitting.iter().collect();
+    out + &rows_legend(&fitting)
+}
+
+/// The rows that fit, ranked, each marked with its doubt.
+fn fitting_table(answer: &FitOnAnswer) -> String {
     let mut cells = vec![header(&[
         "RANK",
         "LEVER",
@@ -460,7 +479,7 @@ pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> Str
     for (i, r) in answer.fitting.iter().enumerate() {
         let need = r.device_bytes.saturating_add(answer.allowance_bytes);
         cells.push(vec![
-            (i + 1).to_string(),
+            marked(&(i + 1).to_string(), &r.doubt()),
             lever_name(r),
             kind(r).to_owned(),
             ratio(r.time_ratio),
@@ -468,11 +487,38 @@ pub fn human_fit_on(name: &str, table: &LeverTable, answer: &FitOnAnswer) -> Str
             HumanBytes(answer.memory_bytes.saturating_sub(need)).to_string(),
         ]);
     }
-    out += &super::predict::table(&cells);
-    let _ = writeln!(
-        out,
-        "  DEVICE: the reserved bytes where predicted, else the peak; `--levers` shows each\n  row's categories and the projected rows' formulas."
+    super::predict::table(&cells)
+}
+
+/// Nothing fits: the closest row, by how much it misses, and its doubt.
+fn closest_miss(answer: &FitOnAnswer, miss: &vramtest_model::levers::FitMiss) -> String {
+    let need = miss.row.device_bytes.saturating_add(answer.allowance_bytes);
+    let doubt = miss.row.doubt();
+    let text = format!(
+        "nothing fits {}: the closest, {} ({}), needs {} ({} on the device plus the allowance) and misses by {}{}",
+        HumanBytes(answer.memory_bytes),
+        lever_name(&miss.row),
+        kind(&miss.row),
+        HumanBytes(need),
+        HumanBytes(miss.row.device_bytes),
+        HumanBytes(miss.missing_bytes),
+        if doubt.trusted() {
+            String::new()
+        } else {
+            format!(
+                "; that rests on a flagged fit, so measure it before relying on it ({})",
+                marked("the closest", &doubt)
+            )
+        }
     );
+    let mut out = "\n".to_owned() + &wrap(&text, 96, "", "  ");
+    let row = MarkedRow::new(
+        "the closest".to_owned(),
+        doubt,
+        Category::ALL.map(|c| (c, miss.row.category_bytes[c])),
+        miss.row.peak_bytes,
+    );
+    out += &legend(&[row]);
     out
 }
 
@@ -577,7 +623,7 @@ mod tests {
         assert_eq!(t.levers.len(), 1);
         assert_eq!(t.baseline().peak_bytes, base);
         for r in &t.projections {
-            assert_eq!(r.saving_bytes, base as i64 - r.peak_bytes as i64);
+            assert_eq!(r.saving_bytes, Some(base as i64 - r.peak_bytes as i64));
         }
         // 8-bit moments: three quarters of the optimizer state saved.
         let state = 2 * LAYER * 24;
@@ -586,7 +632,7 @@ mod tests {
             .iter()
             .find(|r| lever_name(r) == "8-bit optimizer moments")
             .unwrap();
-        assert_eq!(eight.saving_bytes as u64, state - state.div_ceil(4));
+        assert_eq!(eight.saving_bytes, Some((state - state.div_ceil(4)) as i64));
         // Accumulation: at 16 GiB, the largest divisor of 32 that fits with the
         // accumulator, by brute force.
         let fits_16 = (1..=32u64)
@@ -771,7 +817,11 @@ mod tests {
                 row.category_bytes[Category::Activations],
                 c[Category::Activations]
             );
-            assert_eq!(row.saving_bytes, base as i64 - total(&c) as i64, "{level}");
+            assert_eq!(
+                row.saving_bytes,
+                Some(base as i64 - total(&c) as i64),
+                "{level}"
+            );
             assert_eq!(row.time_ratio, Some(ratio), "{level}");
         }
         // Each level's own projections, keeping its time ratio; the 8-bit rows' saving
@@ -791,7 +841,7 @@ mod tests {
             let state = 2 * LAYER * 24;
             let peak = total(&categories_kept(32, 24, sample)) - (state - state.div_ceil(4));
             assert_eq!(eight.peak_bytes, peak);
-            assert_eq!(eight.saving_bytes, base as i64 - peak as i64);
+            assert_eq!(eight.saving_bytes, Some(base as i64 - peak as i64));
             assert_eq!(eight.time_ratio, Some(ratio));
         }
         // `--at .. kept=twice`: that level's rows and the baseline's.
@@ -857,19 +907,61 @@ mod tests {
         assert!(half.contains(" 1.30× "), "{half}");
     }
 
+    #[test]
+    fn flagged_and_impossible_rows_are_marked_explained_and_said() {
+        let memory = parse_fit_on("24GiB").unwrap();
+        let mut t = table(32, None, Some(memory));
+        for r in t.levers.iter_mut().chain(t.projections.iter_mut()) {
+            r.flagged = vec!["phase backward".to_owned()];
+        }
+        // Every row flagged: the answer says no trusted row fits.
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &t.fit_on(memory));
+        assert_narrow(&text);
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("no trusted row fits 24.00 GiB: the answer rests on a flagged fit"),
+            "{text}"
+        );
+        assert!(flat.contains("every row: phase backward"), "{text}");
+        // Nothing fits: the closest says it rests on a flagged fit.
+        let text = human_fit_on("p::vram::lm (cpu)", &t, &t.fit_on(GIB));
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(
+                "that rests on a flagged fit, so measure it before relying on it (the closest*)"
+            ),
+            "{text}"
+        );
+        // One trusted row: ranked first, and the answer rests on it.
+        t.projections[0].flagged.clear();
+        let answer = t.fit_on(memory);
+        assert!(answer.fitting[0].flagged.is_empty(), "{answer:?}");
+        assert!(!answer.rests_on_flagged);
+        // An impossible row: marked, its saving not a number.
+        t.projections[0].impossible = vec![Category::Activations];
+        t.projections[0].saving_bytes = None;
+        t.projections[0].saving_percent = None;
+        let text = human("p::vram::lm (cpu)", &t);
+        assert_narrow(&text);
+        let row = text
+            .lines()
+            .find(|l| {
+                l.trim_start()
+                    .starts_with(&format!("{}!", t.levers.len() + 1))
+            })
+            .unwrap_or_else(|| panic!("the impossible row marked: {text}"));
+        assert!(row.contains(" impossible "), "{row}");
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("! impossible: a category predicted above"),
+            "{text}"
+        );
+    }
+
     fn assert_narrow(text: &str) {
         for line in text.lines() {
             let n = line.chars().count();
             assert!(n <= 100, "{n} columns: {line}");
         }
-    }
-
-    #[test]
-    fn wrap_keeps_lines_within_the_width() {
-        let text = "word ".repeat(50);
-        for line in wrap(&text, 30, "  ", "    ").lines() {
-            assert!(line.len() <= 30, "{line}");
-        }
-        assert_eq!(wrap("a b", 30, "- ", "  "), "- a b\n");
     }
 }

@@ -6,10 +6,12 @@
 //! beside megabytes of tensors is no prediction to fail on. The verdict is `held` or
 //! `missed`, with the figures beyond their bounds.
 
+use super::doubt::{MarkedRow, legend, marked};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use vramtest_model::axes::Point;
+use vramtest_model::doubt::{Doubt, over_peak};
 use vramtest_model::sweep::{Estimate, show_point};
 use vramtest_model::{Body, Category, HumanBytes};
 
@@ -191,6 +193,34 @@ impl PointCheck {
         }
     }
 
+    /// The doubt on the predicted figure `figure` (a category's name, or `peak`): the
+    /// flagged fits it rests on (the category's own; for the peak, the fit of the
+    /// phase holding it and of every other phase within that maximum, or the peak's
+    /// own), and whether it is impossible (a category predicted above the predicted
+    /// peak; the peak, when any category is).
+    pub fn doubt(&self, figure: &str) -> Doubt {
+        let over = over_peak(
+            self.predicted.category_bytes.iter().map(|(&c, &b)| (c, b)),
+            self.predicted.peak_bytes,
+        );
+        let rests_on = |f: &String| match (figure, &self.peak_phase) {
+            ("peak", Some(_)) => f.starts_with("phase "),
+            _ => f == figure,
+        };
+        Doubt {
+            flagged: self
+                .flagged
+                .iter()
+                .filter(|f| rests_on(f))
+                .cloned()
+                .collect(),
+            impossible: match figure {
+                "peak" => over,
+                _ => over.into_iter().filter(|c| c.as_str() == figure).collect(),
+            },
+        }
+    }
+
     /// The exit code: 1 when a gated figure missed, else 0.
     pub fn exit_code(&self) -> u8 {
         u8::from(!self.missed().is_empty())
@@ -216,7 +246,9 @@ pub fn human(name: &str, c: &PointCheck) -> String {
         "GATE".to_owned(),
     ]];
     let rows = c.rows();
+    let mut marked_rows = Vec::new();
     for r in &rows {
+        let doubt = c.doubt(&r.figure);
         let figure = match (&*r.figure, &c.peak_phase) {
             ("peak", Some(phase)) => format!("peak ({phase})"),
             _ => r.figure.clone(),
@@ -228,10 +260,17 @@ pub fn human(name: &str, c: &PointCheck) -> String {
             (Gate::NoTensor, _) => "no tensor, not gated".to_owned(),
             (Gate::Small, _) => format!("under {SMALL_PERCENT}% of the peak, not gated"),
         };
+        let predicted = marked(&HumanBytes(r.predicted).to_string(), &doubt);
+        marked_rows.push(MarkedRow::new(
+            figure.clone(),
+            doubt,
+            c.predicted.category_bytes.iter().map(|(&k, &b)| (k, b)),
+            c.predicted.peak_bytes,
+        ));
         table.push([
             figure,
             HumanBytes(r.measured).to_string(),
-            HumanBytes(r.predicted).to_string(),
+            predicted,
             percent(r.error()),
             gate,
         ]);
@@ -253,6 +292,7 @@ pub fn human(name: &str, c: &PointCheck) -> String {
             .collect();
         let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
     }
+    out += &legend(&marked_rows);
     let missed = c.missed();
     out += &if missed.is_empty() {
         format!(
@@ -277,10 +317,13 @@ pub fn json(c: &PointCheck) -> Value {
         .iter()
         .map(|r| (r.figure.clone(), json!(r.error())))
         .collect();
+    let mut predicted = c.predicted.json();
+    predicted["flagged"] = json!(c.flagged);
+    predicted["impossible"] = json!(c.doubt("peak").impossible);
     json!({
         "at": c.at,
         "measured": c.measured.json(),
-        "predicted": c.predicted.json(),
+        "predicted": predicted,
         "error": error,
         "verdict": c.verdict(),
         "missed": c.missed(),
@@ -403,5 +446,53 @@ mod tests {
         assert!(text.contains("the prediction holds"), "{text}");
         // The largest category of the same peak is gated.
         assert_eq!(rows[0].gate, Gate::Within(TENSOR_PERCENT));
+    }
+
+    #[test]
+    fn the_predicted_column_carries_the_flags_of_its_fits() {
+        let mut c = comparison(
+            [100, 100, 200, 1000, 10, 50, 0, 0],
+            [100, 100, 200, 1000, 10, 50, 0, 0],
+            &["activations", "phase backward"],
+        );
+        let text = human("t", &c);
+        let line = |figure: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(figure))
+                .unwrap_or_else(|| panic!("no {figure} row: {text}"))
+                .to_owned()
+        };
+        // activations rests on its flagged fit; the peak (forward's) on backward's,
+        // within the maximum; parameters on nothing flagged.
+        assert!(line("activations").contains("1000 B*"), "{text}");
+        assert!(line("peak (forward)").contains("1.43 KiB*"), "{text}");
+        assert!(!line("parameters").contains('*'), "{text}");
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(
+                "not to be trusted: activations: activations; peak (forward): phase backward"
+            ),
+            "{text}"
+        );
+        let v = json(&c);
+        assert_eq!(
+            v["predicted"]["flagged"],
+            serde_json::json!(["activations", "phase backward"])
+        );
+        assert_eq!(v["predicted"]["impossible"], serde_json::json!([]));
+        // Activations predicted above the predicted peak: impossible, both marked.
+        c.predicted.peak_bytes = 900;
+        let text = human("t", &c);
+        assert!(text.contains("1000 B*!"), "{text}");
+        assert!(text.contains("900 B*!"), "{text}");
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("activations (activations 1000 B over the peak 900 B)"),
+            "{text}"
+        );
+        assert_eq!(
+            json(&c)["predicted"]["impossible"],
+            serde_json::json!(["activations"])
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! module holds what the formats share (the rows of the table, status labels). For
 //! `list` and `show`: their tables, what fits, the lever table, and call sites.
 
+mod doubt;
 pub mod fits;
 pub mod github;
 pub mod html;

@@ -2,9 +2,11 @@
 //! table or one JSON object; `--solve AXIS`, the largest value per memory size;
 //! `--ranks N --shard zeroK`, a per-GPU projection.
 
+use super::doubt::{MarkedRow, legend, marked};
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use vramtest_model::axes::{AxesError, FLAG_PPM, Point};
+use vramtest_model::doubt::Doubt;
 use vramtest_model::fit::{MEMORY_SIZES, MemorySize};
 use vramtest_model::levers::{LeverVariant, show_variant};
 use vramtest_model::sweep::{Estimate, PeakMove, Projection, Shard, Sweep, project, show_point};
@@ -44,6 +46,10 @@ pub struct Answer {
     pub projection: Option<(u64, Option<Shard>, Option<u64>)>,
     /// Per memory size.
     pub fits: Vec<(MemorySize, Holds)>,
+    /// Per memory size, in the order of `fits`: the doubt on the prediction its answer
+    /// rests on (with `--solve`, the figures at the largest value, or at 1 when none
+    /// fits; else the point's).
+    pub doubts: Vec<Doubt>,
     /// The axis solved for, with the value it had in the table when `--at` left it out.
     pub solved: Option<(String, Option<u64>)>,
     /// The bytes set aside for the CUDA context and libraries.
@@ -98,14 +104,25 @@ pub fn answer(
         .ranks
         .map(|(ranks, shard)| (ranks, shard, projected.and_then(|p| p.gathered_bytes)));
     let mut fits = Vec::new();
+    let mut doubts = Vec::new();
     for memory in MEMORY_SIZES {
-        let holds = match &request.solve {
-            Some(axis) => Holds::Largest(sweep.solve_by(&at, axis, granule, |e| {
-                Ok(per_gpu(e)?.0.fits(memory.bytes, allowance))
-            })?),
-            None => Holds::Fits(estimate.fits(memory.bytes, allowance)),
+        let (holds, doubt) = match &request.solve {
+            Some(axis) => {
+                let largest = sweep.solve_by(&at, axis, granule, |e| {
+                    Ok(per_gpu(e)?.0.fits(memory.bytes, allowance))
+                })?;
+                let mut point = at.clone();
+                point.insert(axis.clone(), largest.unwrap_or(1));
+                let there = per_gpu(&sweep.estimate(&point, granule)?)?.0;
+                (Holds::Largest(largest), Doubt::of(&there))
+            }
+            None => (
+                Holds::Fits(estimate.fits(memory.bytes, allowance)),
+                Doubt::of(&estimate),
+            ),
         };
         fits.push((memory, holds));
+        doubts.push(doubt);
     }
     let furthest = match &request.solve {
         Some(axis) => fits
@@ -131,6 +148,7 @@ pub fn answer(
         whole,
         projection,
         fits,
+        doubts,
         solved,
         allowance,
         variant: None,
@@ -333,6 +351,7 @@ fn fits_section(a: &Answer) -> String {
             names.join(", ")
         );
     }
+    out += &impossible_line(e);
     let _ = writeln!(
         out,
         "\nwhat fits ({} with {} set aside for the CUDA context and libraries)",
@@ -351,9 +370,15 @@ fn fits_section(a: &Answer) -> String {
             None => "FITS".to_owned(),
         },
     ]];
-    for (memory, holds) in &a.fits {
+    let solving = a.solved.is_some();
+    let mut marked_rows = Vec::new();
+    for ((memory, holds), doubt) in a.fits.iter().zip(&a.doubts) {
+        let size = HumanBytes(memory.bytes).to_string();
+        if solving {
+            marked_rows.push(MarkedRow::new(size.clone(), doubt.clone(), Vec::new(), 0));
+        }
         rows.push(vec![
-            HumanBytes(memory.bytes).to_string(),
+            if solving { marked(&size, doubt) } else { size },
             memory.example.to_owned(),
             match holds {
                 Holds::Fits(true) => "yes".into(),
@@ -364,7 +389,31 @@ fn fits_section(a: &Answer) -> String {
         ]);
     }
     out += &table(&rows);
-    out
+    out + &legend(&marked_rows)
+}
+
+/// The line that calls the prediction impossible: each category predicted above the
+/// peak (nothing when none is).
+fn impossible_line(e: &Estimate) -> String {
+    let doubt = Doubt::of(e);
+    if doubt.impossible.is_empty() {
+        return String::new();
+    }
+    let over: Vec<String> = doubt
+        .impossible
+        .iter()
+        .map(|c| format!("{c} {}", HumanBytes(e.category_bytes[c])))
+        .collect();
+    super::doubt::wrap(
+        &format!(
+            "impossible (a category predicted above the peak {}, which no step can hold: the category's fit or the peak's is wrong, not to be trusted): {}",
+            HumanBytes(e.peak_bytes),
+            over.join(", ")
+        ),
+        96,
+        "  ",
+        "    ",
+    )
 }
 
 /// Rows of cells as aligned columns, each line indented by two spaces.
@@ -426,6 +475,7 @@ pub fn json(test: &str, a: &Answer) -> Value {
         "loo_error": loo,
         "terms": e.terms,
         "flagged": e.flagged,
+        "impossible": Doubt::of(e).impossible,
         "peak_flagged_by": e.flagged_under_peak(),
         "checks": vramtest_model::explain::ratios(&category_bytes(&a.whole))
             .iter()
@@ -445,6 +495,24 @@ pub fn json(test: &str, a: &Answer) -> Value {
     });
     if let Some((axis, _)) = &a.solved {
         out["solve"] = json!(axis);
+        out["solved"] = Value::Array(
+            a.fits
+                .iter()
+                .zip(&a.doubts)
+                .map(|((m, h), d)| {
+                    let largest = match h {
+                        Holds::Fits(_) => None,
+                        Holds::Largest(v) => *v,
+                    };
+                    json!({
+                        "memory": size_key(m.bytes),
+                        "largest": largest,
+                        "flagged": d.flagged,
+                        "impossible": d.impossible,
+                    })
+                })
+                .collect(),
+        );
     }
     out["peak_move"] = a.peak_move.as_ref().map_or(Value::Null, |m| {
         json!({
@@ -511,6 +579,7 @@ mod tests {
             estimate: e,
             projection: None,
             fits: Vec::new(),
+            doubts: Vec::new(),
             solved: None,
             allowance: 0,
             variant: None,
@@ -656,6 +725,73 @@ mod tests {
         assert!(
             row.contains("3.00% (flagged; phase backward misses by 28.00%)"),
             "{row}"
+        );
+    }
+
+    #[test]
+    fn a_category_over_the_peak_is_called_impossible() {
+        let mut e = estimate(300, &["activations"]);
+        e.category_bytes
+            .insert(Category::Activations, 2 * e.peak_bytes);
+        let (text, json) = shown(e);
+        assert!(
+            text.contains("impossible (a category predicted above the peak 145.40 MiB"),
+            "{text}"
+        );
+        assert!(text.contains("activations 290.80 MiB"), "{text}");
+        assert_eq!(json["impossible"], serde_json::json!(["activations"]));
+        let (text, json) = shown(estimate(300, &[]));
+        assert!(!text.contains("impossible"), "{text}");
+        assert_eq!(json["impossible"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn each_solved_row_carries_the_flags_of_its_prediction() {
+        let e = estimate(280_000, &["phase backward"]);
+        let sweep = Sweep {
+            axes: [("batch".to_owned(), vec![8, 16, 32])].into(),
+            figures: BTreeMap::new(),
+            target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
+            migrated: false,
+        };
+        let trusted = Doubt::default();
+        let flagged = Doubt::of(&e);
+        let a = Answer {
+            whole: e.clone(),
+            estimate: e,
+            projection: None,
+            fits: vec![
+                (MEMORY_SIZES[0], Holds::Largest(Some(12))),
+                (MEMORY_SIZES[1], Holds::Largest(Some(20))),
+            ],
+            doubts: vec![trusted, flagged],
+            solved: Some(("batch".to_owned(), None)),
+            allowance: 0,
+            variant: None,
+            peak_move: None,
+        };
+        let text = human("t", &sweep, &a);
+        let row = |size: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(size))
+                .unwrap_or_else(|| panic!("no {size} row: {text}"))
+                .to_owned()
+        };
+        assert!(row("16.00 GiB ").contains(" 12"), "{text}");
+        assert!(row("24.00 GiB*").contains(" 20"), "{text}");
+        assert!(
+            text.contains("rests on a flagged fit") && text.contains("24.00 GiB: phase backward"),
+            "{text}"
+        );
+        let v = json("t", &a);
+        assert_eq!(v["solved"][0]["memory"], "16GiB");
+        assert_eq!(v["solved"][0]["largest"], 12);
+        assert_eq!(v["solved"][0]["flagged"], serde_json::json!([]));
+        assert_eq!(
+            v["solved"][1]["flagged"],
+            serde_json::json!(["phase backward"])
         );
     }
 }
