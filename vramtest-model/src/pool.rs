@@ -1060,10 +1060,9 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn the_largest_batch_is_the_one_every_phase_fits() {
-        let pool = CudaPool::default();
-        let prediction = Prediction {
+    /// [`crossing_phases`] replayed at batch 64, 128 and 256.
+    fn crossing_prediction(pool: CudaPool) -> Prediction {
+        Prediction {
             pool,
             points: [64, 128, 256]
                 .into_iter()
@@ -1072,7 +1071,13 @@ mod tests {
                     replay: replay_by_phase(&crossing_phases(batch), &pool),
                 })
                 .collect(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_largest_batch_is_the_one_every_phase_fits() {
+        let pool = CudaPool::default();
+        let prediction = crossing_prediction(pool);
         // In the sweep the optimizer step holds the peak.
         for p in &prediction.points {
             let phases = &p.replay.phases;
@@ -1117,16 +1122,7 @@ mod tests {
     #[test]
     fn the_peak_move_is_where_the_phase_lines_cross() {
         let pool = CudaPool::default();
-        let prediction = Prediction {
-            pool,
-            points: [64, 128, 256]
-                .into_iter()
-                .map(|batch| PredictedPoint {
-                    batch,
-                    replay: replay_by_phase(&crossing_phases(batch), &pool),
-                })
-                .collect(),
-        };
+        let prediction = crossing_prediction(pool);
         let lines = prediction.lines(&SlopeFloors::default()).unwrap();
         assert_eq!(lines.peak_phase_at(256), Some(Phase::OptimizerStep));
         // 36 MiB + 40 KiB × b > 76 MiB + 32 KiB × b from b = 5,121 on.

@@ -192,13 +192,7 @@ pub(super) fn fit(
         .collect();
     let mut fitted = Vec::new();
     for variant in levers.combinations() {
-        let levels = in_attribute_order(def, &variant);
-        let of_variant: Vec<GridRun> = runs
-            .iter()
-            .filter(|(l, _)| *l == levels)
-            .map(|(_, run)| run.clone())
-            .collect();
-        let mut sweep = Sweep::fit(&grid, &of_variant)?;
+        let mut sweep = Sweep::fit(&grid, &runs_of(def, runs, &variant))?;
         let target = def.options.target;
         let named = target_levels.iter().all(|(k, l)| variant.get(k) == Some(l));
         if !target.is_empty() && named {
@@ -321,6 +315,19 @@ pub(super) fn flagged_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> V
         .collect()
 }
 
+/// The runs of one combination of levels.
+fn runs_of(
+    def: &TestDef,
+    runs: &[(Vec<(String, String)>, GridRun)],
+    variant: &LeverVariant,
+) -> Vec<GridRun> {
+    let levels = in_attribute_order(def, variant);
+    runs.iter()
+        .filter(|(l, _)| *l == levels)
+        .map(|(_, run)| run.clone())
+        .collect()
+}
+
 /// Where each combination of levels' flagged figures miss: the level of an axis that
 /// behaves unlike the others ([`vramtest_model::regimes`]), from the runs it was
 /// fitted on. Empty where none explains a miss.
@@ -331,12 +338,7 @@ pub(super) fn regimes(
 ) -> Vec<(LeverVariant, Regime)> {
     let mut found = Vec::new();
     for (variant, fitted) in sweep.combinations() {
-        let levels = in_attribute_order(def, &variant);
-        let of_variant: Vec<GridRun> = runs
-            .iter()
-            .filter(|(l, _)| *l == levels)
-            .map(|(_, run)| run.clone())
-            .collect();
+        let of_variant = runs_of(def, runs, &variant);
         let named = vramtest_model::regimes::regimes(fitted, &of_variant).unwrap_or_default();
         found.extend(named.into_iter().map(|r| (variant.clone(), r)));
     }
