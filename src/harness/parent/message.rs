@@ -329,6 +329,12 @@ fn site_lines(
         });
         let changes = sites::changes(sites.at_own_peak(category), before);
         if changes.is_empty() {
+            if let Some(floor) = before.and_then(sites::absent_floor) {
+                lines.push(format!(
+                    "where {category} grew: at no call site the snapshot lists; among the sites it leaves out (each at most {} before)",
+                    HumanBytes(floor)
+                ));
+            }
             continue;
         }
         lines.push(format!(
@@ -422,7 +428,63 @@ mod tests {
             [
                 "where activations grew (call sites at its peak, against the snapshot's):",
                 "  12.00 MiB in 1 block at src/lib.rs:10 (lib::op) [new site]",
-                "  8.00 MiB in 1 block at src/lib.rs:20 (lib::op)",
+                "call sites: a note",
+            ]
+        );
+    }
+
+    /// Unchanged large sites are not listed; a growth among the sites the snapshot
+    /// left out is said to be there.
+    #[test]
+    fn a_regression_lists_no_unchanged_site_and_says_where_the_growth_is_unknown() {
+        let (old, new) = (body(10 << 20), body(20 << 20));
+        let cmp = vramtest_model::compare(&old, &new, &Policy::default());
+        let site = |bytes, line: u32| Site {
+            bytes,
+            count: 1,
+            key: SiteKey {
+                operation: None,
+                location: Some(format!("src/lib.rs:{line}")),
+                callers: None,
+            },
+        };
+        let with = |list: Vec<Site>| {
+            let mut s = sites();
+            s.categories[0].sites = list;
+            s
+        };
+        // Four large sites, a hundred small ones of 512 B, and one of 1 KiB.
+        let mut list: Vec<Site> = (0..4).map(|i| site(4 << 20, i)).collect();
+        list.push(site(1024, 99));
+        list.extend((0..100).map(|i| site(512, 100 + i)));
+        let old = parsed_with(&old, &with(list.clone()));
+        let lines_of = |list: &[Site]| {
+            site_lines(
+                "t",
+                DeviceClass::Cpu,
+                Some(&Ok(with(list.to_vec()))),
+                Some(&old),
+                Some(&cmp),
+                &new,
+            )
+        };
+        // One small site doubles, to the size of the largest the snapshot left out:
+        // it may have held that much before.
+        list[50].bytes = 1024;
+        assert_eq!(
+            lines_of(&list),
+            [
+                "where activations grew: at no call site the snapshot lists; among the sites it leaves out (each at most 1.00 KiB before)",
+                "call sites: a note",
+            ]
+        );
+        // Grown past it: listed, alone.
+        list[50].bytes = 4096;
+        assert_eq!(
+            lines_of(&list),
+            [
+                "where activations grew (call sites at its peak, against the snapshot's):",
+                "  4.00 KiB in 1 block at src/lib.rs:145 [new site, or grew from at most 1.00 KiB]",
                 "call sites: a note",
             ]
         );
