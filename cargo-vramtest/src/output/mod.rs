@@ -17,6 +17,7 @@ pub mod measure;
 pub mod predict;
 pub mod sinks;
 pub mod site_listing;
+pub mod snapshot_json;
 pub mod table;
 pub mod view;
 

@@ -62,6 +62,7 @@ pub(super) fn compose(facts: &Facts) -> Message {
     );
     lines.extend(sweep_lines(facts));
     lines.extend(explanation_lines(facts));
+    lines.extend(gradient_lines(facts));
     lines.extend(written_lines(facts));
     lines.extend(facts.profile.hints());
     lines.extend(facts.kept.clone());
@@ -215,6 +216,20 @@ fn explanation_lines(facts: &Facts) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The gradient check's causes with their fixes: said when a result is first recorded
+/// and in a failure.
+fn gradient_lines(facts: &Facts) -> Vec<String> {
+    match facts.decision.status {
+        Status::New | Status::Regressed | Status::Missing => facts
+            .profile
+            .gradient_check
+            .iter()
+            .map(|f| f.line())
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The file written, and what it records.
@@ -644,6 +659,67 @@ mod tests {
         assert_eq!(message.diff, None);
         assert!(message.changes.is_empty());
         insta::assert_snapshot!(shown(&message));
+    }
+
+    /// A step whose backward keeps a gradient of 3 KiB for a tensor that is no
+    /// parameter beside the 1 KiB weight's.
+    fn with_a_foreign_gradient() -> Profile {
+        let mut events = vec![
+            Event::PhaseStart(Phase::Params),
+            Event::Alloc { id: 1, bytes: 1024 },
+            Event::PhaseEnd,
+        ];
+        for i in 0..2u32 {
+            let id = 100 + u64::from(i) * 10;
+            events.extend([
+                Event::IterationStart(i),
+                Event::PhaseStart(Phase::Backward),
+                Event::Alloc { id, bytes: 1024 },
+                Event::Alloc {
+                    id: id + 1,
+                    bytes: 3072,
+                },
+                Event::PhaseEnd,
+                Event::Free { id },
+                Event::Free { id: id + 1 },
+                Event::IterationEnd,
+            ]);
+        }
+        Profile {
+            gradient_check: vramtest_model::gradient_reading::check(&events),
+            ..ledger::profile(&events)
+        }
+    }
+
+    #[test]
+    fn the_gradient_check_s_cause_and_fix_are_said_when_first_written_and_in_a_failure() {
+        let new = with_a_foreign_gradient();
+        let said = "gradient check: gradients_of_non_parameters: 3.00 KiB of gradients match no parameter's size (gradient blocks of 3.00 KiB × 1); fix: remove the gradients of tensors that are no parameter";
+        let first = message_for(
+            None,
+            &new,
+            Update::New,
+            false,
+            Some((
+                "tests/snapshots/vram__mlp__adamw@cpu.snap.new".into(),
+                false,
+            )),
+            None,
+        );
+        assert!(first.text.contains(said), "{}", first.text);
+        // The same result again: nothing to say.
+        let old = committed(&Body::from_profile(&new, DeviceClass::Cpu));
+        let again = message_for(Some(&old), &new, Update::No, false, None, None);
+        assert!(!again.text.contains("gradient check"), "{}", again.text);
+        // A regression says it again.
+        let smaller = committed(&Body::from_profile(&step(1024, 0, 0), DeviceClass::Cpu));
+        let failed = message_for(Some(&smaller), &new, Update::No, false, None, None);
+        assert!(
+            failed.text.starts_with("memory regression"),
+            "{}",
+            failed.text
+        );
+        assert!(failed.text.contains(said), "{}", failed.text);
     }
 
     #[test]
