@@ -1,6 +1,7 @@
 //! Diagnoses a user can act on, end to end on copies of `fixtures/vec-model`: the
 //! gradient check names its cause and fix when a snapshot is first written, in a
-//! failure, and in `show --message-format json`.
+//! failure, and in `show --message-format json`; the default limits catch a small
+//! model's optimizer switch.
 
 mod common;
 
@@ -83,4 +84,30 @@ fn the_gradient_check_names_a_gradient_of_no_parameter_with_its_fix() {
         "{}",
         text.text()
     );
+}
+
+#[test]
+fn a_small_model_s_optimizer_switch_fails_under_the_default_limits() {
+    let f = Fixture::vec_model("diagnoses-optimizer");
+    // Accepted with SGD with momentum: one buffer per weight.
+    let before = f.run(
+        &["linear_adam"],
+        &[
+            ("VEC_MODEL_OPTIMIZER", "momentum"),
+            ("VRAMTEST_UPDATE", "always"),
+        ],
+    );
+    assert_code(&before, 0);
+    // Switched to Adam: two. The model is small: 16 KiB more, under the old floor of
+    // 64 KiB, but +100% of the category.
+    let after = f.run(&["linear_adam"], &[("VRAMTEST_UPDATE", "no")]);
+    assert_code(&after, 1);
+    let weights = PARAMS * 4;
+    let line = format!(
+        "optimizer_state: {} → {} (+{}, +100.0%), over the limit +1%",
+        HumanBytes(weights),
+        HumanBytes(2 * weights),
+        HumanBytes(weights)
+    );
+    assert!(after.stdout.contains(&line), "{}", after.text());
 }
