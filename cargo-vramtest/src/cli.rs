@@ -395,11 +395,13 @@ pub struct ShowArgs {
     /// it misses.
     #[arg(long, value_name = "SIZE", requires = "at", conflicts_with = "solve")]
     pub fit_on: Option<String>,
-    /// With --at: `json` prints one object per snapshot and combination of levels, a
-    /// line each (`at`, `variant`, `category_bytes`, `peak_bytes`, `allocated_bytes`,
+    /// `json` prints one object per snapshot, a line each: its figures (`at_peak`,
+    /// `category_peaks`, `phases`, …), `sites`, `hints` and `checks` (the gradient
+    /// check with its `cause` and `fix`). With --at: one per snapshot and combination
+    /// of levels (`at`, `variant`, `category_bytes`, `peak_bytes`, `allocated_bytes`,
     /// `reserved_bytes`, `fits`, `loo_error`, `terms`); with --levers the table (`at`, `levers`, `projections`); with
     /// --fit-on the answer (`memory_bytes`, `allowance_bytes`, `fitting`, `closest`).
-    #[arg(long, value_enum, default_value_t = MessageFormat::Human, requires = "at")]
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human, conflicts_with = "svg")]
     pub message_format: MessageFormat,
     #[command(flatten)]
     pub build: BuildArgs,

@@ -717,6 +717,7 @@ impl Walk {
             not_seen_bytes: None,
             cpu_only_peak_bytes: self.cpu_only_peak,
             phase_category_peaks: Vec::new(),
+            gradient_check: Vec::new(),
         }
     }
 }

@@ -34,6 +34,8 @@ pub mod doubt;
 pub mod env;
 pub mod explain;
 pub mod fit;
+pub mod gradient_check;
+pub mod gradient_reading;
 pub mod ledger;
 pub mod levers;
 pub mod limit;

@@ -217,8 +217,14 @@ pub struct Finding {
     pub limit: Limit,
     /// Whether it regressed, improved or stayed within its limit.
     pub movement: Movement,
-    /// The phase (and iteration) whose peak grew or shrank the most.
+    /// The phase (and iteration) the change is named under: for a category, the
+    /// phase run that can allocate it (by the classification rule) whose own share of
+    /// it moved most, when one moved ([`Finding::allocated_in`]); else the phase run
+    /// whose peak moved most.
     pub phase: Option<(Phase, Option<u32>)>,
+    /// Whether [`Finding::phase`] is where the category's change was allocated (`false`:
+    /// the phase whose peak moved most).
+    pub allocated_in: bool,
     /// Judged under `strict`: any difference fails.
     pub strict: bool,
     /// For the leak: the ceiling it was held to (its limit applied to the new peak).
@@ -241,10 +247,11 @@ impl Finding {
 }
 
 impl fmt::Display for Finding {
-    /// `activations: 1.00 MiB → 2.00 MiB (+1.00 MiB, +100.0%), over the limit +1% | 64.00 KiB; the phase whose peak grew most: forward (iteration 2)`
+    /// `activations: 1.00 MiB → 2.00 MiB (+1.00 MiB, +100.0%), over the limit +1%; allocated in forward (iteration 2)`
     ///
-    /// The phase named is the one whose own peak moved most (the same for every
-    /// finding of a comparison), not where the category's bytes were allocated.
+    /// A category's phase is where it was allocated (`allocated in`); the peak's, or a
+    /// category's whose phases that can allocate it did not move, is the phase whose
+    /// peak moved most (`the phase whose peak grew most`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let (Subject::Leak, Some(ceiling), Movement::Regressed, false) =
             (self.subject, self.ceiling, self.movement, self.strict)
@@ -281,13 +288,16 @@ impl fmt::Display for Finding {
             Movement::Within => write!(f, ", within the limit {}", self.limit)?,
         }
         if let Some((phase, iteration)) = self.phase {
-            let verb = if self.delta() >= 0 { "grew" } else { "shrank" };
-            match iteration {
-                Some(i) => write!(
-                    f,
-                    "; the phase whose peak {verb} most: {phase} (iteration {i})"
-                )?,
-                None => write!(f, "; the phase whose peak {verb} most: {phase} (set-up)")?,
+            let when = match iteration {
+                Some(i) => format!("iteration {i}"),
+                None => "set-up".to_owned(),
+            };
+            if self.allocated_in {
+                let how = if self.delta() >= 0 { "more" } else { "less" };
+                write!(f, "; allocated {how} in {phase} ({when})")?;
+            } else {
+                let verb = if self.delta() >= 0 { "grew" } else { "shrank" };
+                write!(f, "; the phase whose peak {verb} most: {phase} ({when})")?;
             }
         }
         if let Some((old, new)) = self.fragmentation {
@@ -533,6 +543,13 @@ fn finding(
     } else {
         policy.limit(subject)
     };
+    let phase = match subject {
+        Subject::Leak | Subject::Reserved => None,
+        Subject::Category(c) => allocated_in(old, new, c, n > o)
+            .map(|p| (p, true))
+            .or_else(|| phase_of_change(old, new, n > o).map(|p| (p, false))),
+        _ => phase_of_change(old, new, n > o).map(|p| (p, false)),
+    };
     Some(Finding {
         subject,
         old: o,
@@ -540,11 +557,8 @@ fn finding(
         limit,
         movement: movement(leak, o, n, limit, new, policy),
         // Phase records hold allocated bytes: they say nothing of the reserved ones.
-        phase: if leak || subject == Subject::Reserved {
-            None
-        } else {
-            phase_of_change(old, new, n > o)
-        },
+        phase: phase.map(|(p, _)| p),
+        allocated_in: phase.is_some_and(|(_, allocated)| allocated),
         strict: policy.strict,
         ceiling: leak.then(|| policy.leak.slack(new.peak_bytes)),
         fragmentation: match subject {
@@ -615,15 +629,58 @@ fn differs_where_compared(old: &Body, new: &Body, policy: &Policy) -> bool {
 /// The phase run (matched by phase and iteration) whose peak moved the most in the
 /// direction of the change.
 fn phase_of_change(old: &Body, new: &Body, grew: bool) -> Option<(Phase, Option<u32>)> {
+    most_moved(old, new, grew, |_| true, |r| i128::from(r.peak_bytes))
+}
+
+/// Where a change of `category` was allocated: among the phase runs that can allocate
+/// it by the classification rule (parameters in `params`, optimizer state in
+/// `optimizer_init` or `optimizer_step`, …; temporaries in any), the one whose own
+/// share of the category moved most in the direction of the change: what it kept
+/// (its end over its start) for a category that survives its phase, what it freed
+/// before ending (its peak over its end) for temporaries. A phase's peak also holds
+/// what earlier phases left alive, so its peak alone would name a later phase:
+/// optimizer state made in `optimizer_init` raises every later peak too. `None` for
+/// untracked bytes, and when none of those phase runs moved (a tag charged the bytes
+/// elsewhere, or the state was made lazily in the warm-up's step, a phase run the
+/// snapshot does not keep).
+fn allocated_in(
+    old: &Body,
+    new: &Body,
+    category: Category,
+    grew: bool,
+) -> Option<(Phase, Option<u32>)> {
+    let can_allocate = |p: Phase| match category {
+        Category::Temporaries => true,
+        Category::Untracked => false,
+        Category::Workspace => matches!(p, Phase::Inputs | Phase::Forward | Phase::Backward),
+        c => p.survivor_category() == c,
+    };
+    let share = |r: &crate::profile::PhaseRecord| match category {
+        Category::Temporaries => i128::from(r.peak_bytes) - i128::from(r.end_bytes),
+        _ => i128::from(r.end_bytes) - i128::from(r.start_bytes),
+    };
+    most_moved(old, new, grew, can_allocate, share)
+}
+
+/// The phase run of `new` (among those `keep` lets through) whose `figure` moved most
+/// against the same phase run of `old` (0 where `old` has none), in the direction of
+/// the change.
+fn most_moved(
+    old: &Body,
+    new: &Body,
+    grew: bool,
+    keep: impl Fn(Phase) -> bool,
+    figure: impl Fn(&crate::profile::PhaseRecord) -> i128,
+) -> Option<(Phase, Option<u32>)> {
     let mut best: Option<((Phase, Option<u32>), i128)> = None;
-    for n in &new.phases {
+    for n in new.phases.iter().filter(|r| keep(r.phase)) {
         let key = (n.phase, n.iteration);
         let o = old
             .phases
             .iter()
             .find(|o| (o.phase, o.iteration) == key)
-            .map_or(0, |o| o.peak_bytes);
-        let delta = n.peak_bytes as i128 - o as i128;
+            .map_or(0, &figure);
+        let delta = figure(n) - o;
         let delta = if grew { delta } else { -delta };
         if delta > 0 && best.is_none_or(|(_, d)| delta > d) {
             best = Some((key, delta));

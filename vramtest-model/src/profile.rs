@@ -215,6 +215,12 @@ pub struct Profile {
     /// figure that is a maximum over time from, phase by phase.
     #[serde(default)]
     pub phase_category_peaks: Vec<(Phase, CategoryBytes)>,
+    /// The gradient check's causes, from the blocks alive when the last backward ended
+    /// (see [`crate::gradient_check`]): empty when gradients are one per weight, or
+    /// without a backward. Set by the run from its stream
+    /// ([`crate::gradient_reading::check`]), not by the ledger.
+    #[serde(default)]
+    pub gradient_check: Vec<crate::gradient_check::Finding>,
 }
 
 impl Profile {

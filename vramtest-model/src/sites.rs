@@ -19,10 +19,18 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 
-/// How many sites per category a snapshot's `info` keeps (then one line for the rest).
+/// How many sites per category a snapshot's `info` keeps at least (then one line for
+/// the rest).
 pub const IN_SNAPSHOT: usize = 3;
+/// A snapshot's `info` also keeps every site holding at least this share of its
+/// category (1/`SNAPSHOT_SHARE`, 1%: the default limit's relative slack), so a later
+/// failure can tell the site that grew from those that did not.
+pub const SNAPSHOT_SHARE: u64 = 100;
 /// The location of the line a snapshot's `info` keeps for a category's other sites.
 pub const OTHER_SITES: &str = "(other sites)";
+/// How the line of the other sites names the largest of them, in its operation's
+/// place: `each at most 4096 B`.
+const EACH_AT_MOST: (&str, &str) = ("each at most ", " B");
 /// How many sites of a grown category a failure names.
 pub const IN_FAILURE: usize = 3;
 
@@ -404,22 +412,36 @@ impl Sites {
     }
 
     /// The top sites of each category at its own peak, as a snapshot's `info` keeps
-    /// them: at most [`IN_SNAPSHOT`], then one line ([`OTHER_SITES`]) with the bytes
-    /// and blocks of all the others.
+    /// them: the [`IN_SNAPSHOT`] largest and every other one that holds at least
+    /// 1/[`SNAPSHOT_SHARE`] of the category, then one line ([`OTHER_SITES`]) with the
+    /// bytes and blocks of all the others and the bytes of the largest of them (the
+    /// most a site missing from the list held).
     pub fn for_snapshot(&self) -> Vec<(Category, Vec<Site>)> {
         Category::ALL
             .into_iter()
             .map(|c| (c, self.at_own_peak(c)))
             .filter(|(_, sites)| !sites.is_empty())
             .map(|(c, sites)| {
-                let mut kept: Vec<Site> = sites.iter().take(IN_SNAPSHOT).cloned().collect();
-                let rest = &sites[kept.len()..];
+                let total: u64 = sites.iter().map(|s| s.bytes).sum();
+                let n = sites
+                    .iter()
+                    .enumerate()
+                    .take_while(|(i, s)| {
+                        *i < IN_SNAPSHOT || s.bytes.saturating_mul(SNAPSHOT_SHARE) >= total
+                    })
+                    .count();
+                let mut kept: Vec<Site> = sites[..n].to_vec();
+                let rest = &sites[n..];
                 if !rest.is_empty() {
+                    let largest = rest.iter().map(|s| s.bytes).max().unwrap_or(0);
                     kept.push(Site {
                         bytes: rest.iter().map(|s| s.bytes).sum(),
                         count: rest.iter().map(|s| s.count).sum(),
                         key: SiteKey {
-                            operation: None,
+                            operation: Some(format!(
+                                "{}{largest}{}",
+                                EACH_AT_MOST.0, EACH_AT_MOST.1
+                            )),
                             location: Some(OTHER_SITES.to_owned()),
                             callers: None,
                         },
@@ -455,6 +477,38 @@ fn group(blocks: &[&LiveBlock], key_of: &mut impl FnMut(Call) -> SiteKey) -> Vec
         .collect();
     sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
     sites
+}
+
+/// The most a site missing from a snapshot's list held (`None`: the list holds every
+/// site): at most what all the other
+/// sites held together, at most what the smallest listed one held, and at most the
+/// largest other site where the list names it (lists written since it does).
+pub fn absent_floor(old: &[Site]) -> Option<u64> {
+    let rest = old.iter().find(|s| is_rest(s))?;
+    let named = rest
+        .key
+        .operation
+        .as_deref()
+        .and_then(|op| {
+            op.strip_prefix(EACH_AT_MOST.0)?
+                .strip_suffix(EACH_AT_MOST.1)
+        })
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(u64::MAX);
+    Some(
+        old.iter()
+            .filter(|s| !is_rest(s))
+            .map(|s| s.bytes)
+            .min()
+            .unwrap_or(rest.bytes)
+            .min(rest.bytes)
+            .min(named),
+    )
+}
+
+/// Whether `s` is the line a snapshot keeps for a category's other sites.
+fn is_rest(s: &Site) -> bool {
+    s.key.location.as_deref() == Some(OTHER_SITES)
 }
 
 /// A site of a category that grew, against the same category's sites in the accepted
@@ -515,26 +569,15 @@ impl fmt::Display for SiteChange {
     }
 }
 
-/// The sites of a grown category, those that grew most against `old` (the snapshot's
-/// list of the category, as [`Sites::for_snapshot`] keeps it) first, then by bytes;
-/// without `old` (a snapshot taken without sites), by bytes.
+/// The sites of a grown category against `old` (the snapshot's list of the category,
+/// as [`Sites::for_snapshot`] keeps it): only those that grew (by at least one byte,
+/// for a site the list does not hold: new, or grown from at most the largest site it
+/// left out), most grown first. Without `old` (a snapshot taken without sites): every
+/// site, by bytes.
 pub fn changes(new: &[Site], old: Option<&[Site]>) -> Vec<SiteChange> {
-    let is_rest = |s: &Site| s.key.location.as_deref() == Some(OTHER_SITES);
     let absent = match old {
         None => Absent::NoSnapshotSites,
-        Some(old) => match old.iter().find(|s| is_rest(s)) {
-            // A site under the top ones held at most what all of them held, and at
-            // most what the smallest top one held.
-            Some(rest) => Absent::AtMost(
-                old.iter()
-                    .filter(|s| !is_rest(s))
-                    .map(|s| s.bytes)
-                    .min()
-                    .unwrap_or(rest.bytes)
-                    .min(rest.bytes),
-            ),
-            None => Absent::New,
-        },
+        Some(old) => absent_floor(old).map_or(Absent::New, Absent::AtMost),
     };
     let mut out: Vec<SiteChange> = new
         .iter()
@@ -549,6 +592,7 @@ pub fn changes(new: &[Site], old: Option<&[Site]>) -> Vec<SiteChange> {
         })
         .collect();
     if old.is_some() {
+        out.retain(|c| c.growth() > 0);
         out.sort_by(|a, b| {
             b.growth()
                 .cmp(&a.growth())
@@ -882,7 +926,7 @@ mod tests {
     }
 
     #[test]
-    fn changes_put_the_most_grown_site_first_and_name_new_ones() {
+    fn changes_list_only_the_sites_that_grew_most_grown_first_and_name_new_ones() {
         let site = |bytes, line: &str| Site {
             bytes,
             count: 1,
@@ -895,14 +939,21 @@ mod tests {
         let new = [
             site(2000, "a.rs:1"),
             site(1000, "b.rs:2"),
-            site(10, "c.rs:3"),
+            site(30, "c.rs:3"),
         ];
         let old = [site(2000, "a.rs:1"), site(10, "c.rs:3")];
         let c = changes(&new, Some(&old));
+        // a.rs:1 did not grow: not listed, though it is the largest.
+        assert_eq!(c.len(), 2, "{c:?}");
         assert_eq!(c[0].site.key.location.as_deref(), Some("b.rs:2"));
         assert_eq!(c[0].old_bytes, None);
         assert!(c[0].to_string().ends_with("[new site]"), "{}", c[0]);
-        assert_eq!(c[1].old_bytes, Some(2000));
+        assert_eq!(c[1].old_bytes, Some(10));
+        assert!(
+            c[1].to_string().ends_with("[grew at this site by 20 B]"),
+            "{}",
+            c[1]
+        );
         // A list with a line for its other sites: one missing from it may have been
         // among those, with at most their bytes (and at most the smallest kept one's).
         let old = [
@@ -912,6 +963,7 @@ mod tests {
             site(300, OTHER_SITES),
         ];
         let c = changes(&new, Some(&old));
+        assert_eq!(c.len(), 1, "{c:?}");
         assert_eq!(c[0].site.key.location.as_deref(), Some("b.rs:2"));
         assert_eq!(c[0].growth(), 700);
         assert!(
@@ -920,11 +972,82 @@ mod tests {
             "{}",
             c[0]
         );
-        assert_eq!(c[2].growth(), -290);
+        // The line of the other sites names the largest of them: the tighter bound.
+        let mut named = old.clone();
+        named[3].key.operation = Some("each at most 20 B".into());
+        assert_eq!(absent_floor(&named), Some(20));
+        let c = changes(&new, Some(&named));
+        assert_eq!(c[0].growth(), 980);
+        assert_eq!(c[1].site.key.location.as_deref(), Some("c.rs:3"));
+        assert_eq!(c[1].growth(), 10);
         // Without the old sites: by bytes, nothing called new.
         let c = changes(&new, None);
+        assert_eq!(c.len(), 3);
         assert_eq!(c[0].site.bytes, 2000);
         assert!(!c[0].to_string().contains("new site"));
+    }
+
+    /// The case of a debug hook keeping one more feature map per block: the largest
+    /// sites are unchanged and the one that grew is small; the failure lists it, and
+    /// only it.
+    #[test]
+    fn a_small_site_that_grew_is_found_among_large_unchanged_ones() {
+        let site = |bytes: u64, line: u64| Site {
+            bytes,
+            count: 4,
+            key: SiteKey {
+                operation: Some("batch_norm".into()),
+                location: Some(format!("src/lib.rs:{line}")),
+                callers: None,
+            },
+        };
+        // Ten batch-norm sites of 1 MiB down to 100 KiB, and twenty small ones.
+        let mut before: Vec<Site> = (0..10).map(|i| site((10 - i) << 17, 100 + i)).collect();
+        before.extend((0..20).map(|i| site(512, 200 + i)));
+        let snapshot = |sites: &[Site]| Sites {
+            capture: Capture::Planned,
+            traces: 1,
+            categories: vec![CategorySites {
+                category: Category::Activations,
+                bytes: sites.iter().map(|s| s.bytes).sum(),
+                sites: sites.to_vec(),
+                own_peak: None,
+            }],
+            notes: Vec::new(),
+        };
+        let kept = snapshot(&before).for_snapshot().remove(0).1;
+        // Read back as a later run reads the snapshot's `info`.
+        let kept: Vec<Site> = kept
+            .iter()
+            .map(|s| Site::from_line(&s.to_line()).unwrap())
+            .collect();
+        let mut after = before.clone();
+        let hook = Site {
+            bytes: 97 << 10,
+            count: 8,
+            key: SiteKey {
+                operation: Some("clone".into()),
+                location: Some("src/lib.rs:300".into()),
+                callers: None,
+            },
+        };
+        after.insert(10, hook.clone());
+        let c = changes(&after, Some(&kept));
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].site, hook);
+        assert_eq!(c[0].growth(), (97 << 10) - 512);
+        assert!(
+            c[0].to_string()
+                .ends_with("[new site, or grew from at most 512 B]"),
+            "{}",
+            c[0]
+        );
+        // One of the small sites grew too, by less: listed after the hook.
+        after[15].bytes = 8192;
+        let c = changes(&after, Some(&kept));
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(c[0].site, hook);
+        assert_eq!(c[1].growth(), 8192 - 512);
     }
 }
 
@@ -961,7 +1084,25 @@ mod snapshot_tests {
         assert_eq!(kept.len(), 1);
         let (category, list) = &kept[0];
         assert_eq!(*category, Category::Activations);
-        assert_eq!(&list[..IN_SNAPSHOT], &all[..IN_SNAPSHOT]);
-        assert_eq!(list[IN_SNAPSHOT..], [site(97 + 96, 4, OTHER_SITES)]);
+        // Each of the five holds 20% of the category: all kept, no line for the rest.
+        assert_eq!(list, &all);
+        // Sites under 1% of the category beyond the top three: one line, naming the
+        // largest of them.
+        let mut all = all;
+        all.extend((0..4).map(|i| site(4 - i, 1, &format!("b.rs:{i}"))));
+        let sites = Sites {
+            categories: vec![CategorySites {
+                category: Category::Activations,
+                bytes: all.iter().map(|s| s.bytes).sum(),
+                sites: all.clone(),
+                own_peak: None,
+            }],
+            ..sites
+        };
+        let (_, list) = &sites.for_snapshot()[0];
+        assert_eq!(&list[..5], &all[..5]);
+        let mut rest = site(4 + 3 + 2 + 1, 4, OTHER_SITES);
+        rest.key.operation = Some("each at most 4 B".into());
+        assert_eq!(list[5..], [rest]);
     }
 }

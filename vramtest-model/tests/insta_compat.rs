@@ -119,6 +119,7 @@ fn info(class: DeviceClass) -> Info {
             driver: None,
             cuda: None,
             sites: sites(),
+            gradient_check: Vec::new(),
             machine: Some(vramtest_model::snapshot::CpuFingerprint {
                 cpu: "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz".into(),
                 isa: "avx512".into(),
@@ -133,6 +134,7 @@ fn info(class: DeviceClass) -> Info {
             driver: Some("550.54.15".into()),
             cuda: Some("12.4".into()),
             sites: Vec::new(),
+            gradient_check: Vec::new(),
             machine: None,
         },
     }

@@ -1,6 +1,6 @@
 //! The regression policy (README, "Limits, budgets and options"): slacks, verdicts, messages, strict mode, budgets
 //! and configuration keys. Byte figures are written out; slacks are worked by hand from
-//! the default limit `+1% | 64KiB` (a change fails when it exceeds max(1% of old, 65536)).
+//! the default limit `+1%` (a change fails when it exceeds 1% of old, rounded down).
 
 use test_case::test_case;
 use vramtest_model::limit::UnknownLimitKey;
@@ -101,16 +101,16 @@ fn identical_bodies_are_unchanged() {
 
 // (old activations peak, change, expected movement). Only `category_peaks.activations`
 // differs, so it is the only finding.
-#[test_case(MIB, 65_536, Some(Movement::Within), Verdict::WithinLimits; "1 MiB grows by exactly 64 KiB")]
-#[test_case(MIB, 65_537, Some(Movement::Regressed), Verdict::Regressed; "1 MiB grows by 64 KiB + 1")]
-#[test_case(MIB, -65_536, Some(Movement::Within), Verdict::WithinLimits; "1 MiB shrinks by exactly 64 KiB")]
-#[test_case(MIB, -65_537, Some(Movement::Improved), Verdict::Improved; "1 MiB shrinks by 64 KiB + 1")]
+#[test_case(MIB, 10_485, Some(Movement::Within), Verdict::WithinLimits; "1 MiB grows by 1 percent, rounded down")]
+#[test_case(MIB, 10_486, Some(Movement::Regressed), Verdict::Regressed; "1 MiB grows by 1 percent + 1")]
+#[test_case(MIB, -10_485, Some(Movement::Within), Verdict::WithinLimits; "1 MiB shrinks by 1 percent, rounded down")]
+#[test_case(MIB, -10_486, Some(Movement::Improved), Verdict::Improved; "1 MiB shrinks by 1 percent + 1")]
 #[test_case(100 * MIB, 1_048_576, Some(Movement::Within), Verdict::WithinLimits; "100 MiB grows by exactly 1 percent")]
 #[test_case(100 * MIB, 1_048_577, Some(Movement::Regressed), Verdict::Regressed; "100 MiB grows by 1 percent + 1")]
 #[test_case(100 * MIB, -1_048_576, Some(Movement::Within), Verdict::WithinLimits; "100 MiB shrinks by 1 percent")]
 #[test_case(100 * MIB, -1_048_577, Some(Movement::Improved), Verdict::Improved; "100 MiB shrinks by 1 percent + 1")]
-#[test_case(0, 65_536, Some(Movement::Within), Verdict::WithinLimits; "from nothing within 64 KiB")]
-#[test_case(0, 65_537, Some(Movement::Regressed), Verdict::Regressed; "from nothing beyond 64 KiB")]
+#[test_case(99, 1, Some(Movement::Regressed), Verdict::Regressed; "99 B grows by 1 B: 1 percent of it is 0 B")]
+#[test_case(0, 1, Some(Movement::Regressed), Verdict::Regressed; "from nothing by 1 B")]
 #[test_case(MIB, 0, None, Verdict::Unchanged; "no change")]
 fn default_slack_for_a_category(
     old: u64,
@@ -135,6 +135,39 @@ fn default_slack_for_a_category(
     }
 }
 
+/// The default limits catch a category that grows by a quarter, whatever its size: a
+/// small model's optimizer switch (SGD with momentum to AdamW, +97.6% optimizer state)
+/// passed under the old absolute floor of 64 KiB.
+#[test]
+fn the_defaults_catch_a_quarter_s_growth_on_any_size() {
+    let policy = Policy::default();
+    for category in Category::ALL {
+        let limit = policy.limit(Subject::Category(category));
+        let mut old = 4u64;
+        while old < (1 << 44) {
+            let quarter = old / 4;
+            if category == Category::Untracked {
+                // The driver's and other processes' memory: its own wider limit.
+                assert!(limit.slack(old) >= quarter.min(16 * MIB) || old < 4 * 16 * MIB);
+            } else {
+                assert!(
+                    limit.slack(old) < quarter,
+                    "{category}: {old} B growing by {quarter} B passes {limit}"
+                );
+            }
+            old = old * 3 / 2 + 1;
+        }
+    }
+    assert!(policy.peak.slack(40 * KIB) < 10 * KIB);
+    // The case: 16 KiB of momentum becoming 32 KiB of Adam moments.
+    let mut before = base();
+    before.category_peaks[Category::OptimizerState] = 16 * KIB;
+    let mut after = before.clone();
+    after.category_peaks[Category::OptimizerState] = 32 * KIB;
+    let c = compare(&before, &after, &policy);
+    assert_eq!(c.verdict, Verdict::Regressed, "{:?}", c.findings);
+}
+
 #[test]
 fn growth_beyond_both_slacks_regresses_and_says_where() {
     let old = base();
@@ -144,7 +177,7 @@ fn growth_beyond_both_slacks_regresses_and_says_where() {
     let c = compare(&old, &new, &Policy::default());
     assert_eq!(c.verdict, Verdict::Regressed);
     let regressed: Vec<Subject> = c.regressions().map(|f| f.subject).collect();
-    // The peak went 10 MiB -> 11 MiB: +10%, also over +1% | 64 KiB. Categories come
+    // The peak went 10 MiB -> 11 MiB: +10%, also over +1%. Categories come
     // first (what grew), then the peak (what it cost).
     assert_eq!(
         regressed,
@@ -159,7 +192,9 @@ fn growth_beyond_both_slacks_regresses_and_says_where() {
         "1.00 MiB → 2.00 MiB",
         "+1.00 MiB",
         "+100.0%",
-        "over the limit +1% | 64.00 KiB",
+        "over the limit +1%",
+        // `moved` raises the phase's peak only, as if the bytes were a tagged
+        // category's: no phase that keeps activations moved.
         "; the phase whose peak grew most: forward (iteration 2)",
     ] {
         assert!(message.contains(needle), "missing {needle:?} in: {message}");
@@ -193,11 +228,63 @@ fn the_phase_that_grew_most_is_named_even_when_it_is_a_set_up_phase() {
     );
 }
 
+/// Optimizer state allocated in `optimizer_init` (AdamW's moments, made eagerly) stays
+/// alive, so it raises the peak of every later phase too, and `optimizer_step`'s most
+/// (its update's temporaries grew as well): the state is named under the phase that
+/// allocated it, the peak under the phase whose peak grew most.
 #[test]
-fn the_phase_named_is_the_one_whose_peak_grew_not_where_the_category_was_allocated() {
+fn optimizer_state_allocated_in_optimizer_init_is_named_there() {
+    let old = base();
+    let mut new = old.clone();
+    let state = 2 * MIB;
+    new.category_peaks[Category::OptimizerState] += state;
+    new.category_peaks[Category::Temporaries] += MIB;
+    new.peak_bytes += state + MIB;
+    for r in &mut new.phases {
+        match r.phase {
+            Phase::Params => {}
+            Phase::OptimizerInit => {
+                r.peak_bytes += state;
+                r.end_bytes += state;
+            }
+            _ => {
+                r.start_bytes += state;
+                r.peak_bytes += state;
+                r.end_bytes += state;
+            }
+        }
+        if r.phase == Phase::OptimizerStep {
+            r.peak_bytes += MIB;
+        }
+    }
+    let c = compare(&old, &new, &Policy::default());
+    let f = finding_for(&c, Subject::Category(Category::OptimizerState)).unwrap();
+    assert_eq!(f.phase, Some((Phase::OptimizerInit, None)), "{f}");
+    assert!(f.allocated_in);
+    assert!(
+        f.to_string()
+            .ends_with("; allocated more in optimizer_init (set-up)"),
+        "{f}"
+    );
+    // The temporaries grew in optimizer_step, and so did the peak there.
+    let t = finding_for(&c, Subject::Category(Category::Temporaries)).unwrap();
+    assert_eq!(t.phase, Some((Phase::OptimizerStep, Some(2))), "{t}");
+    let peak = finding_for(&c, Subject::Peak).unwrap();
+    assert_eq!(peak.phase, Some((Phase::OptimizerStep, Some(2))), "{peak}");
+    assert!(!peak.allocated_in);
+    assert!(
+        peak.to_string()
+            .ends_with("; the phase whose peak grew most: optimizer_step (iteration 2)"),
+        "{peak}"
+    );
+}
+
+#[test]
+fn a_category_whose_allocating_phases_did_not_move_names_the_phase_whose_peak_grew() {
     // optimizer_state grows by 4 MiB (it is allocated in optimizer_init and
-    // optimizer_step), but the phase whose own peak grew most is inputs: the line must
-    // not read as if the optimizer state were allocated in inputs.
+    // optimizer_step, neither of which moved: a tag charged it elsewhere), and the
+    // phase whose own peak grew most is inputs: the line must not read as if the
+    // optimizer state were allocated in inputs.
     let old = base();
     let new = moved(
         &old,
@@ -213,7 +300,7 @@ fn the_phase_named_is_the_one_whose_peak_grew_not_where_the_category_was_allocat
         message.ends_with("; the phase whose peak grew most: inputs (iteration 2)"),
         "{message}"
     );
-    assert!(!message.contains("grew most in phase"), "{message}");
+    assert!(!message.contains("allocated"), "{message}");
 }
 
 #[test]

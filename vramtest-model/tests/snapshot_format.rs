@@ -141,6 +141,7 @@ fn valid_snapshot() -> Snapshot {
             driver: None,
             cuda: None,
             sites: Vec::new(),
+            gradient_check: Vec::new(),
             machine: None,
         },
         body: valid_body(),
@@ -184,6 +185,7 @@ fn a_cuda_snapshot_with_every_optional_field_round_trips() {
         driver: Some("570.86.15".into()),
         cuda: Some("12.8".into()),
         sites: Vec::new(),
+        gradient_check: Vec::new(),
         machine: None,
     };
     snap.body.device_class = DeviceClass::Cuda;

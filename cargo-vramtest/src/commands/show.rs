@@ -48,6 +48,14 @@ pub fn execute(args: &ShowArgs) -> Result<u8> {
                 "the file is gone (removed since it was listed)",
             ),
         })?;
+        if matches!(args.message_format, crate::cli::MessageFormat::Json) {
+            let name = format!("{}::{}::{}", file.package, file.target, file.test);
+            let path = file.path.display().to_string();
+            let object =
+                output::snapshot_json::object(&name, &file.class, &path, file.pending, &parsed);
+            println!("{object}");
+            continue;
+        }
         if i > 0 {
             println!();
         }
@@ -65,8 +73,9 @@ pub fn execute(args: &ShowArgs) -> Result<u8> {
             prediction: prediction.as_ref(),
         };
         print!(
-            "{}",
-            output::fits::render(&parsed.body, &gpu, totals.as_deref(), draw)
+            "{}{}",
+            output::fits::render(&parsed.body, &gpu, totals.as_deref(), draw),
+            output::snapshot_json::gradient_section(&parsed)
         );
         if let Some(path) = &args.svg {
             let name = format!("{}::{}::{}", file.package, file.target, file.test);

@@ -18,6 +18,7 @@ pub mod measure;
 pub mod predict;
 pub mod sinks;
 pub mod site_listing;
+pub mod snapshot_json;
 pub mod table;
 pub mod view;
 

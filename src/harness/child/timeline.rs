@@ -6,7 +6,7 @@ use vramtest_chart::{Downsampler, IterationSpan, PhaseSpan, Timeline, TimelinePo
 use vramtest_model::Profile;
 use vramtest_model::ledger::{self, Event};
 
-/// The profile of an event stream and its timeline, at most `max_points` points,
+/// The profile of an event stream (with the gradient check's causes) and its timeline, at most `max_points` points,
 /// x = event index, from one replay of the stream.
 pub(super) fn profile_and_timeline(events: &[Event], max_points: usize) -> (Profile, Timeline) {
     let samples = events
@@ -19,12 +19,13 @@ pub(super) fn profile_and_timeline(events: &[Event], max_points: usize) -> (Prof
         })
         .count();
     let mut down = Downsampler::new(samples, max_points);
-    let profile = ledger::profile_observing(events, |at, live| {
+    let mut profile = ledger::profile_observing(events, |at, live| {
         down.push(TimelinePoint {
             x: at as u64,
             live: *live,
         })
     });
+    profile.gradient_check = vramtest_model::gradient_reading::check(events);
     let (points, peak) = down.finish();
     let (phases, iterations) = spans(events);
     let timeline = Timeline {

@@ -281,7 +281,27 @@ fn largest_peak(sweep: &Sweep, grid: &Grid) -> Option<u64> {
 /// that stays under 0.01% of the largest peak ([`NOTE_SHARE`]), nor one whose flag the
 /// committed snapshot's sweep `old` already records ([`same_flag`]): a note is said
 /// once per change, not on every run.
+///
+/// Each combination of levels is fitted on its own, so each is looked at, and a note
+/// names its combination beside the test (`step [precision=bf16]: …`; the baseline's
+/// too), against the same combination of `old`.
 pub(super) fn flagged_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> Vec<String> {
+    sweep
+        .combinations()
+        .into_iter()
+        .flat_map(|(variant, own)| {
+            let label = if variant.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{name} [{}]", vramtest_model::sweep::show_variant(&variant))
+            };
+            flagged_in(&label, own, old.and_then(|o| o.variant(&variant)))
+        })
+        .collect()
+}
+
+/// [`flagged_notes`] of one combination's fit, `name` naming it.
+fn flagged_in(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> Vec<String> {
     use vramtest_model::sweep::{ALLOCATED, RESERVED};
     let grid = sweep.grid().ok();
     let peak = grid.as_ref().and_then(|g| largest_peak(sweep, g));
@@ -477,6 +497,67 @@ mod tests {
             notes[0].starts_with(
                 "step: `temporaries` misses a held-out point of the grid by 2.00% (over 2%)"
             ),
+            "{}",
+            notes[0]
+        );
+    }
+
+    /// A bf16 fit flagged at 27% is noted as the f32 one is, and every note names its
+    /// combination of levels.
+    #[test]
+    fn every_combination_s_flags_are_noted_naming_it() {
+        let fit = |ppm| Fit {
+            terms: Formula::default(),
+            loo_error_ppm: ppm,
+            residue_bytes: 0,
+        };
+        let plain = |activations: u64| Sweep {
+            axes: BTreeMap::from([("seq".to_owned(), vec![1, 2, 3])]),
+            figures: BTreeMap::from([("activations".to_owned(), fit(activations))]),
+            target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
+            migrated: false,
+        };
+        let mut sweep = plain(30_000);
+        sweep.levels = BTreeMap::from([(
+            "precision".to_owned(),
+            vec!["f32".to_owned(), "bf16".to_owned()],
+        )]);
+        sweep.variants.push(VariantSweep {
+            variant: [("precision".to_owned(), "bf16".to_owned())].into(),
+            sweep: plain(270_000),
+            saving: None,
+            cpu_time_ratio: CpuTimeRatio::default(),
+        });
+        let notes = flagged_notes("step", &sweep, None);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].starts_with(
+                "step [precision=f32]: `activations` misses a held-out point of the grid by 3.00%"
+            ),
+            "{}",
+            notes[0]
+        );
+        assert!(
+            notes[1].starts_with(
+                "step [precision=bf16]: `activations` misses a held-out point of the grid by 27.00%"
+            ),
+            "{}",
+            notes[1]
+        );
+        // Recorded already, at each level: nothing to say again.
+        assert_eq!(
+            flagged_notes("step", &sweep, Some(&sweep)),
+            Vec::<String>::new()
+        );
+        // The bf16 flag is new against a snapshot whose bf16 fit was not flagged.
+        let mut old = sweep.clone();
+        old.variants[0].sweep = plain(10_000);
+        let notes = flagged_notes("step", &sweep, Some(&old));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("step [precision=bf16]: "),
             "{}",
             notes[0]
         );

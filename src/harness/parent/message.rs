@@ -62,6 +62,7 @@ pub(super) fn compose(facts: &Facts) -> Message {
     );
     lines.extend(sweep_lines(facts));
     lines.extend(explanation_lines(facts));
+    lines.extend(gradient_lines(facts));
     lines.extend(written_lines(facts));
     lines.extend(facts.profile.hints());
     lines.extend(facts.kept.clone());
@@ -217,6 +218,20 @@ fn explanation_lines(facts: &Facts) -> Vec<String> {
     lines
 }
 
+/// The gradient check's causes with their fixes: said when a result is first recorded
+/// and in a failure.
+fn gradient_lines(facts: &Facts) -> Vec<String> {
+    match facts.decision.status {
+        Status::New | Status::Regressed | Status::Missing => facts
+            .profile
+            .gradient_check
+            .iter()
+            .map(|f| f.line())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The file written, and what it records.
 fn written_lines(facts: &Facts) -> Vec<String> {
     let Some((path, replaced)) = &facts.written else {
@@ -329,6 +344,12 @@ fn site_lines(
         });
         let changes = sites::changes(sites.at_own_peak(category), before);
         if changes.is_empty() {
+            if let Some(floor) = before.and_then(sites::absent_floor) {
+                lines.push(format!(
+                    "where {category} grew: at no call site the snapshot lists; among the sites it leaves out (each at most {} before)",
+                    HumanBytes(floor)
+                ));
+            }
             continue;
         }
         lines.push(format!(
@@ -422,7 +443,63 @@ mod tests {
             [
                 "where activations grew (call sites at its peak, against the snapshot's):",
                 "  12.00 MiB in 1 block at src/lib.rs:10 (lib::op) [new site]",
-                "  8.00 MiB in 1 block at src/lib.rs:20 (lib::op)",
+                "call sites: a note",
+            ]
+        );
+    }
+
+    /// Unchanged large sites are not listed; a growth among the sites the snapshot
+    /// left out is said to be there.
+    #[test]
+    fn a_regression_lists_no_unchanged_site_and_says_where_the_growth_is_unknown() {
+        let (old, new) = (body(10 << 20), body(20 << 20));
+        let cmp = vramtest_model::compare(&old, &new, &Policy::default());
+        let site = |bytes, line: u32| Site {
+            bytes,
+            count: 1,
+            key: SiteKey {
+                operation: None,
+                location: Some(format!("src/lib.rs:{line}")),
+                callers: None,
+            },
+        };
+        let with = |list: Vec<Site>| {
+            let mut s = sites();
+            s.categories[0].sites = list;
+            s
+        };
+        // Four large sites, a hundred small ones of 512 B, and one of 1 KiB.
+        let mut list: Vec<Site> = (0..4).map(|i| site(4 << 20, i)).collect();
+        list.push(site(1024, 99));
+        list.extend((0..100).map(|i| site(512, 100 + i)));
+        let old = parsed_with(&old, &with(list.clone()));
+        let lines_of = |list: &[Site]| {
+            site_lines(
+                "t",
+                DeviceClass::Cpu,
+                Some(&Ok(with(list.to_vec()))),
+                Some(&old),
+                Some(&cmp),
+                &new,
+            )
+        };
+        // One small site doubles, to the size of the largest the snapshot left out:
+        // it may have held that much before.
+        list[50].bytes = 1024;
+        assert_eq!(
+            lines_of(&list),
+            [
+                "where activations grew: at no call site the snapshot lists; among the sites it leaves out (each at most 1.00 KiB before)",
+                "call sites: a note",
+            ]
+        );
+        // Grown past it: listed, alone.
+        list[50].bytes = 4096;
+        assert_eq!(
+            lines_of(&list),
+            [
+                "where activations grew (call sites at its peak, against the snapshot's):",
+                "  4.00 KiB in 1 block at src/lib.rs:145 [new site, or grew from at most 1.00 KiB]",
                 "call sites: a note",
             ]
         );
@@ -582,6 +659,67 @@ mod tests {
         assert_eq!(message.diff, None);
         assert!(message.changes.is_empty());
         insta::assert_snapshot!(shown(&message));
+    }
+
+    /// A step whose backward keeps a gradient of 3 KiB for a tensor that is no
+    /// parameter beside the 1 KiB weight's.
+    fn with_a_foreign_gradient() -> Profile {
+        let mut events = vec![
+            Event::PhaseStart(Phase::Params),
+            Event::Alloc { id: 1, bytes: 1024 },
+            Event::PhaseEnd,
+        ];
+        for i in 0..2u32 {
+            let id = 100 + u64::from(i) * 10;
+            events.extend([
+                Event::IterationStart(i),
+                Event::PhaseStart(Phase::Backward),
+                Event::Alloc { id, bytes: 1024 },
+                Event::Alloc {
+                    id: id + 1,
+                    bytes: 3072,
+                },
+                Event::PhaseEnd,
+                Event::Free { id },
+                Event::Free { id: id + 1 },
+                Event::IterationEnd,
+            ]);
+        }
+        Profile {
+            gradient_check: vramtest_model::gradient_reading::check(&events),
+            ..ledger::profile(&events)
+        }
+    }
+
+    #[test]
+    fn the_gradient_check_s_cause_and_fix_are_said_when_first_written_and_in_a_failure() {
+        let new = with_a_foreign_gradient();
+        let said = "gradient check: gradients_of_non_parameters: 3.00 KiB of gradients match no parameter's size (gradient blocks of 3.00 KiB × 1); fix: remove the gradients of tensors that are no parameter";
+        let first = message_for(
+            None,
+            &new,
+            Update::New,
+            false,
+            Some((
+                "tests/snapshots/vram__mlp__adamw@cpu.snap.new".into(),
+                false,
+            )),
+            None,
+        );
+        assert!(first.text.contains(said), "{}", first.text);
+        // The same result again: nothing to say.
+        let old = committed(&Body::from_profile(&new, DeviceClass::Cpu));
+        let again = message_for(Some(&old), &new, Update::No, false, None, None);
+        assert!(!again.text.contains("gradient check"), "{}", again.text);
+        // A regression says it again.
+        let smaller = committed(&Body::from_profile(&step(1024, 0, 0), DeviceClass::Cpu));
+        let failed = message_for(Some(&smaller), &new, Update::No, false, None, None);
+        assert!(
+            failed.text.starts_with("memory regression"),
+            "{}",
+            failed.text
+        );
+        assert!(failed.text.contains(said), "{}", failed.text);
     }
 
     #[test]

@@ -113,6 +113,7 @@ impl RunContext {
         };
         let judged = self.judge(name, def, &measured, device.class());
         measured.notes = fit_notes(name, &measured, &judged);
+        measured.notes.extend(gradient_notes(name, &judged));
         let recorded = self.record(&measured, &judged);
         TrialEnd::Measured(Box::new(Steps {
             measured,
@@ -496,6 +497,21 @@ fn fit_notes(name: &str, measured: &MeasuredTest, judged: &Judged) -> Vec<String
         eprintln!("note: {note}");
     }
     notes
+}
+
+/// The gradient check's causes of a first result (no snapshot yet), kept as notes so
+/// `cargo vramtest` says them whatever the verdict (a failure's message says them too).
+fn gradient_notes(name: &str, judged: &Judged) -> Vec<String> {
+    match &judged.verdict {
+        Ok(v) if v.old.is_none() => judged
+            .new
+            .info
+            .gradient_check
+            .iter()
+            .map(|f| format!("{name}: {}", f.line()))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// libtest's verdict on a report: a failure with its text (the message, the child's

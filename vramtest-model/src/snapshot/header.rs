@@ -191,6 +191,30 @@ pub struct Info {
     /// lines are read past.
     #[serde(skip_serializing_if = "Vec::is_empty", with = "sites_by_category")]
     pub sites: Vec<(Category, Vec<Site>)>,
+    /// The gradient check's causes when the result was measured
+    /// ([`crate::gradient_check`]), one line each
+    /// ([`Finding::to_line`](crate::gradient_check::Finding::to_line)), so `show` names
+    /// them for any snapshot. Volatile: never compared; unreadable lines are read past.
+    #[serde(skip_serializing_if = "Vec::is_empty", with = "finding_lines")]
+    pub gradient_check: Vec<crate::gradient_check::Finding>,
+}
+
+/// `info.gradient_check`: a list of [`Finding::to_line`](crate::gradient_check::Finding::to_line) lines.
+mod finding_lines {
+    use crate::gradient_check::Finding;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(found: &[Finding], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(found.iter().map(Finding::to_line))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Finding>, D::Error> {
+        let lines = Vec::<serde_yaml_ng::Value>::deserialize(d)?;
+        Ok(lines
+            .iter()
+            .filter_map(|l| Finding::from_line(l.as_str()?))
+            .collect())
+    }
 }
 
 /// `info.sites`: a map from each category to its sites' one-line forms, in order.
