@@ -3,6 +3,7 @@
 mod common;
 
 use common::{Fixture, assert_code};
+use std::path::Path;
 
 #[test]
 fn usage_errors() {
@@ -138,10 +139,13 @@ fn configuration_from_the_metadata() {
 fn runs_as_a_cargo_subcommand() {
     let f = Fixture::abort_crate("subcommand");
     // cargo runs `cargo-vramtest vramtest …` when `cargo-vramtest` is on the PATH.
+    // Linked, not copied: a copy written by this process could be refused as "Text
+    // file busy" while another test thread starts a process (see common::executable).
     let bin = f.dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let exe = format!("cargo-vramtest{}", std::env::consts::EXE_SUFFIX);
-    std::fs::copy(env!("CARGO_BIN_EXE_cargo-vramtest"), bin.join(&exe)).unwrap();
+    common::executable::link_executable(
+        Path::new(env!("CARGO_BIN_EXE_cargo-vramtest")),
+        &bin.join("cargo-vramtest"),
+    );
     let path = std::env::join_paths(
         std::iter::once(bin.clone())
             .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),

@@ -301,7 +301,6 @@ mod tests {
     /// Every command line it gets is logged in `<script>.log`.
     #[cfg(unix)]
     fn fake_binary(dir: &std::path::Path, batch: &str) -> Vec<TestCase> {
-        use std::os::unix::fs::PermissionsExt;
         use vramtest_model::report::Status;
         let report = |name: &str| {
             serde_json::to_string(&TestReport::new("vram", name, Status::Passed)).unwrap()
@@ -316,8 +315,7 @@ mod tests {
             report("t2")
         )
         .replace("T1", &report("t1"));
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::executable::write_executable(&path, &script);
         ["t1", "t2"]
             .iter()
             .map(|name| {
