@@ -96,6 +96,11 @@ impl SitesWhen {
     }
 }
 
+/// The longest timeout `VRAMTEST_TIMEOUT` and `VRAMTEST_SITES_TIMEOUT` take: 365 days
+/// in seconds. Past it a deadline would overflow the clock (`1e300` seconds is no time
+/// on any clock); a year is as good as none for a test.
+pub const MAX_TIMEOUT_SECS: u32 = 365 * 24 * 3600;
+
 /// The default of `VRAMTEST_SITES_TIMEOUT`: two minutes.
 pub const DEFAULT_SITES_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -113,8 +118,8 @@ pub struct HarnessEnv {
     /// The update mode asked for (`VRAMTEST_UPDATE`, else `INSTA_UPDATE`); `None`:
     /// `auto` ([`HarnessEnv::update`] says what it comes to).
     pub update: Option<Update>,
-    /// Check mode: write nothing; a missing snapshot fails. On under CI (insta's rule:
-    /// `CI` set and not `false`/`0`/empty, or `TF_BUILD` set) or with `VRAMTEST_CHECK=1`.
+    /// Check mode: write nothing; a missing snapshot fails. On under CI (any marker of
+    /// [`on_ci`]) or with `VRAMTEST_CHECK=1`.
     pub check: bool,
     /// `VRAMTEST_STRICT=1`: any difference fails.
     pub strict: bool,
@@ -168,8 +173,11 @@ pub enum EnvError {
     /// `VRAMTEST_SITES` names no mode.
     #[error("{SITES}={0}: unknown mode (hint: use 0 to turn call sites off, always, or auto)")]
     Sites(String),
-    /// A timeout that is not a positive number of seconds.
-    #[error("{var}={value}: not a number of seconds (hint: {var}={example})")]
+    /// A timeout that is not a number of seconds above 0 and up to [`MAX_TIMEOUT_SECS`].
+    #[error(
+        "{var}={value}: not a number of seconds above 0 and at most {MAX_TIMEOUT_SECS} \
+         (365 days) (hint: {var}={example})"
+    )]
     Seconds {
         /// The variable.
         var: &'static str,
@@ -214,10 +222,7 @@ impl HarnessEnv {
         let text = |name: &str| var(name).and_then(|v| v.into_string().ok());
         let flag =
             |name: &str| text(name).is_some_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
-        let is_ci = match text("CI") {
-            Some(v) => !matches!(v.as_str(), "" | "0" | "false"),
-            None => var("TF_BUILD").is_some(),
-        };
+        let is_ci = on_ci(&var);
         let path = |name: &str| var(name).map(PathBuf::from);
         Ok(HarnessEnv {
             settings: settings(text(CONFIG))?,
@@ -378,8 +383,20 @@ fn sites(value: Option<String>) -> Result<SitesWhen, EnvError> {
     }
 }
 
-/// A positive number of seconds in `var`; `None` when it is unset or empty. The error
-/// suggests `example`.
+/// Whether any CI marker the tool knows is set, read through `var`: `CI` set and not
+/// `false`/`0`/empty (insta's rule), `TF_BUILD` set (Azure Pipelines, insta's rule too)
+/// or `GITHUB_ACTIONS=true` (GitHub Actions, whose annotations the tool writes). Each
+/// counts on its own: `CI=false` does not outvote another marker, so no mix of them
+/// writes a snapshot in CI.
+pub fn on_ci(var: impl Fn(&str) -> Option<OsString>) -> bool {
+    let text = |name: &str| var(name).map(|v| v.to_string_lossy().into_owned());
+    text("CI").is_some_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+        || var("TF_BUILD").is_some()
+        || text("GITHUB_ACTIONS").is_some_and(|v| v == "true")
+}
+
+/// A number of seconds in `var`, above 0 and at most [`MAX_TIMEOUT_SECS`]; `None` when
+/// it is unset or empty. The error names the range and suggests `example`.
 fn seconds(
     var: &'static str,
     value: Option<String>,
@@ -390,7 +407,7 @@ fn seconds(
             .trim()
             .parse::<f64>()
             .ok()
-            .filter(|s| s.is_finite() && *s > 0.0)
+            .filter(|s| *s > 0.0 && *s <= f64::from(MAX_TIMEOUT_SECS))
             .map(|s| Some(Duration::from_secs_f64(s)))
             .ok_or(EnvError::Seconds {
                 var,
@@ -500,6 +517,10 @@ mod tests {
     #[test_case(&[("CI", "true")], None, Update::No; "auto on CI is no")]
     #[test_case(&[("TF_BUILD", "True")], None, Update::No; "azure is CI")]
     #[test_case(&[("CI", "false")], None, Update::New; "CI false is not CI")]
+    #[test_case(&[("GITHUB_ACTIONS", "true")], None, Update::No; "github actions is CI")]
+    #[test_case(&[("GITHUB_ACTIONS", "true"), ("CI", "false"), ("VRAMTEST_UPDATE", "always")], Some(Update::Always), Update::No; "CI false does not outvote github actions")]
+    #[test_case(&[("TF_BUILD", "True"), ("CI", "0"), ("VRAMTEST_UPDATE", "always")], Some(Update::Always), Update::No; "CI 0 does not outvote azure")]
+    #[test_case(&[("GITHUB_ACTIONS", "false")], None, Update::New; "github actions false is not CI")]
     #[test_case(&[("VRAMTEST_CHECK", "1"), ("VRAMTEST_UPDATE", "always")], Some(Update::Always), Update::No; "check never writes snap files")]
     #[test_case(&[("CI", "1"), ("INSTA_UPDATE", "new")], Some(Update::New), Update::New; "check keeps an explicit new")]
     #[test_case(&[("INSTA_UPDATE", "force")], Some(Update::Always), Update::Always; "insta's names")]
@@ -519,6 +540,11 @@ mod tests {
     #[test_case(&[("VRAMTEST_TIMEOUT", "-1")], "VRAMTEST_TIMEOUT=-1: not a number of seconds"; "timeout")]
     #[test_case(&[("VRAMTEST_REPORT_FD", "1")], "VRAMTEST_REPORT_FD=1: not a descriptor number above 2"; "report to stdout")]
     #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "soon")], "VRAMTEST_SITES_TIMEOUT=soon: not a number"; "sites timeout")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "1e300")], "VRAMTEST_TIMEOUT=1e300: not a number of seconds above 0 and at most 31536000 (365 days)"; "timeout past any clock")]
+    #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "18446744073709551616")], "VRAMTEST_SITES_TIMEOUT=18446744073709551616: not a number of seconds above 0 and at most 31536000"; "sites timeout past u64")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "31536000.5")], "VRAMTEST_TIMEOUT=31536000.5: not a number of seconds above 0"; "timeout just past a year")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "inf")], "VRAMTEST_TIMEOUT=inf: not a number of seconds"; "infinite timeout")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "NaN")], "VRAMTEST_TIMEOUT=NaN: not a number of seconds"; "nan timeout")]
     #[test_case(&[("VRAMTEST_MEASURE_AT", "seq=0")], "VRAMTEST_MEASURE_AT=seq=0: axis `seq`: the value must be at least 1"; "measure at zero")]
     #[test_case(&[("VRAMTEST_MEASURE_AT", "seq")], "VRAMTEST_MEASURE_AT=seq: `seq` is not `axis=value`"; "measure at no value")]
     #[test_case(&[("VRAMTEST_MEASURE_LEVELS", "precision=bf16")], "VRAMTEST_MEASURE_LEVELS=precision=bf16: not a JSON object of levels"; "measure levels not JSON")]
@@ -528,6 +554,18 @@ mod tests {
     fn a_bad_value_names_its_variable(vars: &[(&str, &str)], needle: &str) {
         let e = read(vars).unwrap_err().to_string();
         assert!(e.starts_with(needle), "{e}");
+    }
+
+    #[test]
+    fn the_longest_timeout_is_a_deadline_on_this_clock() {
+        let longest = MAX_TIMEOUT_SECS.to_string();
+        let env = read(&[(TIMEOUT, &longest), (SITES_TIMEOUT, &longest)]).unwrap();
+        let now = std::time::Instant::now();
+        for t in [env.timeout.unwrap(), env.sites_timeout()] {
+            assert_eq!(t, Duration::from_secs(365 * 24 * 3600));
+            assert!(now.checked_add(t).is_some());
+        }
+        assert_eq!(round_trip(&env), env);
     }
 
     #[test]
