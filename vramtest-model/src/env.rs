@@ -38,6 +38,10 @@ pub const REPORT_DIR: &str = "VRAMTEST_REPORT_DIR";
 /// which the harness writes its reports as JSON lines (what `cargo vramtest` sets on
 /// Unix: no file a test's process could reach).
 pub const REPORT_FD: &str = "VRAMTEST_REPORT_FD";
+/// `VRAMTEST_STARTED_BY=PID`: the `cargo vramtest` process that started this test
+/// binary (what it sets). The harness writes nothing once its parent is another process:
+/// that `cargo vramtest` is gone (killed), and nobody reads what the run would write.
+pub const STARTED_BY: &str = "VRAMTEST_STARTED_BY";
 /// insta's `INSTA_SNAPSHOT_REFERENCES_FILE`.
 pub const REFERENCES: &str = "INSTA_SNAPSHOT_REFERENCES_FILE";
 /// `VRAMTEST_MEASURE_AT=layers=6,seq=48,batch=8`: measure each selected test's step once
@@ -136,6 +140,9 @@ pub struct HarnessEnv {
     /// The descriptor to write the reports into, one JSON line each
     /// (`VRAMTEST_REPORT_FD`; over `report_dir` when both are set).
     pub report_fd: Option<i32>,
+    /// The process id of the `cargo vramtest` that started this binary
+    /// (`VRAMTEST_STARTED_BY`).
+    pub started_by: Option<u32>,
     /// insta's list of referenced snapshots (`INSTA_SNAPSHOT_REFERENCES_FILE`), so
     /// `cargo insta test --unreferenced=reject` keeps ours.
     pub references: Option<PathBuf>,
@@ -186,6 +193,9 @@ pub enum EnvError {
         /// A value it takes.
         example: u32,
     },
+    /// `VRAMTEST_STARTED_BY` is not a process id.
+    #[error("{STARTED_BY}={0}: not a process id (cargo vramtest sets it; hint: unset it)")]
+    StartedBy(String),
     /// `VRAMTEST_REPORT_FD` is not a descriptor past standard error.
     #[error("{REPORT_FD}={0}: not a descriptor number above 2")]
     ReportFd(String),
@@ -238,6 +248,7 @@ impl HarnessEnv {
             sites_timeout: seconds(SITES_TIMEOUT, text(SITES_TIMEOUT), 300)?,
             report_dir: path(REPORT_DIR),
             report_fd: report_fd(text(REPORT_FD))?,
+            started_by: started_by(text(STARTED_BY))?,
             references: path(REFERENCES),
             measure_at: text(MEASURE_AT)
                 .filter(|v| !v.trim().is_empty())
@@ -279,6 +290,7 @@ impl HarnessEnv {
         put(TIMEOUT, self.timeout.map(secs));
         put(SITES_TIMEOUT, self.sites_timeout.map(secs));
         put(REPORT_FD, self.report_fd.map(|fd| fd.to_string()));
+        put(STARTED_BY, self.started_by.map(|pid| pid.to_string()));
         put(MEASURE_AT, self.measure_at.as_ref().map(show_at));
         put(
             MEASURE_LEVELS,
@@ -330,6 +342,17 @@ fn show_at(point: &Point) -> String {
 }
 
 /// `VRAMTEST_REPORT_FD`: a descriptor number past standard error.
+/// `VRAMTEST_STARTED_BY`: a process id (above 1: no test binary is started by init).
+fn started_by(value: Option<String>) -> Result<Option<u32>, EnvError> {
+    value
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| match v.trim().parse() {
+            Ok(pid) if pid > 1 => Ok(pid),
+            _ => Err(EnvError::StartedBy(v)),
+        })
+        .transpose()
+}
+
 fn report_fd(value: Option<String>) -> Result<Option<i32>, EnvError> {
     value
         .map(|v| match v.parse() {
@@ -456,6 +479,7 @@ mod tests {
             sites_timeout: Some(Duration::from_secs(300)),
             report_dir: Some(PathBuf::from("reports/one test")),
             report_fd: Some(7),
+            started_by: Some(4242),
             references: Some(PathBuf::from("refs.txt")),
             measure_at: Some(Point::from([
                 ("layers".to_owned(), 6),
@@ -540,6 +564,8 @@ mod tests {
     #[test_case(&[("VRAMTEST_TIMEOUT", "-1")], "VRAMTEST_TIMEOUT=-1: not a number of seconds"; "timeout")]
     #[test_case(&[("VRAMTEST_REPORT_FD", "1")], "VRAMTEST_REPORT_FD=1: not a descriptor number above 2"; "report to stdout")]
     #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "soon")], "VRAMTEST_SITES_TIMEOUT=soon: not a number"; "sites timeout")]
+    #[test_case(&[("VRAMTEST_STARTED_BY", "me")], "VRAMTEST_STARTED_BY=me: not a process id"; "started by no pid")]
+    #[test_case(&[("VRAMTEST_STARTED_BY", "1")], "VRAMTEST_STARTED_BY=1: not a process id"; "started by init")]
     #[test_case(&[("VRAMTEST_TIMEOUT", "1e300")], "VRAMTEST_TIMEOUT=1e300: not a number of seconds above 0 and at most 31536000 (365 days)"; "timeout past any clock")]
     #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "18446744073709551616")], "VRAMTEST_SITES_TIMEOUT=18446744073709551616: not a number of seconds above 0 and at most 31536000"; "sites timeout past u64")]
     #[test_case(&[("VRAMTEST_TIMEOUT", "31536000.5")], "VRAMTEST_TIMEOUT=31536000.5: not a number of seconds above 0"; "timeout just past a year")]

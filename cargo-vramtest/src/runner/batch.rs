@@ -11,8 +11,9 @@
 //! reports, the process killed by a signal) is run again alone, as [`super::execute`]
 //! runs it, so what it shows is exactly what a run of its own shows.
 
+use super::command::PackageEnv;
 use super::execute::{self, Found};
-use super::list::{PackageEnv, list_output, parse_terse};
+use super::list::{list_output, parse_terse};
 use crate::case::{Outcome, TestCase};
 use crate::error::{Error, Result};
 use std::process::Output;
@@ -175,10 +176,10 @@ fn spawn(
     threads: usize,
     include_ignored: bool,
 ) -> std::io::Result<(Output, Lines)> {
-    use super::list::{command, harness_env};
+    use super::command::{command, harness_env, spawn_reporting};
     use std::io::BufRead as _;
     use std::process::Stdio;
-    let (child, reader) = execute::spawn_reporting(harness_env(env, &case.binary), |env| {
+    let (child, reader) = spawn_reporting(harness_env(env, &case.binary), |env| {
         let mut cmd = command(&case.binary, env);
         cmd.arg("--exact")
             .arg("--test-threads")

@@ -3,7 +3,7 @@
 //! and its result read back from the report its harness wrote. A test that panics,
 //! aborts or segfaults fails with its output.
 
-use super::list::{PackageEnv, command, harness_env};
+use super::command::{PackageEnv, command, harness_env};
 use crate::case::{Outcome, TestCase};
 use crate::error::{Error, Result};
 use anstream::adapter::strip_str;
@@ -75,7 +75,8 @@ fn launch(
     gpu: Option<&str>,
 ) -> std::io::Result<(Output, FoundReport)> {
     use std::io::Read as _;
-    let (child, mut reader) = spawn_reporting(env, |env| test_command(case, env, gpu))?;
+    let (child, mut reader) =
+        super::command::spawn_reporting(env, |env| test_command(case, env, gpu))?;
     let reading = std::thread::spawn(move || {
         let mut bytes = Vec::new();
         let _ = reader.read_to_end(&mut bytes);
@@ -84,38 +85,6 @@ fn launch(
     let out = child.wait_with_output()?;
     let bytes = reading.join().unwrap_or_default();
     Ok((out, parse_report(&bytes, "its report pipe")))
-}
-
-/// Spawns the command `make` builds from `env` with the write end of a fresh pipe
-/// handed down as its report pipe (`VRAMTEST_REPORT_FD`), open in that process alone;
-/// returns the process and the pipe's read end, which ends once the harness is done.
-#[cfg(unix)]
-pub(super) fn spawn_reporting(
-    env: HarnessEnv,
-    make: impl FnOnce(&HarnessEnv) -> std::process::Command,
-) -> std::io::Result<(std::process::Child, std::io::PipeReader)> {
-    use std::os::fd::AsRawFd as _;
-    let (reader, writer) = std::io::pipe()?;
-    let fd = writer.as_raw_fd();
-    let mut cmd = make(&HarnessEnv {
-        report_fd: Some(fd),
-        ..env
-    });
-    // SAFETY: runs in the forked child before exec and calls only fcntl(2), which is
-    // async-signal-safe: the pipe's write end stays open across exec in this child
-    // alone (both ends are close-on-exec everywhere else).
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            match libc::fcntl(fd, libc::F_SETFD, 0) {
-                -1 => Err(std::io::Error::last_os_error()),
-                _ => Ok(()),
-            }
-        });
-    }
-    let spawned = cmd.spawn();
-    // The pipe closes once the harness is done with it.
-    drop((cmd, writer));
-    Ok((spawned?, reader))
 }
 
 /// Runs the test with `dir` as its harness's report directory.

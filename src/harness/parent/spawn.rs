@@ -154,6 +154,7 @@ impl Spawner {
         }
         // Where this run's reports go is the harness's business, not the test's.
         cmd.env_remove(vramtest_model::env::REPORT_DIR);
+        cmd.env_remove(vramtest_model::env::STARTED_BY);
         let finished = run_process(cmd, !self.nocapture, timeout, channel, stdin.clone())?;
         let Some(status) = finished.status else {
             return Err(SpawnError::TimedOut(timed_out_message(&finished.output)));
