@@ -73,6 +73,28 @@ fn a_process_that_does_not_end_cleanly_after_its_result_fails() {
     }
 }
 
+/// A step that looks for its own result channel where a careless step would (its
+/// command line, its environment) finds nothing to forge its verdict with: under CI
+/// with no snapshot it fails as missing, under both runners, never "ignored".
+#[test]
+fn a_step_does_not_find_its_result_channel_to_forge_its_verdict() {
+    let f = hostile("forge");
+    let envs = [("HOSTILE", "forges_its_verdict"), ("CI", "true")];
+    let ran = cargo_test(&f, &["forges_its_verdict", "--exact"], &envs);
+    assert_ne!(ran.code, 0, "a forged verdict passed:\n{}", ran.text());
+    assert!(!ran.text().contains("spoofed"), "{}", ran.text());
+
+    let ran = f.run(&["forges_its_verdict", "--message-format", "json"], &envs);
+    assert_code(&ran, 1);
+    let line = ran
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "test")
+        .unwrap_or_else(|| panic!("no test line:\n{}", ran.text()));
+    assert_eq!(line["status"], "missing", "{line}");
+}
+
 /// Ends the daemon `spoofs` left behind, once a run is over.
 fn end_daemon(tmp: &Path) {
     if let Ok(pid) = std::fs::read_to_string(tmp.join("hostile-daemon.pid")) {
@@ -119,7 +141,7 @@ fn a_daemon_left_behind_cannot_change_a_neighbours_verdict() {
             )
         })
         .collect();
-    assert_eq!(statuses.len(), 8, "{}", ran.text());
+    assert_eq!(statuses.len(), 9, "{}", ran.text());
     // The daemon may break a neighbour's pass (its result channel then holds two
     // results, which fails it, saying so); it never turns a failure into a pass, nor
     // a test into an ignored one.

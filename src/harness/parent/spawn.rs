@@ -146,7 +146,12 @@ impl Spawner {
             sites: sites.clone(),
         };
         let mut cmd = Command::new(exe);
-        cmd.args(invocation.to_args()).stdin(Stdio::null());
+        cmd.args(invocation.to_args())
+            .env(
+                crate::harness::protocol::RESULT_VAR,
+                invocation.result.to_arg(),
+            )
+            .stdin(Stdio::null());
         // Per-thread buffers and the split of work follow the thread count: every pool
         // gets the invocation's, whatever the user's environment says.
         for var in crate::harness::child::threads::POOL_VARIABLES {
