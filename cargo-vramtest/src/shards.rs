@@ -24,8 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use vramtest_model::report::{Status, UnknownSchema};
 
-pub mod disagree;
-use disagree::{ShardsDisagree, TestInTwoShards};
+use crate::error::disagree::{ShardsDisagree, TestInTwoShards};
 
 /// One shard's report, read back.
 #[derive(Debug, Clone)]

@@ -3,16 +3,7 @@
 
 use std::collections::BTreeSet;
 
-/// Why a manifest's `[[test]]` targets could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum TestTablesError {
-    /// The manifest is not TOML.
-    #[error(transparent)]
-    Toml(#[from] toml::de::Error),
-    /// `test` is there but not an array of tables.
-    #[error("`test` must be an array of tables ([[test]])")]
-    NotAnArray,
-}
+pub use crate::error::TestTablesError;
 
 /// The names of a manifest's `[[test]]` targets declared with `harness = false`.
 pub fn harness_free_tests(manifest: &str) -> Result<BTreeSet<String>, TestTablesError> {
