@@ -7,6 +7,9 @@
 
 #![cfg(target_os = "linux")]
 
+#[path = "common/executable.rs"]
+mod executable;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -24,11 +27,9 @@ fn which(program: &str) -> Option<PathBuf> {
     (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
 }
 
+/// Written by a child process: see `executable` on the "Text file busy" race.
 fn write_exe(path: &Path, text: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    executable::write_executable(path, text);
 }
 
 /// A `python3` for `bin/` that creates fake virtualenvs: their `python -m pip install`

@@ -254,7 +254,8 @@ pub struct ExecArgs {
     pub device: Option<DeviceSetting>,
 
     /// Check mode (VRAMTEST_CHECK=1): never write a .snap file; a missing snapshot
-    /// fails. The default under CI (CI set and not empty/0/false, or TF_BUILD set).
+    /// fails. The default under CI (CI set and not empty/0/false, TF_BUILD set, or
+    /// GITHUB_ACTIONS=true; any one marker is enough).
     /// With VRAMTEST_UPDATE=new, new results still go to .snap.new files (for a CI
     /// artifact a reviewer can accept); otherwise nothing is written.
     #[arg(long)]

@@ -1,5 +1,8 @@
 //! Every way `cargo vramtest` can stop before it reaches a verdict, with the exit code
-//! each one maps to.
+//! each one maps to. The error types of the modules this one wraps live here too
+//! ([`disagree`], [`TestTablesError`]), so that `error` uses no module that uses it.
+
+pub mod disagree;
 
 use std::path::PathBuf;
 
@@ -33,7 +36,7 @@ pub enum Error {
     Manifest {
         path: PathBuf,
         #[source]
-        source: crate::discover::test_tables::TestTablesError,
+        source: TestTablesError,
     },
 
     /// No package in the selection has a test target that uses vramtest.
@@ -141,7 +144,7 @@ pub enum Error {
     /// `merge`: the shards' reports contradict each other (the same test in two,
     /// another version, schema or partition); the message names the files.
     #[error("cannot merge the shards: {0}")]
-    Shards(#[from] crate::shards::disagree::ShardsDisagree),
+    Shards(#[from] disagree::ShardsDisagree),
 
     /// `show --at`: a configuration the snapshot's sweep cannot predict (no sweep over
     /// named axes, an unknown or missing axis); the message names the axis.
@@ -221,3 +224,14 @@ fn location(path: &std::path::Path, line: Option<usize>) -> String {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a manifest's `[[test]]` targets could not be read (`discover::test_tables`).
+#[derive(Debug, thiserror::Error)]
+pub enum TestTablesError {
+    /// The manifest is not TOML.
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    /// `test` is there but not an array of tables.
+    #[error("`test` must be an array of tables ([[test]])")]
+    NotAnArray,
+}

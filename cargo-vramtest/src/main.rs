@@ -32,6 +32,11 @@ mod commands;
 mod device;
 mod discover;
 mod error;
+/// Scripts the unit tests write and run (fake test binaries), free of the "Text file
+/// busy" race; shared with the end-to-end tests.
+#[cfg(test)]
+#[path = "../../tests/common/executable.rs"]
+mod executable;
 mod filter;
 mod output;
 mod partition;

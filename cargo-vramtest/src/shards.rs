@@ -15,6 +15,7 @@
 
 use crate::case::{Binary, Outcome, TestCase};
 use crate::output::json::{FORMAT_VERSION, JsonLine, LineHead, Record, SummaryLine, TestLine};
+use crate::output::view::Summary;
 use crate::partition::{ParsePartitionError, Partition};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -23,8 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use vramtest_model::report::{Status, UnknownSchema};
 
-pub mod disagree;
-use disagree::{ShardsDisagree, TestInTwoShards};
+use crate::error::disagree::{ShardsDisagree, TestInTwoShards};
 
 /// One shard's report, read back.
 #[derive(Debug, Clone)]
@@ -146,6 +146,18 @@ pub enum ShardProblem {
         /// Whether its status fails.
         fails: bool,
     },
+    /// A summary line whose counts or exit code are not those of the file's test lines
+    /// (test lines edited to passes, a summary edited to 0): neither is trusted over the
+    /// other, so the file is not merged.
+    #[error(
+        "its summary says {said}, but its test lines say {lines}: the report contradicts itself (was it edited?), so it is not merged"
+    )]
+    SummaryContradiction {
+        /// The summary's counts and exit code.
+        said: String,
+        /// The same, of the test lines.
+        lines: String,
+    },
 }
 
 /// The two kinds of line a run's report holds.
@@ -188,6 +200,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ShardReport, ShardProblem> {
             return Err(ShardProblem::Twice { test: name });
         }
     }
+    summary_agrees(&summary, &outcomes)?;
     let partition = summary
         .partition
         .as_deref()
@@ -202,6 +215,49 @@ pub fn parse(path: &Path, text: &str) -> Result<ShardReport, ShardProblem> {
         exit_code: summary.exit_code,
         duration: duration(summary.duration_secs),
         problems: summary.problems,
+    })
+}
+
+/// The summary's counts and exit code are the test lines': what a run writes (the exit
+/// code 2 at least where the summary records problems, as a merge writes).
+fn summary_agrees(summary: &SummaryLine, outcomes: &[Outcome]) -> Result<(), ShardProblem> {
+    let of_lines = Summary::of(outcomes);
+    let counts: BTreeMap<String, usize> = of_lines
+        .counts
+        .iter()
+        .map(|(s, n)| (s.as_str().to_owned(), *n))
+        .collect();
+    let summary_counts: BTreeMap<String, usize> = summary
+        .counts
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(s, n)| (s.clone(), *n))
+        .collect();
+    let floor = if summary.problems.is_empty() { 0 } else { 2 };
+    let exit_code = of_lines.exit_code.max(floor);
+    let described = |counts: &BTreeMap<String, usize>, failing, pending, code| {
+        let mut parts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        parts.push(format!("{failing} failing"));
+        parts.push(format!("{pending} pending"));
+        format!("{} (exit code {code})", parts.join(", "))
+    };
+    if (
+        &summary_counts,
+        summary.failing,
+        summary.pending,
+        summary.exit_code,
+    ) == (&counts, of_lines.failing, of_lines.pending, exit_code)
+    {
+        return Ok(());
+    }
+    Err(ShardProblem::SummaryContradiction {
+        said: described(
+            &summary_counts,
+            summary.failing,
+            summary.pending,
+            summary.exit_code,
+        ),
+        lines: described(&counts, of_lines.failing, of_lines.pending, exit_code),
     })
 }
 
@@ -460,7 +516,6 @@ mod tests {
     use super::*;
     use crate::output::fixtures::{mixed, outcome, view};
     use crate::output::json;
-    use crate::output::view::Summary;
 
     /// What `--message-format json` prints for `outcomes`, as shard `partition`.
     fn report(outcomes: &[Outcome], partition: Option<&str>) -> String {
@@ -583,6 +638,34 @@ mod tests {
         );
         // Unedited, it reads back failing.
         assert!(parse(Path::new("a.jsonl"), &text).unwrap().outcomes[0].fails());
+    }
+
+    #[test]
+    fn a_summary_that_disagrees_with_its_test_lines_is_not_merged() {
+        let outcomes = [
+            outcome("a", Status::Regressed),
+            outcome("b", Status::Passed),
+        ];
+        let text = report(&outcomes, None);
+        let err = |t: &str| parse(Path::new("a.jsonl"), t).unwrap_err().to_string();
+        // The failing line edited to a pass (status and `fails` both), the summary not.
+        let edited = text
+            .replacen("\"status\":\"regressed\"", "\"status\":\"passed\"", 1)
+            .replacen("\"fails\":true", "\"fails\":false", 1);
+        assert_eq!(
+            err(&edited),
+            "its summary says 1 passed, 1 regressed, 1 failing, 0 pending (exit code 1), but \
+             its test lines say 2 passed, 0 failing, 0 pending (exit code 0): the report \
+             contradicts itself (was it edited?), so it is not merged"
+        );
+        // The summary edited to a pass, the lines not.
+        let code = text.replacen("\"exit_code\":1", "\"exit_code\":0", 1);
+        assert_ne!(code, text);
+        assert!(err(&code).contains("its summary says 1 passed, 1 regressed, 1 failing, 0 pending (exit code 0), but its test lines say 1 passed, 1 regressed, 1 failing, 0 pending (exit code 1)"), "{}", err(&code));
+        // A summary with problems (an earlier merge's) has exit code 2 at least.
+        let merged = text.replacen("\"exit_code\":1", "\"exit_code\":2,\"problems\":[\"x\"]", 1);
+        assert_eq!(parse(Path::new("a.jsonl"), &merged).unwrap().exit_code, 2);
+        assert!(parse(Path::new("a.jsonl"), &text).is_ok());
     }
 
     #[test]

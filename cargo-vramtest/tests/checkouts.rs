@@ -2,8 +2,8 @@
 //! reviewing pull requests): cargo reuses the test binary built in one checkout for a
 //! run in the other, and each checkout's snapshots must stay in that checkout.
 //!
-//! Checkout B writes its snapshots first; checkout A, whose files are older, is then
-//! tested with the binary built in B. A's results go to A (pending, as it has no
+//! Checkout B writes its snapshots first; checkout A, whose files are dated earlier
+//! than that build, is then tested with the binary built in B. A's results go to A (pending, as it has no
 //! snapshots), B's files are untouched, and the harness says which binary it runs.
 
 mod common;
@@ -11,13 +11,20 @@ mod common;
 use common::{Fixture, repo};
 use std::path::Path;
 
-/// Checkouts A then B (B's files are newer) of `fixtures/vec-model`, one version for
-/// both, and B's snapshots written by `cargo test` in B.
+/// Checkouts A and B of `fixtures/vec-model`, one version for both, and B's snapshots
+/// written by `cargo test` in B.
+///
+/// cargo reuses B's test binary in A only if A's sources are older than that build.
+/// Copying A first leaves that to the file system's clock and to the load (and it did
+/// not hold under load): A's files are dated a day back instead, so the scenario does
+/// not depend on when things ran.
 fn two_checkouts(scenario: &str) -> (Fixture, Fixture) {
     let src = repo().join("fixtures").join("vec-model");
     let version = format!("0.1.0-e2e-{scenario}");
     let a = Fixture::copy_as(&src, &format!("{scenario}-a"), &version);
     let b = Fixture::copy_as(&src, &format!("{scenario}-b"), &version);
+    let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(24 * 3600);
+    date_files(&a.dir, day_ago);
     // The story is about the `vram` target's four measured tests.
     a.drop_test_target("cpu_only");
     b.drop_test_target("cpu_only");
@@ -31,6 +38,18 @@ fn two_checkouts(scenario: &str) -> (Fixture, Fixture) {
     assert!(out.status.success(), "cargo test in B failed:\n{text}");
     assert_eq!(b.snapshot_files(), measured_snapshots(""), "{text}");
     (a, b)
+}
+
+/// Sets the modification time of every file under `dir` to `when`.
+fn date_files(dir: &Path, when: std::time::SystemTime) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            date_files(&entry.path(), when);
+        } else {
+            let file = std::fs::File::open(entry.path()).unwrap();
+            file.set_modified(when).unwrap();
+        }
+    }
 }
 
 /// The snapshot files of vec-model's four measured tests, with `suffix`.

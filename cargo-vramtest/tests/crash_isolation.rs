@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Fixture, assert_code};
+use common::{Fixture, Ran, assert_code};
 use serde_json::Value;
 
 fn json_lines(stdout: &str) -> Vec<Value> {
@@ -98,6 +98,43 @@ fn an_aborting_test_fails_alone() {
         "{}",
         ran.text()
     );
+}
+
+/// Every CI marker the tool knows is CI on its own, whatever `CI` says: even asked to
+/// write (`VRAMTEST_UPDATE=always`), neither runner writes a snapshot and a missing one
+/// fails.
+#[test]
+fn every_ci_marker_is_check_mode_under_both_runners() {
+    let f = Fixture::abort_crate("ci-markers");
+    let always = ("VRAMTEST_UPDATE", "always");
+    for envs in [
+        &[("GITHUB_ACTIONS", "true"), always][..],
+        &[("GITHUB_ACTIONS", "true"), ("CI", "false"), always],
+        &[("TF_BUILD", "True"), ("CI", "0"), always],
+    ] {
+        let ran = f.run(&["passes"], envs);
+        assert_code(&ran, 1);
+        assert!(ran.stdout.contains("missing"), "{envs:?}: {}", ran.text());
+        assert!(
+            f.snapshot_files().is_empty(),
+            "{envs:?}: {:?}",
+            f.snapshot_files()
+        );
+
+        let mut cargo = f.cargo(&["test", "--test", "vram", "--", "passes", "--exact"]);
+        let ran = Ran::from(cargo.envs(envs.iter().copied()).output().unwrap());
+        assert_ne!(ran.code, 0, "{envs:?}: {}", ran.text());
+        assert!(
+            ran.stdout.contains("has no snapshot") && ran.stdout.contains("check mode"),
+            "{envs:?}: {}",
+            ran.text()
+        );
+        assert!(
+            f.snapshot_files().is_empty(),
+            "{envs:?}: {:?}",
+            f.snapshot_files()
+        );
+    }
 }
 
 #[test]

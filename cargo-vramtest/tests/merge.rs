@@ -226,6 +226,47 @@ fn a_failing_shard_fails_the_merge_and_shows_in_the_comment(
     assert!(markdown.contains("the data loader ran dry"), "{markdown}");
     // The shards that passed are still in it, each once.
     assert_eq!(markdown_rows(&markdown).len(), owner.len(), "{markdown}");
+
+    // The failing shard's test lines edited to passes, its summary left counting the
+    // failure: the contradiction is named, the shard is not merged (so it is missing),
+    // and no report says the failure passed.
+    let text = std::fs::read_to_string(&failing).unwrap();
+    let edited = text
+        .replace("\"status\":\"failed\"", "\"status\":\"passed\"")
+        .replace("\"fails\":true", "\"fails\":false");
+    assert_ne!(edited, text);
+    let forged = f.dir.join("forged.jsonl");
+    std::fs::write(&forged, edited).unwrap();
+    let files: Vec<&Path> = files
+        .iter()
+        .map(|p| if *p == failing { forged.as_path() } else { *p })
+        .collect();
+    let junit = f.dir.join("forged.xml");
+    let merged = merge(f, &files, &["--junit", junit.to_str().unwrap()]);
+    assert_code(&merged, 2);
+    let named = format!("error: {}: its summary says ", forged.display());
+    assert!(merged.stderr.contains(&named), "{}", merged.text());
+    assert!(
+        merged
+            .stderr
+            .contains("the report contradicts itself (was it edited?), so it is not merged"),
+        "{}",
+        merged.text()
+    );
+    assert!(
+        merged
+            .stderr
+            .contains(&format!("shard hash:{m}/{SHARDS}: no report")),
+        "{}",
+        merged.text()
+    );
+    assert!(
+        !merged.stdout.contains("fails_on_demand"),
+        "the forged pass was merged:\n{}",
+        merged.text()
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(!xml.contains("fails_on_demand"), "{xml}");
 }
 
 fn broken_shards_are_named(f: &Fixture, shards: &[PathBuf]) {

@@ -2,7 +2,9 @@
 //! after its result was written, returns from the step twice or ends its process
 //! midway fails; a daemon one test leaves behind cannot turn another test's failure
 //! into a pass; two tests cannot share a snapshot file; a result that cannot be
-//! written still shows what grew. Each under both `cargo test` and `cargo vramtest`.
+//! written still shows what grew; a `cargo vramtest` killed midway leaves no harness
+//! behind and nothing written. Each under both `cargo test` and `cargo vramtest` where
+//! both apply.
 
 mod common;
 
@@ -71,6 +73,28 @@ fn a_process_that_does_not_end_cleanly_after_its_result_fails() {
     }
 }
 
+/// A step that looks for its own result channel where a careless step would (its
+/// command line, its environment) finds nothing to forge its verdict with: under CI
+/// with no snapshot it fails as missing, under both runners, never "ignored".
+#[test]
+fn a_step_does_not_find_its_result_channel_to_forge_its_verdict() {
+    let f = hostile("forge");
+    let envs = [("HOSTILE", "forges_its_verdict"), ("CI", "true")];
+    let ran = cargo_test(&f, &["forges_its_verdict", "--exact"], &envs);
+    assert_ne!(ran.code, 0, "a forged verdict passed:\n{}", ran.text());
+    assert!(!ran.text().contains("spoofed"), "{}", ran.text());
+
+    let ran = f.run(&["forges_its_verdict", "--message-format", "json"], &envs);
+    assert_code(&ran, 1);
+    let line = ran
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "test")
+        .unwrap_or_else(|| panic!("no test line:\n{}", ran.text()));
+    assert_eq!(line["status"], "missing", "{line}");
+}
+
 /// Ends the daemon `spoofs` left behind, once a run is over.
 fn end_daemon(tmp: &Path) {
     if let Ok(pid) = std::fs::read_to_string(tmp.join("hostile-daemon.pid")) {
@@ -117,7 +141,7 @@ fn a_daemon_left_behind_cannot_change_a_neighbours_verdict() {
             )
         })
         .collect();
-    assert_eq!(statuses.len(), 7, "{}", ran.text());
+    assert_eq!(statuses.len(), 9, "{}", ran.text());
     // The daemon may break a neighbour's pass (its result channel then holds two
     // results, which fails it, saying so); it never turns a failure into a pass, nor
     // a test into an ignored one.
@@ -250,4 +274,79 @@ fn an_axis_the_step_never_reads_fails_naming_it() {
     // The same sweep reading both axes passes.
     let ran = f.run(&["sweeps"], &[("VRAMTEST_UPDATE", "always")]);
     assert_code(&ran, 0);
+}
+
+/// Whether process `pid` is gone: no such process, or a zombie nobody reaped yet (it
+/// runs nothing and writes nothing).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+/// `cargo vramtest` killed (SIGKILL, as by a CI timeout or the OOM killer, and SIGTERM)
+/// while a test runs: the harness it started dies with it, and nothing is written, not
+/// even with `VRAMTEST_UPDATE=always` (the step would have passed 4 s later with a first
+/// result, written as the snapshot).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_run_leaves_no_harness_behind_and_writes_nothing() {
+    let f = hostile("killed");
+    for signal in ["KILL", "TERM"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let marker = tmp.path().join("hostile-harness.pid");
+        let mut run = f
+            .command(
+                &["outlives_its_runner", "--device", "cpu"],
+                &[
+                    ("HOSTILE", "outlives_its_runner"),
+                    ("TMPDIR", tmp.path().to_str().unwrap()),
+                    ("VRAMTEST_UPDATE", "always"),
+                    ("VRAMTEST_SITES", "0"),
+                ],
+            )
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The build first, then the step starts and says which harness runs it.
+        let start = std::time::Instant::now();
+        let harness = loop {
+            if let Ok(pid) = std::fs::read_to_string(&marker)
+                && !pid.is_empty()
+            {
+                break pid;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(600),
+                "the step never started"
+            );
+            assert!(
+                run.try_wait().unwrap().is_none(),
+                "cargo vramtest ended first"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let killed = std::process::Command::new("kill")
+            .args([format!("-{signal}"), run.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        run.wait().unwrap();
+        // Past the end of the step (4 s) and what the harness would do after it.
+        std::thread::sleep(std::time::Duration::from_secs(7));
+        assert!(
+            gone(&harness),
+            "SIG{signal}: the harness {harness} still runs"
+        );
+        assert!(
+            f.snapshot_files().is_empty(),
+            "SIG{signal}: written after cargo vramtest was killed: {:?}",
+            f.snapshot_files()
+        );
+    }
 }

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{Fixture, assert_code};
+use std::path::Path;
 
 #[test]
 fn usage_errors() {
@@ -38,7 +39,9 @@ fn a_bad_environment_switch_is_exit_code_2_before_any_build() {
         ("INSTA_UPDATE", "sometimes", "unknown mode"),
         ("VRAMTEST_DEVICE", "tpu", "unknown device"),
         ("VRAMTEST_SITES", "sometimes", "unknown mode"),
-        ("VRAMTEST_SITES_TIMEOUT", "soon", "not a number of seconds"),
+        ("VRAMTEST_SITES_TIMEOUT", "soon", RANGE),
+        ("VRAMTEST_TIMEOUT", "1e300", RANGE),
+        ("VRAMTEST_SITES_TIMEOUT", "18446744073709551616", RANGE),
     ] {
         for args in [&[][..], &["list"]] {
             let ran = f.run(args, &[(var, value)]);
@@ -52,6 +55,48 @@ fn a_bad_environment_switch_is_exit_code_2_before_any_build() {
             // Nothing was built or run.
             assert!(!ran.stderr.contains("Compiling"), "{}", ran.text());
             assert!(!ran.stdout.contains("passes"), "{}", ran.text());
+        }
+    }
+}
+
+/// What a timeout out of range is told.
+const RANGE: &str = "not a number of seconds above 0 and at most 31536000 (365 days)";
+
+/// A timeout past any clock's reach, under `cargo test` and `cargo nextest`: the test
+/// binary stops with exit code 2 naming the variable and the range, and panics nowhere.
+#[test]
+fn a_timeout_out_of_range_is_exit_code_2_under_cargo_test_and_nextest() {
+    let f = Fixture::abort_crate("huge-timeout");
+    let nextest = common::nextest::has_nextest();
+    for (var, value) in [
+        ("VRAMTEST_TIMEOUT", "1e300"),
+        ("VRAMTEST_SITES_TIMEOUT", "18446744073709551616"),
+    ] {
+        let mut runners = vec![vec!["test", "--test", "vram", "--", "passes", "--exact"]];
+        if nextest {
+            runners.push(vec![
+                "nextest",
+                "run",
+                "--test",
+                "vram",
+                "-E",
+                "test(=passes)",
+            ]);
+        }
+        for args in runners {
+            let out = f.cargo(&args).env(var, value).output().unwrap();
+            let ran = common::Ran::from(out);
+            let text = ran.text();
+            assert_ne!(ran.code, 0, "{args:?} {var}={value}: {text}");
+            assert!(
+                ran.stderr.contains("exit status: 2") || ran.stderr.contains("exit code 2"),
+                "{args:?} {var}={value}: {text}"
+            );
+            assert!(
+                text.contains(&format!("{var}={value}: {RANGE} (hint: ")),
+                "{args:?}: {text}"
+            );
+            assert!(!text.contains("panicked"), "{args:?}: {text}");
         }
     }
 }
@@ -138,10 +183,13 @@ fn configuration_from_the_metadata() {
 fn runs_as_a_cargo_subcommand() {
     let f = Fixture::abort_crate("subcommand");
     // cargo runs `cargo-vramtest vramtest …` when `cargo-vramtest` is on the PATH.
+    // Linked, not copied: a copy written by this process could be refused as "Text
+    // file busy" while another test thread starts a process (see common::executable).
     let bin = f.dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let exe = format!("cargo-vramtest{}", std::env::consts::EXE_SUFFIX);
-    std::fs::copy(env!("CARGO_BIN_EXE_cargo-vramtest"), bin.join(&exe)).unwrap();
+    common::executable::link_executable(
+        Path::new(env!("CARGO_BIN_EXE_cargo-vramtest")),
+        &bin.join("cargo-vramtest"),
+    );
     let path = std::env::join_paths(
         std::iter::once(bin.clone())
             .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),

@@ -27,10 +27,14 @@ pub fn main(
     package: &'static str,
     crate_name: &'static str,
 ) -> ExitCode {
-    // The command line is dropped before a child measures anything: the heap alive
-    // when its step starts (the baseline) must not hold the result pipe's descriptor
-    // number, which depends on what else the parent had open.
-    let invocation = Invocation::from_args(&std::env::args_os().collect::<Vec<_>>());
+    // The command line and the result channel's variable are dropped before a child
+    // measures anything: the heap alive when its step starts (the baseline) must not
+    // hold the result pipe's descriptor number, which depends on what else the parent
+    // had open.
+    let result = protocol::take_result_var();
+    let invocation =
+        Invocation::from_args(&std::env::args_os().collect::<Vec<_>>(), result.as_deref());
+    drop(result);
     if let Some(invocation) = invocation {
         return child::main(invocation, Path::new(manifest_dir));
     }

@@ -178,9 +178,38 @@ pub(crate) enum ResultChannel {
     File(PathBuf),
 }
 
+/// The variable that tells a child where its result goes (`fd:N` or a file's path):
+/// set for that child alone, and taken out of its environment before the test's code
+/// runs (see [`take_result_var`]), so the step does not find it on its command line, in
+/// its environment, or in what a program it starts inherits.
+pub(crate) const RESULT_VAR: &str = "VRAMTEST_RESULT_CHANNEL";
+
+/// Reads and removes [`RESULT_VAR`]; on Unix its value is also overwritten where the
+/// process's initial environment holds it (what `/proc/self/environ` shows). Call it
+/// first thing in `main`, before any thread of the harness runs.
+pub(crate) fn take_result_var() -> Option<OsString> {
+    let value = std::env::var_os(RESULT_VAR)?;
+    #[cfg(unix)]
+    // SAFETY: getenv returns a pointer to the value's bytes, NUL-terminated, in the
+    // environment block (writable memory of this process); they are overwritten in
+    // place, the length unchanged. Nothing else reads the environment meanwhile (see
+    // below).
+    unsafe {
+        let name = std::ffi::CString::new(RESULT_VAR).expect("no NUL in the name");
+        let p = libc::getenv(name.as_ptr());
+        if !p.is_null() {
+            std::ptr::write_bytes(p, b'x', libc::strlen(p));
+        }
+    }
+    // SAFETY: called first thing in `main`, before the harness starts any thread, so
+    // no other thread reads or writes the environment.
+    unsafe { std::env::remove_var(RESULT_VAR) };
+    Some(value)
+}
+
 impl ResultChannel {
-    /// The channel as the child's argument: `fd:N`, or the file's path.
-    fn to_arg(&self) -> OsString {
+    /// The channel as the value of [`RESULT_VAR`]: `fd:N`, or the file's path.
+    pub(crate) fn to_arg(&self) -> OsString {
         match self {
             ResultChannel::Fd(fd) => format!("fd:{fd}").into(),
             ResultChannel::File(path) => path.clone().into(),
@@ -227,7 +256,9 @@ pub(crate) enum InvocationError {
 }
 
 /// What the parent tells a child: on its command line, never in its environment,
-/// which every process the test itself starts would inherit.
+/// which every process the test itself starts would inherit; but for the result
+/// channel, which is no business of the step's: it travels in [`RESULT_VAR`], taken out
+/// of the environment before the step runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Invocation {
     pub(crate) test: String,
@@ -251,7 +282,6 @@ impl Invocation {
             self.test.clone().into(),
             self.device.to_string().into(),
             self.iterations.to_string().into(),
-            self.result.to_arg(),
             self.point.batch.to_string().into(),
             self.threads.to_string().into(),
             self.point.axes_arg().into(),
@@ -266,9 +296,12 @@ impl Invocation {
         args
     }
 
-    /// The invocation in a process's arguments (the program name first); `None` when
-    /// the process is not a child.
-    pub(crate) fn from_args(args: &[OsString]) -> Option<Result<Invocation, InvocationError>> {
+    /// The invocation in a process's arguments (the program name first) and its result
+    /// channel (the value of [`RESULT_VAR`]); `None` when the process is not a child.
+    pub(crate) fn from_args(
+        args: &[OsString],
+        result: Option<&std::ffi::OsStr>,
+    ) -> Option<Result<Invocation, InvocationError>> {
         if args.get(1).is_none_or(|a| a != FLAG) {
             return None;
         }
@@ -282,9 +315,8 @@ impl Invocation {
             let iterations = text(4, "iterations")?
                 .parse()
                 .map_err(InvocationError::Iterations)?;
-            let result = args
-                .get(5)
-                .map(|a| ResultChannel::from_arg(a))
+            let result = result
+                .map(ResultChannel::from_arg)
                 .ok_or(InvocationError::Missing("result channel"))??;
             // A count of at least 1.
             let count = |i: usize, what: &'static str| -> Result<usize, InvocationError> {
@@ -298,12 +330,12 @@ impl Invocation {
                         given: given.to_owned(),
                     })
             };
-            let batch = count(6, "batch size")?;
-            let threads = u32::try_from(count(7, "thread count")?)
+            let batch = count(5, "batch size")?;
+            let threads = u32::try_from(count(6, "thread count")?)
                 .map_err(|_| InvocationError::ThreadCount)?;
-            let axes = RunPoint::parse_axes(text(8, "axes")?)?;
-            let levels = RunPoint::parse_levels(text(9, "levels")?)?;
-            let sites = match args.get(10).and_then(|a| a.to_str()) {
+            let axes = RunPoint::parse_axes(text(7, "axes")?)?;
+            let levels = RunPoint::parse_levels(text(8, "levels")?)?;
+            let sites = match args.get(9).and_then(|a| a.to_str()) {
                 None => SitesMode::Off,
                 Some("sites-plan") => SitesMode::Plan,
                 Some("sites-all") => SitesMode::Everything,
@@ -336,6 +368,14 @@ mod tests {
         list.iter().map(OsString::from).collect()
     }
 
+    /// `from_args` on a command line written with the result channel as its sixth
+    /// word, where the channel used to be: that word goes to [`RESULT_VAR`] instead.
+    fn read(argv: &[&str]) -> Option<Result<Invocation, InvocationError>> {
+        let mut argv = args(argv);
+        let result = (argv.len() > 5).then(|| argv.remove(5));
+        Invocation::from_args(&argv, result.as_deref())
+    }
+
     #[test]
     fn an_invocation_round_trips_through_the_command_line() {
         let invocation = Invocation {
@@ -359,7 +399,16 @@ mod tests {
         };
         let mut argv = vec![OsString::from("vram-0123")];
         argv.extend(plain.to_args());
-        assert_eq!(Invocation::from_args(&argv), Some(Ok(plain)));
+        // The channel is on no command line.
+        assert!(
+            !argv
+                .iter()
+                .any(|a| a.to_string_lossy().contains("explicit_tag.json"))
+        );
+        assert_eq!(
+            Invocation::from_args(&argv, Some(&plain.result.to_arg())),
+            Some(Ok(plain))
+        );
         for sites in [
             SitesMode::Off,
             SitesMode::Plan,
@@ -372,7 +421,11 @@ mod tests {
             };
             let mut argv = vec![OsString::from("vram-0123")];
             argv.extend(invocation.to_args());
-            assert_eq!(Invocation::from_args(&argv), Some(Ok(invocation)));
+            assert!(!argv.iter().any(|a| a.to_string_lossy().contains("fd:")));
+            assert_eq!(
+                Invocation::from_args(&argv, Some(&invocation.result.to_arg())),
+                Some(Ok(invocation))
+            );
         }
     }
 
@@ -380,7 +433,7 @@ mod tests {
     #[test_case(&["vram", "--list"]; "libtest arguments")]
     #[test_case(&["vram", "linear_adam", "--vramtest-child"]; "the flag elsewhere")]
     fn other_command_lines_are_not_children(argv: &[&str]) {
-        assert_eq!(Invocation::from_args(&args(argv)), None);
+        assert_eq!(read(argv), None);
     }
 
     #[test_case(&["vram", "--vramtest-child"], "is missing"; "nothing after the flag")]
@@ -399,10 +452,7 @@ mod tests {
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "precision=bf16"], "bad levels `precision=bf16`"; "levels that are not a list of pairs")]
     #[test_case(&["vram", "--vramtest-child", "t", "cpu", "3", "/r", "1", "2", "-", "-", "sites-x"], "unknown call-sites mode"; "a bad sites mode")]
     fn a_malformed_child_command_line_is_an_error(argv: &[&str], needle: &str) {
-        let e = Invocation::from_args(&args(argv))
-            .unwrap()
-            .unwrap_err()
-            .to_string();
+        let e = read(argv).unwrap().unwrap_err().to_string();
         assert!(e.contains(needle), "{e}");
     }
 }

@@ -2,10 +2,9 @@
 //! session of `vramtest-cuda` that follows the step's markers. Without the `cuda`
 //! feature there is never a device.
 
-use crate::step::Device;
 use vramtest_model::device::CudaFound;
 
-/// The CUDA probe as a [`Backend`](super::backend::Backend): the pool of device `ordinal` (the
+/// The CUDA probe as a `Backend` (in the harness's child): the pool of device `ordinal` (the
 /// child measures with it in `harness::child::measure`; without the `cuda` feature its
 /// tests are ignored).
 pub(crate) struct Cuda {
@@ -78,10 +77,10 @@ mod imp {
 
 pub(crate) use imp::*;
 
-/// The first CUDA device, or why there is none.
-pub(crate) fn first_device() -> Result<Device, vramtest_model::device::CudaUnavailable> {
+/// The ordinal of the first CUDA device, or why there is none.
+pub(crate) fn first_device() -> Result<usize, vramtest_model::device::CudaUnavailable> {
     match found() {
-        CudaFound::Ready { .. } => Ok(Device::Cuda(0)),
+        CudaFound::Ready { .. } => Ok(0),
         CudaFound::Unavailable { reason } => {
             Err(vramtest_model::device::CudaUnavailable { reason })
         }

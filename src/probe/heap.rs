@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use vramtest_model::{Category, Event, Phase};
 
-/// The heap probe as a [`Backend`](super::backend::Backend): every heap allocation of the test's
+/// The heap probe as a `Backend` (in the harness's child): every heap allocation of the test's
 /// process (the child measures with it in `harness::child::measure`).
 pub(crate) struct Heap;
 

@@ -1,7 +1,6 @@
 //! Probes: what records memory while a test runs. The heap probe records every
 //! marker; a device probe (CUDA), when one is active, is told about each one too.
 
-pub(crate) mod backend;
 pub(crate) mod cuda;
 pub mod heap;
 

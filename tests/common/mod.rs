@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+#[path = "executable.rs"]
+pub mod executable;
 #[path = "fixture_copy.rs"]
 pub mod fixture_copy;
 #[path = "nextest.rs"]

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cycles::{Cycle, Edge, cycles, edges};
 use crate::error::{Error, parse_file};
+use crate::layers::{ModuleCycle, module_cycles};
 use crate::long::{LongFn, long_functions};
 use crate::tree::Crate;
 
@@ -12,6 +13,8 @@ use crate::tree::Crate;
 pub struct Findings {
     /// Import cycles, per crate.
     pub cycles: Vec<Cycle>,
+    /// Cycles between sibling modules, each with everything under it, per crate.
+    pub module_cycles: Vec<ModuleCycle>,
     /// Every use of one file by another (the first path that makes it), per crate.
     pub edges: Vec<Edge>,
     /// Functions over the limit outside tests, longest first.
@@ -30,6 +33,7 @@ pub fn check(dirs: &[PathBuf], max_lines: usize) -> Result<Findings, Error> {
         for root in &roots {
             let krate = Crate::load(root)?;
             findings.cycles.extend(cycles(&krate));
+            findings.module_cycles.extend(module_cycles(&krate));
             findings
                 .edges
                 .extend(

@@ -104,7 +104,7 @@ pub fn cycles(krate: &Crate) -> Vec<Cycle> {
 }
 
 /// Strongly connected components (Tarjan's algorithm, without recursion).
-fn components(next: &[Vec<usize>]) -> Vec<Vec<usize>> {
+pub(crate) fn components(next: &[Vec<usize>]) -> Vec<Vec<usize>> {
     let n = next.len();
     let mut index = vec![usize::MAX; n];
     let mut low = vec![0; n];
@@ -160,7 +160,7 @@ fn components(next: &[Vec<usize>]) -> Vec<Vec<usize>> {
 
 /// A shortest loop from the component's smallest file back to itself, as the list of
 /// files it passes (first and last the same).
-fn one_loop(next: &[Vec<usize>], component: &[usize]) -> Vec<usize> {
+pub(crate) fn one_loop(next: &[Vec<usize>], component: &[usize]) -> Vec<usize> {
     let start = *component.iter().min().expect("a component has a file");
     let mut came_from = vec![usize::MAX; next.len()];
     let mut queue = std::collections::VecDeque::from([start]);

@@ -59,6 +59,16 @@ fn main() -> ExitCode {
         }
     }
     println!("{} import cycle(s) in {shown}", findings.cycles.len());
+    for cycle in &findings.module_cycles {
+        println!("module cycle: {}", cycle.modules.join(" <-> "));
+        for edge in &cycle.edges {
+            println!("  {edge}");
+        }
+    }
+    println!(
+        "{} cycle(s) between modules in {shown}",
+        findings.module_cycles.len()
+    );
     for f in &findings.long {
         println!(
             "{} lines: {}:{} fn {}",
@@ -72,7 +82,7 @@ fn main() -> ExitCode {
         "{} function(s) over {max_lines} lines in {shown}",
         findings.long.len()
     );
-    if findings.cycles.is_empty() && findings.long.is_empty() {
+    if findings.cycles.is_empty() && findings.module_cycles.is_empty() && findings.long.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

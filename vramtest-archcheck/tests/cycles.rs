@@ -260,3 +260,87 @@ fn a_file_that_does_not_parse_is_an_error_naming_its_line() {
     assert!(err.file.ends_with("a.rs"), "{err}");
     assert_eq!(err.line, Some(3), "{err}");
 }
+
+/// The modules of each cycle between siblings, as `harness` strings.
+fn module_cycles(dir: &std::path::Path) -> Vec<Vec<String>> {
+    findings(dir)
+        .module_cycles
+        .iter()
+        .map(|c| c.modules.clone())
+        .collect()
+}
+
+/// `harness` → `harness::child` → `probe` → `harness::registry` (through the
+/// `harness::TestDef` re-export): no file uses a file that uses it back, but the two
+/// modules depend on each other. The loop is named with the uses that make it.
+#[test]
+fn sibling_modules_that_use_each_other_through_their_children_are_a_cycle() {
+    let files = |probe: &'static str| {
+        tree(&[
+            ("lib.rs", "mod harness;\nmod probe;\n"),
+            (
+                "harness/mod.rs",
+                "mod child;\nmod registry;\npub use registry::TestDef;\n",
+            ),
+            (
+                "harness/child.rs",
+                "pub fn run() { crate::probe::measure() }\n",
+            ),
+            ("harness/registry.rs", "pub struct TestDef;\n"),
+            ("probe.rs", probe),
+        ])
+    };
+    let dir = files("pub fn measure() { let _ = crate::harness::TestDef; }\n");
+    assert!(cycles(dir.path()).is_empty(), "{:?}", cycles(dir.path()));
+    assert_eq!(
+        module_cycles(dir.path()),
+        vec![vec!["harness".to_string(), "probe".to_string()]]
+    );
+    let found = findings(dir.path());
+    let edges: Vec<(String, String, String)> = found.module_cycles[0]
+        .edges
+        .iter()
+        .map(|e| {
+            (
+                relative(dir.path(), &e.from),
+                e.path.clone(),
+                relative(dir.path(), &e.to),
+            )
+        })
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            (
+                "harness/child.rs".to_string(),
+                "crate::probe::measure".to_string(),
+                "probe.rs".to_string()
+            ),
+            (
+                "probe.rs".to_string(),
+                "crate::harness::TestDef".to_string(),
+                "harness/registry.rs".to_string()
+            ),
+        ]
+    );
+    // The probe taking what it needs instead: no cycle.
+    let dir = files("pub fn measure() {}\n");
+    assert!(module_cycles(dir.path()).is_empty());
+}
+
+/// The same one level down: `a::x` and `a::y` use each other through their children.
+#[test]
+fn nested_sibling_modules_are_checked_too() {
+    let dir = tree(&[
+        ("lib.rs", "mod a;\n"),
+        ("a/mod.rs", "mod x;\nmod y;\n"),
+        ("a/x/mod.rs", "mod p;\nmod q;\n"),
+        ("a/x/p.rs", "pub fn f() { crate::a::y::g() }\n"),
+        ("a/x/q.rs", "pub fn h() {}\n"),
+        ("a/y.rs", "pub fn g() {}\npub fn k() { super::x::q::h() }\n"),
+    ]);
+    assert_eq!(
+        module_cycles(dir.path()),
+        vec![vec!["a::x".to_string(), "a::y".to_string()]]
+    );
+}

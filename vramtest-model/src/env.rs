@@ -42,6 +42,10 @@ pub const REPORT_FD: &str = "VRAMTEST_REPORT_FD";
 /// start and end into the pipe, for `cargo vramtest`'s progress (what it sets; a
 /// `cargo vramtest` that does not set it gets reports alone).
 pub const PROGRESS: &str = "VRAMTEST_PROGRESS";
+/// `VRAMTEST_STARTED_BY=PID`: the `cargo vramtest` process that started this test
+/// binary (what it sets). The harness writes nothing once its parent is another process:
+/// that `cargo vramtest` is gone (killed), and nobody reads what the run would write.
+pub const STARTED_BY: &str = "VRAMTEST_STARTED_BY";
 /// insta's `INSTA_SNAPSHOT_REFERENCES_FILE`.
 pub const REFERENCES: &str = "INSTA_SNAPSHOT_REFERENCES_FILE";
 /// `VRAMTEST_MEASURE_AT=layers=6,seq=48,batch=8`: measure each selected test's step once
@@ -100,6 +104,11 @@ impl SitesWhen {
     }
 }
 
+/// The longest timeout `VRAMTEST_TIMEOUT` and `VRAMTEST_SITES_TIMEOUT` take: 365 days
+/// in seconds. Past it a deadline would overflow the clock (`1e300` seconds is no time
+/// on any clock); a year is as good as none for a test.
+pub const MAX_TIMEOUT_SECS: u32 = 365 * 24 * 3600;
+
 /// The default of `VRAMTEST_SITES_TIMEOUT`: two minutes.
 pub const DEFAULT_SITES_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -117,8 +126,8 @@ pub struct HarnessEnv {
     /// The update mode asked for (`VRAMTEST_UPDATE`, else `INSTA_UPDATE`); `None`:
     /// `auto` ([`HarnessEnv::update`] says what it comes to).
     pub update: Option<Update>,
-    /// Check mode: write nothing; a missing snapshot fails. On under CI (insta's rule:
-    /// `CI` set and not `false`/`0`/empty, or `TF_BUILD` set) or with `VRAMTEST_CHECK=1`.
+    /// Check mode: write nothing; a missing snapshot fails. On under CI (any marker of
+    /// [`on_ci`]) or with `VRAMTEST_CHECK=1`.
     pub check: bool,
     /// `VRAMTEST_STRICT=1`: any difference fails.
     pub strict: bool,
@@ -137,6 +146,9 @@ pub struct HarnessEnv {
     pub report_fd: Option<i32>,
     /// `VRAMTEST_PROGRESS=1`: the points' progress goes into the report pipe too.
     pub progress: bool,
+    /// The process id of the `cargo vramtest` that started this binary
+    /// (`VRAMTEST_STARTED_BY`).
+    pub started_by: Option<u32>,
     /// insta's list of referenced snapshots (`INSTA_SNAPSHOT_REFERENCES_FILE`), so
     /// `cargo insta test --unreferenced=reject` keeps ours.
     pub references: Option<PathBuf>,
@@ -174,8 +186,11 @@ pub enum EnvError {
     /// `VRAMTEST_SITES` names no mode.
     #[error("{SITES}={0}: unknown mode (hint: use 0 to turn call sites off, always, or auto)")]
     Sites(String),
-    /// A timeout that is not a positive number of seconds.
-    #[error("{var}={value}: not a number of seconds (hint: {var}={example})")]
+    /// A timeout that is not a number of seconds above 0 and up to [`MAX_TIMEOUT_SECS`].
+    #[error(
+        "{var}={value}: not a number of seconds above 0 and at most {MAX_TIMEOUT_SECS} \
+         (365 days) (hint: {var}={example})"
+    )]
     Seconds {
         /// The variable.
         var: &'static str,
@@ -184,6 +199,9 @@ pub enum EnvError {
         /// A value it takes.
         example: u32,
     },
+    /// `VRAMTEST_STARTED_BY` is not a process id.
+    #[error("{STARTED_BY}={0}: not a process id (cargo vramtest sets it; hint: unset it)")]
+    StartedBy(String),
     /// `VRAMTEST_REPORT_FD` is not a descriptor past standard error.
     #[error("{REPORT_FD}={0}: not a descriptor number above 2")]
     ReportFd(String),
@@ -220,10 +238,7 @@ impl HarnessEnv {
         let text = |name: &str| var(name).and_then(|v| v.into_string().ok());
         let flag =
             |name: &str| text(name).is_some_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
-        let is_ci = match text("CI") {
-            Some(v) => !matches!(v.as_str(), "" | "0" | "false"),
-            None => var("TF_BUILD").is_some(),
-        };
+        let is_ci = on_ci(&var);
         let path = |name: &str| var(name).map(PathBuf::from);
         Ok(HarnessEnv {
             settings: settings(text(CONFIG))?,
@@ -240,6 +255,7 @@ impl HarnessEnv {
             report_dir: path(REPORT_DIR),
             report_fd: report_fd(text(REPORT_FD))?,
             progress: flag(PROGRESS),
+            started_by: started_by(text(STARTED_BY))?,
             references: path(REFERENCES),
             measure_at: text(MEASURE_AT)
                 .filter(|v| !v.trim().is_empty())
@@ -282,6 +298,7 @@ impl HarnessEnv {
         put(SITES_TIMEOUT, self.sites_timeout.map(secs));
         put(REPORT_FD, self.report_fd.map(|fd| fd.to_string()));
         put(PROGRESS, self.progress.then(|| "1".to_owned()));
+        put(STARTED_BY, self.started_by.map(|pid| pid.to_string()));
         put(MEASURE_AT, self.measure_at.as_ref().map(show_at));
         put(
             MEASURE_LEVELS,
@@ -333,6 +350,17 @@ fn show_at(point: &Point) -> String {
 }
 
 /// `VRAMTEST_REPORT_FD`: a descriptor number past standard error.
+/// `VRAMTEST_STARTED_BY`: a process id (above 1: no test binary is started by init).
+fn started_by(value: Option<String>) -> Result<Option<u32>, EnvError> {
+    value
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| match v.trim().parse() {
+            Ok(pid) if pid > 1 => Ok(pid),
+            _ => Err(EnvError::StartedBy(v)),
+        })
+        .transpose()
+}
+
 fn report_fd(value: Option<String>) -> Result<Option<i32>, EnvError> {
     value
         .map(|v| match v.parse() {
@@ -386,8 +414,20 @@ fn sites(value: Option<String>) -> Result<SitesWhen, EnvError> {
     }
 }
 
-/// A positive number of seconds in `var`; `None` when it is unset or empty. The error
-/// suggests `example`.
+/// Whether any CI marker the tool knows is set, read through `var`: `CI` set and not
+/// `false`/`0`/empty (insta's rule), `TF_BUILD` set (Azure Pipelines, insta's rule too)
+/// or `GITHUB_ACTIONS=true` (GitHub Actions, whose annotations the tool writes). Each
+/// counts on its own: `CI=false` does not outvote another marker, so no mix of them
+/// writes a snapshot in CI.
+pub fn on_ci(var: impl Fn(&str) -> Option<OsString>) -> bool {
+    let text = |name: &str| var(name).map(|v| v.to_string_lossy().into_owned());
+    text("CI").is_some_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+        || var("TF_BUILD").is_some()
+        || text("GITHUB_ACTIONS").is_some_and(|v| v == "true")
+}
+
+/// A number of seconds in `var`, above 0 and at most [`MAX_TIMEOUT_SECS`]; `None` when
+/// it is unset or empty. The error names the range and suggests `example`.
 fn seconds(
     var: &'static str,
     value: Option<String>,
@@ -398,7 +438,7 @@ fn seconds(
             .trim()
             .parse::<f64>()
             .ok()
-            .filter(|s| s.is_finite() && *s > 0.0)
+            .filter(|s| *s > 0.0 && *s <= f64::from(MAX_TIMEOUT_SECS))
             .map(|s| Some(Duration::from_secs_f64(s)))
             .ok_or(EnvError::Seconds {
                 var,
@@ -448,6 +488,7 @@ mod tests {
             report_dir: Some(PathBuf::from("reports/one test")),
             report_fd: Some(7),
             progress: true,
+            started_by: Some(4242),
             references: Some(PathBuf::from("refs.txt")),
             measure_at: Some(Point::from([
                 ("layers".to_owned(), 6),
@@ -509,6 +550,10 @@ mod tests {
     #[test_case(&[("CI", "true")], None, Update::No; "auto on CI is no")]
     #[test_case(&[("TF_BUILD", "True")], None, Update::No; "azure is CI")]
     #[test_case(&[("CI", "false")], None, Update::New; "CI false is not CI")]
+    #[test_case(&[("GITHUB_ACTIONS", "true")], None, Update::No; "github actions is CI")]
+    #[test_case(&[("GITHUB_ACTIONS", "true"), ("CI", "false"), ("VRAMTEST_UPDATE", "always")], Some(Update::Always), Update::No; "CI false does not outvote github actions")]
+    #[test_case(&[("TF_BUILD", "True"), ("CI", "0"), ("VRAMTEST_UPDATE", "always")], Some(Update::Always), Update::No; "CI 0 does not outvote azure")]
+    #[test_case(&[("GITHUB_ACTIONS", "false")], None, Update::New; "github actions false is not CI")]
     #[test_case(&[("VRAMTEST_CHECK", "1"), ("VRAMTEST_UPDATE", "always")], Some(Update::Always), Update::No; "check never writes snap files")]
     #[test_case(&[("CI", "1"), ("INSTA_UPDATE", "new")], Some(Update::New), Update::New; "check keeps an explicit new")]
     #[test_case(&[("INSTA_UPDATE", "force")], Some(Update::Always), Update::Always; "insta's names")]
@@ -528,6 +573,13 @@ mod tests {
     #[test_case(&[("VRAMTEST_TIMEOUT", "-1")], "VRAMTEST_TIMEOUT=-1: not a number of seconds"; "timeout")]
     #[test_case(&[("VRAMTEST_REPORT_FD", "1")], "VRAMTEST_REPORT_FD=1: not a descriptor number above 2"; "report to stdout")]
     #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "soon")], "VRAMTEST_SITES_TIMEOUT=soon: not a number"; "sites timeout")]
+    #[test_case(&[("VRAMTEST_STARTED_BY", "me")], "VRAMTEST_STARTED_BY=me: not a process id"; "started by no pid")]
+    #[test_case(&[("VRAMTEST_STARTED_BY", "1")], "VRAMTEST_STARTED_BY=1: not a process id"; "started by init")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "1e300")], "VRAMTEST_TIMEOUT=1e300: not a number of seconds above 0 and at most 31536000 (365 days)"; "timeout past any clock")]
+    #[test_case(&[("VRAMTEST_SITES_TIMEOUT", "18446744073709551616")], "VRAMTEST_SITES_TIMEOUT=18446744073709551616: not a number of seconds above 0 and at most 31536000"; "sites timeout past u64")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "31536000.5")], "VRAMTEST_TIMEOUT=31536000.5: not a number of seconds above 0"; "timeout just past a year")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "inf")], "VRAMTEST_TIMEOUT=inf: not a number of seconds"; "infinite timeout")]
+    #[test_case(&[("VRAMTEST_TIMEOUT", "NaN")], "VRAMTEST_TIMEOUT=NaN: not a number of seconds"; "nan timeout")]
     #[test_case(&[("VRAMTEST_MEASURE_AT", "seq=0")], "VRAMTEST_MEASURE_AT=seq=0: axis `seq`: the value must be at least 1"; "measure at zero")]
     #[test_case(&[("VRAMTEST_MEASURE_AT", "seq")], "VRAMTEST_MEASURE_AT=seq: `seq` is not `axis=value`"; "measure at no value")]
     #[test_case(&[("VRAMTEST_MEASURE_LEVELS", "precision=bf16")], "VRAMTEST_MEASURE_LEVELS=precision=bf16: not a JSON object of levels"; "measure levels not JSON")]
@@ -537,6 +589,18 @@ mod tests {
     fn a_bad_value_names_its_variable(vars: &[(&str, &str)], needle: &str) {
         let e = read(vars).unwrap_err().to_string();
         assert!(e.starts_with(needle), "{e}");
+    }
+
+    #[test]
+    fn the_longest_timeout_is_a_deadline_on_this_clock() {
+        let longest = MAX_TIMEOUT_SECS.to_string();
+        let env = read(&[(TIMEOUT, &longest), (SITES_TIMEOUT, &longest)]).unwrap();
+        let now = std::time::Instant::now();
+        for t in [env.timeout.unwrap(), env.sites_timeout()] {
+            assert_eq!(t, Duration::from_secs(365 * 24 * 3600));
+            assert!(now.checked_add(t).is_some());
+        }
+        assert_eq!(round_trip(&env), env);
     }
 
     #[test]

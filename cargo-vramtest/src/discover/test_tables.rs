@@ -3,16 +3,7 @@
 
 use std::collections::BTreeSet;
 
-/// Why a manifest's `[[test]]` targets could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum TestTablesError {
-    /// The manifest is not TOML.
-    #[error(transparent)]
-    Toml(#[from] toml::de::Error),
-    /// `test` is there but not an array of tables.
-    #[error("`test` must be an array of tables ([[test]])")]
-    NotAnArray,
-}
+pub use crate::error::TestTablesError;
 
 /// Whether the manifest's library is built with `harness = false` (`[lib]`), so that
 /// its test build can hold a vramtest harness (`#[cfg(test)] vramtest::main!();`).

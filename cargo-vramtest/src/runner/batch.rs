@@ -11,8 +11,9 @@
 //! reports, the process killed by a signal) is run again alone, as [`super::execute`]
 //! runs it, so what it shows is exactly what a run of its own shows.
 
+use super::command::PackageEnv;
 use super::execute::{self, Found};
-use super::list::{PackageEnv, list_output, parse_terse};
+use super::list::{list_output, parse_terse};
 use crate::case::{Outcome, TestCase};
 use crate::error::{Error, Result};
 use crate::progress::Live;
@@ -183,9 +184,9 @@ fn spawn(
     include_ignored: bool,
     live: &Live,
 ) -> std::io::Result<(Output, Lines)> {
-    use super::list::{command, harness_env};
+    use super::command::{command, harness_env, spawn_reporting};
     use std::process::Stdio;
-    let (child, reader) = execute::spawn_reporting(harness_env(env, &case.binary), |env| {
+    let (child, reader) = spawn_reporting(harness_env(env, &case.binary), |env| {
         let mut cmd = command(&case.binary, env);
         cmd.arg("--exact")
             .arg("--test-threads")
@@ -298,7 +299,6 @@ mod tests {
     /// Every command line it gets is logged in `<script>.log`.
     #[cfg(unix)]
     fn fake_binary(dir: &std::path::Path, batch: &str) -> Vec<TestCase> {
-        use std::os::unix::fs::PermissionsExt;
         use vramtest_model::report::Status;
         let report = |name: &str| {
             serde_json::to_string(&TestReport::new("vram", name, Status::Passed)).unwrap()
@@ -313,8 +313,7 @@ mod tests {
             report("t2")
         )
         .replace("T1", &report("t1"));
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::executable::write_executable(&path, &script);
         ["t1", "t2"]
             .iter()
             .map(|name| {

@@ -3,7 +3,7 @@
 //! and its result read back from the report its harness wrote. A test that panics,
 //! aborts or segfaults fails with its output.
 
-use super::list::{PackageEnv, command, harness_env};
+use super::command::{PackageEnv, command, harness_env};
 use crate::case::{Outcome, TestCase};
 use crate::error::{Error, Result};
 use crate::progress::Live;
@@ -78,7 +78,7 @@ fn launch(
     gpu: Option<&str>,
     live: &Live,
 ) -> std::io::Result<(Output, FoundReport)> {
-    let (child, reader) = spawn_reporting(env, |env| test_command(case, env, gpu))?;
+    let (child, reader) = super::command::spawn_reporting(env, |env| test_command(case, env, gpu))?;
     let reading = read_pipe(reader, case.binary.id(), live.clone());
     let out = child.wait_with_output()?;
     let bytes: Vec<u8> = reading
@@ -115,40 +115,6 @@ pub(super) fn read_pipe(
         }
         lines
     })
-}
-
-/// Spawns the command `make` builds from `env` with the write end of a fresh pipe
-/// handed down as its report pipe (`VRAMTEST_REPORT_FD`, with the points' progress:
-/// `VRAMTEST_PROGRESS`), open in that process alone;
-/// returns the process and the pipe's read end, which ends once the harness is done.
-#[cfg(unix)]
-pub(super) fn spawn_reporting(
-    env: HarnessEnv,
-    make: impl FnOnce(&HarnessEnv) -> std::process::Command,
-) -> std::io::Result<(std::process::Child, std::io::PipeReader)> {
-    use std::os::fd::AsRawFd as _;
-    let (reader, writer) = std::io::pipe()?;
-    let fd = writer.as_raw_fd();
-    let mut cmd = make(&HarnessEnv {
-        report_fd: Some(fd),
-        progress: true,
-        ..env
-    });
-    // SAFETY: runs in the forked child before exec and calls only fcntl(2), which is
-    // async-signal-safe: the pipe's write end stays open across exec in this child
-    // alone (both ends are close-on-exec everywhere else).
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            match libc::fcntl(fd, libc::F_SETFD, 0) {
-                -1 => Err(std::io::Error::last_os_error()),
-                _ => Ok(()),
-            }
-        });
-    }
-    let spawned = cmd.spawn();
-    // The pipe closes once the harness is done with it.
-    drop((cmd, writer));
-    Ok((spawned?, reader))
 }
 
 /// Runs the test with `dir` as its harness's report directory.
@@ -496,12 +462,10 @@ mod tests {
     /// descriptors below 10 by number, and tests running alongside hold many).
     #[cfg(unix)]
     fn fake_binary(dir: &Path, report: &str) -> TestCase {
-        use std::os::unix::fs::PermissionsExt;
         let path = dir.join("vram-0123");
         let script =
             format!("#!/bin/sh\ncat >\"/dev/fd/$VRAMTEST_REPORT_FD\" <<'EOF'\n{report}\nEOF\n");
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::executable::write_executable(&path, &script);
         let mut t = case("t");
         t.binary = std::sync::Arc::new(crate::case::Binary {
             path,
@@ -509,6 +473,39 @@ mod tests {
             ..(*t.binary).clone()
         });
         t
+    }
+
+    /// The fake binaries are written and run while other tests start processes: a
+    /// written program must never be refused as "Text file busy". 200 rounds beside
+    /// four threads that start processes without pause (when this process writes the
+    /// file itself, about 1 round in 40 is refused).
+    #[cfg(unix)]
+    #[test]
+    fn a_program_written_while_other_threads_start_processes_runs() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let spawners: Vec<_> = (0..4)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = std::process::Command::new("true").status();
+                    }
+                })
+            })
+            .collect();
+        let refused: Vec<String> = (0..200)
+            .filter_map(|i| {
+                let path = dir.path().join(format!("p{i}"));
+                crate::executable::write_executable(&path, "#!/bin/sh\nexit 0\n");
+                let ran = std::process::Command::new(&path).status();
+                ran.err().map(|e| format!("round {i}: {e}"))
+            })
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        spawners.into_iter().for_each(|s| s.join().unwrap());
+        assert!(refused.is_empty(), "{refused:#?}");
     }
 
     #[cfg(unix)]

@@ -8,12 +8,14 @@
 //! its output; the others still run.
 
 mod batch;
+mod command;
 mod execute;
 mod list;
 mod reporter;
 mod schedule;
 
-pub use list::{PackageEnv, list};
+pub use command::PackageEnv;
+pub use list::list;
 pub use schedule::Devices;
 
 use crate::case::{Outcome, TestCase};

@@ -13,6 +13,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../tests/common/executable.rs"]
+pub mod executable;
 #[path = "../../../tests/common/fixture_copy.rs"]
 pub mod fixture_copy;
 #[path = "../../../tests/common/nextest.rs"]

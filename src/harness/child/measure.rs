@@ -1,10 +1,10 @@
 //! One test measured in this process: on the CPU heap, or on a CUDA device; either
 //! way a [`ChildResult`]. Each backend's [`Backend`] impl is here.
 
+use super::backend::Backend;
 use super::{site_capture, timeline};
 use crate::harness::protocol::{ChildResult, Invocation};
 use crate::harness::registry::TestDef;
-use crate::probe::backend::Backend;
 use crate::probe::heap;
 use crate::step::{Device, Step};
 use std::path::Path;

@@ -1,6 +1,7 @@
 //! The child's side: run one test under the probe and write what it measured (or
 //! how it failed) to the result channel the parent handed down.
 
+mod backend;
 mod channel;
 mod machine;
 mod measure;
@@ -66,5 +67,5 @@ fn run(invocation: &Invocation, package_dir: &Path) -> ChildResult {
             message: e.to_string(),
         };
     }
-    crate::probe::backend::backend(invocation.device).measure(def, invocation, package_dir)
+    backend::backend(invocation.device).measure(def, invocation, package_dir)
 }

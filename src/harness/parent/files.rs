@@ -22,6 +22,45 @@ pub(super) struct Outputs {
     pub(super) inert: bool,
 }
 
+/// The `cargo vramtest` process that started this binary (`VRAMTEST_STARTED_BY`), if
+/// one did: set once at the start of the run.
+static STARTED_BY: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+
+/// Records which process started this run (`None`: plain `cargo test` or nextest).
+pub(super) fn set_started_by(pid: Option<u32>) {
+    let _ = STARTED_BY.set(pid);
+}
+
+/// Ends this process, having written nothing, when the `cargo vramtest` that started it
+/// is gone (its parent is another process now): it was killed, and what this run would
+/// write (a snapshot rewritten, a `.snap.new`) is what nobody asked for any more. Called
+/// before every file the run writes.
+pub(super) fn stop_if_orphaned() {
+    if let Some(pid) = orphaned() {
+        eprintln!(
+            "error: cargo vramtest (process {pid}) that started this run is gone: nothing is written"
+        );
+        std::process::exit(1);
+    }
+}
+
+/// The pid of the `cargo vramtest` that started this run, when it is no longer this
+/// process's parent.
+fn orphaned() -> Option<u32> {
+    let pid = (*STARTED_BY.get()?)?;
+    #[cfg(unix)]
+    {
+        // SAFETY: getppid(2) has no preconditions and cannot fail.
+        let parent = unsafe { libc::getppid() };
+        (u32::try_from(parent).ok() != Some(pid)).then_some(pid)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
 /// What [`write_result`] wrote.
 pub(super) struct Written {
     pub(super) path: PathBuf,
@@ -41,6 +80,7 @@ pub(super) fn write_result(
     snap: &Path,
     snapshot: &Snapshot,
 ) -> Result<Option<Written>, WriteError> {
+    stop_if_orphaned();
     let pending = snapshot::pending_path(snap);
     let written = match decision.write {
         Some(Write::Snapshot) => Written {
@@ -61,6 +101,7 @@ pub(super) fn write_result(
 /// run's result (nothing is lost), else kept (it may be a result under review, say
 /// one downloaded from CI) and named in the returned note.
 pub(super) fn clear_pending(pending: &Path, body: &Body, shown: &str) -> Option<String> {
+    stop_if_orphaned();
     match snapshot::read(pending) {
         Ok(None) => None,
         Ok(Some(p)) if p.body == *body => {
@@ -111,6 +152,7 @@ impl Reports {
     /// Writes `report`: one line in the pipe, or one file per test in the directory; a
     /// warning when it cannot.
     pub(super) fn write(&self, report: &TestReport) {
+        stop_if_orphaned();
         let text = serde_json::to_string(report).expect("reports serialize");
         let written = match self {
             Reports::Pipe(pipe, _) => {
@@ -150,6 +192,7 @@ impl Reports {
 
 /// Appends `snap` to insta's references file; a warning when it cannot.
 pub(super) fn append_reference(refs: &Path, snap: &Path) {
+    stop_if_orphaned();
     use std::io::Write as _;
     // One `write_all` of a whole line on an append-mode file: parallel trials and
     // processes do not interleave their lines.
@@ -194,6 +237,7 @@ pub(super) fn keep_prediction(prediction: &Prediction, snap: &Path) {
 /// Writes `text` at `path_of(target dir, snap)`, under the target directory the test
 /// binary was built in (nothing outside one).
 fn keep(path_of: fn(&Path, &Path) -> PathBuf, text: &str, what: &str, snap: &Path) {
+    stop_if_orphaned();
     let Some(target) = target_dir() else {
         return;
     };

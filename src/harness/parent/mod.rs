@@ -74,6 +74,8 @@ pub(crate) fn run(target: HarnessTarget) -> Result<ExitCode, RunError> {
         eprintln!("note: {note}");
     }
     let env = HarnessEnv::from_env()?;
+    files::set_started_by(env.started_by);
+    files::stop_if_orphaned();
     let settings = crate::manifests::of_run(&env, &target.manifest_dir)?;
     // `cargo vramtest` hands its settings down; plain `cargo test` does not.
     let device = device::select(env.device_for(&settings), env.settings.is_some())?;

@@ -146,7 +146,12 @@ impl Spawner {
             sites: sites.clone(),
         };
         let mut cmd = Command::new(exe);
-        cmd.args(invocation.to_args()).stdin(Stdio::null());
+        cmd.args(invocation.to_args())
+            .env(
+                crate::harness::protocol::RESULT_VAR,
+                invocation.result.to_arg(),
+            )
+            .stdin(Stdio::null());
         // Per-thread buffers and the split of work follow the thread count: every pool
         // gets the invocation's, whatever the user's environment says.
         for var in crate::harness::child::threads::POOL_VARIABLES {
@@ -154,6 +159,7 @@ impl Spawner {
         }
         // Where this run's reports go is the harness's business, not the test's.
         cmd.env_remove(vramtest_model::env::REPORT_DIR);
+        cmd.env_remove(vramtest_model::env::STARTED_BY);
         let finished = run_process(cmd, !self.nocapture, timeout, channel, stdin.clone())?;
         let Some(status) = finished.status else {
             return Err(SpawnError::TimedOut(timed_out_message(&finished.output)));

@@ -1,10 +1,12 @@
 //! The seam between the child process and the probes: which backend measures a test
-//! on its device. A new backend (a framework's own memory pool, say) is a module beside
-//! this one with its probe, a type implementing [`Backend`], and one arm of [`backend`].
+//! on its device. A new backend (a framework's own memory pool, say) is a module in
+//! `probe` with its probe, a type implementing [`Backend`] (in `measure.rs`), and one
+//! arm of [`backend`]. The seam lives on the child's side: the probes know nothing of
+//! the harness (its test definitions, its invocations, its results).
 
-use super::{cuda, heap};
-use crate::harness::TestDef;
 use crate::harness::protocol::{ChildResult, Invocation};
+use crate::harness::registry::TestDef;
+use crate::probe::{cuda, heap};
 use crate::step::Device;
 use std::path::Path;
 
