@@ -598,44 +598,37 @@ impl PredictedLines {
     /// `to`, in order.
     pub fn peak_moves(&self, from: u64, to: u64) -> Vec<PeakMove> {
         let mut moves = Vec::new();
-        let (Some(mut holder), mut batch) = (self.peak_phase_at(from), from) else {
+        let holder = self.peak_phase_at(from);
+        let (Some(mut held), mut batch) =
+            (self.phases.iter().find(|p| Some(p.phase) == holder), from)
+        else {
             return moves;
         };
         while batch < to {
-            let line = |phase: Phase| {
-                self.phases
-                    .iter()
-                    .find(|p| p.phase == phase)
-                    .map(|p| p.allocated)
-            };
-            let Some(held) = line(holder) else { break };
-            // The first batch above `batch` where a steeper line passes the holder's.
+            let line = held.allocated;
+            // The first batch above `batch` where a steeper line passes the holder's
+            // (the steepest first among lines passing it at the same batch).
             let next = self
                 .phases
                 .iter()
-                .filter(|p| p.allocated.bytes_per_sample > held.bytes_per_sample)
+                .filter(|p| p.allocated.bytes_per_sample > line.bytes_per_sample)
                 .filter_map(|p| {
-                    let gap = held.at(batch) - p.allocated.at(batch);
+                    let gap = line.at(batch) - p.allocated.at(batch);
                     let slope = i128::from(p.allocated.bytes_per_sample)
-                        - i128::from(held.bytes_per_sample);
+                        - i128::from(line.bytes_per_sample);
                     let steps = if gap < 0 { 1 } else { gap / slope + 1 };
                     let at = u64::try_from(i128::from(batch) + steps).ok()?;
-                    Some((at, p.phase))
+                    Some((at, std::cmp::Reverse(p.allocated.bytes_per_sample), p))
                 })
-                .min_by_key(|&(at, phase)| {
-                    (
-                        at,
-                        std::cmp::Reverse(line(phase).map(|l| l.bytes_per_sample)),
-                    )
-                });
+                .min_by_key(|&(at, steeper, _)| (at, steeper));
             match next {
-                Some((at, phase)) if at <= to => {
+                Some((at, _, p)) if at <= to => {
                     moves.push(PeakMove {
-                        from: holder,
-                        to: phase,
+                        from: held.phase,
+                        to: p.phase,
                         batch: at,
                     });
-                    holder = phase;
+                    held = p;
                     batch = at;
                 }
                 _ => break,

@@ -616,7 +616,7 @@ mod tests {
             "{text}"
         );
         // Without a prediction, from the snapshot's fits: the same maximum of the phases.
-        let plain = fits_text(&body);
+        let plain = super::fits(&body, None);
         let answer = largest_in_24_gib(&plain);
         let by_hand = ((24u64 << 30) - (1 << 30) - BACKWARD.0) / BACKWARD.1;
         assert!(
@@ -624,10 +624,6 @@ mod tests {
             "{answer} against {by_hand}\n{plain}"
         );
         insta::assert_snapshot!(text);
-    }
-
-    fn fits_text(body: &Body) -> String {
-        fits(body, None)
     }
 
     #[test]
