@@ -302,20 +302,12 @@ pub(super) fn flagged_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> V
 
 /// [`flagged_notes`] of one combination's fit, `name` naming it.
 fn flagged_in(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> Vec<String> {
-    use vramtest_model::sweep::{ALLOCATED, RESERVED};
     let grid = sweep.grid().ok();
-    let peak = grid.as_ref().and_then(|g| largest_peak(sweep, g));
-    let negligible = |fit: &vramtest_model::axes::Fit| match (peak, grid.as_ref()) {
-        (Some(peak), Some(grid)) => {
-            largest(fit, grid).is_some_and(|b| b.saturating_mul(NOTE_SHARE) < peak)
-        }
-        _ => false,
-    };
+    let noteworthy = noteworthy(sweep);
     sweep
         .figures
         .iter()
-        .filter(|(figure, _)| *figure != ALLOCATED && *figure != RESERVED)
-        .filter(|(_, fit)| !negligible(fit))
+        .filter(|(figure, fit)| noteworthy(figure, fit))
         .filter_map(|(figure, fit)| Some((figure, fit.flag(grid.as_ref()?)?)))
         .filter(|(figure, flag)| !old.is_some_and(|old| same_flag(old, figure, flag)))
         .map(|(figure, flag)| match flag {
@@ -333,6 +325,24 @@ fn flagged_in(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Whether a flagged figure of `sweep` is worth a note: not the pool's alignment or
+/// reservation beyond the peak (a flagged fit of those is not extrapolated), and not a
+/// figure under [`NOTE_SHARE`]'s share of the peak.
+fn noteworthy(sweep: &Sweep) -> impl Fn(&str, &vramtest_model::axes::Fit) -> bool {
+    use vramtest_model::sweep::{ALLOCATED, RESERVED};
+    let grid = sweep.grid().ok();
+    let peak = grid.as_ref().and_then(|g| largest_peak(sweep, g));
+    move |figure, fit| {
+        let negligible = match (peak, grid.as_ref()) {
+            (Some(peak), Some(grid)) => {
+                largest(fit, grid).is_some_and(|b| b.saturating_mul(NOTE_SHARE) < peak)
+            }
+            _ => false,
+        };
+        figure != ALLOCATED && figure != RESERVED && !negligible
+    }
 }
 
 /// The runs of one combination of levels.
@@ -359,7 +369,16 @@ pub(super) fn regimes(
     let mut found = Vec::new();
     for (variant, fitted) in sweep.combinations() {
         let of_variant = runs_of(def, runs, &variant);
-        let named = vramtest_model::regimes::regimes(fitted, &of_variant).unwrap_or_default();
+        let noteworthy = noteworthy(fitted);
+        let named = vramtest_model::regimes::regimes(fitted, &of_variant)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| {
+                fitted
+                    .figures
+                    .get(&r.figure)
+                    .is_some_and(|f| noteworthy(&r.figure, f))
+            });
         found.extend(named.into_iter().map(|r| (variant.clone(), r)));
     }
     found
