@@ -308,3 +308,143 @@ fn a_lever_that_stops_saving_fails_naming_it() {
         .collect();
     insta::assert_snapshot!("lever_gate_failure", gate.join("\n"));
 }
+
+/// The analytic peak of `transformer_like` at (batch, seq, layers): the forward pass's,
+/// or the backward pass's where it is larger (weights, their gradients, Adam's moments,
+/// the kept activations and the input).
+fn peak(b: u64, s: u64, l: u64) -> u64 {
+    let of = |c: Category| {
+        expected(b, s, l, false)
+            .iter()
+            .find(|(k, _)| *k == c)
+            .unwrap()
+            .1
+    };
+    let held = of(Category::Parameters) + of(Category::OptimizerState) + of(Category::Inputs);
+    let forward = held + of(Category::Activations) + of(Category::Temporaries);
+    // Backward: the gradients allocated while the activations are still kept, and
+    // the outer Vec of the gradients (24 B per layer, reserved up front).
+    let backward = held + of(Category::Activations) + of(Category::Gradients) + VEC_HEADER * l;
+    forward.max(backward)
+}
+
+#[test]
+fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
+    let dir = copy_fixture("vec-model");
+    let exe = common::build_test_target(&dir, "axes");
+    let one = ["transformer_like", "--exact", "--include-ignored"];
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    assert_eq!(r.status("transformer_like"), Status::New, "{}", r.text());
+    let b = body(&r);
+    let sweep = b.sweep().unwrap();
+    // Target (batch=8, seq=512, layers=32) on the grid batch 1-2, seq 4-12, layers
+    // 1-3: each axis at the target's value, the others at their smallest.
+    let at: Vec<(u64, u64, u64)> = (sweep.axial.iter())
+        .map(|a| (a.at["batch"], a.at["seq"], a.at["layers"]))
+        .collect();
+    assert_eq!(at, [(8, 4, 1), (1, 4, 32), (1, 512, 1)]);
+    for a in &sweep.axial {
+        let (bs, s, l) = (a.at["batch"], a.at["seq"], a.at["layers"]);
+        assert!(!a.held_back(), "{a:?}");
+        for (c, bytes) in expected(bs, s, l, false) {
+            assert_eq!(a.category_bytes[&c], bytes, "{c} at {:?}", a.at);
+        }
+    }
+    // The fits rest on them and still predict the target exactly.
+    let target = sweep.target.as_ref().unwrap();
+    for (c, bytes) in expected(8, 512, 32, false) {
+        assert_eq!(target.category_bytes[&c], bytes, "{c} at the target");
+    }
+    let report = r.report("transformer_like");
+    let cost = (report.notes.iter())
+        .find(|n| n.contains("3 axial points (the target's values, one axis at a time) took"))
+        .unwrap_or_else(|| panic!("{:#?}", report.notes));
+    assert!(cost.contains("of the grid's"), "{cost}");
+    let snap = dir.join("tests/snapshots/axes__transformer_like@cpu.snap");
+    let text = std::fs::read_to_string(&snap).unwrap();
+    assert!(text.contains("\"axial\": ["), "{text}");
+    // Measured again at the same points, it passes.
+    let r = run(&dir, &exe, &one, &[]);
+    assert_eq!(r.status("transformer_like"), Status::Passed, "{}", r.text());
+
+    // A budget under the seq point's peak holds it back to the largest sequence whose
+    // predicted peak is within it; the other points stay.
+    let budget = 600 * 1024;
+    let config = format!("{{\"axial_budget\": {budget}}}");
+    let fresh = copy_fixture("vec-model");
+    let r = run(
+        &fresh,
+        &exe,
+        &one,
+        &[("VRAMTEST_UPDATE", "always"), ("VRAMTEST_CONFIG", &config)],
+    );
+    let sweep = body(&r).sweep().cloned().unwrap();
+    let seq = (sweep.axial.iter()).find(|a| a.axis == "seq").unwrap();
+    assert!(seq.held_back());
+    let s = seq.at["seq"];
+    assert!(
+        peak(1, s, 1) <= budget && peak(1, s + 1, 1) > budget,
+        "seq {s}"
+    );
+    let note = (r.report("transformer_like").notes.iter())
+        .find(|n| n.contains(&format!("axial point seq={s} (the target's seq=512")))
+        .cloned();
+    assert!(note.is_some_and(|n| n.contains("over the axial budget of 600.00 KiB")));
+
+    // `"0"` measures none.
+    let fresh = copy_fixture("vec-model");
+    let r = run(
+        &fresh,
+        &exe,
+        &one,
+        &[
+            ("VRAMTEST_UPDATE", "always"),
+            ("VRAMTEST_CONFIG", "{\"axial_budget\": \"0\"}"),
+        ],
+    );
+    assert!(body(&r).sweep().unwrap().axial.is_empty(), "{}", r.text());
+}
+
+#[test]
+fn an_axial_point_in_another_regime_is_said_and_flags_the_fit_it_misses() {
+    let dir = copy_fixture("vec-model");
+    let exe = common::build_test_target(&dir, "axes");
+    let one = ["regime_beyond_the_grid", "--exact", "--include-ignored"];
+    let f32s = |n: u64| n * F32;
+    // The grid alone: the buffer is its 64 KiB floor at every point, and the target's
+    // temporaries are predicted at the floor, unflagged: wrong by 128×.
+    let r = run(
+        &dir,
+        &exe,
+        &one,
+        &[
+            ("VRAMTEST_UPDATE", "always"),
+            ("VRAMTEST_CONFIG", "{\"axial_budget\": \"0\"}"),
+        ],
+    );
+    let report = r.report("regime_beyond_the_grid");
+    let grid_only = report.body.as_ref().unwrap().sweep().unwrap().clone();
+    let target = grid_only.target.as_ref().unwrap().at.clone();
+    let e = grid_only.estimate(&target, 1).unwrap();
+    assert_eq!(e.category_bytes[&Category::Temporaries], f32s(16_384));
+    assert!(!e.flagged.contains(&"temporaries".to_owned()), "{e:?}");
+
+    // With the axial points: the one at the target's seq measures the scores, the run
+    // says the grid alone missed it there, and the fit that misses it is flagged.
+    let fresh = copy_fixture("vec-model");
+    let r = run(&fresh, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    let report = r.report("regime_beyond_the_grid");
+    let sweep = report.body.as_ref().unwrap().sweep().unwrap().clone();
+    let seq = (sweep.axial.iter()).find(|a| a.axis == "seq").unwrap();
+    assert_eq!(seq.category_bytes[&Category::Temporaries], f32s(512 * 512));
+    let note = (report.notes.iter())
+        .find(|n| n.contains("axial point batch=1, layers=1, seq=512"))
+        .unwrap_or_else(|| panic!("{:#?}", report.notes));
+    assert!(
+        note.contains("temporaries measured 1.00 MiB, the grid alone predicted 64.00 KiB"),
+        "{note}"
+    );
+    assert!(note.contains("seq=512 behaves unlike seq 4-12"), "{note}");
+    let e = sweep.estimate(&target, 1).unwrap();
+    assert!(e.flagged.contains(&"temporaries".to_owned()), "{e:?}");
+}

@@ -24,6 +24,8 @@ pub struct Options {
     /// read by the attribute at compile time.
     pub limits: &'static [(vramtest_model::LimitKey, vramtest_model::Limit)],
     pub budget: Option<u64>,
+    /// `axial_budget = ".."`: the most an axial point may be predicted to need (0: none).
+    pub axial_budget: Option<u64>,
     /// Device classes the test supports (`cpu`, `cuda`); empty means all.
     pub devices: &'static [&'static str],
     /// A batch sweep: the test runs once per size (empty: once, `t.batch()` is 1).

@@ -31,6 +31,9 @@ use syn::{
 /// - `peak = ".."`, `reserved = ".."` (a CUDA pool's reserved peak), `leak = ".."`, or a
 ///   category (`activations = "+5%"`): one limit;
 /// - `budget = "22GiB"`: the peak must stay under this, whatever the snapshot says;
+/// - `axial_budget = "8GiB"` (with `target`): the most each axial point (the target's
+///   value of one axis, every other axis at its smallest) may be predicted to need;
+///   `"0"` measures none; by default sized from the machine's memory;
 /// - `devices = "cpu"` or `"cpu, cuda"`: where the test can run (default: both);
 /// - `batch = [64, 128, 256]`: a batch sweep (two or more sizes): the test runs once per
 ///   size, `t.batch()` says which, and every category is fitted as fixed plus
@@ -92,6 +95,8 @@ struct OptionTokens {
     threads: proc_macro2::TokenStream,
     ignore: proc_macro2::TokenStream,
     budget: proc_macro2::TokenStream,
+    /// `axial_budget = "8GiB"`, with its span to blame without a target.
+    axial_budget: Option<(u64, proc_macro2::Span)>,
     limits: Vec<proc_macro2::TokenStream>,
     devices: Vec<String>,
     batch: Vec<usize>,
@@ -122,6 +127,7 @@ impl OptionTokens {
             threads: quote!(::core::option::Option::None),
             ignore: quote!(::core::option::Option::None),
             budget: quote!(::core::option::Option::None),
+            axial_budget: None,
             limits: Vec::new(),
             devices: Vec::new(),
             batch: Vec::new(),
@@ -160,7 +166,13 @@ impl OptionTokens {
             ));
         }
         let Some((target, target_span)) = &self.target else {
-            return Ok(());
+            return match self.axial_budget {
+                Some((_, span)) => Err(syn::Error::new(
+                    span,
+                    "`axial_budget` bounds the points measured toward a target, and there is none (hint: add `target(name = N, ..)`, or remove `axial_budget`)",
+                )),
+                None => Ok(()),
+            };
         };
         if self.axes.is_empty() {
             return Err(syn::Error::new(
@@ -253,6 +265,12 @@ impl OptionTokens {
                     .map_err(|e| syn::Error::new_spanned(&nv.value, e))?;
                 self.budget = quote!(::core::option::Option::Some(#bytes));
             }
+            (Meta::NameValue(nv), "axial_budget") => {
+                let text = string(&nv.value)?;
+                let bytes = vramtest_model::parse_bytes(&text)
+                    .map_err(|e| syn::Error::new_spanned(&nv.value, e))?;
+                self.axial_budget = Some((bytes, syn::spanned::Spanned::span(&nv.value)));
+            }
             (Meta::NameValue(nv), "devices") => self.devices.extend(devices(&nv.value)?),
             (Meta::NameValue(nv), "batch") => self.batch = batch_sizes(&nv.value)?,
             (Meta::List(list), "axes") => (self.axes, self.levels) = axes(list)?,
@@ -274,7 +292,7 @@ impl OptionTokens {
                 return Err(syn::Error::new_spanned(
                     meta,
                     format!(
-                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", devices = \"cpu, cuda\", batch = [64, 128], axes(seq = [16, 32, 48], precision = [\"f32\", \"bf16\"], ..), target(seq = 4096, ..))"
+                        "unknown or malformed option `{key}` (expected iterations = N, threads = N, ignore, ignore = \"reason\", tolerance = \"+2% | 1MiB\", peak/reserved/leak/<category> = \"..\", budget = \"22GiB\", axial_budget = \"8GiB\", devices = \"cpu, cuda\", batch = [64, 128], axes(seq = [16, 32, 48], precision = [\"f32\", \"bf16\"], ..), target(seq = 4096, ..))"
                     ),
                 ));
             }
@@ -356,6 +374,7 @@ fn registration(func: &ItemFn, options: &OptionTokens) -> proc_macro2::TokenStre
         threads,
         ignore,
         budget,
+        axial_budget,
         limits,
         devices,
         batch,
@@ -363,6 +382,10 @@ fn registration(func: &ItemFn, options: &OptionTokens) -> proc_macro2::TokenStre
         levels,
         target,
     } = options;
+    let axial_budget = match axial_budget {
+        Some((bytes, _)) => quote!(::core::option::Option::Some(#bytes)),
+        None => quote!(::core::option::Option::None),
+    };
     let axes = axes.iter().map(|(k, v)| quote!((#k, &[#(#v),*])));
     let levels = levels.iter().map(|(k, v)| quote!((#k, &[#(#v),*])));
     let target_values = target.iter().flat_map(|(t, _)| t.iter());
@@ -391,6 +414,7 @@ fn registration(func: &ItemFn, options: &OptionTokens) -> proc_macro2::TokenStre
                     ignore: #ignore,
                     limits: &[#(#limits),*],
                     budget: #budget,
+                    axial_budget: #axial_budget,
                     devices: &[#(#devices),*],
                     batch: &[#(#batch),*],
                     threads: #threads,
@@ -762,6 +786,7 @@ mod tests {
                 ("ignore", NONE.to_owned()),
                 ("limits", "& []".to_owned()),
                 ("budget", NONE.to_owned()),
+                ("axial_budget", NONE.to_owned()),
                 ("devices", "& []".to_owned()),
                 ("batch", "& []".to_owned()),
                 ("threads", NONE.to_owned()),
@@ -832,6 +857,7 @@ mod tests {
                     "ignore",
                     "limits",
                     "budget",
+                    "axial_budget",
                     "devices",
                     "batch",
                     "threads",
@@ -878,6 +904,7 @@ mod tests {
                     "budget",
                     ":: core :: option :: Option :: Some (1024u64)".to_owned()
                 ),
+                ("axial_budget", NONE.to_owned()),
                 ("devices", "& [\"cpu\" , \"cuda\"]".to_owned()),
                 ("batch", "& []".to_owned()),
                 (
@@ -1006,6 +1033,19 @@ mod tests {
         assert_eq!(get("target_levels"), "& [(\"precision\" , \"bf16\")]");
     }
 
+    #[test_case("\"8GiB\"", "Some (8589934592u64)"; "a size")]
+    #[test_case("\"0\"", "Some (0u64)"; "none measured")]
+    fn the_axial_budget_reaches_the_options(value: &str, expected: &str) {
+        let attr = format!("axes(seq = [16, 32]), target(seq = 4096), axial_budget = {value}");
+        let (_, def) = expansion(&attr, GOOD);
+        let got = options(&def)
+            .into_iter()
+            .find(|(n, _)| *n == "axial_budget")
+            .unwrap()
+            .1;
+        assert_eq!(got, format!(":: core :: option :: Option :: {expected}"));
+    }
+
     #[test_case("axes(seq = [16])", "`seq` has 1 distinct value"; "one value")]
     #[test_case("axes(seq = [])", "axis `seq` has no values"; "an empty list")]
     #[test_case("axes(seq = [16, 16, 32])", "lists 16 twice"; "a repeated value")]
@@ -1015,6 +1055,8 @@ mod tests {
     #[test_case("axes(a = [1, 2, 3, 4], b = [1, 2, 3, 4], c = [1, 2, 3, 4], d = [1, 2, 3, 4, 5])", "320 points; at most 256"; "too many points")]
     #[test_case("axes(seq = [16, 32, 48]), batch = [2, 4]", "both given"; "batch beside axes")]
     #[test_case("target(seq = 4096)", "needs a sweep over named axes"; "a target without axes")]
+    #[test_case("axes(seq = [16, 32]), axial_budget = \"1GiB\"", "`axial_budget` bounds the points measured toward a target, and there is none"; "an axial budget without a target")]
+    #[test_case("axes(seq = [16, 32]), target(seq = 64), axial_budget = \"lots\"", "hint:"; "an axial budget that is no size")]
     #[test_case("axes(seq = [16, 32, 48]), target(sq = 4096)", "axis `sq`, which `axes(..)` does not declare (declared: seq)"; "an unknown target axis")]
     #[test_case("axes(seq = [16, 32, 48], layers = [1, 2]), target(seq = 4096)", "no value for axis `layers`"; "a missing target axis")]
     #[test_case("axes(seq = [16, 32, 48]), target(seq = 0)", "at least 1"; "a target at zero")]

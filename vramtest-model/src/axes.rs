@@ -893,14 +893,14 @@ impl Fit {
         let shared = match shared {
             Some(shared) => shared,
             None => {
-                own = Shared::new(grid, series);
+                own = Shared::new(grid);
                 &own
             }
         };
         let candidates = &shared.candidates;
         let best = match linear_model(grid, series, shared, screening)? {
             Some(linear) => linear,
-            None => match prior_candidates(grid, series, candidates) {
+            None => match prior_candidates(grid, candidates) {
                 Some(kept) => prior_model(grid, series, shared, screening, &kept)?,
                 None => {
                     let design = Design::on(shared.all(series)?, series, screening);
@@ -1131,7 +1131,7 @@ impl FigureFits {
                     d.len() == first.len() && d.iter().zip(first.iter()).all(|(a, b)| a.0 == b.0)
                 })
         });
-        let shared = shared.map(|first| Shared::new(grid, first));
+        let shared = shared.map(|_| Shared::new(grid));
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let fits = crate::parallel::map(&distinct, cores, |points| {
             Fit::with(grid, points, Screening::Float, shared.as_ref())
@@ -1229,18 +1229,15 @@ struct Candidate {
     exponents: Vec<u8>,
 }
 
-/// Every monomial the series allows: each axis up to `min(2, distinct values − 1)`,
-/// ordered by degree, then by the exponents in the axes' order.
-fn candidates(grid: &Grid, series: &[(Point, u64)]) -> Vec<Candidate> {
+/// Every monomial the grid allows: each axis up to `min(2, its values − 1)`, ordered
+/// by degree, then by the exponents in the axes' order. Points of the series off the
+/// grid (a target's axial points) check the form the grid's values allow; one more
+/// value of an axis, at one point, cannot choose a degree.
+fn candidates(grid: &Grid) -> Vec<Candidate> {
     let caps: Vec<u8> = grid
         .axes
         .iter()
-        .map(|axis| {
-            let mut seen: Vec<u64> = series.iter().map(|(p, _)| p[&axis.name]).collect();
-            seen.sort_unstable();
-            seen.dedup();
-            (seen.len() - 1).min(usize::from(MAX_DEGREE)) as u8
-        })
+        .map(|axis| (axis.values.len() - 1).min(usize::from(MAX_DEGREE)) as u8)
         .collect();
     let mut all: Vec<Vec<u8>> = vec![Vec::new()];
     for &cap in &caps {
@@ -1337,11 +1334,10 @@ struct Shared {
 }
 
 impl Shared {
-    /// For series measured at `series`'s points (at least one, each checked against
-    /// `grid`).
-    fn new(grid: &Grid, series: &[(Point, u64)]) -> Shared {
+    /// For series measured at the same points, each checked against `grid`.
+    fn new(grid: &Grid) -> Shared {
         Shared {
-            candidates: candidates(grid, series),
+            candidates: candidates(grid),
             all: OnceLock::new(),
             linear: OnceLock::new(),
         }
@@ -1981,19 +1977,10 @@ pub const COUNT_AXIS_SQUARED_FROM: usize = 4;
 /// [`COUNT_AXIS_SQUARED_FROM`] values at degree ≤ 1 (everything a block holds is the
 /// same for every block: memory is linear in the count), when that leaves some out;
 /// `None` otherwise.
-fn prior_candidates(
-    grid: &Grid,
-    series: &[(Point, u64)],
-    candidates: &[Candidate],
-) -> Option<Vec<usize>> {
+fn prior_candidates(grid: &Grid, candidates: &[Candidate]) -> Option<Vec<usize>> {
     let capped: Vec<usize> = (0..grid.axes.len())
         .filter(|&a| is_count_axis(&grid.axes[a].name))
-        .filter(|&a| {
-            let mut seen: Vec<u64> = series.iter().map(|(p, _)| p[&grid.axes[a].name]).collect();
-            seen.sort_unstable();
-            seen.dedup();
-            seen.len() < COUNT_AXIS_SQUARED_FROM
-        })
+        .filter(|&a| grid.axes[a].values.len() < COUNT_AXIS_SQUARED_FROM)
         .collect();
     let kept: Vec<usize> = (0..candidates.len())
         .filter(|&c| capped.iter().all(|&a| candidates[c].exponents[a] <= 1))
@@ -2198,6 +2185,12 @@ fn steps_with_counting_axes(
     let counting: Vec<usize> = (0..grid.axes.len())
         .filter(|&a| is_count_axis(&grid.axes[a].name))
         .collect();
+    // The grid's own points: a point off it (a target's axial point) is alone at its
+    // values, and its bookkeeping no offset of the grid's can tell.
+    let on_grid: Vec<usize> = (0..series.len())
+        .filter(|&i| (grid.axes.iter()).all(|a| a.values.contains(&series[i].0[&a.name])))
+        .collect();
+    let series: Vec<&(Point, u64)> = on_grid.iter().map(|&i| &series[i]).collect();
     let group =
         |p: &Point| -> Vec<u64> { counting.iter().map(|&a| p[&grid.axes[a].name]).collect() };
     let groups: std::collections::BTreeSet<Vec<u64>> =
@@ -2208,7 +2201,12 @@ fn steps_with_counting_axes(
             let e = &candidates[s].exponents;
             (0..e.len()).any(|a| e[a] > 0 && !counting.contains(&a))
         })
-        .map(|&s| design.shared.columns[s].clone())
+        .map(|&s| {
+            on_grid
+                .iter()
+                .map(|&i| design.shared.columns[s][i].clone())
+                .collect()
+        })
         .collect();
     columns.extend(groups.iter().map(|g| {
         series
@@ -2219,7 +2217,8 @@ fn steps_with_counting_axes(
     if columns.len() + 2 > series.len() {
         return false;
     }
-    let Some(misses) = held_out_misses(columns, &design.y) else {
+    let y: Vec<BigInt> = on_grid.iter().map(|&i| design.y[i].clone()).collect();
+    let Some(misses) = held_out_misses(columns, &y) else {
         return false;
     };
     let limit = BigRational::new(BigInt::from(FLAG_PPM), BigInt::from(1_000_000u64));

@@ -9,6 +9,7 @@
 //! - [`policy`] decides whether a new result regressed against a snapshot;
 //! - [`axes`] fits figures measured over a grid of named axes as sums of monomials,
 //!   which predict configurations too large to run;
+//! - [`axial`] chooses the points that measure a sweep's target one axis at a time;
 //! - [`pool`] replays a stream through a model of CUDA's stream-ordered pool: what a
 //!   CPU run would allocate and reserve on a GPU;
 //! - [`doubt`] carries the flags of the fits a predicted figure rests on, and calls a
@@ -26,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod axes;
+pub mod axial;
 pub mod bytes;
 pub mod category;
 pub mod cpu_time;

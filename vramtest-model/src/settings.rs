@@ -11,6 +11,7 @@
 //! iterations = 3
 //! device = "cpu"            # cpu | cuda | auto
 //! budget = "22GiB"          # hard ceiling on the peak
+//! axial_budget = "8GiB"     # the most a sweep's axial point may need ("0": none)
 //! cuda_context = "512MiB"   # device memory a GPU run adds besides the pool's
 //! cublas_workspace = "32MiB"
 //! tolerance = "+2% | 1MiB"  # the peak and every category but untracked
@@ -194,6 +195,9 @@ pub struct SettingsTable {
     /// Hard ceiling on the peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<ByteSize>,
+    /// The most a sweep's axial point may be predicted to need (`"0"`: none measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axial_budget: Option<ByteSize>,
     /// What a GPU needs besides the measured tensors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve: Option<ByteSize>,
@@ -227,6 +231,9 @@ pub struct Settings {
     pub device: Option<DeviceSetting>,
     /// Hard ceiling on the peak, in bytes.
     pub budget: Option<u64>,
+    /// The most a sweep's axial point ([`crate::axial`]) may be predicted to need, in
+    /// bytes; 0 measures none. Unset: sized from the machine's memory.
+    pub axial_budget: Option<u64>,
     /// What a GPU needs besides the measured tensors (CUDA context, libraries), taken
     /// off each memory size before `cargo vramtest show` says what batch fits.
     /// It replaces `cuda_context` and `cublas_workspace` when set.
@@ -258,6 +265,7 @@ impl From<SettingsTable> for Settings {
             iterations: t.iterations.map(|i| i.0),
             device: t.device,
             budget: t.budget.map(u64::from),
+            axial_budget: t.axial_budget.map(u64::from),
             reserve: t.reserve.map(u64::from),
             cuda_context: t.cuda_context.map(u64::from),
             cublas_workspace: t.cublas_workspace.map(u64::from),
@@ -275,6 +283,7 @@ impl From<&Settings> for SettingsTable {
             iterations: s.iterations.map(IterationCount),
             device: s.device,
             budget: s.budget.map(ByteSize),
+            axial_budget: s.axial_budget.map(ByteSize),
             reserve: s.reserve.map(ByteSize),
             cuda_context: s.cuda_context.map(ByteSize),
             cublas_workspace: s.cublas_workspace.map(ByteSize),
@@ -375,6 +384,7 @@ impl Settings {
         self.iterations = over.iterations.or(self.iterations);
         self.device = over.device.or(self.device);
         self.budget = over.budget.or(self.budget);
+        self.axial_budget = over.axial_budget.or(self.axial_budget);
         self.reserve = over.reserve.or(self.reserve);
         self.cuda_context = over.cuda_context.or(self.cuda_context);
         self.cublas_workspace = over.cublas_workspace.or(self.cublas_workspace);
@@ -572,7 +582,7 @@ mod tests {
     #[test_case(json!({"limits": {"activation": "+5%"}}), "limits.activation", "unknown limit"; "misspelt category")]
     #[test_case(json!({"limits": {"activations": "5 parsecs"}}), "limits.activations", "invalid limit"; "bad limit")]
     #[test_case(json!({"iteration": 3}), "iteration", "unknown field `iteration`"; "misspelt key")]
-    #[test_case(json!({"budgets": "1GiB"}), "budgets", "expected one of `iterations`, `device`, `budget`, `reserve`, `cuda_context`, `cublas_workspace`, `pool_alignment`, `pool_granule`, `tolerance`, `limits`"; "unknown key lists the known ones")]
+    #[test_case(json!({"budgets": "1GiB"}), "budgets", "expected one of `iterations`, `device`, `budget`, `axial_budget`, `reserve`, `cuda_context`, `cublas_workspace`, `pool_alignment`, `pool_granule`, `tolerance`, `limits`"; "unknown key lists the known ones")]
     #[test_case(json!({"pool_granule": "3MiB"}), "pool_granule", "power of two"; "granule not a power of two")]
     #[test_case(json!({"iterations": 5_000_000_000u64}), "iterations", "at least 1"; "iterations too many")]
     #[test_case(json!({"limits": {"peak": 7}}), "limits.peak", "integer `7`"; "a bare limit other than 0")]

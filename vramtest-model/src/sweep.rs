@@ -21,6 +21,7 @@
 //! (`temporaries in forward`, …) when every run's temporaries peaked inside a phase.
 
 use crate::axes::{AxesError, FigureFits, Fit, Flag, Grid, Interpolation, Point, predict_max};
+use crate::axial::AxialPoint;
 use crate::bytes::HumanBytes;
 use crate::category::{Category, Phase};
 use crate::cpu_time::CpuTimeRatio;
@@ -149,6 +150,11 @@ pub struct Sweep {
     /// without categorical axes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantSweep>,
+    /// The target's values measured one axis at a time ([`crate::axial`]), which the
+    /// fits include beside the grid's points (empty: none, or a snapshot recorded
+    /// before they were measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub axial: Vec<AxialPoint>,
     /// Read from a batch sweep's older `scaling` (a line per figure), migrated into
     /// this shape: the run says so once; the file is rewritten only when accepted.
     #[serde(skip)]
@@ -169,6 +175,7 @@ impl From<legacy::BatchLines> for Sweep {
             target: None,
             levels: BTreeMap::new(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: true,
         }
     }
@@ -324,9 +331,18 @@ pub struct Estimate {
 }
 
 impl Sweep {
-    /// Fits every figure of `runs`, one per point of `grid`.
+    /// Fits every figure of `runs`: one per point of `grid`, and a target's axial
+    /// points.
     pub fn fit(grid: &Grid, runs: &[GridRun]) -> Result<Sweep, AxesError> {
-        let series = series_of(runs);
+        let mut series = series_of(runs);
+        // The pool's alignment and rounding are no sum of tensors: fitted on the grid's
+        // points alone, a target's axial points ([`crate::axial`]) do not stretch them.
+        let on_grid = |p: &Point| (grid.axes()).iter().all(|a| a.values.contains(&p[&a.name]));
+        for figure in [ALLOCATED, RESERVED] {
+            if let Some(points) = series.get_mut(figure) {
+                points.retain(|(p, _)| on_grid(p));
+            }
+        }
         let fitted = FigureFits::fit(grid, &series)?;
         Ok(Sweep {
             axes: fitted.axes,
@@ -334,6 +350,7 @@ impl Sweep {
             target: None,
             levels: BTreeMap::new(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         })
     }
@@ -867,6 +884,9 @@ pub struct TargetCheck {
     pub within_budget: Option<WithinBudget>,
     /// The sweeps cannot be compared (axes or target changed): accept again.
     pub changed: Option<String>,
+    /// The snapshot has no axial points and this run has: its prediction rests on
+    /// measurements the snapshot's did not have ([`crate::axial`]).
+    pub predates_axial: bool,
 }
 
 impl TargetCheck {
@@ -922,6 +942,11 @@ impl TargetCheck {
                 f.why
             ));
         }
+        if self.predates_axial && self.findings.iter().any(|f| f.regressed) {
+            lines.push(
+                "the snapshot predates axial points (the target's values measured one axis at a time), which this run's prediction rests on: where they explain the change, accept the snapshot again".to_owned(),
+            );
+        }
         lines.extend(
             self.savings
                 .iter()
@@ -962,7 +987,10 @@ fn largest_batch(sweep: &Sweep, at: &Point, budget: u64) -> Option<u64> {
 /// the test names none: each category and the peak against its limit
 /// (`limit_of(None)` is the peak's), the peak against `budget` and, with a `batch`
 /// axis, the largest batch within `budget` (a change that lowers it fails). A target
-/// added to a sweep without one is recorded, not compared.
+/// added to a sweep without one is recorded, not compared; axial points
+/// ([`crate::axial`]) other than the snapshot's make the sweeps incomparable (accept
+/// again), unless the snapshot has none: then the target is compared, and a failure
+/// says the snapshot predates them.
 pub fn compare_target(
     old: Option<&Sweep>,
     new: &Sweep,
@@ -988,6 +1016,23 @@ pub fn compare_target(
             "the sweep's axes changed from {} to {}: accept the snapshot again",
             show_axes(&old.axes),
             show_axes(&new.axes)
+        ));
+        return check;
+    }
+    // A target's prediction rests on its axial points: measured at others, it is
+    // another prediction. A snapshot recorded before they were measured is compared
+    // all the same (nothing slips through an upgrade), and a failure says why.
+    let axial = |s: &Sweep| s.axial.iter().map(|a| a.at.clone()).collect::<Vec<_>>();
+    check.predates_axial = old.axial.is_empty() && !new.axial.is_empty();
+    if !check.predates_axial && axial(old) != axial(new) {
+        let show = |points: Vec<Point>| match points.as_slice() {
+            [] => "none".to_owned(),
+            p => p.iter().map(show_point).collect::<Vec<_>>().join("; "),
+        };
+        check.changed = Some(format!(
+            "the axial points changed from ({}) to ({}): accept the snapshot again",
+            show(axial(old)),
+            show(axial(new))
         ));
         return check;
     }
@@ -1067,6 +1112,7 @@ pub fn compare_levels(
                 ..f
             }));
         check.over_budget = check.over_budget.or(level.over_budget);
+        check.predates_axial |= level.predates_axial;
         if check.changed.is_none() {
             check.changed = level.changed.map(|c| format!("{name}: {c}"));
         }

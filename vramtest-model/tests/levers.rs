@@ -477,6 +477,7 @@ fn no_layers_sweep() -> Sweep {
         target: None,
         levels: Default::default(),
         variants: Vec::new(),
+        axial: Vec::new(),
         migrated: false,
     }
 }

@@ -572,6 +572,7 @@ mod tests {
             target: None,
             levels: Default::default(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         let a = Answer {
@@ -754,6 +755,7 @@ mod tests {
             target: None,
             levels: Default::default(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         let trusted = Doubt::default();

@@ -472,6 +472,7 @@ pub(crate) mod tests {
             target: None,
             levels: BTreeMap::new(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         let mut sweep = plain();

@@ -439,6 +439,7 @@ mod tests {
             target: None,
             levels: Default::default(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         let mut sweep = plain();
@@ -508,6 +509,7 @@ mod tests {
             target: None,
             levels: Default::default(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         let notes = flagged_notes("step", &sweep, None);
@@ -536,6 +538,7 @@ mod tests {
             target: None,
             levels: Default::default(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         let mut sweep = plain(30_000);
@@ -600,6 +603,7 @@ mod tests {
             target: None,
             levels: Default::default(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         let now = sweep(268_930_000, 30_000);
@@ -664,6 +668,7 @@ mod tests {
             target: None,
             levels: Default::default(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         let notes = flagged_notes("step", &sweep, None);
@@ -728,6 +733,7 @@ mod tests {
                 target: None,
                 levels: Default::default(),
                 variants: Vec::new(),
+                axial: Vec::new(),
                 migrated: false,
             }
         };

@@ -253,6 +253,7 @@ mod tests {
                 ignore: None,
                 limits: &[],
                 budget: None,
+                axial_budget: None,
                 devices: &[],
                 batch: &[],
                 threads: None,

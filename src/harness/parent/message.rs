@@ -843,6 +843,7 @@ mod tests {
             target: None,
             levels: Default::default(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         });
         body

@@ -1,6 +1,7 @@
 //! The parent side of a run: settings and device, then one libtest trial per test,
 //! each measured in a child process and judged against its snapshot.
 
+mod axial;
 pub(super) mod checkout;
 mod decide;
 mod device;

@@ -4,6 +4,7 @@
 //! the decision asks for; then the report is built once from what they returned
 //! ([`super::report`]), written, and turned into libtest's verdict.
 
+use super::axial;
 use super::checkout::{HarnessTarget, display_path, relative_source};
 use super::decide;
 use super::files::{self, Outputs};
@@ -25,6 +26,7 @@ use vramtest_model::progress::{PointProgress, PointState};
 use vramtest_model::report::{Status, TestReport};
 use vramtest_model::settings::Settings;
 use vramtest_model::snapshot;
+use vramtest_model::sweep::{GridRun, Sweep};
 use vramtest_model::{Body, DeviceClass, HumanBytes, Policy, Snapshot};
 
 /// What the snapshots may be: written, compared, failed on any change.
@@ -106,13 +108,18 @@ impl RunContext {
     fn run(&self, name: &str, def: &TestDef, device: Device) -> TrialEnd {
         let mut measured = match self
             .measure(name, def, device)
-            .and_then(|points| self.fit(name, def, points))
+            .and_then(|points| self.fit(name, def, device, points))
         {
             Ok(measured) => measured,
             Err(unmeasured) => return TrialEnd::Unmeasured(unmeasured),
         };
         let judged = self.judge(name, def, &measured, device.class());
+        let axial_notes = std::mem::take(&mut measured.notes);
         measured.notes = fit_notes(name, &measured, &judged);
+        for note in &axial_notes {
+            eprintln!("note: {note}");
+        }
+        measured.notes.extend(axial_notes);
         measured.notes.extend(gradient_notes(name, &judged));
         let recorded = self.record(&measured, &judged);
         TrialEnd::Measured(Box::new(Steps {
@@ -136,6 +143,26 @@ impl RunContext {
             output: None,
         })?;
         let total = points.len() as u32;
+        let (measured, unread) = self.measure_points(name, def, device, points, total)?;
+        match unread.unwrap_or_default().as_slice() {
+            [] => Ok(measured),
+            axes => Err(Unmeasured::Failed {
+                message: unread_axes_message(name, def, axes),
+                output: None,
+            }),
+        }
+    }
+
+    /// Measures `points` in a child process each, up to `-j` at once, their progress
+    /// said out of `total`; with the axes no point read (`None`: no point measured).
+    fn measure_points(
+        &self,
+        name: &str,
+        def: &TestDef,
+        device: Device,
+        points: Vec<RunPoint>,
+        total: u32,
+    ) -> Result<(Vec<MeasuredPoint>, Option<Vec<String>>), Unmeasured> {
         let runs = vramtest_model::parallel::map(&points, self.spawner.jobs, |point| {
             let say = |state| self.point_progress(name, def, point, total, state);
             say(PointState::Started);
@@ -201,13 +228,7 @@ impl RunContext {
                 output: Some(ended.output),
             });
         }
-        match unread.unwrap_or_default().as_slice() {
-            [] => Ok(measured),
-            axes => Err(Unmeasured::Failed {
-                message: unread_axes_message(name, def, axes),
-                output: None,
-            }),
-        }
+        Ok((measured, unread))
     }
 
     /// Tells `cargo vramtest` (through the report pipe) that a point starts or ended.
@@ -236,6 +257,7 @@ impl RunContext {
         &self,
         name: &str,
         def: &TestDef,
+        device: Device,
         mut points: Vec<MeasuredPoint>,
     ) -> Result<MeasuredTest, Unmeasured> {
         let failed = |e: String| Unmeasured::Failed {
@@ -246,16 +268,18 @@ impl RunContext {
             1 => Vec::new(),
             _ => points.iter().map(|p| p.wall.as_millis() as u64).collect(),
         };
-        let runs: Vec<_> = points
-            .iter()
-            .map(|p| {
-                let run = grid::grid_run(&p.point, &p.profile, p.pool.as_ref().map(|r| r.peaks));
-                (p.point.levels.clone(), run)
-            })
-            .collect();
+        let mut runs: Vec<_> = points.iter().map(run_of).collect();
         let fitting = std::time::Instant::now();
         let granule = self.settings.cuda_pool().granularity;
         let mut sweep = grid::fit(def, &runs, granule).map_err(|e| failed(e.to_string()))?;
+        let mut fit_time = fitting.elapsed();
+        let mut notes = Vec::new();
+        if let Some(grid_only) = sweep.take() {
+            let with_axial =
+                self.axial(name, def, device, grid_only, &points, &mut runs, &mut notes)?;
+            fit_time += with_axial.1;
+            sweep = Some(with_axial.0);
+        }
         if let Some(sweep) = &mut sweep {
             let times: Vec<_> = points
                 .iter()
@@ -263,9 +287,7 @@ impl RunContext {
                 .collect();
             grid::set_cpu_time_ratios(sweep, &times);
         }
-        let fit_millis = sweep
-            .is_some()
-            .then(|| fitting.elapsed().as_millis() as u64);
+        let fit_millis = sweep.is_some().then_some(fit_time.as_millis() as u64);
         let regimes = sweep
             .as_ref()
             .map(|s| grid::regimes(def, &runs, s))
@@ -283,9 +305,73 @@ impl RunContext {
             point_millis,
             fit_millis,
             regimes,
-            // Said once judged: the committed snapshot tells which are news.
-            notes: Vec::new(),
+            // The axial points' notes; the fit's are said once judged (the committed
+            // snapshot tells which are news).
+            notes,
         })
+    }
+
+    /// `sweep` (the grid's fit) with its axial points ([`axial`]) measured and fitted
+    /// in: the points of each combination of levels with a target, within the axial
+    /// budget, their runs added to `runs`, the notes on them to `notes`; and the time
+    /// the second fit took. `sweep` as it is when there are none.
+    #[allow(clippy::too_many_arguments)]
+    fn axial(
+        &self,
+        name: &str,
+        def: &TestDef,
+        device: Device,
+        sweep: Sweep,
+        grid_points: &[MeasuredPoint],
+        runs: &mut Vec<(Vec<(String, String)>, GridRun)>,
+        notes: &mut Vec<String>,
+    ) -> Result<(Sweep, std::time::Duration), Unmeasured> {
+        let failed = |e: String| Unmeasured::Failed {
+            message: format!("{name}: {e}"),
+            output: None,
+        };
+        let budget = axial::budget(def, &self.settings);
+        let old = self.old_sweep(name);
+        let (planned, said) = axial::plan(name, def, &sweep, budget, old.as_ref());
+        notes.extend(said);
+        if planned.is_empty() {
+            return Ok((sweep, std::time::Duration::ZERO));
+        }
+        let total = (grid_points.len() + planned.len()) as u32;
+        let to_run = planned.iter().map(|p| p.point.clone()).collect();
+        let (measured, _) = self.measure_points(name, def, device, to_run, total)?;
+        let axial_runs: Vec<_> = measured.iter().map(run_of).collect();
+        runs.extend(axial_runs.iter().cloned());
+        let fitting = std::time::Instant::now();
+        let granule = self.settings.cuda_pool().granularity;
+        let mut refit = grid::fit(def, runs, granule)
+            .map_err(|e| failed(e.to_string()))?
+            .expect("a sweep fitted once fits again");
+        let fit_time = fitting.elapsed();
+        for (plan, (_, run)) in planned.iter().zip(&axial_runs) {
+            let record = axial::record(&plan.choice, run);
+            let label = axial::label(name, &plan.variant);
+            if let Some(grid) = sweep.variant(&plan.variant) {
+                notes.extend(axial::miss_note(&label, grid, &record));
+            }
+            if let Some(own) = axial::combination_mut(&mut refit, &plan.variant) {
+                own.axial.push(record);
+            }
+        }
+        let cost = |p: &MeasuredPoint| (p.cpu_micros, p.wall);
+        let spent: Vec<_> = measured.iter().map(cost).collect();
+        let grid: Vec<_> = grid_points.iter().map(cost).collect();
+        notes.extend(axial::cost_note(name, &spent, &grid));
+        Ok((refit, fit_time))
+    }
+
+    /// The sweep of the committed snapshot of `name` on this run's device, when one
+    /// reads (an unreadable one is the judgement's to report).
+    fn old_sweep(&self, name: &str) -> Option<Sweep> {
+        let class = self.device.class();
+        let path = snapshot::path_for(&self.target.manifest_dir, &self.target.name, name, class);
+        let old = snapshot::read(&path).ok()??;
+        old.body.sweep().cloned()
     }
 
     /// The limits for `def`: the settings (workspace, package) refined by the test's
@@ -463,6 +549,12 @@ impl RunContext {
     }
 }
 
+/// A measured point as the fit reads it, with its combination of levels.
+fn run_of(p: &MeasuredPoint) -> (Vec<(String, String)>, GridRun) {
+    let run = grid::grid_run(&p.point, &p.profile, p.pool.as_ref().map(|r| r.peaks));
+    (p.point.levels.clone(), run)
+}
+
 /// The notes on a sweep's flagged figures whose flags the committed snapshot does not
 /// already record (new or changed ones), and on the combinations of levels recorded for
 /// the first time that save no memory ([`vramtest_model::sweep::saving_notes`]),
@@ -478,6 +570,7 @@ fn fit_notes(name: &str, measured: &MeasuredTest, judged: &Judged) -> Vec<String
         .and_then(|v| v.old.as_ref())
         .and_then(|o| o.body.sweep());
     let mut notes = grid::flagged_notes(name, sweep, old);
+    notes.extend(axial::new_points_note(name, sweep, old));
     notes.extend(grid::regime_notes(name, sweep, old, &measured.regimes));
     if let Some(target) = &sweep.target
         && let Ok(Some(m)) = sweep.peak_move(&target.at)

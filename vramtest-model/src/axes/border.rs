@@ -199,7 +199,7 @@ mod tests {
                 (p, 4000 * l * s * b + 48 * s * s * b + 16_000 * l + jitter)
             })
             .collect();
-        Design::new(&candidates(&grid, &series), &series, screening).unwrap()
+        Design::new(&candidates(&grid), &series, screening).unwrap()
     }
 
     /// The machine-word shortcuts give the big integers' products: `XᵀX` and `Xᵀy` on
@@ -216,7 +216,7 @@ mod tests {
         let series: Vec<(Point, u64)> = (grid.points().into_iter().enumerate())
             .map(|(i, p)| (p, u64::MAX - i as u64))
             .collect();
-        let design = Design::new(&candidates(&grid, &series), &series, Screening::Exact).unwrap();
+        let design = Design::new(&candidates(&grid), &series, Screening::Exact).unwrap();
         let columns = &design.shared.columns;
         assert!(design.shared.small.iter().any(Option::is_some));
         assert!(design.shared.small.iter().any(Option::is_none));

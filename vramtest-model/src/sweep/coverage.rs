@@ -133,6 +133,7 @@ mod tests {
             target: None,
             levels: BTreeMap::new(),
             variants: Vec::new(),
+            axial: Vec::new(),
             migrated: false,
         };
         Sweep {

@@ -1,0 +1,323 @@
+//! A sweep's axial points ([`vramtest_model::axial`]): the budget that bounds them, the
+//! points each combination of levels measures toward its target, and what the run says
+//! of them: the points the budget held back, what they cost, and where the grid alone
+//! mispredicted them.
+
+use super::grid::in_attribute_order;
+use crate::harness::protocol::RunPoint;
+use crate::harness::registry::TestDef;
+use std::time::Duration;
+use vramtest_model::HumanBytes;
+#[cfg(test)]
+use vramtest_model::axes::Point;
+use vramtest_model::axial::{self, AxialChoice, AxialPoint, AxialSkip};
+use vramtest_model::levers::LeverVariant;
+use vramtest_model::settings::Settings;
+use vramtest_model::sweep::{GridRun, Sweep, show_point, show_variant};
+
+/// The default budget's share of the machine's memory: a quarter, so that two points
+/// measured at once (`-j 2`) leave half of it to everything else.
+const MEMORY_SHARE: u64 = 4;
+
+/// The default budget where the machine's memory is unknown.
+const UNKNOWN_MEMORY_BUDGET: u64 = 4 << 30;
+
+/// A miss of the grid's prediction at an axial point worth saying: over 2%, as a fit's
+/// flag ([`vramtest_model::axes::FLAG_PPM`]).
+const MISS_PPM: u64 = vramtest_model::axes::FLAG_PPM;
+
+/// Below this share of the point's peak (1%), a category's miss is not said.
+const SMALL_SHARE: u64 = 100;
+
+/// The most an axial point of `def` may be predicted to need: its attribute's
+/// `axial_budget`, else the metadata's, else a quarter of the machine's memory.
+pub(super) fn budget(def: &TestDef, settings: &Settings) -> u64 {
+    def.options
+        .axial_budget
+        .or(settings.axial_budget)
+        .unwrap_or_else(|| machine_memory().map_or(UNKNOWN_MEMORY_BUDGET, |m| m / MEMORY_SHARE))
+}
+
+/// The machine's memory, in bytes, where the system says (Linux: `/proc/meminfo`).
+fn machine_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// One axial point to measure: its run, its combination of levels, and the choice.
+pub(super) struct Planned {
+    pub(super) point: RunPoint,
+    pub(super) variant: LeverVariant,
+    pub(super) choice: AxialChoice,
+}
+
+/// The axial points of every combination of levels of `sweep` (a grid's fit) that
+/// predicts a target, within `budget`; the snapshot's sweep `old` pins the points it
+/// recorded ([`axial::choose`]). With the notes on the axes the budget held back or
+/// left out.
+pub(super) fn plan(
+    name: &str,
+    def: &TestDef,
+    sweep: &Sweep,
+    budget: u64,
+    old: Option<&Sweep>,
+) -> (Vec<Planned>, Vec<String>) {
+    let mut planned = Vec::new();
+    let mut notes = Vec::new();
+    if budget == 0 {
+        return (planned, notes);
+    }
+    for (variant, fitted) in sweep.combinations() {
+        let Some(target) = &fitted.target else {
+            continue;
+        };
+        let recorded = old
+            .and_then(|o| o.variant(&variant))
+            .map_or(&[][..], |o| &o.axial[..]);
+        let plan = axial::choose(&fitted.axes, &target.at, budget, recorded, |p| {
+            fitted.peak_at(p).ok()
+        });
+        let label = label(name, &variant);
+        for c in &plan.points {
+            if let Some(full) = c.held_back_from {
+                notes.push(held_back_note(&label, c, full, budget));
+            }
+        }
+        notes.extend(plan.skipped.iter().map(|s| skipped_note(&label, s, budget)));
+        let levels = in_attribute_order(def, &variant);
+        planned.extend(plan.points.into_iter().map(|choice| {
+            let axes = def
+                .options
+                .axes
+                .iter()
+                .map(|&(k, _)| (k.to_owned(), choice.at[k] as usize))
+                .collect();
+            Planned {
+                point: RunPoint::axes(axes).with_levels(levels.clone()),
+                variant: variant.clone(),
+                choice,
+            }
+        }));
+    }
+    (planned, notes)
+}
+
+/// The test, with its combination of levels when it has one.
+pub(super) fn label(name: &str, variant: &LeverVariant) -> String {
+    if variant.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} [{}]", show_variant(variant))
+    }
+}
+
+fn held_back_note(label: &str, c: &AxialChoice, full: u64, budget: u64) -> String {
+    format!(
+        "{label}: axial point {}={} (the target's {}={} is predicted to need {}, over the axial budget of {}; `axial_budget` sets it)",
+        c.axis,
+        c.at[&c.axis],
+        c.axis,
+        c.target,
+        HumanBytes(full),
+        HumanBytes(budget)
+    )
+}
+
+fn skipped_note(label: &str, s: &AxialSkip, budget: u64) -> String {
+    let need = s.predicted.map_or("cannot be predicted".to_owned(), |b| {
+        format!("is predicted to need {}", HumanBytes(b))
+    });
+    format!(
+        "{label}: no axial point toward {}={}: one step beyond the grid {need}, over the axial budget of {} (`axial_budget` sets it)",
+        s.axis,
+        s.target,
+        HumanBytes(budget)
+    )
+}
+
+/// What a snapshot keeps of a measured axial point.
+pub(super) fn record(choice: &AxialChoice, run: &GridRun) -> AxialPoint {
+    AxialPoint {
+        axis: choice.axis.clone(),
+        target: choice.target,
+        at: choice.at.clone(),
+        peak_bytes: run.peak_bytes,
+        category_bytes: run.category_peaks.iter().collect(),
+    }
+}
+
+/// Where the grid alone mispredicted an axial point: each figure (the peak, and each
+/// category over 1% of the point's peak) off by more than 2%, named with the axis and
+/// the values beyond the grid. `grid` is the combination's fit without the point.
+pub(super) fn miss_note(label: &str, grid: &Sweep, point: &AxialPoint) -> Option<String> {
+    let predicted = grid.estimate(&point.at, 1).ok()?;
+    let off = |measured: u64, predicted: u64| -> Option<String> {
+        let diff = predicted.abs_diff(measured);
+        (u128::from(diff) * 1_000_000 > u128::from(measured.max(1)) * u128::from(MISS_PPM)).then(
+            || {
+                let sign = if predicted >= measured { "+" } else { "−" };
+                format!(
+                    "measured {}, the grid alone predicted {} ({sign}{:.1}%)",
+                    HumanBytes(measured),
+                    HumanBytes(predicted),
+                    diff as f64 / measured.max(1) as f64 * 100.0
+                )
+            },
+        )
+    };
+    let mut misses: Vec<String> = Vec::new();
+    if let Some(m) = off(point.peak_bytes, predicted.peak_bytes) {
+        misses.push(format!("peak {m}"));
+    }
+    for (category, &measured) in &point.category_bytes {
+        if measured.saturating_mul(SMALL_SHARE) < point.peak_bytes {
+            continue;
+        }
+        let p = predicted.category_bytes.get(category).copied().unwrap_or(0);
+        if let Some(m) = off(measured, p) {
+            misses.push(format!("{category} {m}"));
+        }
+    }
+    if misses.is_empty() {
+        return None;
+    }
+    let values = grid
+        .axes
+        .get(&point.axis)
+        .map(|v| {
+            let (lo, hi) = (v.iter().min(), v.iter().max());
+            format!("{}-{}", lo.unwrap_or(&0), hi.unwrap_or(&0))
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "{label}: axial point {}: {}: {}={} behaves unlike {} {values} (the fits include it; a flagged fit says where it still misses)",
+        show_point(&point.at),
+        misses.join("; "),
+        point.axis,
+        point.at[&point.axis],
+        point.axis
+    ))
+}
+
+/// What the axial points cost against the grid's points: their count and CPU time
+/// (their wall time where the CPU time is unknown).
+pub(super) fn cost_note(
+    name: &str,
+    axial: &[(Option<u64>, Duration)],
+    grid: &[(Option<u64>, Duration)],
+) -> Option<String> {
+    if axial.is_empty() {
+        return None;
+    }
+    let cpu = |points: &[(Option<u64>, Duration)]| -> Option<u64> {
+        points.iter().map(|(micros, _)| *micros).sum()
+    };
+    let (what, spent, whole) = match (cpu(axial), cpu(grid)) {
+        (Some(a), Some(g)) => ("of CPU", a, g),
+        _ => {
+            let wall = |p: &[(Option<u64>, Duration)]| -> u64 {
+                p.iter().map(|(_, w)| w.as_micros() as u64).sum()
+            };
+            ("of wall time", wall(axial), wall(grid))
+        }
+    };
+    let seconds = |micros: u64| micros as f64 / 1e6;
+    let share = spent as f64 / whole.max(1) as f64 * 100.0;
+    let n = axial.len();
+    Some(format!(
+        "{name}: {n} axial point{} (the target's values, one axis at a time) took {:.2} s {what}, {share:.0}% of the grid's {:.2} s",
+        if n == 1 { "" } else { "s" },
+        seconds(spent),
+        seconds(whole)
+    ))
+}
+
+/// The combination of levels `variant` of `sweep`, to change.
+pub(super) fn combination_mut<'a>(
+    sweep: &'a mut Sweep,
+    variant: &LeverVariant,
+) -> Option<&'a mut Sweep> {
+    let baseline: LeverVariant = (sweep.levels.iter())
+        .filter_map(|(axis, levels)| Some((axis.clone(), levels.first()?.clone())))
+        .collect();
+    if *variant == baseline {
+        return Some(sweep);
+    }
+    (sweep.variants.iter_mut())
+        .find(|v| v.variant == *variant)
+        .map(|v| &mut v.sweep)
+}
+
+/// A note when the snapshot `old` holds no axial points and `sweep` has some: a
+/// snapshot recorded before they were measured. Its target is compared all the same
+/// ([`vramtest_model::sweep::compare_target`]); accepting the result keeps them.
+pub(super) fn new_points_note(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> Option<String> {
+    let old = old?;
+    let added: usize = (sweep.combinations().into_iter())
+        .filter(|(variant, _)| old.variant(variant).is_some_and(|o| o.axial.is_empty()))
+        .map(|(_, s)| s.axial.len())
+        .sum();
+    (added > 0).then(|| {
+        format!(
+            "{name}: the snapshot predates axial points: the target's prediction now rests on {added} more (the target's values, one axis at a time); accept this result to keep them"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(pairs: &[(&str, u64)]) -> Point {
+        pairs.iter().map(|&(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    #[test]
+    fn the_cost_is_the_share_of_the_grids_cpu_time() {
+        let ms = Duration::from_millis;
+        let grid = [(Some(4_000_000), ms(1)), (Some(6_000_000), ms(1))];
+        let axial = [(Some(1_000_000), ms(1))];
+        let note = cost_note("t", &axial, &grid).unwrap();
+        assert_eq!(
+            note,
+            "t: 1 axial point (the target's values, one axis at a time) took 1.00 s of CPU, 10% of the grid's 10.00 s"
+        );
+        // Without every CPU time, the wall times.
+        let axial = [(None, ms(500)), (Some(1), ms(500))];
+        let note = cost_note("t", &axial, &grid).unwrap();
+        assert!(note.contains("2 axial points"), "{note}");
+        assert!(note.contains("1.00 s of wall time, 50000%"), "{note}");
+        assert!(cost_note("t", &[], &grid).is_none());
+    }
+
+    #[test]
+    fn a_held_back_point_names_both_values_and_the_budget() {
+        let c = AxialChoice {
+            axis: "seq".to_owned(),
+            target: 4096,
+            at: point(&[("batch", 1), ("seq", 1400)]),
+            held_back_from: Some(30 << 30),
+        };
+        let note = held_back_note("t", &c, 30 << 30, 6 << 30);
+        assert_eq!(
+            note,
+            "t: axial point seq=1400 (the target's seq=4096 is predicted to need 30.00 GiB, over the axial budget of 6.00 GiB; `axial_budget` sets it)"
+        );
+        let s = AxialSkip {
+            axis: "seq".to_owned(),
+            target: 4096,
+            predicted: None,
+        };
+        assert!(skipped_note("t", &s, 1).contains("cannot be predicted"));
+    }
+
+    #[test]
+    fn the_machines_memory_is_read_where_the_system_says() {
+        if std::path::Path::new("/proc/meminfo").exists() {
+            let m = machine_memory().expect("MemTotal");
+            assert!(m > 1 << 20, "{m}");
+        }
+    }
+}
