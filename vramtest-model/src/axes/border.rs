@@ -115,10 +115,9 @@ impl Eliminated {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{
-        Design, Grid, Point, Screening, candidates, dot, entries, fitted_and_leverage,
-        gauss_jordan, normal_equations, score, score_from_scratch,
-    };
+    use super::super::design::{Design, Screening, candidates, score, score_from_scratch};
+    use super::super::solve::{dot, entries, fitted_and_leverage, gauss_jordan, normal_equations};
+    use super::super::{Grid, Point};
     use super::*;
     use proptest::prelude::*;
 

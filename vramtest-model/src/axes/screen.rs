@@ -613,7 +613,8 @@ fn walk<D: Exact>(
 #[cfg(test)]
 mod tests {
     //! Screening must choose what scoring every subset exactly chooses.
-    use super::super::{FigureFits, Fit, Grid, Point, Screening};
+    use super::super::design::Screening;
+    use super::super::{FigureFits, Fit, Grid, Point};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -672,7 +673,7 @@ mod tests {
         });
     }
 
-    /// Figures fitted together share their points' columns ([`super::super::Shared`]):
+    /// Figures fitted together share their points' columns ([`super::super::design::Shared`]):
     /// each must be fitted as it is alone, whichever figure makes the shared parts.
     #[test]
     fn figures_fitted_together_are_fitted_as_alone() {
