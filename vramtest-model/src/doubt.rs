@@ -4,9 +4,10 @@
 //! impossible rather than read as a saving.
 //!
 //! - **Flagged**: the figures whose fits [`Estimate::flagged`] names (a held-out point
-//!   missed by over 2%, or a fit that interpolates), the same list `show --at` gives for
-//!   that combination of levels. They do not depend on the point: a fit is flagged or
-//!   not over its whole grid.
+//!   missed by over 2%, a fit that interpolates, or one that falls beyond the grid: lower
+//!   at the point than at the grid's corner below it), the same list `show --at` gives
+//!   for that combination of levels. The first two do not depend on the point; a fall
+//!   is the point's own.
 //! - **Impossible**: a category's own peak can never exceed the peak (at the moment a
 //!   category peaks, the whole step holds at least that category), so a prediction in
 //!   which one does is wrong somewhere: the category's fit, the peak's, or both.
@@ -112,6 +113,7 @@ mod tests {
             terms: BTreeMap::new(),
             flagged: flagged.iter().map(|f| (*f).to_owned()).collect(),
             interpolated: BTreeMap::new(),
+            falls: BTreeMap::new(),
         }
     }
 

@@ -421,6 +421,7 @@ impl LeverFigures {
             terms: BTreeMap::new(),
             flagged: self.flagged.clone(),
             interpolated: BTreeMap::new(),
+            falls: BTreeMap::new(),
         }
     }
 

@@ -328,6 +328,56 @@ pub struct Estimate {
     /// Of the flagged figures, those whose fit interpolates and misses no held-out
     /// point by over 2%, with the axes it interpolates.
     pub interpolated: BTreeMap<String, Interpolation>,
+    /// Of the flagged figures, those predicted lower here than at the grid's corner
+    /// below this point ([`Falls`]): flagged here, whatever their fit's own flag.
+    pub falls: BTreeMap<String, Falls>,
+}
+
+/// A figure predicted lower at a point beyond the grid than at the grid's corner below
+/// it (each axis beyond the grid brought back to its largest value): memory is a sum
+/// of tensors of positive size, and does not shrink as a model grows, so a fit whose
+/// negative term outgrows the others there is a maximum of regimes or a step, not the
+/// figure. Its prediction at the point is flagged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Falls {
+    /// The grid's corner below the point.
+    pub corner: Point,
+    /// The prediction there.
+    pub corner_bytes: u64,
+    /// The prediction at the point.
+    pub bytes: u64,
+}
+
+/// The grid's corner below `at`: each axis beyond the grid's largest value brought back
+/// to it (`None` when `at` is nowhere beyond the grid).
+fn corner_below(axes: &BTreeMap<String, Vec<u64>>, at: &Point) -> Option<Point> {
+    let mut beyond = false;
+    let corner = at
+        .iter()
+        .map(|(k, &v)| {
+            let largest = axes
+                .get(k)
+                .and_then(|vs| vs.iter().copied().max())
+                .unwrap_or(v);
+            beyond |= v > largest;
+            (k.clone(), v.min(largest))
+        })
+        .collect();
+    beyond.then_some(corner)
+}
+
+/// Whether `fit` falls from `corner` to `at`: lower there by more than 2% of the
+/// corner's prediction, or than its residue, whichever is larger.
+fn falls(fit: &Fit, at: &Point, corner: &Point) -> Option<Falls> {
+    let bytes = fit.predict(at).ok()?.bytes;
+    let corner_bytes = fit.predict(corner).ok()?.bytes;
+    let slack = (u128::from(corner_bytes) * u128::from(crate::axes::FLAG_PPM) / 1_000_000)
+        .max(u128::from(fit.residue_bytes));
+    (u128::from(bytes) + slack < u128::from(corner_bytes)).then(|| Falls {
+        corner: corner.clone(),
+        corner_bytes,
+        bytes,
+    })
 }
 
 impl Sweep {
@@ -435,6 +485,16 @@ impl Sweep {
                     estimate.interpolated.insert(name.clone(), i);
                 }
             }
+            // The pool's alignment and rounding are no sum of tensors: they may fall.
+            let pool = name == ALLOCATED || name == RESERVED;
+            if let (false, Some(corner)) = (pool, corner_below(&self.axes, at))
+                && let Some(f) = falls(fit, at, &corner)
+            {
+                if !estimate.flagged.contains(name) {
+                    estimate.flagged.push(name.clone());
+                }
+                estimate.falls.insert(name.clone(), f);
+            }
         }
         Ok(estimate)
     }
@@ -456,6 +516,7 @@ impl Sweep {
             terms: BTreeMap::new(),
             flagged: Vec::new(),
             interpolated: BTreeMap::new(),
+            falls: BTreeMap::new(),
         };
         for category in Category::ALL {
             let p = self.figure(Figure::Category(category))?.predict(at)?;

@@ -940,3 +940,43 @@ fn the_peak_far_outside_is_the_largest_phase_there_and_its_move_is_said() {
 fn point2(b: u64, s: u64) -> Point {
     Point::from([("batch".into(), b), ("seq".into(), s)])
 }
+
+#[test]
+fn a_figure_that_falls_beyond_the_grid_is_flagged_there() {
+    let at = point(8, 4096, 32);
+    // Every figure of the model grows with every axis: nothing falls.
+    let clean = Model::of(64).sweep().estimate(&at, 2 << 20).unwrap();
+    assert!(clean.falls.is_empty(), "{:?}", clean.falls);
+    assert!(!clean.flagged.contains(&"inputs".to_owned()));
+    // Inputs that shrink with seq² on the grid (50,000 B less 40 B × seq², plus
+    // 8 B × batch·seq): fitted exactly, unflagged on the grid, and negative far out.
+    let inputs = |b: u64, s: u64| 8 * b * s + 50_000 - 40 * s * s;
+    let model = Model::of(64);
+    let grid = grid();
+    let runs: Vec<GridRun> = grid
+        .points()
+        .iter()
+        .map(|p| {
+            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
+            let mut run = model.run(b, s, l);
+            run.category_peaks[Category::Inputs] = inputs(b, s);
+            run
+        })
+        .collect();
+    let sweep = Sweep::fit(&grid, &runs).unwrap();
+    assert!(
+        !sweep.figures["inputs"].flagged(),
+        "{:?}",
+        sweep.figures["inputs"]
+    );
+    let e = sweep.estimate(&at, 2 << 20).unwrap();
+    let falls = &e.falls["inputs"];
+    // The grid's corner below the target, and the fit's own values there and here.
+    assert_eq!(falls.corner, point(2, 24, 3));
+    assert_eq!(falls.corner_bytes, inputs(2, 24));
+    assert!(falls.bytes < falls.corner_bytes, "{falls:?}");
+    assert!(e.flagged.contains(&"inputs".to_owned()), "{:?}", e.flagged);
+    // Inside the grid nothing falls below a corner: no such flag.
+    let inside = sweep.estimate(&point(2, 16, 3), 2 << 20).unwrap();
+    assert!(inside.falls.is_empty());
+}

@@ -305,7 +305,9 @@ fn peak_error(e: &Estimate, figure: &str) -> String {
 /// How a figure's fit is flagged: `flagged` (a held-out point missed by over 2%),
 /// `interpolates`, or not at all.
 fn own_flag(e: &Estimate, figure: &str) -> Option<&'static str> {
-    if e.loo_error_ppm.get(figure).copied().unwrap_or(0) > FLAG_PPM {
+    if e.falls.contains_key(figure) {
+        Some("falls")
+    } else if e.loo_error_ppm.get(figure).copied().unwrap_or(0) > FLAG_PPM {
         Some("flagged")
     } else if e.interpolated.contains_key(figure) {
         Some("interpolates")
@@ -322,7 +324,17 @@ fn fits_section(a: &Answer) -> String {
     let (missed, interpolated): (Vec<&String>, Vec<&String>) = e
         .flagged
         .iter()
+        .filter(|f| !e.falls.contains_key(*f))
         .partition(|f| !e.interpolated.contains_key(*f));
+    for (figure, f) in &e.falls {
+        let _ = writeln!(
+            out,
+            "  flagged (falls: {} here, {} at the grid's corner {}; memory does not shrink as a model grows, so a negative term outgrows the others: not to be trusted): {figure}",
+            HumanBytes(f.bytes),
+            HumanBytes(f.corner_bytes),
+            vramtest_model::sweep::show_point(&f.corner)
+        );
+    }
     if !missed.is_empty() {
         let names: Vec<&str> = missed.iter().map(|f| f.as_str()).collect();
         let _ = writeln!(
@@ -492,6 +504,15 @@ pub fn json(test: &str, a: &Answer) -> Value {
             .iter()
             .map(|(f, i)| (f.clone(), json!(i.axes)))
             .collect::<Map<String, Value>>(),
+        "falls": e
+            .falls
+            .iter()
+            .map(|(f, x)| (f.clone(), json!({
+                "corner": x.corner,
+                "corner_bytes": x.corner_bytes,
+                "bytes": x.bytes,
+            })))
+            .collect::<Map<String, Value>>(),
     });
     if let Some((axis, _)) = &a.solved {
         out["solve"] = json!(axis);
@@ -562,6 +583,7 @@ mod tests {
             terms: BTreeMap::new(),
             flagged: flagged.iter().map(|f| (*f).to_owned()).collect(),
             interpolated: BTreeMap::new(),
+            falls: BTreeMap::new(),
         }
     }
 

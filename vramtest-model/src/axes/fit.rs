@@ -1,7 +1,7 @@
 //! A figure's fit: the line through two sizes, a constant, or the model the search
 //! chooses (with the counting axes' priors first), and its residue.
 
-use super::design::{Design, Screening, Shared};
+use super::design::{Design, Scored, Screening, Shared, score};
 use super::formula::{Formula, Monomial, Term};
 use super::grid::{AxesError, Grid, Point};
 use super::priors::{linear_model, prior_candidates, prior_model, residue_of};
@@ -135,6 +135,10 @@ impl Fit {
                 }
             },
         };
+        let best = match grid_model(grid, series, shared, screening)? {
+            Some(grid_only) if grid_only.worst < best.worst => grid_only,
+            _ => best,
+        };
         let residue_bytes = residue_of(grid, series, candidates, &best)?;
         let mut terms: Vec<(Term, Vec<u8>)> = best
             .subset
@@ -162,6 +166,34 @@ impl Fit {
             residue_bytes,
         })
     }
+}
+
+/// With points off the grid in `series` (a target's axial points): the model fitted on
+/// the grid's points alone, scored on the whole series. The search over the whole
+/// series may stray from it (a greedy step taken toward a far point), and a model the
+/// grid found is never to be lost for one that predicts the whole series worse. `None`
+/// when every point is the grid's, or the model cannot be scored on the series.
+fn grid_model(
+    grid: &Grid,
+    series: &[(Point, u64)],
+    shared: &Shared,
+    screening: Screening,
+) -> Result<Option<Scored>, AxesError> {
+    let on_grid = |p: &Point| (grid.axes().iter()).all(|a| a.values.contains(&p[&a.name]));
+    let grid_series: Vec<(Point, u64)> =
+        series.iter().filter(|(p, _)| on_grid(p)).cloned().collect();
+    if grid_series.len() == series.len() || grid_series.len() < 3 {
+        return Ok(None);
+    }
+    let fit = Fit::with(grid, &grid_series, screening, None)?;
+    let subset: Option<Vec<usize>> = (fit.terms.terms.iter())
+        .map(|t| (shared.candidates.iter()).position(|c| c.monomial == t.monomial))
+        .collect();
+    let Some(subset) = subset.filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    let design = Design::on(shared.all(series)?, series, screening);
+    Ok(score(&design, &subset))
 }
 
 /// `⌈error × 10⁶⌉`, saturating: so that `ppm > FLAG_PPM` exactly when the error
