@@ -328,12 +328,21 @@ fn peak(b: u64, s: u64, l: u64) -> u64 {
     forward.max(backward)
 }
 
+/// Axial points on, within 1 GiB (`axial_budget` in the metadata `cargo vramtest`
+/// hands the harness).
+const AXIAL_ON: &str = "{\"axial_budget\": \"1GiB\"}";
+
 #[test]
 fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
     let dir = copy_fixture("vec-model");
     let exe = common::build_test_target(&dir, "axes");
     let one = ["transformer_like", "--exact", "--include-ignored"];
-    let r = run(&dir, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    let r = run(
+        &dir,
+        &exe,
+        &one,
+        &[("VRAMTEST_UPDATE", "always"), ("VRAMTEST_CONFIG", AXIAL_ON)],
+    );
     assert_eq!(r.status("transformer_like"), Status::New, "{}", r.text());
     let b = body(&r);
     let sweep = b.sweep().unwrap();
@@ -364,7 +373,7 @@ fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
     let text = std::fs::read_to_string(&snap).unwrap();
     assert!(text.contains("\"axial\": ["), "{text}");
     // Measured again at the same points, it passes.
-    let r = run(&dir, &exe, &one, &[]);
+    let r = run(&dir, &exe, &one, &[("VRAMTEST_CONFIG", AXIAL_ON)]);
     assert_eq!(r.status("transformer_like"), Status::Passed, "{}", r.text());
 
     // A budget under the seq point's peak holds it back to the largest sequence whose
@@ -391,7 +400,10 @@ fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
         .cloned();
     assert!(note.is_some_and(|n| n.contains("over the axial budget of 600.00 KiB")));
 
-    // `"0"` measures none.
+    // Without a budget (the default), none is measured; nor with `"0"`.
+    let fresh = copy_fixture("vec-model");
+    let r = run(&fresh, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    assert!(body(&r).sweep().unwrap().axial.is_empty(), "{}", r.text());
     let fresh = copy_fixture("vec-model");
     let r = run(
         &fresh,
@@ -432,7 +444,12 @@ fn an_axial_point_in_another_regime_is_said_and_flags_the_fit_it_misses() {
     // With the axial points: the one at the target's seq measures the scores, the run
     // says the grid alone missed it there, and the fit that misses it is flagged.
     let fresh = copy_fixture("vec-model");
-    let r = run(&fresh, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
+    let r = run(
+        &fresh,
+        &exe,
+        &one,
+        &[("VRAMTEST_UPDATE", "always"), ("VRAMTEST_CONFIG", AXIAL_ON)],
+    );
     let report = r.report("regime_beyond_the_grid");
     let sweep = report.body.as_ref().unwrap().sweep().unwrap().clone();
     let seq = (sweep.axial.iter()).find(|a| a.axis == "seq").unwrap();
