@@ -46,6 +46,7 @@ pub mod policy;
 pub mod pool;
 pub mod profile;
 pub mod progress;
+pub mod refit;
 pub mod regimes;
 pub mod report;
 pub mod settings;

@@ -28,6 +28,7 @@ use crate::cpu_time::CpuTimeRatio;
 use crate::limit::Limit;
 use crate::pool::PoolPeaks;
 use crate::profile::CategoryBytes;
+use crate::refit::Without;
 use num_rational::BigRational;
 use num_traits::{Signed, ToPrimitive, Zero};
 use serde::{Deserialize, Serialize};
@@ -155,6 +156,10 @@ pub struct Sweep {
     /// before they were measured).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub axial: Vec<AxialPoint>,
+    /// The figures fitted without their axis's smallest level, another regime than the
+    /// target's axial point ([`crate::refit`]), by figure.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fitted_without: BTreeMap<String, Without>,
     /// Read from a batch sweep's older `scaling` (a line per figure), migrated into
     /// this shape: the run says so once; the file is rewritten only when accepted.
     #[serde(skip)]
@@ -176,6 +181,7 @@ impl From<legacy::BatchLines> for Sweep {
             levels: BTreeMap::new(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: true,
         }
     }
@@ -393,8 +399,11 @@ impl Sweep {
                 points.retain(|(p, _)| on_grid(p));
             }
         }
-        let fitted = FigureFits::fit(grid, &series)?;
+        let mut fitted = FigureFits::fit(grid, &series)?;
+        let fitted_without =
+            crate::refit::without_smallest_levels(grid, &series, &mut fitted.figures)?;
         Ok(Sweep {
+            fitted_without,
             axes: fitted.axes,
             figures: fitted.figures,
             target: None,

@@ -478,6 +478,7 @@ fn no_layers_sweep() -> Sweep {
         levels: Default::default(),
         variants: Vec::new(),
         axial: Vec::new(),
+        fitted_without: Default::default(),
         migrated: false,
     }
 }

@@ -504,15 +504,7 @@ pub fn json(test: &str, a: &Answer) -> Value {
             .iter()
             .map(|(f, i)| (f.clone(), json!(i.axes)))
             .collect::<Map<String, Value>>(),
-        "falls": e
-            .falls
-            .iter()
-            .map(|(f, x)| (f.clone(), json!({
-                "corner": x.corner,
-                "corner_bytes": x.corner_bytes,
-                "bytes": x.bytes,
-            })))
-            .collect::<Map<String, Value>>(),
+        "falls": falls_json(e),
     });
     if let Some((axis, _)) = &a.solved {
         out["solve"] = json!(axis);
@@ -556,6 +548,17 @@ pub fn json(test: &str, a: &Answer) -> Value {
     out
 }
 
+/// The figures predicted lower here than at the grid's corner below: each one's
+/// corner, its prediction there and here.
+fn falls_json(e: &Estimate) -> Map<String, Value> {
+    (e.falls.iter())
+        .map(|(f, x)| {
+            let v = json!({ "corner": x.corner, "corner_bytes": x.corner_bytes, "bytes": x.bytes });
+            (f.clone(), v)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,6 +598,7 @@ mod tests {
             levels: Default::default(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         let a = Answer {
@@ -778,6 +782,7 @@ mod tests {
             levels: Default::default(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         let trusted = Doubt::default();

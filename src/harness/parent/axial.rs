@@ -238,6 +238,27 @@ pub(super) fn combination_mut<'a>(
         .map(|v| &mut v.sweep)
 }
 
+/// A note per figure of `sweep`'s combinations fitted without its axis's smallest level
+/// ([`vramtest_model::refit`]) that the snapshot `old` does not record so.
+pub(super) fn without_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (variant, own) in sweep.combinations() {
+        let before = old.and_then(|o| o.variant(&variant));
+        for (figure, w) in &own.fitted_without {
+            if before.is_some_and(|b| b.fitted_without.get(figure) == Some(w)) {
+                continue;
+            }
+            let (axis, level) = (&w.axis, w.level);
+            notes.push(format!(
+                "{}: `{figure}` fitted without {axis}={level}: {axis}={level} behaves unlike the other levels and the target's axial point (the fit misses a held-out point by {:.2}% with it, within 2% without); its predictions rest on {axis} above {level}",
+                label(name, &variant),
+                w.with_ppm as f64 / 10_000.0
+            ));
+        }
+    }
+    notes
+}
+
 /// A note when the snapshot `old` holds no axial points and `sweep` has some: a
 /// snapshot recorded before they were measured. Its target is compared all the same
 /// ([`vramtest_model::sweep::compare_target`]); accepting the result keeps them.

@@ -473,6 +473,7 @@ pub(crate) mod tests {
             levels: BTreeMap::new(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         let mut sweep = plain();

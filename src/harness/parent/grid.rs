@@ -440,6 +440,7 @@ mod tests {
             levels: Default::default(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         let mut sweep = plain();
@@ -510,6 +511,7 @@ mod tests {
             levels: Default::default(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         let notes = flagged_notes("step", &sweep, None);
@@ -539,6 +541,7 @@ mod tests {
             levels: Default::default(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         let mut sweep = plain(30_000);
@@ -604,6 +607,7 @@ mod tests {
             levels: Default::default(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         let now = sweep(268_930_000, 30_000);
@@ -669,6 +673,7 @@ mod tests {
             levels: Default::default(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         let notes = flagged_notes("step", &sweep, None);
@@ -734,6 +739,7 @@ mod tests {
                 levels: Default::default(),
                 variants: Vec::new(),
                 axial: Vec::new(),
+                fitted_without: Default::default(),
                 migrated: false,
             }
         };

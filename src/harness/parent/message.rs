@@ -844,6 +844,7 @@ mod tests {
             levels: Default::default(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         });
         body

@@ -571,6 +571,7 @@ fn fit_notes(name: &str, measured: &MeasuredTest, judged: &Judged) -> Vec<String
         .and_then(|o| o.body.sweep());
     let mut notes = grid::flagged_notes(name, sweep, old);
     notes.extend(axial::new_points_note(name, sweep, old));
+    notes.extend(axial::without_notes(name, sweep, old));
     notes.extend(grid::regime_notes(name, sweep, old, &measured.regimes));
     if let Some(target) = &sweep.target
         && let Ok(Some(m)) = sweep.peak_move(&target.at)

@@ -134,6 +134,7 @@ mod tests {
             levels: BTreeMap::new(),
             variants: Vec::new(),
             axial: Vec::new(),
+            fitted_without: Default::default(),
             migrated: false,
         };
         Sweep {
