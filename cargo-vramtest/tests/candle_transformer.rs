@@ -419,15 +419,15 @@ const GQA_TARGET: [(&str, u64); 5] = [
 ];
 
 /// The points `gqa` is measured at, each at least 8× outside its grid (batch [2, 4], seq
-/// [32, 48, 64], layers [1, 2], heads [2, 4, 6] over 2 kv heads, vocab [2048, 4096]) on
+/// [48, 64, 80], layers [1, 2], heads [2, 4, 6] over 2 kv heads, vocab [2048, 4096]) on
 /// some axis, all at the target's 14 query heads (7 per kv head, where the grid's smallest
 /// level has 1), and affordable on a CPU runner (under 3 GiB):
 ///
 /// - 8× the layers at the grid's sequence length, where the per-token terms weigh most
 ///   beside the attention scores;
-/// - 8× the sequence and 10× the vocabulary at 2 layers, where the scores and the logits
-///   weigh most;
-/// - 12× the layers at 2× the sequence and 4× the vocabulary.
+/// - 10× the vocabulary and 6.4× the sequence at 2 layers, where the scores and the
+///   logits weigh most;
+/// - 12× the layers at 1.6× the sequence and 4× the vocabulary.
 const GQA_FAR: [[(&str, u64); 5]; 3] = [
     [
         ("batch", 2),
