@@ -8,7 +8,8 @@
 mod book_table;
 mod common;
 
-use common::{Fixture, Ran, assert_code};
+use common::far::{bytes, flagged_tensor_fits, off, run_json as measure_json, vram_test};
+use common::{Fixture, assert_code};
 use serde_json::Value;
 use vramtest_model::axes::Point;
 use vramtest_model::pool::DEFAULT_GRANULARITY;
@@ -26,62 +27,10 @@ const LEVERS_AT: [(&str, u64); 2] = [("layers", 6), ("seq", 384)];
 /// The categories that hold tensors, each held to 3%.
 const TENSORS: [Category; 6] = Category::TENSORS;
 
-/// `|predicted − measured| / measured`, in percent.
-fn off(predicted: u64, measured: u64) -> f64 {
-    (predicted as f64 - measured as f64).abs() / measured as f64 * 100.0
-}
-
 /// Runs `decoder` in the copy's test binary on the CPU (`cargo test`), writing nothing
 /// unless `envs` says otherwise; returns its report.
 fn decoder(f: &Fixture, envs: &[(&str, &str)]) -> TestReport {
     vram_test(f, "decoder", envs)
-}
-
-/// Runs the test `name` of the copy's `vram` target as [`decoder`] does.
-fn vram_test(f: &Fixture, name: &str, envs: &[(&str, &str)]) -> TestReport {
-    let reports = tempfile::tempdir().unwrap();
-    let out = f
-        .cargo(&["test", "--test", "vram", "--", name, "--exact"])
-        .env("VRAMTEST_REPORT_DIR", reports.path())
-        .env("VRAMTEST_DEVICE", "cpu")
-        .env("VRAMTEST_UPDATE", "no")
-        .envs(envs.iter().copied())
-        .output()
-        .unwrap();
-    let ran = Ran::from(out);
-    let file = reports.path().join(format!("vram__{name}.json"));
-    let text = std::fs::read_to_string(&file)
-        .unwrap_or_else(|e| panic!("{}: {e}\n{}", file.display(), ran.text()));
-    serde_json::from_str(&text).unwrap()
-}
-
-/// The flagged fits of `predicted` besides the pool's figures (which have their own
-/// fallbacks) and `workspace` (no tensor): each one a prediction not to be trusted.
-fn flagged_tensor_fits(predicted: &Estimate) -> Vec<&String> {
-    predicted
-        .flagged
-        .iter()
-        .filter(|f| !f.starts_with("allocated") && !f.starts_with("reserved"))
-        .filter(|f| *f != "workspace")
-        .collect()
-}
-
-/// `args` (a `measure` command) with `--message-format json`: the run and the object
-/// it printed.
-fn measure_json(f: &Fixture, args: &[&str]) -> (Ran, Value) {
-    let mut json = args.to_vec();
-    json.extend(["--message-format", "json"]);
-    let ran = f.run(&json, &[]);
-    let v = serde_json::from_str(ran.stdout.trim())
-        .unwrap_or_else(|e| panic!("{}: {e}: {}", args.join(" "), ran.text()));
-    (ran, v)
-}
-
-/// Category `c`'s bytes on one side (`measured`, `predicted`) of `measure`'s JSON.
-fn bytes(side: &Value, c: Category) -> u64 {
-    side["category_bytes"][c.as_str()]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {c} in {side}"))
 }
 
 /// The table of `measure`'s JSON `v` (measured) against `predicted`, and the misses:

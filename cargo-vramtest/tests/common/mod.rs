@@ -15,6 +15,7 @@
 
 #[path = "../../../tests/common/executable.rs"]
 pub mod executable;
+pub mod far;
 #[path = "../../../tests/common/fixture_copy.rs"]
 pub mod fixture_copy;
 #[path = "../../../tests/common/nextest.rs"]
