@@ -393,10 +393,9 @@ impl Sweep {
         let mut series = series_of(runs);
         // The pool's alignment and rounding are no sum of tensors: fitted on the grid's
         // points alone, a target's axial points ([`crate::axial`]) do not stretch them.
-        let on_grid = |p: &Point| (grid.axes()).iter().all(|a| a.values.contains(&p[&a.name]));
         for figure in [ALLOCATED, RESERVED] {
             if let Some(points) = series.get_mut(figure) {
-                points.retain(|(p, _)| on_grid(p));
+                points.retain(|(p, _)| grid.holds(p));
             }
         }
         let mut fitted = FigureFits::fit(grid, &series)?;
@@ -417,14 +416,27 @@ impl Sweep {
     /// Every combination of levels with its fit, the baseline (this sweep) first; one
     /// entry, with an empty combination, without categorical axes.
     pub fn combinations(&self) -> Vec<(BTreeMap<String, String>, &Sweep)> {
-        let baseline = self
-            .levels
-            .iter()
-            .filter_map(|(axis, levels)| Some((axis.clone(), levels.first()?.clone())))
-            .collect();
-        std::iter::once((baseline, self))
+        std::iter::once((self.baseline(), self))
             .chain(self.variants.iter().map(|v| (v.variant.clone(), &v.sweep)))
             .collect()
+    }
+
+    /// The baseline combination: each categorical axis at its first level (empty
+    /// without categorical axes).
+    fn baseline(&self) -> BTreeMap<String, String> {
+        (self.levels.iter())
+            .filter_map(|(axis, levels)| Some((axis.clone(), levels.first()?.clone())))
+            .collect()
+    }
+
+    /// [`Sweep::variant`], to change.
+    pub fn variant_mut(&mut self, variant: &BTreeMap<String, String>) -> Option<&mut Sweep> {
+        if *variant == self.baseline() {
+            return Some(self);
+        }
+        (self.variants.iter_mut())
+            .find(|v| v.variant == *variant)
+            .map(|v| &mut v.sweep)
     }
 
     /// The fit of one combination of levels (the baseline's is this sweep).

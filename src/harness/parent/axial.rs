@@ -3,7 +3,7 @@
 //! of them: the points the budget held back, what they cost, and where the grid alone
 //! mispredicted them.
 
-use super::grid::in_attribute_order;
+use super::grid::{combination_label as label, in_attribute_order};
 use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use vramtest_model::axes::Point;
 use vramtest_model::axial::{self, AxialChoice, AxialPoint, AxialSkip};
 use vramtest_model::levers::LeverVariant;
 use vramtest_model::settings::Settings;
-use vramtest_model::sweep::{GridRun, Sweep, show_point, show_variant};
+use vramtest_model::sweep::{GridRun, Sweep, show_point};
 
 /// A miss of the grid's prediction at an axial point worth saying: over 2%, as a fit's
 /// flag ([`vramtest_model::axes::FLAG_PPM`]).
@@ -90,15 +90,6 @@ pub(super) fn plan(
         }));
     }
     (planned, notes)
-}
-
-/// The test, with its combination of levels when it has one.
-pub(super) fn label(name: &str, variant: &LeverVariant) -> String {
-    if variant.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{name} [{}]", show_variant(variant))
-    }
 }
 
 fn held_back_note(label: &str, c: &AxialChoice, full: u64, budget: u64) -> String {
@@ -220,22 +211,6 @@ pub(super) fn cost_note(
         seconds(spent),
         seconds(whole)
     ))
-}
-
-/// The combination of levels `variant` of `sweep`, to change.
-pub(super) fn combination_mut<'a>(
-    sweep: &'a mut Sweep,
-    variant: &LeverVariant,
-) -> Option<&'a mut Sweep> {
-    let baseline: LeverVariant = (sweep.levels.iter())
-        .filter_map(|(axis, levels)| Some((axis.clone(), levels.first()?.clone())))
-        .collect();
-    if *variant == baseline {
-        return Some(sweep);
-    }
-    (sweep.variants.iter_mut())
-        .find(|v| v.variant == *variant)
-        .map(|v| &mut v.sweep)
 }
 
 /// A note per figure of `sweep`'s combinations fitted without its axis's smallest level

@@ -290,14 +290,19 @@ pub(super) fn flagged_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> V
         .combinations()
         .into_iter()
         .flat_map(|(variant, own)| {
-            let label = if variant.is_empty() {
-                name.to_owned()
-            } else {
-                format!("{name} [{}]", vramtest_model::sweep::show_variant(&variant))
-            };
+            let label = combination_label(name, &variant);
             flagged_in(&label, own, old.and_then(|o| o.variant(&variant)))
         })
         .collect()
+}
+
+/// The test, with its combination of levels when it has one (`step [precision=bf16]`).
+pub(super) fn combination_label(name: &str, variant: &LeverVariant) -> String {
+    if variant.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} [{}]", vramtest_model::sweep::show_variant(variant))
+    }
 }
 
 /// [`flagged_notes`] of one combination's fit, `name` naming it.

@@ -350,11 +350,11 @@ impl RunContext {
         let fit_time = fitting.elapsed();
         for (plan, (_, run)) in planned.iter().zip(&axial_runs) {
             let record = axial::record(&plan.choice, run);
-            let label = axial::label(name, &plan.variant);
+            let label = grid::combination_label(name, &plan.variant);
             if let Some(grid) = sweep.variant(&plan.variant) {
                 notes.extend(axial::miss_note(&label, grid, &record));
             }
-            if let Some(own) = axial::combination_mut(&mut refit, &plan.variant) {
+            if let Some(own) = refit.variant_mut(&plan.variant) {
                 own.axial.push(record);
             }
         }

@@ -179,9 +179,11 @@ fn grid_model(
     shared: &Shared,
     screening: Screening,
 ) -> Result<Option<Scored>, AxesError> {
-    let on_grid = |p: &Point| (grid.axes().iter()).all(|a| a.values.contains(&p[&a.name]));
-    let grid_series: Vec<(Point, u64)> =
-        series.iter().filter(|(p, _)| on_grid(p)).cloned().collect();
+    let grid_series: Vec<(Point, u64)> = series
+        .iter()
+        .filter(|(p, _)| grid.holds(p))
+        .cloned()
+        .collect();
     if grid_series.len() == series.len() || grid_series.len() < 3 {
         return Ok(None);
     }

@@ -303,6 +303,12 @@ impl Grid {
             })
     }
 
+    /// Whether `point` is one of the grid's points: every axis at one of its values (a
+    /// target's axial point is not). `point` must name every axis.
+    pub fn holds(&self, point: &Point) -> bool {
+        (self.axes.iter()).all(|a| a.values.contains(&point[&a.name]))
+    }
+
     /// Checks that `point` gives every axis a positive value and names no other.
     pub fn check_point(&self, point: &Point) -> Result<(), AxesError> {
         for name in point.keys() {

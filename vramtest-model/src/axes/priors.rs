@@ -179,7 +179,7 @@ fn steps_with_counting_axes(
     // The grid's own points: a point off it (a target's axial point) is alone at its
     // values, and its bookkeeping no offset of the grid's can tell.
     let on_grid: Vec<usize> = (0..series.len())
-        .filter(|&i| (grid.axes().iter()).all(|a| a.values.contains(&series[i].0[&a.name])))
+        .filter(|&i| grid.holds(&series[i].0))
         .collect();
     let series: Vec<&(Point, u64)> = on_grid.iter().map(|&i| &series[i]).collect();
     let group =
