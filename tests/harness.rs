@@ -270,10 +270,9 @@ fn cargo_nextest_lists_and_runs_each_test() {
         return;
     }
     let (dir, _) = fixture_binary("vec-model");
-    let out = Command::new(env!("CARGO"))
+    let out = common::fixture_cargo()
         .args(["nextest", "run", "--test", "vram", "--no-fail-fast"])
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", common::fixture_target_dir())
         .env("CI", "true")
         .env("VRAMTEST_DEVICE", "cpu")
         .env_remove("VRAMTEST_UPDATE")

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::process::Command;
-
 /// A test file whose attributes are wrong in two ways: an option out of range and a
 /// signature the harness cannot call.
 const BAD: &str = r#"//! Bad attributes.
@@ -30,7 +28,7 @@ vramtest::main!();
 fn a_bad_option_is_the_only_diagnostic() {
     let copy = common::copy_fixture_as("vec-model", "macro-errors");
     std::fs::write(copy.join("tests/vram.rs"), BAD).unwrap();
-    let out = Command::new(env!("CARGO"))
+    let out = common::fixture_cargo()
         .args([
             "test",
             "--no-run",
@@ -40,7 +38,6 @@ fn a_bad_option_is_the_only_diagnostic() {
         ])
         .arg("--manifest-path")
         .arg(copy.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", common::fixture_target_dir())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

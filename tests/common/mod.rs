@@ -29,6 +29,21 @@ pub fn fixture_target_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target").join("fixtures"))
 }
 
+/// `cargo`, building into the fixtures' shared target directory with the build
+/// settings every fixture build shares (see [`FIXTURE_DEBUG`]).
+pub fn fixture_cargo() -> Command {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.env("CARGO_TARGET_DIR", fixture_target_dir())
+        .env("CARGO_PROFILE_DEV_DEBUG", FIXTURE_DEBUG);
+    cmd
+}
+
+/// The debug info of every fixture build: line tables, which is all a backtrace's
+/// file and line (a site) needs. Full debug info makes each fixture test binary 100 to
+/// 300 MB; the end-to-end tests build over a hundred of them into one target
+/// directory, and a disk that fills makes the linker die with a bus error.
+pub const FIXTURE_DEBUG: &str = "line-tables-only";
+
 /// A fresh, empty scratch directory, removed when dropped.
 pub fn scratch_dir(label: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -48,7 +63,7 @@ pub fn build_vram_target(manifest_dir: &Path) -> PathBuf {
 pub fn build_test_target(manifest_dir: &Path, target: &str) -> PathBuf {
     static LOCK: Mutex<()> = Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let out = Command::new(env!("CARGO"))
+    let out = fixture_cargo()
         .args([
             "test",
             "--no-run",
@@ -58,7 +73,6 @@ pub fn build_test_target(manifest_dir: &Path, target: &str) -> PathBuf {
         ])
         .arg("--manifest-path")
         .arg(manifest_dir.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", fixture_target_dir())
         .output()
         .expect("cargo runs");
     assert!(

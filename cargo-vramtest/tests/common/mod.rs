@@ -162,6 +162,10 @@ impl Fixture {
     fn clean(&self, cmd: &mut Command) {
         cmd.current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", shared_target())
+            // Line tables are all a site (a backtrace's file and line) needs; full
+            // debug info makes each fixture test binary 100 to 300 MB, and over a
+            // hundred share the target directory.
+            .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")
             .env("NO_COLOR", "1")
             .stdin(std::process::Stdio::null());
         for (key, _) in std::env::vars_os() {
