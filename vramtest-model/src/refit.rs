@@ -5,12 +5,20 @@
 //! only once the heads outnumber the kv heads, so a grid whose smallest `heads` is the kv
 //! heads' count holds a level unlike every other and unlike the target. A fit through
 //! it is flagged once the target's own value of the axis is measured (an axial point,
-//! [`crate::axial`]), or bends a squared term through the step. When the figure, fitted
-//! again without the smallest level of one axis (its axial point kept), misses no
-//! held-out point by over 2%, that fit is the figure's, and the run says so: the level
-//! is a regime of its own, the target's is the others'.
+//! [`crate::axial`]), or bends a squared term through the step: then it misses nothing
+//! held out, and the step shows only far from the grid, in the terms that cross the axis
+//! with another (`layers·heads²`).
+//!
+//! So for each figure with an axial point along an axis of three values or more, the
+//! figure is fitted again without the axis's smallest level (its axial point kept). That
+//! fit is the figure's, and the run says so, when it misses no held-out point by over 2%
+//! and either the fit with the level was flagged or the fit without it misses the
+//! level's own points by over 2%: the level is a regime of its own, the target's is the
+//! others'. A figure the level fits as well as the others (a true square, the weights of
+//! `heads·head_dim` squared) keeps its fit: without the level, its degree along the axis
+//! drops, and the refit misses.
 
-use crate::axes::{AxesError, Fit, Grid, Point};
+use crate::axes::{AxesError, FLAG_PPM, Fit, Grid, Point};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -24,13 +32,37 @@ pub struct Without {
     pub level: u64,
     /// The fit with it: its worst leave-one-out error, in parts per million.
     pub with_ppm: u64,
+    /// The fit without it, at the level's own points: its worst relative error, in
+    /// parts per million. Absent from snapshots written before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub level_miss_ppm: u64,
 }
 
-/// For each figure of `figures` flagged as a miss on `grid`, whose series (in
-/// `series`) holds an axial point off the grid along an axis of three values or more:
-/// the fit without that axis's smallest level, when it misses no held-out point by over
-/// 2% (the first such axis in the grid's order). Those fits replace the figures'; the
-/// levels left out are returned by figure.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The worst relative error of `fit` at `points`, in parts per million (rounded up); 0
+/// for none. A point whose prediction fails counts as missed entirely.
+fn worst_miss_ppm(fit: &Fit, points: &[&(Point, u64)]) -> u64 {
+    points
+        .iter()
+        .map(|(p, measured)| {
+            let predicted = fit.predict(p).map(|f| f.bytes).unwrap_or(0);
+            let off = u128::from(predicted.abs_diff(*measured)) * 1_000_000;
+            let of = u128::from((*measured).max(1));
+            u64::try_from(off.div_ceil(of)).unwrap_or(u64::MAX)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// For each figure of `figures` whose series (in `series`) holds an axial point off
+/// `grid` along an axis of three values or more: the fit without that axis's smallest
+/// level, when it misses no held-out point by over 2%, and the figure's fit was flagged
+/// as a miss or the fit without the level misses the level's own points by over 2% (the
+/// first such axis in the grid's order). Those fits replace the figures'; the levels
+/// left out are returned by figure.
 pub fn without_smallest_levels(
     grid: &Grid,
     series: &BTreeMap<String, Vec<(Point, u64)>>,
@@ -38,9 +70,6 @@ pub fn without_smallest_levels(
 ) -> Result<BTreeMap<String, Without>, AxesError> {
     let mut out = BTreeMap::new();
     for (figure, fit) in figures.iter_mut() {
-        if !fit.flagged() {
-            continue;
-        }
         let Some(points) = series.get(figure) else {
             continue;
         };
@@ -66,18 +95,28 @@ pub fn without_smallest_levels(
                 .cloned()
                 .collect();
             let refit = Fit::new(&reduced, &kept)?;
-            if refit.flag(&reduced).is_none() {
-                out.insert(
-                    figure.clone(),
-                    Without {
-                        axis: axis.name.clone(),
-                        level,
-                        with_ppm: fit.loo_error_ppm,
-                    },
-                );
-                *fit = refit;
-                break;
+            if refit.flag(&reduced).is_some() {
+                continue;
             }
+            let at_level: Vec<&(Point, u64)> = points
+                .iter()
+                .filter(|(p, _)| p[&axis.name] == level)
+                .collect();
+            let level_miss_ppm = worst_miss_ppm(&refit, &at_level);
+            if !fit.flagged() && level_miss_ppm <= FLAG_PPM {
+                continue;
+            }
+            out.insert(
+                figure.clone(),
+                Without {
+                    axis: axis.name.clone(),
+                    level,
+                    with_ppm: fit.loo_error_ppm,
+                    level_miss_ppm,
+                },
+            );
+            *fit = refit;
+            break;
         }
     }
     Ok(out)
@@ -154,6 +193,89 @@ mod tests {
         let series = BTreeMap::from([("activations".to_owned(), points.clone())]);
         let mut figures =
             BTreeMap::from([("activations".to_owned(), Fit::new(&grid, &points).unwrap())]);
+        let before = figures.clone();
+        assert!(
+            without_smallest_levels(&grid, &series, &mut figures)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(figures, before);
+    }
+
+    fn point(values: &[(&str, u64)]) -> Point {
+        values.iter().map(|&(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    /// Activations of a decoder of `layers` layers: per layer, the GQA block of
+    /// [`activations`]; once, the logits.
+    fn decoder(p: &Point) -> u64 {
+        let (b, s, l, h) = (p["batch"], p["seq"], p["layers"], p["heads"]);
+        l * activations(b, s, h) + b * s * 4096
+    }
+
+    fn decoder_series(grid: &Grid, axial: &Point) -> Vec<(Point, u64)> {
+        let mut points: Vec<(Point, u64)> = grid
+            .points()
+            .into_iter()
+            .map(|p| {
+                let b = decoder(&p);
+                (p, b)
+            })
+            .collect();
+        points.push((axial.clone(), decoder(axial)));
+        points
+    }
+
+    #[test]
+    fn a_step_the_fit_absorbs_unflagged_is_left_out_when_the_level_misses() {
+        let grid = Grid::new([
+            ("batch", vec![1, 2]),
+            ("seq", vec![8, 16]),
+            ("layers", vec![1, 2]),
+            ("heads", vec![2, 4, 6]),
+        ])
+        .unwrap();
+        let axial = point(&[("batch", 1), ("seq", 8), ("layers", 1), ("heads", 14)]);
+        let points = decoder_series(&grid, &axial);
+        let series = BTreeMap::from([("activations".to_owned(), points.clone())]);
+        let fit = Fit::new(&grid, &points).unwrap();
+        // The step bends a squared term: nothing held out misses, nothing is flagged,
+        // yet the fit is wrong far out.
+        assert!(!fit.flagged(), "{fit:?}");
+        let far = point(&[("batch", 8), ("seq", 2048), ("layers", 24), ("heads", 14)]);
+        assert_ne!(fit.predict(&far).unwrap().bytes, decoder(&far));
+        let mut figures = BTreeMap::from([("activations".to_owned(), fit.clone())]);
+        let without = without_smallest_levels(&grid, &series, &mut figures).unwrap();
+        let w = &without["activations"];
+        assert_eq!((w.axis.as_str(), w.level), ("heads", 2), "{fit:?}");
+        // The level left out is another regime: the fit without it misses it.
+        assert!(w.level_miss_ppm > FLAG_PPM, "{w:?}");
+        assert_eq!(
+            figures["activations"].predict(&far).unwrap().bytes,
+            decoder(&far)
+        );
+    }
+
+    #[test]
+    fn a_square_the_smallest_level_fits_keeps_its_fit() {
+        // Weights of `heads·64` squared: heads=2 is no regime of its own.
+        let grid = Grid::new([
+            ("batch", vec![1, 2]),
+            ("layers", vec![1, 2]),
+            ("heads", vec![2, 4, 6]),
+        ])
+        .unwrap();
+        let weights = |p: &Point| p["layers"] * (p["heads"] * 64).pow(2) * 4 + p["batch"] * 512;
+        let axial = point(&[("batch", 1), ("layers", 1), ("heads", 14)]);
+        let mut points: Vec<(Point, u64)> = grid
+            .points()
+            .into_iter()
+            .map(|p| (p.clone(), weights(&p)))
+            .collect();
+        points.push((axial.clone(), weights(&axial)));
+        let series = BTreeMap::from([("parameters".to_owned(), points.clone())]);
+        let mut figures =
+            BTreeMap::from([("parameters".to_owned(), Fit::new(&grid, &points).unwrap())]);
         let before = figures.clone();
         assert!(
             without_smallest_levels(&grid, &series, &mut figures)

@@ -15,9 +15,17 @@ pub fn off(predicted: u64, measured: u64) -> f64 {
 /// Runs the test `name` of the copy's `vram` target in its test binary on the CPU
 /// (`cargo test`), writing nothing unless `envs` says otherwise; returns its report.
 pub fn vram_test(f: &Fixture, name: &str, envs: &[(&str, &str)]) -> TestReport {
+    vram_test_with(f, name, &[], envs)
+}
+
+/// [`vram_test`] with the harness's arguments `args` besides the test's name
+/// (`--include-ignored`).
+pub fn vram_test_with(f: &Fixture, name: &str, args: &[&str], envs: &[(&str, &str)]) -> TestReport {
     let reports = tempfile::tempdir().unwrap();
+    let mut test = vec!["test", "--test", "vram", "--", name, "--exact"];
+    test.extend(args);
     let out = f
-        .cargo(&["test", "--test", "vram", "--", name, "--exact"])
+        .cargo(&test)
         .env("VRAMTEST_REPORT_DIR", reports.path())
         .env("VRAMTEST_DEVICE", "cpu")
         .env("VRAMTEST_UPDATE", "no")

@@ -224,10 +224,23 @@ pub(super) fn without_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> V
                 continue;
             }
             let (axis, level) = (&w.axis, w.level);
+            let pct = |ppm: u64| ppm as f64 / 10_000.0;
+            // A fit flagged with the level says so; one that bent through the step
+            // missed nothing held out, and the fit without the level misses its points.
+            let why = if w.level_miss_ppm > vramtest_model::axes::FLAG_PPM {
+                format!(
+                    "the fit without it misses {axis}={level} by {:.2}%, and no held-out point by over 2%",
+                    pct(w.level_miss_ppm)
+                )
+            } else {
+                format!(
+                    "the fit misses a held-out point by {:.2}% with it, within 2% without",
+                    pct(w.with_ppm)
+                )
+            };
             notes.push(format!(
-                "{}: `{figure}` fitted without {axis}={level}: {axis}={level} behaves unlike the other levels and the target's axial point (the fit misses a held-out point by {:.2}% with it, within 2% without); its predictions rest on {axis} above {level}",
+                "{}: `{figure}` fitted without {axis}={level}: {axis}={level} behaves unlike the other levels and the target's axial point ({why}); its predictions rest on {axis} above {level}",
                 label(name, &variant),
-                w.with_ppm as f64 / 10_000.0
             ));
         }
     }
