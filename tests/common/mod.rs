@@ -5,6 +5,8 @@
 
 #[path = "executable.rs"]
 pub mod executable;
+#[path = "fixture_build.rs"]
+pub mod fixture_build;
 #[path = "fixture_copy.rs"]
 pub mod fixture_copy;
 #[path = "nextest.rs"]
@@ -30,19 +32,13 @@ pub fn fixture_target_dir() -> PathBuf {
 }
 
 /// `cargo`, building into the fixtures' shared target directory with the build
-/// settings every fixture build shares (see [`FIXTURE_DEBUG`]).
+/// settings every fixture build shares ([`fixture_build::settings`]).
 pub fn fixture_cargo() -> Command {
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.env("CARGO_TARGET_DIR", fixture_target_dir())
-        .env("CARGO_PROFILE_DEV_DEBUG", FIXTURE_DEBUG);
+    cmd.env("CARGO_TARGET_DIR", fixture_target_dir());
+    fixture_build::settings(&mut cmd);
     cmd
 }
-
-/// The debug info of every fixture build: line tables, which is all a backtrace's
-/// file and line (a site) needs. Full debug info makes each fixture test binary 100 to
-/// 300 MB; the end-to-end tests build over a hundred of them into one target
-/// directory, and a disk that fills makes the linker die with a bus error.
-pub const FIXTURE_DEBUG: &str = "line-tables-only";
 
 /// A fresh, empty scratch directory, removed when dropped.
 pub fn scratch_dir(label: &str) -> tempfile::TempDir {

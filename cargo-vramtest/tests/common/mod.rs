@@ -16,6 +16,8 @@
 #[path = "../../../tests/common/executable.rs"]
 pub mod executable;
 pub mod far;
+#[path = "../../../tests/common/fixture_build.rs"]
+pub mod fixture_build;
 #[path = "../../../tests/common/fixture_copy.rs"]
 pub mod fixture_copy;
 #[path = "../../../tests/common/nextest.rs"]
@@ -160,12 +162,9 @@ impl Fixture {
     }
 
     fn clean(&self, cmd: &mut Command) {
+        fixture_build::settings(cmd);
         cmd.current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", shared_target())
-            // Line tables are all a site (a backtrace's file and line) needs; full
-            // debug info makes each fixture test binary 100 to 300 MB, and over a
-            // hundred share the target directory.
-            .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")
             .env("NO_COLOR", "1")
             .stdin(std::process::Stdio::null());
         for (key, _) in std::env::vars_os() {
