@@ -309,4 +309,52 @@ mod tests {
         };
         assert!(skipped_note("t", &s, 1).contains("cannot be predicted"));
     }
+
+    fn sweep_without(without: &[(&str, u64, u64, u64)]) -> Sweep {
+        Sweep {
+            axes: std::collections::BTreeMap::from([("heads".to_owned(), vec![2, 4, 6])]),
+            figures: Default::default(),
+            target: None,
+            levels: Default::default(),
+            variants: Vec::new(),
+            axial: Vec::new(),
+            fitted_without: without
+                .iter()
+                .map(|&(figure, level, with_ppm, level_miss_ppm)| {
+                    let w = vramtest_model::refit::Without {
+                        axis: "heads".to_owned(),
+                        level,
+                        with_ppm,
+                        level_miss_ppm,
+                    };
+                    (figure.to_owned(), w)
+                })
+                .collect(),
+            migrated: false,
+        }
+    }
+
+    #[test]
+    fn a_level_left_out_is_said_with_the_miss_that_shows_it_once() {
+        // Flagged with the level: its held-out miss. Bent through it unflagged: the
+        // refit's miss at the level.
+        let sweep = sweep_without(&[("activations", 2, 0, 41_000), ("temporaries", 2, 52_000, 0)]);
+        let notes = without_notes("t", &sweep, None);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].starts_with("t: `activations` fitted without heads=2: heads=2 behaves unlike the other levels and the target's axial point (the fit without it misses heads=2 by 4.10%, and no held-out point by over 2%); its predictions rest on heads above 2"),
+            "{}",
+            notes[0]
+        );
+        assert!(
+            notes[1]
+                .contains("(the fit misses a held-out point by 5.20% with it, within 2% without)"),
+            "{}",
+            notes[1]
+        );
+        // A snapshot that records the same refit: nothing new to say.
+        assert!(without_notes("t", &sweep, Some(&sweep)).is_empty());
+        let other = sweep_without(&[("activations", 2, 0, 30_000)]);
+        assert_eq!(without_notes("t", &sweep, Some(&other)).len(), 2);
+    }
 }
