@@ -190,16 +190,7 @@ mod tests {
                 (p, b)
             })
             .collect();
-        let series = BTreeMap::from([("activations".to_owned(), points.clone())]);
-        let mut figures =
-            BTreeMap::from([("activations".to_owned(), Fit::new(&grid, &points).unwrap())]);
-        let before = figures.clone();
-        assert!(
-            without_smallest_levels(&grid, &series, &mut figures)
-                .unwrap()
-                .is_empty()
-        );
-        assert_eq!(figures, before);
+        assert_kept(&grid, &points);
     }
 
     fn point(values: &[(&str, u64)]) -> Point {
@@ -273,12 +264,16 @@ mod tests {
             .map(|p| (p.clone(), weights(&p)))
             .collect();
         points.push((axial.clone(), weights(&axial)));
-        let series = BTreeMap::from([("parameters".to_owned(), points.clone())]);
-        let mut figures =
-            BTreeMap::from([("parameters".to_owned(), Fit::new(&grid, &points).unwrap())]);
+        assert_kept(&grid, &points);
+    }
+
+    /// The figure fitted on `points` keeps its fit: no level is left out.
+    fn assert_kept(grid: &Grid, points: &[(Point, u64)]) {
+        let series = BTreeMap::from([("figure".to_owned(), points.to_vec())]);
+        let mut figures = BTreeMap::from([("figure".to_owned(), Fit::new(grid, points).unwrap())]);
         let before = figures.clone();
         assert!(
-            without_smallest_levels(&grid, &series, &mut figures)
+            without_smallest_levels(grid, &series, &mut figures)
                 .unwrap()
                 .is_empty()
         );
