@@ -337,6 +337,30 @@ pub struct Estimate {
     /// Of the flagged figures, those predicted lower here than at the grid's corner
     /// below this point ([`Falls`]): flagged here, whatever their fit's own flag.
     pub falls: BTreeMap<String, Falls>,
+    /// Where the fit of what the pool reserves beyond the allocated peak predicted a
+    /// larger share of it than at the grid's corner below this point, and was held at
+    /// that share ([`PoolHeld`]): `reserved over allocated` is flagged here.
+    pub pool_held: Option<PoolHeld>,
+}
+
+/// What the CUDA pool reserves beyond the allocated peak, held at the grid's share.
+///
+/// That figure is the pool's rounding of its segments to granules and the blocks it
+/// keeps cached: no sum of tensors, and no polynomial of the axes. A fit of it that
+/// passes through every grid point can still take products of four or five axes that
+/// outgrow the allocation itself far outside the grid (seen: a 65-term fit, exact on a
+/// 72-point grid, put 217 TiB over a 368 GiB peak). Beyond the grid, the pool's
+/// rounding reserves no larger a share of what is allocated than at the grid's corner
+/// below the point: where the fit says more, that share of the allocated peak is the
+/// prediction, and the figure is flagged at the point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolHeld {
+    /// The grid's corner below the point.
+    pub corner: Point,
+    /// What the fit predicted beyond the allocated peak here.
+    pub fitted_bytes: u64,
+    /// What is predicted instead: the corner's share of the allocated peak here.
+    pub held_bytes: u64,
 }
 
 /// A figure predicted lower at a point beyond the grid than at the grid's corner below
@@ -517,6 +541,9 @@ impl Sweep {
                 estimate.falls.insert(name.clone(), f);
             }
         }
+        if estimate.pool_held.is_some() && !estimate.flagged.iter().any(|f| f == RESERVED) {
+            estimate.flagged.push(RESERVED.to_owned());
+        }
         Ok(estimate)
     }
 
@@ -538,6 +565,7 @@ impl Sweep {
             flagged: Vec::new(),
             interpolated: BTreeMap::new(),
             falls: BTreeMap::new(),
+            pool_held: None,
         };
         for category in Category::ALL {
             let p = self.figure(Figure::Category(category))?.predict(at)?;
@@ -568,12 +596,53 @@ impl Sweep {
             let reserved = if r.flag(&grid).is_some() {
                 rounded
             } else {
-                allocated.saturating_add(r.predict(at)?.bytes).max(rounded)
+                let fitted = r.predict(at)?.bytes;
+                let over = match self.pool_share_at_corner(at, a, r, &grid)? {
+                    Some((corner, num, den)) => {
+                        let held = u128::from(allocated) * u128::from(num);
+                        let held = u64::try_from(held.div_ceil(u128::from(den.max(1))))
+                            .unwrap_or(u64::MAX);
+                        if fitted > held {
+                            estimate.pool_held = Some(PoolHeld {
+                                corner,
+                                fitted_bytes: fitted,
+                                held_bytes: held,
+                            });
+                        }
+                        fitted.min(held)
+                    }
+                    None => fitted,
+                };
+                allocated.saturating_add(over).max(rounded)
             };
             estimate.allocated_bytes = Some(allocated);
             estimate.reserved_bytes = Some(reserved.max(allocated));
         }
         Ok(estimate)
+    }
+
+    /// At a point `at` beyond the grid: the grid's corner below it, and what the pool
+    /// reserves there beyond the allocated peak (`r`'s prediction) over that peak (the
+    /// peak plus `a`'s alignment, unless `a` is flagged), as a fraction. `None` within
+    /// the grid ([`PoolHeld`]).
+    fn pool_share_at_corner(
+        &self,
+        at: &Point,
+        a: &Fit,
+        r: &Fit,
+        grid: &Grid,
+    ) -> Result<Option<(Point, u64, u64)>, AxesError> {
+        let Some(corner) = corner_below(&self.axes, at) else {
+            return Ok(None);
+        };
+        let over_peak = if a.flag(grid).is_some() {
+            0
+        } else {
+            a.predict(&corner)?.bytes
+        };
+        let allocated = self.peak_at(&corner)?.saturating_add(over_peak);
+        let reserved_over = r.predict(&corner)?.bytes;
+        Ok(Some((corner, reserved_over, allocated)))
     }
 
     /// The predicted peak at `at` (a point of the sweep's axes), as [`Sweep::estimate`]

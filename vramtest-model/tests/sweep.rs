@@ -980,3 +980,64 @@ fn a_figure_that_falls_beyond_the_grid_is_flagged_there() {
     let inside = sweep.estimate(&point(2, 16, 3), 2 << 20).unwrap();
     assert!(inside.falls.is_empty());
 }
+
+/// What the pool reserves beyond the allocated peak is its rounding and cache, no sum
+/// of tensors: a fit of it whose products of axes outgrow the allocation far outside
+/// the grid is held at the share of the allocated peak it reserves at the grid's
+/// corner below the point, and flagged there; within the grid it is the fit's.
+#[test]
+fn the_pools_reservation_is_held_at_the_grids_share_far_outside_it() {
+    let model = Model::of(64);
+    let grid = grid();
+    // A reservation that grows as batch²·seq² while the peak grows as batch·seq²·layers:
+    // exact on the grid, and far out it would reserve many times the allocation.
+    let over = |b: u64, s: u64| 3 * b * b * s * s;
+    let runs: Vec<GridRun> = grid
+        .points()
+        .iter()
+        .map(|p| {
+            let (b, s) = (p["batch"], p["seq"]);
+            let mut run = model.run(b, s, p["layers"]);
+            let allocated = run.peak_bytes + 512;
+            run.pool = Some(PoolPeaks {
+                allocated_bytes: allocated,
+                reserved_bytes: allocated + over(b, s),
+            });
+            run
+        })
+        .collect();
+    let sweep = Sweep::fit(&grid, &runs).unwrap();
+    let granule = 2 << 20;
+
+    // Within the grid: the fit's own prediction.
+    let inside = sweep.estimate(&point(2, 16, 2), granule).unwrap();
+    let allocated = inside.allocated_bytes.unwrap();
+    assert_eq!(allocated, model.run(2, 16, 2).peak_bytes + 512);
+    let reserved = (allocated + over(2, 16)).max(allocated.div_ceil(granule) * granule);
+    assert_eq!(inside.reserved_bytes, Some(reserved));
+    assert!(inside.pool_held.is_none());
+    assert!(
+        !inside
+            .flagged
+            .iter()
+            .any(|f| f == "reserved over allocated")
+    );
+
+    // Far out: the corner's share of the allocated peak, computed here from the model.
+    let at = point(64, 512, 4);
+    let e = sweep.estimate(&at, granule).unwrap();
+    let allocated = e.allocated_bytes.unwrap();
+    assert_eq!(allocated, model.run(64, 512, 4).peak_bytes + 512);
+    let corner_allocated = model.run(2, 24, 3).peak_bytes + 512;
+    let held = (u128::from(allocated) * u128::from(over(2, 24)))
+        .div_ceil(u128::from(corner_allocated)) as u64;
+    // Batch has two values, so the fit is linear in it (b² = 3b − 2 on {1, 2}).
+    let fitted = 9 * 64 * 512 * 512 - 6 * 512 * 512;
+    assert!(fitted > held, "the fit would reserve more than the share");
+    let rounded = allocated.div_ceil(granule) * granule;
+    assert_eq!(e.reserved_bytes, Some((allocated + held).max(rounded)));
+    let h = e.pool_held.as_ref().expect("held at the corner's share");
+    assert_eq!(h.corner, point(2, 24, 3));
+    assert_eq!((h.fitted_bytes, h.held_bytes), (fitted, held));
+    assert!(e.flagged.iter().any(|f| f == "reserved over allocated"));
+}

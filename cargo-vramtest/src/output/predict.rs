@@ -325,6 +325,7 @@ fn fits_section(a: &Answer) -> String {
         .flagged
         .iter()
         .filter(|f| !e.falls.contains_key(*f))
+        .filter(|f| !(e.pool_held.is_some() && f.as_str() == vramtest_model::sweep::RESERVED))
         .partition(|f| !e.interpolated.contains_key(*f));
     for (figure, f) in &e.falls {
         let _ = writeln!(
@@ -333,6 +334,16 @@ fn fits_section(a: &Answer) -> String {
             HumanBytes(f.bytes),
             HumanBytes(f.corner_bytes),
             vramtest_model::sweep::show_point(&f.corner)
+        );
+    }
+    if let Some(h) = &e.pool_held {
+        let _ = writeln!(
+            out,
+            "  flagged (the pool's rounding and cache beyond the allocated peak: its fit predicts {} here, a larger share of the allocated peak than at the grid's corner {}; held at that share, {}: not to be trusted): {}",
+            HumanBytes(h.fitted_bytes),
+            vramtest_model::sweep::show_point(&h.corner),
+            HumanBytes(h.held_bytes),
+            vramtest_model::sweep::RESERVED
         );
     }
     if !missed.is_empty() {
@@ -505,6 +516,11 @@ pub fn json(test: &str, a: &Answer) -> Value {
             .map(|(f, i)| (f.clone(), json!(i.axes)))
             .collect::<Map<String, Value>>(),
         "falls": falls_json(e),
+        "pool_held": e.pool_held.as_ref().map_or(Value::Null, |h| json!({
+            "corner": h.corner,
+            "fitted_bytes": h.fitted_bytes,
+            "held_bytes": h.held_bytes,
+        })),
     });
     if let Some((axis, _)) = &a.solved {
         out["solve"] = json!(axis);
@@ -587,6 +603,7 @@ mod tests {
             flagged: flagged.iter().map(|f| (*f).to_owned()).collect(),
             interpolated: BTreeMap::new(),
             falls: BTreeMap::new(),
+            pool_held: None,
         }
     }
 
