@@ -12,6 +12,8 @@ use std::process::Command;
 /// lines) are symbolized as in a user's build; a smaller debug-info level would not
 /// be: it changes which frames are told apart.
 pub fn settings(cmd: &mut Command) -> &mut Command {
+    // Set, it would override RUSTFLAGS, and the builds would part ways.
+    cmd.env_remove("CARGO_ENCODED_RUSTFLAGS");
     if cfg!(target_os = "linux") {
         cmd.env(
             "RUSTFLAGS",

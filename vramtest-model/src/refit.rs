@@ -32,8 +32,9 @@ pub struct Without {
     pub level: u64,
     /// The fit with it: its worst leave-one-out error, in parts per million.
     pub with_ppm: u64,
-    /// The fit without it, at the level's own points: its worst relative error, in
-    /// parts per million. Absent from snapshots written before it existed.
+    /// The fit without it, at the level's own points: its worst relative miss, in parts
+    /// per million. Absent from snapshots written before
+    /// it existed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub level_miss_ppm: u64,
 }
@@ -42,16 +43,23 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The worst relative error of `fit` at `points`, in parts per million (rounded up); 0
-/// for none. A point whose prediction fails counts as missed entirely.
-fn worst_miss_ppm(fit: &Fit, points: &[&(Point, u64)]) -> u64 {
+/// How badly `refit` misses the points at the level it was fitted without: the
+/// worst relative miss, in parts per million (rounded up); 0 for none. A point
+/// measured at or near 0 is judged against 2% of the level's largest value, so a byte
+/// of rounding is no regime. A point whose prediction fails counts as missed entirely.
+/// (Not the refit's residue: a regime's step at the smallest level is as small as the
+/// bookkeeping the residue bounds, and would hide behind it.)
+fn level_miss_ppm(refit: &Fit, points: &[&(Point, u64)]) -> u64 {
+    let largest = points.iter().map(|(_, m)| *m).max().unwrap_or(0);
+    let floor = u128::from(largest) * u128::from(FLAG_PPM) / 1_000_000;
     points
         .iter()
         .map(|(p, measured)| {
-            let predicted = fit.predict(p).map(|f| f.bytes).unwrap_or(0);
-            let off = u128::from(predicted.abs_diff(*measured)) * 1_000_000;
-            let of = u128::from((*measured).max(1));
-            u64::try_from(off.div_ceil(of)).unwrap_or(u64::MAX)
+            let predicted = refit.predict(p).map(|f| f.bytes).unwrap_or(0);
+            let diff = predicted.abs_diff(*measured);
+            let of = u128::from(*measured).max(floor).max(1);
+            let ppm = (u128::from(diff) * 1_000_000).div_ceil(of);
+            u64::try_from(ppm).unwrap_or(u64::MAX)
         })
         .max()
         .unwrap_or(0)
@@ -60,8 +68,9 @@ fn worst_miss_ppm(fit: &Fit, points: &[&(Point, u64)]) -> u64 {
 /// For each figure of `figures` whose series (in `series`) holds an axial point off
 /// `grid` along an axis of three values or more: the fit without that axis's smallest
 /// level, when it misses no held-out point by over 2%, and the figure's fit was flagged
-/// as a miss or the fit without the level misses the level's own points by over 2% (the
-/// first such axis in the grid's order). Those fits replace the figures'; the levels
+/// as a miss or the fit without the level misses the level's own points by over 2%
+/// (the first such axis in the grid's order). The other axes' axial points, at the
+/// level, are left out with it. Those fits replace the figures'; the levels
 /// left out are returned by figure.
 pub fn without_smallest_levels(
     grid: &Grid,
@@ -98,11 +107,15 @@ pub fn without_smallest_levels(
             if refit.flag(&reduced).is_some() {
                 continue;
             }
+            // The level's points: the grid's, and the other axes' axial points, which
+            // lie at the level too and reach far along their own axes, where a step
+            // of the level has grown with them (GQA's missing copies of keys and
+            // values, times 24 layers).
             let at_level: Vec<&(Point, u64)> = points
                 .iter()
                 .filter(|(p, _)| p[&axis.name] == level)
                 .collect();
-            let level_miss_ppm = worst_miss_ppm(&refit, &at_level);
+            let level_miss_ppm = level_miss_ppm(&refit, &at_level);
             if !fit.flagged() && level_miss_ppm <= FLAG_PPM {
                 continue;
             }

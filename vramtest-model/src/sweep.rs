@@ -602,14 +602,21 @@ impl Sweep {
                         let held = u128::from(allocated) * u128::from(num);
                         let held = u64::try_from(held.div_ceil(u128::from(den.max(1))))
                             .unwrap_or(u64::MAX);
-                        if fitted > held {
+                        // As for a figure that falls: beyond 2% of the share, or the
+                        // fit's residue, whichever is larger.
+                        let slack = (u128::from(held) * u128::from(crate::axes::FLAG_PPM)
+                            / 1_000_000)
+                            .max(u128::from(r.residue_bytes));
+                        if u128::from(fitted) > u128::from(held) + slack {
                             estimate.pool_held = Some(PoolHeld {
                                 corner,
                                 fitted_bytes: fitted,
                                 held_bytes: held,
                             });
+                            held
+                        } else {
+                            fitted
                         }
-                        fitted.min(held)
                     }
                     None => fitted,
                 };
@@ -621,10 +628,11 @@ impl Sweep {
         Ok(estimate)
     }
 
-    /// At a point `at` beyond the grid: the grid's corner below it, and what the pool
-    /// reserves there beyond the allocated peak (`r`'s prediction) over that peak (the
-    /// peak plus `a`'s alignment, unless `a` is flagged), as a fraction. `None` within
-    /// the grid ([`PoolHeld`]).
+    /// At a point `at` beyond the grid: the grid's corner nearest it (each axis brought
+    /// into the grid's range: back to its largest value from beyond, up to its smallest
+    /// from below), and what the pool reserves there beyond the allocated peak (`r`'s
+    /// prediction) over that peak (the peak plus `a`'s alignment, unless `a` is
+    /// flagged), as a fraction. `None` within the grid's range ([`PoolHeld`]).
     fn pool_share_at_corner(
         &self,
         at: &Point,
@@ -632,9 +640,17 @@ impl Sweep {
         r: &Fit,
         grid: &Grid,
     ) -> Result<Option<(Point, u64, u64)>, AxesError> {
-        let Some(corner) = corner_below(&self.axes, at) else {
+        if corner_below(&self.axes, at).is_none() {
             return Ok(None);
-        };
+        }
+        let corner: Point = (at.iter())
+            .map(|(k, &v)| {
+                let values = self.axes.get(k);
+                let lo = values.and_then(|vs| vs.iter().copied().min()).unwrap_or(v);
+                let hi = values.and_then(|vs| vs.iter().copied().max()).unwrap_or(v);
+                (k.clone(), v.clamp(lo, hi))
+            })
+            .collect();
         let over_peak = if a.flag(grid).is_some() {
             0
         } else {

@@ -516,11 +516,7 @@ pub fn json(test: &str, a: &Answer) -> Value {
             .map(|(f, i)| (f.clone(), json!(i.axes)))
             .collect::<Map<String, Value>>(),
         "falls": falls_json(e),
-        "pool_held": e.pool_held.as_ref().map_or(Value::Null, |h| json!({
-            "corner": h.corner,
-            "fitted_bytes": h.fitted_bytes,
-            "held_bytes": h.held_bytes,
-        })),
+        "pool_held": pool_held_json(e),
     });
     if let Some((axis, _)) = &a.solved {
         out["solve"] = json!(axis);
@@ -562,6 +558,14 @@ pub fn json(test: &str, a: &Answer) -> Value {
         });
     }
     out
+}
+
+/// What the pool's reservation beyond the allocated peak was held at here, if it was:
+/// the grid's corner whose share held it, the fit's prediction and the held one.
+fn pool_held_json(e: &Estimate) -> Value {
+    e.pool_held.as_ref().map_or(Value::Null, |h| {
+        json!({ "corner": h.corner, "fitted_bytes": h.fitted_bytes, "held_bytes": h.held_bytes })
+    })
 }
 
 /// The figures predicted lower here than at the grid's corner below: each one's

@@ -225,19 +225,26 @@ pub(super) fn without_notes(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> V
             }
             let (axis, level) = (&w.axis, w.level);
             let pct = |ppm: u64| ppm as f64 / 10_000.0;
-            // A fit flagged with the level says so; one that bent through the step
-            // missed nothing held out, and the fit without the level misses its points.
-            let why = if w.level_miss_ppm > vramtest_model::axes::FLAG_PPM {
-                format!(
-                    "the fit without it misses {axis}={level} by {:.2}%, and no held-out point by over 2%",
-                    pct(w.level_miss_ppm)
-                )
-            } else {
-                format!(
-                    "the fit misses a held-out point by {:.2}% with it, within 2% without",
+            // What shows the level is a regime: the fit's held-out miss with it, the
+            // fit without it missing the level's own points, or both.
+            let flag = vramtest_model::axes::FLAG_PPM;
+            let mut why = Vec::new();
+            if w.with_ppm > flag {
+                why.push(format!(
+                    "the fit misses a held-out point by {:.2}% with it",
                     pct(w.with_ppm)
-                )
-            };
+                ));
+            }
+            if w.level_miss_ppm > flag {
+                why.push(format!(
+                    "the fit without it misses {axis}={level} by {:.2}%",
+                    pct(w.level_miss_ppm)
+                ));
+            }
+            let why = format!(
+                "{}, and no held-out point by over 2% without it",
+                why.join("; ")
+            );
             notes.push(format!(
                 "{}: `{figure}` fitted without {axis}={level}: {axis}={level} behaves unlike the other levels and the target's axial point ({why}); its predictions rest on {axis} above {level}",
                 label(name, &variant),
@@ -341,17 +348,17 @@ mod tests {
         let sweep = sweep_without(&[("activations", 2, 0, 41_000), ("temporaries", 2, 52_000, 0)]);
         let notes = without_notes("t", &sweep, None);
         assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(
-            notes[0].starts_with("t: `activations` fitted without heads=2: heads=2 behaves unlike the other levels and the target's axial point (the fit without it misses heads=2 by 4.10%, and no held-out point by over 2%); its predictions rest on heads above 2"),
-            "{}",
-            notes[0]
+        assert_eq!(
+            notes[0],
+            "t: `activations` fitted without heads=2: heads=2 behaves unlike the other levels and the target's axial point (the fit without it misses heads=2 by 4.10%, and no held-out point by over 2% without it); its predictions rest on heads above 2",
         );
-        assert!(
-            notes[1]
-                .contains("(the fit misses a held-out point by 5.20% with it, within 2% without)"),
-            "{}",
-            notes[1]
-        );
+        let said = "(the fit misses a held-out point by 5.20% with it, and no held-out point by over 2% without it)";
+        assert!(notes[1].contains(said), "{}", notes[1]);
+        // Both: both said.
+        let both = sweep_without(&[("activations", 2, 38_609, 29_030)]);
+        let note = &without_notes("t", &both, None)[0];
+        let said = "(the fit misses a held-out point by 3.86% with it; the fit without it misses heads=2 by 2.90%, and";
+        assert!(note.contains(said), "{note}");
         // A snapshot that records the same refit: nothing new to say.
         assert!(without_notes("t", &sweep, Some(&sweep)).is_empty());
         let other = sweep_without(&[("activations", 2, 0, 30_000)]);
