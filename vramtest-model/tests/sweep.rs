@@ -84,11 +84,22 @@ impl Model {
     }
 
     fn sweep(&self) -> Sweep {
+        self.sweep_with(|_, _, _, _| {})
+    }
+
+    /// The sweep of [`grid`] whose every run, at batch, seq and layers, is first
+    /// changed by `edit`.
+    fn sweep_with(&self, edit: impl Fn(&mut GridRun, u64, u64, u64)) -> Sweep {
         let grid = grid();
         let runs: Vec<GridRun> = grid
             .points()
             .iter()
-            .map(|p| self.run(p["batch"], p["seq"], p["layers"]))
+            .map(|p| {
+                let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
+                let mut run = self.run(b, s, l);
+                edit(&mut run, b, s, l);
+                run
+            })
             .collect();
         Sweep::fit(&grid, &runs).unwrap()
     }
@@ -360,18 +371,10 @@ fn a_new_term_shows_both_formulas() {
     let at = point(8, 4096, 32);
     let mut old = Model::of(64).sweep();
     old.target = Some(old.target_at(&at, 2 << 20).unwrap());
-    let grid = grid();
     // Activations now also grow with batch·seq² (a kept attention matrix).
-    let runs: Vec<GridRun> = grid
-        .points()
-        .iter()
-        .map(|p| {
-            let mut r = Model::of(64).run(p["batch"], p["seq"], p["layers"]);
-            r.category_peaks[Category::Activations] += 4 * p["batch"] * p["seq"] * p["seq"];
-            r
-        })
-        .collect();
-    let mut new = Sweep::fit(&grid, &runs).unwrap();
+    let mut new = Model::of(64).sweep_with(|r, b, s, _| {
+        r.category_peaks[Category::Activations] += 4 * b * s * s;
+    });
     new.target = Some(new.target_at(&at, 2 << 20).unwrap());
     let check = compare_target(Some(&old), &new, |_| Limit::DEFAULT, None);
     let act = activations_finding(&check);
@@ -473,22 +476,13 @@ fn temporaries_are_predicted_phase_by_phase() {
     // the maximum of the two is no polynomial.
     let forward = |b: u64, s: u64| 16 * b * s * s;
     let backward = |b: u64, s: u64, l: u64| 256 * b * s * l;
-    let grid = grid();
-    let runs: Vec<GridRun> = grid
-        .points()
-        .iter()
-        .map(|p| {
-            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
-            let mut r = Model::of(64).run(b, s, l);
-            r.phase_temporaries = BTreeMap::from([
-                (Phase::Forward, forward(b, s)),
-                (Phase::Backward, backward(b, s, l)),
-            ]);
-            r.category_peaks[Category::Temporaries] = forward(b, s).max(backward(b, s, l));
-            r
-        })
-        .collect();
-    let sweep = Sweep::fit(&grid, &runs).unwrap();
+    let sweep = Model::of(64).sweep_with(|r, b, s, l| {
+        r.phase_temporaries = BTreeMap::from([
+            (Phase::Forward, forward(b, s)),
+            (Phase::Backward, backward(b, s, l)),
+        ]);
+        r.category_peaks[Category::Temporaries] = forward(b, s).max(backward(b, s, l));
+    });
     for (b, s, l) in [(8, 4096, 32), (8, 64, 32), (3, 30, 5)] {
         let e = sweep.estimate(&point(b, s, l), 2 << 20).unwrap();
         assert_eq!(
@@ -951,19 +945,9 @@ fn a_figure_that_falls_beyond_the_grid_is_flagged_there() {
     // Inputs that shrink with seq² on the grid (50,000 B less 40 B × seq², plus
     // 8 B × batch·seq): fitted exactly, unflagged on the grid, and negative far out.
     let inputs = |b: u64, s: u64| 8 * b * s + 50_000 - 40 * s * s;
-    let model = Model::of(64);
-    let grid = grid();
-    let runs: Vec<GridRun> = grid
-        .points()
-        .iter()
-        .map(|p| {
-            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
-            let mut run = model.run(b, s, l);
-            run.category_peaks[Category::Inputs] = inputs(b, s);
-            run
-        })
-        .collect();
-    let sweep = Sweep::fit(&grid, &runs).unwrap();
+    let sweep = Model::of(64).sweep_with(|run, b, s, _| {
+        run.category_peaks[Category::Inputs] = inputs(b, s);
+    });
     assert!(
         !sweep.figures["inputs"].flagged(),
         "{:?}",
@@ -988,25 +972,16 @@ fn a_figure_that_falls_beyond_the_grid_is_flagged_there() {
 #[test]
 fn the_pools_reservation_is_held_at_the_grids_share_far_outside_it() {
     let model = Model::of(64);
-    let grid = grid();
     // A reservation that grows as batch²·seq² while the peak grows as batch·seq²·layers:
     // exact on the grid, and far out it would reserve many times the allocation.
     let over = |b: u64, s: u64| 3 * b * b * s * s;
-    let runs: Vec<GridRun> = grid
-        .points()
-        .iter()
-        .map(|p| {
-            let (b, s) = (p["batch"], p["seq"]);
-            let mut run = model.run(b, s, p["layers"]);
-            let allocated = run.peak_bytes + 512;
-            run.pool = Some(PoolPeaks {
-                allocated_bytes: allocated,
-                reserved_bytes: allocated + over(b, s),
-            });
-            run
-        })
-        .collect();
-    let sweep = Sweep::fit(&grid, &runs).unwrap();
+    let sweep = model.sweep_with(|run, b, s, _| {
+        let allocated = run.peak_bytes + 512;
+        run.pool = Some(PoolPeaks {
+            allocated_bytes: allocated,
+            reserved_bytes: allocated + over(b, s),
+        });
+    });
     let granule = 2 << 20;
 
     // Within the grid: the fit's own prediction.
