@@ -381,18 +381,23 @@ fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
     let budget = 600 * 1024;
     let config = format!("{{\"axial_budget\": {budget}}}");
     let fresh = copy_fixture("vec-model");
+    let here = ("CARGO_MANIFEST_DIR", fresh.to_str().unwrap());
     let r = run(
         &fresh,
         &exe,
         &one,
-        &[("VRAMTEST_UPDATE", "always"), ("VRAMTEST_CONFIG", &config)],
+        &[
+            ("VRAMTEST_UPDATE", "always"),
+            ("VRAMTEST_CONFIG", &config),
+            here,
+        ],
     );
     let sweep = body(&r).sweep().cloned().unwrap();
     let seq = (sweep.axial.iter()).find(|a| a.axis == "seq").unwrap();
     assert!(seq.held_back());
     let s = seq.at["seq"];
     assert!(
-        peak(1, s, 1) <= budget && peak(1, s + 1, 1) > budget,
+        s % 4 == 0 && peak(1, s, 1) <= budget && peak(1, s + 4, 1) > budget,
         "seq {s}"
     );
     let note = (r.report("transformer_like").notes.iter())
@@ -400,11 +405,61 @@ fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
         .cloned();
     assert!(note.is_some_and(|n| n.contains("over the axial budget of 600.00 KiB")));
 
-    // Without a budget (the default), none is measured; nor with `"0"`.
+    // Without a budget (the default), the points' predicted peaks share 10% of the
+    // grid's measured ones: computed here from the model's own formulas. A copy of its
+    // own, named as cargo names it (its snapshots are not the first copy's).
     let fresh = copy_fixture("vec-model");
-    let r = run(&fresh, &exe, &one, &[("VRAMTEST_UPDATE", "always")]);
-    assert!(body(&r).sweep().unwrap().axial.is_empty(), "{}", r.text());
+    let here = ("CARGO_MANIFEST_DIR", fresh.to_str().unwrap());
+    let r = run(&fresh, &exe, &one, &[("VRAMTEST_UPDATE", "always"), here]);
+    let sweep = body(&r).sweep().cloned().unwrap();
+    let mut grid = 0;
+    for (b, s, l) in product3(&[1, 2], &[4, 8, 12], &[1, 2, 3]) {
+        grid += peak(b, s, l);
+    }
+    let share = grid / 100 * 10;
+    let at = |a: &vramtest_model::axial::AxialPoint| (a.at["batch"], a.at["seq"], a.at["layers"]);
+    let used: u64 = sweep
+        .axial
+        .iter()
+        .map(|a| {
+            let (b, s, l) = at(a);
+            peak(b, s, l)
+        })
+        .sum();
+    assert!(used <= share, "{used} over {share}: {:?}", sweep.axial);
+    // batch and seq beyond the grid, each held back toward its target; seq to a
+    // multiple of the grid's step (seq = [4, 8, 12]: 4). (`layers` one step beyond
+    // the grid is over its share: none.) The unit tests of `axial::choose_shared`
+    // check how the share is split.
+    let points: Vec<_> = sweep.axial.iter().map(at).collect();
+    let [(b, 4, 1), (1, s, 1)] = points[..] else {
+        panic!("{points:?}")
+    };
+    assert!(b > 2 && b < 8, "batch {b}");
+    assert!(s > 12 && s < 512 && s % 4 == 0, "seq {s}");
+    let notes = &r.report("transformer_like").notes;
+    let held = format!("axial point seq={s} (the target's seq=512");
+    let note = notes
+        .iter()
+        .find(|n| n.contains(&held))
+        .unwrap_or_else(|| panic!("{notes:#?}"));
+    assert!(
+        note.contains("of the default axial budget (10% of the grid's measured peaks"),
+        "{note}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("no axial point toward layers=32")),
+        "{notes:#?}"
+    );
+    // Measured again, the snapshot's points are kept, and it passes.
+    let r = run(&fresh, &exe, &one, &[here]);
+    assert_eq!(r.status("transformer_like"), Status::Passed, "{}", r.text());
+
+    // With `"0"`, none is measured.
     let fresh = copy_fixture("vec-model");
+    let here = ("CARGO_MANIFEST_DIR", fresh.to_str().unwrap());
     let r = run(
         &fresh,
         &exe,
@@ -412,9 +467,30 @@ fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
         &[
             ("VRAMTEST_UPDATE", "always"),
             ("VRAMTEST_CONFIG", "{\"axial_budget\": \"0\"}"),
+            here,
         ],
     );
     assert!(body(&r).sweep().unwrap().axial.is_empty(), "{}", r.text());
+    // That snapshot holds none (as one recorded before axial points would): under the
+    // default it keeps none, passes, and the run says what recording it anew measures.
+    let r = run(&fresh, &exe, &one, &[here]);
+    assert_eq!(r.status("transformer_like"), Status::Passed, "{}", r.text());
+    let notes = &r.report("transformer_like").notes;
+    let said = "transformer_like: the snapshot records no axial points (it predates them), and the default budget keeps a snapshot's points so that its verdict is judged at the same ones: record the snapshot anew, or set `axial_budget`, to measure the 2 this grid would (batch=";
+    assert!(notes.iter().any(|n| n.starts_with(said)), "{notes:#?}");
+}
+
+/// Every `(a, b, c)` of the three lists.
+fn product3(a: &[u64], b: &[u64], c: &[u64]) -> Vec<(u64, u64, u64)> {
+    let mut all = Vec::new();
+    for &x in a {
+        for &y in b {
+            for &z in c {
+                all.push((x, y, z));
+            }
+        }
+    }
+    all
 }
 
 #[test]

@@ -33,7 +33,9 @@ use syn::{
 /// - `budget = "22GiB"`: the peak must stay under this, whatever the snapshot says;
 /// - `axial_budget = "8GiB"` (with `target`): the most each axial point (the target's
 ///   value of one axis, every other axis at its smallest) may be predicted to need;
-///   without it (or with `"0"`, or the metadata's `axial_budget`) none is measured;
+///   `"0"` measures none; without it (nor the metadata's `axial_budget`) the points'
+///   predicted peaks share 10% of the grid's measured peaks, each at most half the
+///   machine's memory;
 /// - `devices = "cpu"` or `"cpu, cuda"`: where the test can run (default: both);
 /// - `batch = [64, 128, 256]`: a batch sweep (two or more sizes): the test runs once per
 ///   size, `t.batch()` says which, and every category is fitted as fixed plus

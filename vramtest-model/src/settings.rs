@@ -11,7 +11,7 @@
 //! iterations = 3
 //! device = "cpu"            # cpu | cuda | auto
 //! budget = "22GiB"          # hard ceiling on the peak
-//! axial_budget = "8GiB"     # the most a sweep's axial point may need (unset: none)
+//! axial_budget = "8GiB"     # the most a sweep's axial point may need (unset: 10% of the grid's peaks shared; "0": none)
 //! cuda_context = "512MiB"   # device memory a GPU run adds besides the pool's
 //! cublas_workspace = "32MiB"
 //! tolerance = "+2% | 1MiB"  # the peak and every category but untracked
@@ -232,7 +232,8 @@ pub struct Settings {
     /// Hard ceiling on the peak, in bytes.
     pub budget: Option<u64>,
     /// The most a sweep's axial point ([`crate::axial`]) may be predicted to need, in
-    /// bytes; 0 (or unset) measures none.
+    /// bytes; 0 measures none; unset, the points share
+    /// [`crate::axial::DEFAULT_SHARE_PERCENT`] of the grid's measured peaks.
     pub axial_budget: Option<u64>,
     /// What a GPU needs besides the measured tensors (CUDA context, libraries), taken
     /// off each memory size before `cargo vramtest show` says what batch fits.

@@ -8,7 +8,6 @@ use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::time::Duration;
 use vramtest_model::HumanBytes;
-#[cfg(test)]
 use vramtest_model::axes::Point;
 use vramtest_model::axial::{self, AxialChoice, AxialPoint, AxialSkip};
 use vramtest_model::levers::LeverVariant;
@@ -22,16 +21,40 @@ const MISS_PPM: u64 = vramtest_model::axes::FLAG_PPM;
 /// Below this share of the point's peak (1%), a category's miss is not said.
 const SMALL_SHARE: u64 = 100;
 
-/// The most an axial point of `def` may be predicted to need: its attribute's
-/// `axial_budget`, else the metadata's, else 0: none measured. Off by default: on
-/// `fixtures/candle-transformer` the points cost 38% (`decoder`) and 114% (`levers`)
-/// of the grid's CPU time, over the 15% a default may cost (the guide's "Axial
-/// points" says so).
-pub(super) fn budget(def: &TestDef, settings: &Settings) -> u64 {
-    def.options
-        .axial_budget
-        .or(settings.axial_budget)
-        .unwrap_or(0)
+/// The most an axial point of `def` may be predicted to need, when set: its
+/// attribute's `axial_budget`, else the metadata's (`0`: none measured). Unset, the
+/// default shares [`axial::DEFAULT_SHARE_PERCENT`] of the grid's measured peaks among
+/// the points ([`plan`]).
+pub(super) fn budget(def: &TestDef, settings: &Settings) -> Option<u64> {
+    def.options.axial_budget.or(settings.axial_budget)
+}
+
+/// The most one axial point may need under the default budget: half the memory of
+/// the machine that measures it (the CPU's; a GPU's own is not known before its
+/// run), or no bound where it cannot be read.
+fn machine_share() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| mem_total(&m));
+    total.map_or(u64::MAX, |b| b / 2)
+}
+
+/// `MemTotal` of a `/proc/meminfo`, in bytes.
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut words = line.split_whitespace().skip(1);
+    let kib: u64 = words.next()?.parse().ok()?;
+    (words.next() == Some("kB")).then_some(kib.checked_mul(1024)?)
+}
+
+/// How a plan's budget was set, for its notes.
+#[derive(Clone, Copy)]
+pub(super) enum Budget {
+    /// `axial_budget`, each point alone.
+    Set,
+    /// Unset: the points share this much of the grid's measured peaks (each axis's
+    /// share in its choice), each at most `each` (the machine's memory).
+    Shared { total: u64, each: u64 },
 }
 
 /// One axial point to measure: its run, its combination of levels, and the choice.
@@ -42,38 +65,64 @@ pub(super) struct Planned {
 }
 
 /// The axial points of every combination of levels of `sweep` (a grid's fit) that
-/// predicts a target, within `budget`; the snapshot's sweep `old` pins the points it
+/// predicts a target, within `budget` (`None`: the default, shared from each
+/// combination's measured grid `runs`); the snapshot's sweep `old` pins the points it
 /// recorded ([`axial::choose`]). With the notes on the axes the budget held back or
 /// left out.
 pub(super) fn plan(
     name: &str,
     def: &TestDef,
     sweep: &Sweep,
-    budget: u64,
+    budget: Option<u64>,
+    runs: &[(Vec<(String, String)>, GridRun)],
     old: Option<&Sweep>,
 ) -> (Vec<Planned>, Vec<String>) {
     let mut planned = Vec::new();
     let mut notes = Vec::new();
-    if budget == 0 {
+    if budget == Some(0) {
         return (planned, notes);
     }
     for (variant, fitted) in sweep.combinations() {
         let Some(target) = &fitted.target else {
             continue;
         };
-        let recorded = old
-            .and_then(|o| o.variant(&variant))
-            .map_or(&[][..], |o| &o.axial[..]);
-        let plan = axial::choose(&fitted.axes, &target.at, budget, recorded, |p| {
-            fitted.peak_at(p).ok()
-        });
+        let before = old.and_then(|o| o.variant(&variant));
+        let recorded = before.map_or(&[][..], |o| &o.axial[..]);
+        // The snapshot's points, where it holds this grid and target.
+        let kept = before
+            .filter(|o| {
+                o.axes == fitted.axes && o.target.as_ref().map(|t| &t.at) == Some(&target.at)
+            })
+            .map(|o| &o.axial[..]);
+        let peak_at = |p: &Point| fitted.peak_at(p).ok();
+        let (plan, how) = match budget {
+            Some(b) => {
+                let plan = axial::choose(&fitted.axes, &target.at, b, recorded, peak_at);
+                (plan, Budget::Set)
+            }
+            None => {
+                let grid: u64 = (runs.iter())
+                    .filter(|(levels, _)| of_variant(levels, &variant))
+                    .map(|(_, run)| run.peak_bytes)
+                    .sum();
+                let total = grid / 100 * axial::DEFAULT_SHARE_PERCENT;
+                let each = machine_share();
+                let at = &target.at;
+                let plan = axial::choose_shared(&fitted.axes, at, total, each, kept, peak_at);
+                if kept.is_some_and(<[_]>::is_empty) {
+                    let fresh = axial::choose_shared(&fitted.axes, at, total, each, None, peak_at);
+                    notes.extend(none_kept_note(&label(name, &variant), &fresh));
+                }
+                (plan, Budget::Shared { total, each })
+            }
+        };
         let label = label(name, &variant);
         for c in &plan.points {
             if let Some(full) = c.held_back_from {
-                notes.push(held_back_note(&label, c, full, budget));
+                notes.push(held_back_note(&label, c, full, how));
             }
         }
-        notes.extend(plan.skipped.iter().map(|s| skipped_note(&label, s, budget)));
+        notes.extend(plan.skipped.iter().map(|s| skipped_note(&label, s, how)));
         let levels = in_attribute_order(def, &variant);
         planned.extend(plan.points.into_iter().map(|choice| {
             let axes = def
@@ -92,27 +141,70 @@ pub(super) fn plan(
     (planned, notes)
 }
 
-fn held_back_note(label: &str, c: &AxialChoice, full: u64, budget: u64) -> String {
+/// A note when the default keeps a snapshot's none though `fresh` (the points it
+/// would choose anew) has some.
+fn none_kept_note(label: &str, fresh: &axial::AxialPlan) -> Option<String> {
+    let axes: Vec<String> = (fresh.points.iter())
+        .map(|c| format!("{}={}", c.axis, c.at[&c.axis]))
+        .collect();
+    (!axes.is_empty()).then(|| {
+        format!(
+            "{label}: the snapshot records no axial points (it predates them), and the default budget keeps a snapshot's points so that its verdict is judged at the same ones: record the snapshot anew, or set `axial_budget`, to measure the {} this grid would ({})",
+            axes.len(),
+            axes.join(", ")
+        )
+    })
+}
+
+/// Whether a run's `levels` are the combination `variant`.
+fn of_variant(levels: &[(String, String)], variant: &LeverVariant) -> bool {
+    levels.len() == variant.len() && levels.iter().all(|(k, l)| variant.get(k) == Some(l))
+}
+
+/// The budget a point was chosen within, as a note says it (`None`: the snapshot's).
+fn budget_words(budget: Option<u64>, how: Budget) -> String {
+    let Some(budget) = budget else {
+        return "the default axial budget when the snapshot was recorded; `axial_budget` sets it, and a snapshot recorded anew chooses again".to_owned();
+    };
+    match how {
+        Budget::Set => format!(
+            "the axial budget of {}; `axial_budget` sets it",
+            HumanBytes(budget)
+        ),
+        Budget::Shared { each, .. } if budget == each => format!(
+            "the default axial budget's bound on one point, {}: half this machine's memory; `axial_budget` sets it",
+            HumanBytes(budget)
+        ),
+        Budget::Shared { total, .. } => format!(
+            "its share, {}, of the default axial budget ({}% of the grid's measured peaks, {}); `axial_budget` sets it",
+            HumanBytes(budget),
+            axial::DEFAULT_SHARE_PERCENT,
+            HumanBytes(total)
+        ),
+    }
+}
+
+fn held_back_note(label: &str, c: &AxialChoice, full: u64, how: Budget) -> String {
     format!(
-        "{label}: axial point {}={} (the target's {}={} is predicted to need {}, over the axial budget of {}; `axial_budget` sets it)",
+        "{label}: axial point {}={} (the target's {}={} is predicted to need {}, over {})",
         c.axis,
         c.at[&c.axis],
         c.axis,
         c.target,
         HumanBytes(full),
-        HumanBytes(budget)
+        budget_words(c.budget, how)
     )
 }
 
-fn skipped_note(label: &str, s: &AxialSkip, budget: u64) -> String {
+fn skipped_note(label: &str, s: &AxialSkip, how: Budget) -> String {
     let need = s.predicted.map_or("cannot be predicted".to_owned(), |b| {
         format!("is predicted to need {}", HumanBytes(b))
     });
     format!(
-        "{label}: no axial point toward {}={}: one step beyond the grid {need}, over the axial budget of {} (`axial_budget` sets it)",
+        "{label}: no axial point toward {}={}: one step beyond the grid {need}, over {}",
         s.axis,
         s.target,
-        HumanBytes(budget)
+        budget_words(s.budget, how)
     )
 }
 
@@ -303,8 +395,9 @@ mod tests {
             target: 4096,
             at: point(&[("batch", 1), ("seq", 1400)]),
             held_back_from: Some(30 << 30),
+            budget: Some(6 << 30),
         };
-        let note = held_back_note("t", &c, 30 << 30, 6 << 30);
+        let note = held_back_note("t", &c, 30 << 30, Budget::Set);
         assert_eq!(
             note,
             "t: axial point seq=1400 (the target's seq=4096 is predicted to need 30.00 GiB, over the axial budget of 6.00 GiB; `axial_budget` sets it)"
@@ -313,8 +406,9 @@ mod tests {
             axis: "seq".to_owned(),
             target: 4096,
             predicted: None,
+            budget: Some(1),
         };
-        assert!(skipped_note("t", &s, 1).contains("cannot be predicted"));
+        assert!(skipped_note("t", &s, Budget::Set).contains("cannot be predicted"));
     }
 
     fn sweep_without(without: &[(&str, u64, u64, u64)]) -> Sweep {
@@ -363,5 +457,42 @@ mod tests {
         assert!(without_notes("t", &sweep, Some(&sweep)).is_empty());
         let other = sweep_without(&[("activations", 2, 0, 30_000)]);
         assert_eq!(without_notes("t", &sweep, Some(&other)).len(), 2);
+    }
+
+    #[test]
+    fn the_machines_memory_is_read_from_meminfo() {
+        let meminfo = "MemFree:  100 kB\nMemTotal:       24576000 kB\nSwapTotal: 0 kB\n";
+        assert_eq!(mem_total(meminfo), Some(24_576_000 * 1024));
+        assert_eq!(mem_total("MemTotal: 12 MB\n"), None);
+        assert_eq!(mem_total("MemFree: 12 kB\n"), None);
+    }
+
+    #[test]
+    fn a_point_held_back_by_the_default_says_which_bound_held_it() {
+        let c = AxialChoice {
+            axis: "seq".to_owned(),
+            target: 4096,
+            at: point(&[("batch", 1), ("seq", 1400)]),
+            held_back_from: Some(30 << 30),
+            budget: Some(1 << 30),
+        };
+        let shared = Budget::Shared {
+            total: 4 << 30,
+            each: 12 << 30,
+        };
+        let note = held_back_note("t", &c, 30 << 30, shared);
+        assert_eq!(
+            note,
+            "t: axial point seq=1400 (the target's seq=4096 is predicted to need 30.00 GiB, over its share, 1.00 GiB, of the default axial budget (10% of the grid's measured peaks, 4.00 GiB); `axial_budget` sets it)"
+        );
+        let bound = Budget::Shared {
+            total: 40 << 30,
+            each: 1 << 30,
+        };
+        let note = held_back_note("t", &c, 30 << 30, bound);
+        assert!(
+            note.contains("bound on one point, 1.00 GiB: half this machine's memory"),
+            "{note}"
+        );
     }
 }

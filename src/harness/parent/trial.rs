@@ -332,7 +332,7 @@ impl RunContext {
         };
         let budget = axial::budget(def, &self.settings);
         let old = self.old_sweep(name);
-        let (planned, said) = axial::plan(name, def, &sweep, budget, old.as_ref());
+        let (planned, said) = axial::plan(name, def, &sweep, budget, runs, old.as_ref());
         notes.extend(said);
         if planned.is_empty() {
             return Ok((sweep, std::time::Duration::ZERO));
