@@ -476,8 +476,20 @@ fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
     let r = run(&fresh, &exe, &one, &[here]);
     assert_eq!(r.status("transformer_like"), Status::Passed, "{}", r.text());
     let notes = &r.report("transformer_like").notes;
-    let said = "transformer_like: the snapshot records no axial points (it predates them), and the default budget keeps a snapshot's points so that its verdict is judged at the same ones: record the snapshot anew, or set `axial_budget`, to measure the 2 this grid would (batch=";
+    let said = "transformer_like: the snapshot records no axial points (recorded before them, with `axial_budget = \"0\"`, or with every axis over its budget), and the default budget keeps a snapshot's points so that its verdict is judged at the same ones: record it anew (`VRAMTEST_UPDATE=always`), or set `axial_budget`, to measure the 2 this grid would (batch=";
     assert!(notes.iter().any(|n| n.starts_with(said)), "{notes:#?}");
+    // Recorded anew, the default chooses them: the two the note named.
+    let r = run(&fresh, &exe, &one, &[("VRAMTEST_UPDATE", "always"), here]);
+    let sweep = body(&r).sweep().cloned().unwrap();
+    let named: Vec<String> = (sweep.axial.iter())
+        .map(|a| format!("{}={}", a.axis, a.at[&a.axis]))
+        .collect();
+    let note = notes.iter().find(|n| n.starts_with(said)).unwrap();
+    assert!(
+        note.ends_with(&format!("({})", named.join(", "))),
+        "{named:?}: {note}"
+    );
+    assert_eq!(named.len(), 2, "{named:?}");
 }
 
 /// Every `(a, b, c)` of the three lists.

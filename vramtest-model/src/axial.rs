@@ -72,8 +72,11 @@ pub struct AxialSkip {
     pub axis: String,
     /// The target's value of it.
     pub target: u64,
-    /// The predicted peak at the first value beyond the grid toward the target (over
-    /// the budget), or `None` when the sweep could not predict it.
+    /// The value whose point was over the budget: the first beyond the grid toward
+    /// the target (one step of the grid's values), or the target where it is nearer.
+    pub value: u64,
+    /// The predicted peak of that point, or `None` when the sweep could not predict
+    /// it.
     pub predicted: Option<u64>,
     /// The budget it was over; `None` where the snapshot records no point for the
     /// axis, under the default budget ([`choose_shared`]).
@@ -85,8 +88,8 @@ pub struct AxialSkip {
 pub struct AxialPlan {
     /// The points to measure, in the axes' order.
     pub points: Vec<AxialChoice>,
-    /// The axes beyond the grid whose every value toward the target is over the
-    /// budget.
+    /// The axes with no point: every value toward the target over the budget, or
+    /// (under the default, [`choose_shared`]) none recorded in the snapshot.
     pub skipped: Vec<AxialSkip>,
 }
 
@@ -200,14 +203,12 @@ fn as_recorded(
     for &(axis, goal) in wanted {
         let kept = recorded.iter().any(|r| r.axis == axis && r.target == goal);
         if !kept {
+            let value = goal.min(largest(axes, axis) + step(axes, axis));
             plan.skipped.push(AxialSkip {
                 axis: axis.to_owned(),
                 target: goal,
-                predicted: peak_at(&along(
-                    axes,
-                    axis,
-                    goal.min(largest(axes, axis) + step(axes, axis)),
-                )),
+                value,
+                predicted: peak_at(&along(axes, axis, value)),
                 budget: None,
             });
             continue;
@@ -303,7 +304,8 @@ fn choose_axis(
         return Err(AxialSkip {
             axis: axis.to_owned(),
             target: goal,
-            predicted: peak_at(&along(axes, axis, first)),
+            value: goal.min(first),
+            predicted: peak_at(&along(axes, axis, goal.min(first))),
             budget: Some(budget),
         });
     }
@@ -519,9 +521,9 @@ mod tests {
         let peak = |p: &Point| Some(p["hidden"] * p["hidden"]);
         let target = point(&[("hidden", 256)]);
         let plan = choose(&axes, &target, 200 * 200, &[], peak);
-        // 200 itself is within, and a multiple of 8; 195 would be the unstepped 1-wide
-        // answer below 197².
+        // 200 itself is within, and a multiple of 8.
         assert_eq!(plan.points[0].at["hidden"], 200);
+        // Under 199², one value at a time would give 198; in steps of 8, 192.
         let plan = choose(&axes, &target, 199 * 199, &[], peak);
         assert_eq!(plan.points[0].at["hidden"], 192);
         // Not even one step (40) within: none.

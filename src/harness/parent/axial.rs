@@ -21,22 +21,32 @@ const MISS_PPM: u64 = vramtest_model::axes::FLAG_PPM;
 /// Below this share of the point's peak (1%), a category's miss is not said.
 const SMALL_SHARE: u64 = 100;
 
-/// The most an axial point of `def` may be predicted to need, when set: its
-/// attribute's `axial_budget`, else the metadata's (`0`: none measured). Unset, the
-/// default shares [`axial::DEFAULT_SHARE_PERCENT`] of the grid's measured peaks among
-/// the points ([`plan`]).
-pub(super) fn budget(def: &TestDef, settings: &Settings) -> Option<u64> {
-    def.options.axial_budget.or(settings.axial_budget)
+/// What bounds a sweep's axial points ([`bounds`]).
+pub(super) struct Bounds {
+    /// The attribute's `axial_budget`, else the metadata's (`0`: none measured); unset,
+    /// the default shares [`axial::DEFAULT_SHARE_PERCENT`] of the grid's measured
+    /// peaks among the points ([`plan`]).
+    pub(super) budget: Option<u64>,
+    /// The most one point may need under the default: half the host's memory (where
+    /// Linux says it), and within the test's `budget` when one is set.
+    pub(super) each: u64,
+    /// Whether this run records anew (`VRAMTEST_UPDATE=always`): the default then
+    /// chooses its points again rather than keep the snapshot's.
+    pub(super) anew: bool,
 }
 
-/// The most one axial point may need under the default budget: half the memory of
-/// the machine that measures it (the CPU's; a GPU's own is not known before its
-/// run), or no bound where it cannot be read.
-fn machine_share() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo")
+/// The [`Bounds`] of `def`'s axial points; `anew` when the run records anew.
+pub(super) fn bounds(def: &TestDef, settings: &Settings, anew: bool) -> Bounds {
+    let host = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|m| mem_total(&m));
-    total.map_or(u64::MAX, |b| b / 2)
+        .and_then(|m| mem_total(&m))
+        .map_or(u64::MAX, |b| b / 2);
+    let ceiling = def.options.budget.or(settings.budget).unwrap_or(u64::MAX);
+    Bounds {
+        budget: def.options.axial_budget.or(settings.axial_budget),
+        each: host.min(ceiling),
+        anew,
+    }
 }
 
 /// `MemTotal` of a `/proc/meminfo`, in bytes.
@@ -53,7 +63,7 @@ pub(super) enum Budget {
     /// `axial_budget`, each point alone.
     Set,
     /// Unset: the points share this much of the grid's measured peaks (each axis's
-    /// share in its choice), each at most `each` (the machine's memory).
+    /// share in its choice), each at most `each` ([`Bounds::each`]).
     Shared { total: u64, each: u64 },
 }
 
@@ -65,21 +75,21 @@ pub(super) struct Planned {
 }
 
 /// The axial points of every combination of levels of `sweep` (a grid's fit) that
-/// predicts a target, within `budget` (`None`: the default, shared from each
-/// combination's measured grid `runs`); the snapshot's sweep `old` pins the points it
-/// recorded ([`axial::choose`]). With the notes on the axes the budget held back or
-/// left out.
+/// predicts a target, within `bounds` (its budget `None`: the default, shared from
+/// each combination's measured grid `runs`); the snapshot's sweep `old` pins the
+/// points it recorded ([`axial::choose`], [`axial::choose_shared`]). With the notes on
+/// the axes the budget held back or left out.
 pub(super) fn plan(
     name: &str,
     def: &TestDef,
     sweep: &Sweep,
-    budget: Option<u64>,
+    bounds: &Bounds,
     runs: &[(Vec<(String, String)>, GridRun)],
     old: Option<&Sweep>,
 ) -> (Vec<Planned>, Vec<String>) {
     let mut planned = Vec::new();
     let mut notes = Vec::new();
-    if budget == Some(0) {
+    if bounds.budget == Some(0) {
         return (planned, notes);
     }
     for (variant, fitted) in sweep.combinations() {
@@ -88,14 +98,17 @@ pub(super) fn plan(
         };
         let before = old.and_then(|o| o.variant(&variant));
         let recorded = before.map_or(&[][..], |o| &o.axial[..]);
-        // The snapshot's points, where it holds this grid and target.
+        // The snapshot's points, where it holds this grid and target and the run does
+        // not record anew.
         let kept = before
             .filter(|o| {
-                o.axes == fitted.axes && o.target.as_ref().map(|t| &t.at) == Some(&target.at)
+                !bounds.anew
+                    && o.axes == fitted.axes
+                    && o.target.as_ref().map(|t| &t.at) == Some(&target.at)
             })
             .map(|o| &o.axial[..]);
         let peak_at = |p: &Point| fitted.peak_at(p).ok();
-        let (plan, how) = match budget {
+        let (plan, how) = match bounds.budget {
             Some(b) => {
                 let plan = axial::choose(&fitted.axes, &target.at, b, recorded, peak_at);
                 (plan, Budget::Set)
@@ -106,7 +119,7 @@ pub(super) fn plan(
                     .map(|(_, run)| run.peak_bytes)
                     .sum();
                 let total = grid / 100 * axial::DEFAULT_SHARE_PERCENT;
-                let each = machine_share();
+                let each = bounds.each;
                 let at = &target.at;
                 let plan = axial::choose_shared(&fitted.axes, at, total, each, kept, peak_at);
                 if kept.is_some_and(<[_]>::is_empty) {
@@ -149,7 +162,7 @@ fn none_kept_note(label: &str, fresh: &axial::AxialPlan) -> Option<String> {
         .collect();
     (!axes.is_empty()).then(|| {
         format!(
-            "{label}: the snapshot records no axial points (it predates them), and the default budget keeps a snapshot's points so that its verdict is judged at the same ones: record the snapshot anew, or set `axial_budget`, to measure the {} this grid would ({})",
+            "{label}: the snapshot records no axial points (recorded before them, with `axial_budget = \"0\"`, or with every axis over its budget), and the default budget keeps a snapshot's points so that its verdict is judged at the same ones: record it anew (`VRAMTEST_UPDATE=always`), or set `axial_budget`, to measure the {} this grid would ({})",
             axes.len(),
             axes.join(", ")
         )
@@ -164,7 +177,7 @@ fn of_variant(levels: &[(String, String)], variant: &LeverVariant) -> bool {
 /// The budget a point was chosen within, as a note says it (`None`: the snapshot's).
 fn budget_words(budget: Option<u64>, how: Budget) -> String {
     let Some(budget) = budget else {
-        return "the default axial budget when the snapshot was recorded; `axial_budget` sets it, and a snapshot recorded anew chooses again".to_owned();
+        return "the budget the snapshot was recorded with, whose points the default keeps; `VRAMTEST_UPDATE=always` chooses anew, and `axial_budget` sets a budget".to_owned();
     };
     match how {
         Budget::Set => format!(
@@ -172,7 +185,7 @@ fn budget_words(budget: Option<u64>, how: Budget) -> String {
             HumanBytes(budget)
         ),
         Budget::Shared { each, .. } if budget == each => format!(
-            "the default axial budget's bound on one point, {}: half this machine's memory; `axial_budget` sets it",
+            "the default axial budget's bound on one point, {}: half this machine's memory, or the test's `budget`; `axial_budget` sets it",
             HumanBytes(budget)
         ),
         Budget::Shared { total, .. } => format!(
@@ -197,13 +210,26 @@ fn held_back_note(label: &str, c: &AxialChoice, full: u64, how: Budget) -> Strin
 }
 
 fn skipped_note(label: &str, s: &AxialSkip, how: Budget) -> String {
+    if s.budget.is_none() {
+        return format!(
+            "{label}: no axial point toward {}={}: the snapshot records none for this axis, and the default budget keeps a snapshot's points as recorded; `VRAMTEST_UPDATE=always` chooses anew, and `axial_budget` sets a budget",
+            s.axis, s.target
+        );
+    }
     let need = s.predicted.map_or("cannot be predicted".to_owned(), |b| {
         format!("is predicted to need {}", HumanBytes(b))
     });
+    let which = if s.value == s.target {
+        "the target's own point"
+    } else {
+        "one step beyond the grid"
+    };
     format!(
-        "{label}: no axial point toward {}={}: one step beyond the grid {need}, over {}",
+        "{label}: no axial point toward {}={}: {which}, {}={}, {need}, over {}",
         s.axis,
         s.target,
+        s.axis,
+        s.value,
         budget_words(s.budget, how)
     )
 }
@@ -405,6 +431,7 @@ mod tests {
         let s = AxialSkip {
             axis: "seq".to_owned(),
             target: 4096,
+            value: 4096,
             predicted: None,
             budget: Some(1),
         };

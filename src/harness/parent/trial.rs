@@ -330,9 +330,10 @@ impl RunContext {
             message: format!("{name}: {e}"),
             output: None,
         };
-        let budget = axial::budget(def, &self.settings);
+        let anew = self.mode.update == Update::Always;
+        let bounds = axial::bounds(def, &self.settings, anew);
         let old = self.old_sweep(name);
-        let (planned, said) = axial::plan(name, def, &sweep, budget, runs, old.as_ref());
+        let (planned, said) = axial::plan(name, def, &sweep, &bounds, runs, old.as_ref());
         notes.extend(said);
         if planned.is_empty() {
             return Ok((sweep, std::time::Duration::ZERO));
