@@ -490,6 +490,38 @@ fn the_targets_values_are_measured_one_axis_at_a_time_and_fitted_in() {
         "{named:?}: {note}"
     );
     assert_eq!(named.len(), 2, "{named:?}");
+
+    // A point the model cannot take (a sequence over 12 panics) is left out and said;
+    // the test passes on the grid and the batch point.
+    let fresh = copy_fixture("vec-model");
+    let here = ("CARGO_MANIFEST_DIR", fresh.to_str().unwrap());
+    let at_most = ("VEC_MODEL_SEQ_AT_MOST", "12");
+    let r = run(
+        &fresh,
+        &exe,
+        &one,
+        &[("VRAMTEST_UPDATE", "always"), here, at_most],
+    );
+    assert_eq!(r.status("transformer_like"), Status::New, "{}", r.text());
+    let sweep = body(&r).sweep().cloned().unwrap();
+    let axes: Vec<&str> = sweep.axial.iter().map(|a| a.axis.as_str()).collect();
+    assert_eq!(axes, ["batch"], "{}", r.text());
+    let notes = &r.report("transformer_like").notes;
+    let failed = notes
+        .iter()
+        .find(|n| n.contains(" left out: "))
+        .unwrap_or_else(|| panic!("{notes:#?}"));
+    assert!(
+        failed.starts_with("transformer_like: axial point seq=")
+            && failed.contains("failed: panicked: sequence")
+            && failed.contains("is longer than this model takes (12)"),
+        "{failed}"
+    );
+    // The grid's fits stand: the target is predicted exactly, as without the point.
+    let target = sweep.target.as_ref().unwrap();
+    for (c, bytes) in expected(8, 512, 32, false) {
+        assert_eq!(target.category_bytes[&c], bytes, "{c} at the target");
+    }
 }
 
 /// Every `(a, b, c)` of the three lists.

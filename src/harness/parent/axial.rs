@@ -234,6 +234,19 @@ fn skipped_note(label: &str, s: &AxialSkip, how: Budget) -> String {
     )
 }
 
+/// A note for an axial point whose run failed with `message` (the harness's line: the
+/// point and what ended it), left out of the fits.
+pub(super) fn failed_note(name: &str, plan: &Planned, message: &str) -> String {
+    let c = &plan.choice;
+    let first = message.lines().next().unwrap_or_default();
+    format!(
+        "{}: axial point {}={} left out: {first} (the fits rest on the grid and the other points; `axial_budget` bounds the points, `\"0\"` measures none)",
+        label(name, &plan.variant),
+        c.axis,
+        c.at[&c.axis]
+    )
+}
+
 /// What a snapshot keeps of a measured axial point.
 pub(super) fn record(choice: &AxialChoice, run: &GridRun) -> AxialPoint {
     AxialPoint {

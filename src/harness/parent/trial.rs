@@ -339,8 +339,29 @@ impl RunContext {
             return Ok((sweep, std::time::Duration::ZERO));
         }
         let total = (grid_points.len() + planned.len()) as u32;
-        let to_run = planned.iter().map(|p| p.point.clone()).collect();
-        let (measured, _) = self.measure_points(name, def, device, to_run, total)?;
+        // Each point on its own: one that fails (a size the model cannot take, memory
+        // it cannot get) is left out and said; the grid's verdict stands.
+        let outcomes = vramtest_model::parallel::map(&planned, self.spawner.jobs, |p| {
+            self.measure_points(name, def, device, vec![p.point.clone()], total)
+        });
+        let mut measured = Vec::with_capacity(planned.len());
+        let mut kept = Vec::with_capacity(planned.len());
+        for (plan, outcome) in planned.into_iter().zip(outcomes) {
+            match outcome {
+                Ok((points, _)) => {
+                    measured.extend(points);
+                    kept.push(plan);
+                }
+                Err(Unmeasured::Failed { message, .. }) => {
+                    notes.push(axial::failed_note(name, &plan, &message));
+                }
+                Err(skipped) => return Err(skipped),
+            }
+        }
+        let planned = kept;
+        if planned.is_empty() {
+            return Ok((sweep, std::time::Duration::ZERO));
+        }
         let axial_runs: Vec<_> = measured.iter().map(run_of).collect();
         runs.extend(axial_runs.iter().cloned());
         let fitting = std::time::Instant::now();
