@@ -203,7 +203,7 @@ fn as_recorded(
     for &(axis, goal) in wanted {
         let kept = recorded.iter().any(|r| r.axis == axis && r.target == goal);
         if !kept {
-            let value = goal.min(largest(axes, axis) + step(axes, axis));
+            let value = goal.min(first_beyond(axes, axis));
             plan.skipped.push(AxialSkip {
                 axis: axis.to_owned(),
                 target: goal,
@@ -228,18 +228,12 @@ fn as_recorded(
 /// The greatest common divisor of `axis`'s grid values: the step a value held back
 /// keeps to.
 fn step(axes: &BTreeMap<String, Vec<u64>>, axis: &str) -> u64 {
-    let gcd = |mut a: u64, mut b: u64| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
-    axes[axis].iter().copied().fold(0, gcd).max(1)
+    axes[axis].iter().copied().fold(0, num_integer::gcd).max(1)
 }
 
-/// The largest grid value of `axis`.
-fn largest(axes: &BTreeMap<String, Vec<u64>>, axis: &str) -> u64 {
-    axes[axis].iter().copied().max().unwrap_or(1)
+/// The first value of `axis` beyond its grid: one [`step`] past its largest value.
+fn first_beyond(axes: &BTreeMap<String, Vec<u64>>, axis: &str) -> u64 {
+    axes[axis].iter().copied().max().unwrap_or(1) + step(axes, axis)
 }
 
 /// The axes of `axes` whose `target` value is not one of their grid values, with it.
@@ -294,18 +288,18 @@ fn choose_axis(
     if fits(&full) {
         return Ok(choice(full, None));
     }
-    let largest = largest(axes, axis);
     // A value held back is a multiple of the grid's values' common step, as each of
     // them is: a model that takes only multiples of its heads takes it too.
     let step = step(axes, axis);
     // Toward a target below the grid the peak only falls: nothing to hold back.
-    let first = largest + step;
+    let first = first_beyond(axes, axis);
     if goal < first || !fits(&along(axes, axis, first)) {
+        let value = goal.min(first);
         return Err(AxialSkip {
             axis: axis.to_owned(),
             target: goal,
-            value: goal.min(first),
-            predicted: peak_at(&along(axes, axis, goal.min(first))),
+            value,
+            predicted: peak_at(&along(axes, axis, value)),
             budget: Some(budget),
         });
     }

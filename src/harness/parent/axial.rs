@@ -3,7 +3,7 @@
 //! of them: the points the budget held back, what they cost, and where the grid alone
 //! mispredicted them.
 
-use super::grid::{combination_label as label, in_attribute_order};
+use super::grid::{combination_label as label, in_attribute_order, is_of};
 use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
 use std::time::Duration;
@@ -115,7 +115,7 @@ pub(super) fn plan(
             }
             None => {
                 let grid: u64 = (runs.iter())
-                    .filter(|(levels, _)| of_variant(levels, &variant))
+                    .filter(|(levels, _)| is_of(levels, &variant))
                     .map(|(_, run)| run.peak_bytes)
                     .sum();
                 let total = grid / 100 * axial::DEFAULT_SHARE_PERCENT;
@@ -167,11 +167,6 @@ fn none_kept_note(label: &str, fresh: &axial::AxialPlan) -> Option<String> {
             axes.join(", ")
         )
     })
-}
-
-/// Whether a run's `levels` are the combination `variant`.
-fn of_variant(levels: &[(String, String)], variant: &LeverVariant) -> bool {
-    levels.len() == variant.len() && levels.iter().all(|(k, l)| variant.get(k) == Some(l))
 }
 
 /// The budget a point was chosen within, as a note says it (`None`: the snapshot's).

@@ -220,15 +220,18 @@ pub(super) fn fit(
 /// its step took, in microseconds, when measured.
 pub(super) type PointTime = (Vec<(String, String)>, Option<u64>);
 
+/// Whether a point's `levels` (as [`fit`] reads them) are the combination `variant`.
+pub(super) fn is_of(levels: &[(String, String)], variant: &LeverVariant) -> bool {
+    levels.len() == variant.len() && levels.iter().all(|(k, l)| variant.get(k) == Some(l))
+}
+
 /// Sets each combination of levels' CPU time ratio on `sweep`'s variants: the sum of
 /// its points' CPU step times over the baseline's, every combination having run the
 /// same numeric grid. `times` holds each point's levels (as [`fit`] reads them) and
 /// CPU time; a combination with a point whose time is unknown has no ratio.
 pub(super) fn set_cpu_time_ratios(sweep: &mut Sweep, times: &[PointTime]) {
     let total = |variant: &LeverVariant| -> Option<u64> {
-        let of_variant = times.iter().filter(|(levels, _)| {
-            levels.len() == variant.len() && levels.iter().all(|(k, l)| variant.get(k) == Some(l))
-        });
+        let of_variant = times.iter().filter(|(levels, _)| is_of(levels, variant));
         let mut sum = 0u64;
         let mut any = false;
         for (_, micros) in of_variant {

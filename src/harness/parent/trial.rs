@@ -335,9 +335,6 @@ impl RunContext {
         let old = self.old_sweep(name);
         let (planned, said) = axial::plan(name, def, &sweep, &bounds, runs, old.as_ref());
         notes.extend(said);
-        if planned.is_empty() {
-            return Ok((sweep, std::time::Duration::ZERO));
-        }
         let total = (grid_points.len() + planned.len()) as u32;
         // Each point on its own: one that fails (a size the model cannot take, memory
         // it cannot get) is left out and said; the grid's verdict stands.
