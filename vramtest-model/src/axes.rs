@@ -96,6 +96,7 @@
 //! - `fit.rs`: a figure's fit;
 //! - `predict.rs`: predictions and their flags, and every figure of a sweep.
 
+mod blocks;
 mod border;
 mod design;
 mod fit;
@@ -107,7 +108,8 @@ mod screen;
 mod search;
 mod solve;
 
-pub use fit::Fit;
+pub use blocks::Uncovered;
+pub use fit::{COVERED_ROUNDS, Fit, Prior};
 pub use formula::{Formula, Monomial, Term};
 pub use grid::{AxesError, Axis, FLAG_PPM, Grid, MAX_DEGREE, MAX_POINTS, Point};
 pub use predict::{FigureFits, FigurePrediction, Flag, Interpolation, PhaseMax, predict_max};

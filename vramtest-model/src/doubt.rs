@@ -114,6 +114,7 @@ mod tests {
             flagged: flagged.iter().map(|f| (*f).to_owned()).collect(),
             interpolated: BTreeMap::new(),
             falls: BTreeMap::new(),
+            negative: BTreeMap::new(),
             pool_held: None,
         }
     }

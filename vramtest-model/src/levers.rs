@@ -422,6 +422,7 @@ impl LeverFigures {
             flagged: self.flagged.clone(),
             interpolated: BTreeMap::new(),
             falls: BTreeMap::new(),
+            negative: BTreeMap::new(),
             pool_held: None,
         }
     }

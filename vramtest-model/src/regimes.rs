@@ -61,7 +61,9 @@ pub fn regimes(sweep: &Sweep, runs: &[GridRun]) -> Result<Vec<Regime>, AxesError
         let Some(points) = series.get(figure) else {
             continue;
         };
-        if let Some(mut regime) = regime_of(&grid, points)? {
+        // The pool's alignment and rounding are no sum of blocks: refitted as fitted.
+        let free = figure == crate::sweep::ALLOCATED || figure == crate::sweep::RESERVED;
+        if let Some(mut regime) = regime_of(&grid, points, free)? {
             regime.figure = figure.clone();
             regime.whole_ppm = ppm;
             found.push(regime);
@@ -71,7 +73,11 @@ pub fn regimes(sweep: &Sweep, runs: &[GridRun]) -> Result<Vec<Regime>, AxesError
 }
 
 /// The level of an axis of three values or more without which `points` fit within 2%.
-fn regime_of(grid: &Grid, points: &[(Point, u64)]) -> Result<Option<Regime>, AxesError> {
+fn regime_of(
+    grid: &Grid,
+    points: &[(Point, u64)],
+    free: bool,
+) -> Result<Option<Regime>, AxesError> {
     let mut best: Option<Regime> = None;
     for axis in grid.axes().iter().filter(|a| a.values.len() >= 3) {
         let mut values = axis.values.clone();
@@ -86,7 +92,11 @@ fn regime_of(grid: &Grid, points: &[(Point, u64)]) -> Result<Option<Regime>, Axe
                 .filter(|(p, _)| p.get(&axis.name) != Some(&level))
                 .cloned()
                 .collect();
-            let fit = Fit::new(&reduced, &kept)?;
+            let fit = if free {
+                Fit::free(&reduced, &kept)?
+            } else {
+                Fit::new(&reduced, &kept)?
+            };
             if fit.flag(&reduced).is_some() {
                 continue;
             }

@@ -337,6 +337,10 @@ pub struct Estimate {
     /// Of the flagged figures, those predicted lower here than at the grid's corner
     /// below this point ([`Falls`]): flagged here, whatever their fit's own flag.
     pub falls: BTreeMap<String, Falls>,
+    /// Of the flagged figures, those whose prediction here, beyond the grid, rests on
+    /// a negative term no positive term covers ([`Negative`]): flagged here, whatever
+    /// their fit's own flag.
+    pub negative: BTreeMap<String, Negative>,
     /// Where the fit of what the pool reserves beyond the allocated peak predicted a
     /// larger share of it than at the grid's corner below this point, and was held at
     /// that share ([`PoolHeld`]): `reserved over allocated` is flagged here.
@@ -378,6 +382,22 @@ pub struct Falls {
     pub bytes: u64,
 }
 
+/// A figure predicted beyond the grid by a fit whose negative term no positive term
+/// covers ([`crate::axes::Uncovered`]: memory is a sum of blocks of positive size, and
+/// a negative term nothing covers is a maximum of regimes or a step the fit passed
+/// through), where that term takes away more than 2% of the prediction, or than the
+/// fit's residue, whichever is larger. The largest such term is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negative {
+    /// The negative term, as a formula reads it (`-0.45 B × seq²`).
+    pub term: String,
+    /// The positive terms its monomial divides, which cover it in part (`0.26 B ×
+    /// layers·seq²`); `None` when there are none.
+    pub covers: Option<String>,
+    /// The bytes the negative term takes away at the point.
+    pub bytes: u64,
+}
+
 /// The grid's corner below `at`: each axis beyond the grid's largest value brought back
 /// to it (`None` when `at` is nowhere beyond the grid).
 fn corner_below(axes: &BTreeMap<String, Vec<u64>>, at: &Point) -> Option<Point> {
@@ -394,6 +414,28 @@ fn corner_below(axes: &BTreeMap<String, Vec<u64>>, at: &Point) -> Option<Point> 
         })
         .collect();
     beyond.then_some(corner)
+}
+
+/// Whether `fit`'s prediction at `at` rests on a negative term no positive term covers
+/// at `smallest` (each axis at the grid's smallest value), by more than 2% of the
+/// prediction or than its residue ([`Negative`]).
+fn negative(fit: &Fit, at: &Point, smallest: &Point) -> Result<Option<Negative>, AxesError> {
+    let predicted = fit.predict(at)?.bytes;
+    let slack = (u128::from(predicted) * u128::from(crate::axes::FLAG_PPM) / 1_000_000)
+        .max(u128::from(fit.residue_bytes));
+    let mut worst: Option<Negative> = None;
+    for u in fit.terms.uncovered(smallest)? {
+        let bytes = u.bytes_at(at)?.ceil().to_integer();
+        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+        if u128::from(bytes) > slack && worst.as_ref().is_none_or(|w| bytes > w.bytes) {
+            worst = Some(Negative {
+                term: u.term_in_words(),
+                covers: u.covers_in_words(),
+                bytes,
+            });
+        }
+    }
+    Ok(worst)
 }
 
 /// Whether `fit` falls from `corner` to `at`: lower there by more than 2% of the
@@ -422,7 +464,7 @@ impl Sweep {
                 points.retain(|(p, _)| grid.holds(p));
             }
         }
-        let mut fitted = FigureFits::fit(grid, &series)?;
+        let mut fitted = FigureFits::fit_with(grid, &series, &[ALLOCATED, RESERVED])?;
         let fitted_without =
             crate::refit::without_smallest_levels(grid, &series, &mut fitted.figures)?;
         Ok(Sweep {
@@ -517,6 +559,9 @@ impl Sweep {
     pub fn estimate(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
         let mut estimate = self.figures_at(at, granule)?;
         let grid = self.grid()?;
+        let smallest: Point = (grid.axes().iter())
+            .map(|a| (a.name.clone(), a.values.iter().copied().min().unwrap_or(1)))
+            .collect();
         for (name, fit) in &self.figures {
             estimate
                 .loo_error_ppm
@@ -530,15 +575,23 @@ impl Sweep {
                     estimate.interpolated.insert(name.clone(), i);
                 }
             }
-            // The pool's alignment and rounding are no sum of tensors: they may fall.
+            // The pool's alignment and rounding are no sum of tensors: they may fall,
+            // and take any sign.
             let pool = name == ALLOCATED || name == RESERVED;
-            if let (false, Some(corner)) = (pool, corner_below(&self.axes, at))
-                && let Some(f) = falls(fit, at, &corner)
-            {
+            let Some(corner) = corner_below(&self.axes, at).filter(|_| !pool) else {
+                continue;
+            };
+            if let Some(f) = falls(fit, at, &corner) {
                 if !estimate.flagged.contains(name) {
                     estimate.flagged.push(name.clone());
                 }
                 estimate.falls.insert(name.clone(), f);
+            }
+            if let Some(n) = negative(fit, at, &smallest)? {
+                if !estimate.flagged.contains(name) {
+                    estimate.flagged.push(name.clone());
+                }
+                estimate.negative.insert(name.clone(), n);
             }
         }
         if estimate.pool_held.is_some() && !estimate.flagged.iter().any(|f| f == RESERVED) {
@@ -565,6 +618,7 @@ impl Sweep {
             flagged: Vec::new(),
             interpolated: BTreeMap::new(),
             falls: BTreeMap::new(),
+            negative: BTreeMap::new(),
             pool_held: None,
         };
         for category in Category::ALL {

@@ -965,6 +965,40 @@ fn a_figure_that_falls_beyond_the_grid_is_flagged_there() {
     assert!(inside.falls.is_empty());
 }
 
+/// A prediction beyond the grid that rests on a negative term nothing covers (a block
+/// of 20,000 B less 5 B × seq², which no tensor gives: negative at every batch) by
+/// more than 2% is flagged there, with the term and what it takes away; inside the
+/// grid, and where the term takes away less, it is not.
+#[test]
+fn a_prediction_resting_on_a_negative_term_nothing_covers_is_flagged_there() {
+    let inputs = |b: u64, s: u64| 1000 * b * s + 20_000 - 5 * s * s;
+    let sweep = Model::of(64).sweep_with(|run, b, s, _| {
+        run.category_peaks[Category::Inputs] = inputs(b, s);
+    });
+    let fit = &sweep.figures["inputs"];
+    assert_eq!(
+        fit.terms.to_string(),
+        "19.53 KiB + 1000 B × batch·seq - 5 B × seq²"
+    );
+    assert!(!fit.flagged(), "{fit:?}");
+    // 4% of the prediction at seq 64: flagged, and it does not fall.
+    let at = point(8, 64, 32);
+    let e = sweep.estimate(&at, 2 << 20).unwrap();
+    assert!(e.falls.is_empty(), "{:?}", e.falls);
+    let n = &e.negative["inputs"];
+    assert_eq!(n.term, "-5 B × seq²");
+    assert_eq!(n.covers, None);
+    assert_eq!(n.bytes, 5 * 64 * 64);
+    assert_eq!(e.category_bytes[&Category::Inputs], inputs(8, 64));
+    assert!(e.flagged.contains(&"inputs".to_owned()), "{:?}", e.flagged);
+    // Inside the grid it is exact: no such flag.
+    let inside = sweep.estimate(&point(2, 16, 3), 2 << 20).unwrap();
+    assert!(inside.negative.is_empty(), "{:?}", inside.negative);
+    // At batch 64 and seq 32 the term takes away 0.25%: within 2%, not flagged.
+    let wide = sweep.estimate(&point(64, 32, 3), 2 << 20).unwrap();
+    assert!(wide.negative.is_empty(), "{:?}", wide.negative);
+}
+
 /// What the pool reserves beyond the allocated peak is its rounding and cache, no sum
 /// of tensors: a fit of it whose products of axes outgrow the allocation far outside
 /// the grid is held at the share of the allocated peak it reserves at the grid's

@@ -288,6 +288,8 @@ fn peak_error(e: &Estimate, figure: &str) -> String {
         .into_iter()
         .map(|f| match own_flag(e, f) {
             Some("interpolates") => format!("{f} interpolates"),
+            Some("falls") => format!("{f} falls"),
+            Some("negative") => format!("{f} rests on a negative term"),
             _ => format!(
                 "{f} misses by {}",
                 percent(e.loo_error_ppm.get(f).copied().unwrap_or(0))
@@ -307,6 +309,8 @@ fn peak_error(e: &Estimate, figure: &str) -> String {
 fn own_flag(e: &Estimate, figure: &str) -> Option<&'static str> {
     if e.falls.contains_key(figure) {
         Some("falls")
+    } else if e.negative.contains_key(figure) {
+        Some("negative")
     } else if e.loo_error_ppm.get(figure).copied().unwrap_or(0) > FLAG_PPM {
         Some("flagged")
     } else if e.interpolated.contains_key(figure) {
@@ -316,17 +320,10 @@ fn own_flag(e: &Estimate, figure: &str) -> Option<&'static str> {
     }
 }
 
-/// The flagged figures and what fits per memory size.
-fn fits_section(a: &Answer) -> String {
-    let e = &a.estimate;
+/// The lines of the figures flagged at this point alone: those that fall, those on a
+/// negative term nothing covers, and the pool's reservation held at the grid's share.
+fn flagged_here(e: &Estimate) -> String {
     let mut out = String::new();
-    // `interpolated` holds only the figures that miss no held-out point by over 2%.
-    let (missed, interpolated): (Vec<&String>, Vec<&String>) = e
-        .flagged
-        .iter()
-        .filter(|f| !e.falls.contains_key(*f))
-        .filter(|f| !(e.pool_held.is_some() && f.as_str() == vramtest_model::sweep::RESERVED))
-        .partition(|f| !e.interpolated.contains_key(*f));
     for (figure, f) in &e.falls {
         let _ = writeln!(
             out,
@@ -334,6 +331,18 @@ fn fits_section(a: &Answer) -> String {
             HumanBytes(f.bytes),
             HumanBytes(f.corner_bytes),
             vramtest_model::sweep::show_point(&f.corner)
+        );
+    }
+    for (figure, n) in (e.negative.iter()).filter(|(f, _)| !e.falls.contains_key(*f)) {
+        let uncovered = match &n.covers {
+            Some(covers) => format!("more than {covers} gives at the grid's smallest values"),
+            None => "and no positive term covers it".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "  flagged (negative: {} takes away {} here, {uncovered}; memory is a sum of blocks of positive size, so the fit passed through a maximum of regimes or a step: not to be trusted): {figure}",
+            n.term,
+            HumanBytes(n.bytes)
         );
     }
     if let Some(h) = &e.pool_held {
@@ -346,6 +355,21 @@ fn fits_section(a: &Answer) -> String {
             vramtest_model::sweep::RESERVED
         );
     }
+    out
+}
+
+/// The flagged figures and what fits per memory size.
+fn fits_section(a: &Answer) -> String {
+    let e = &a.estimate;
+    let mut out = String::new();
+    // `interpolated` holds only the figures that miss no held-out point by over 2%.
+    let (missed, interpolated): (Vec<&String>, Vec<&String>) = e
+        .flagged
+        .iter()
+        .filter(|f| !e.falls.contains_key(*f) && !e.negative.contains_key(*f))
+        .filter(|f| !(e.pool_held.is_some() && f.as_str() == vramtest_model::sweep::RESERVED))
+        .partition(|f| !e.interpolated.contains_key(*f));
+    out += &flagged_here(e);
     if !missed.is_empty() {
         let names: Vec<&str> = missed.iter().map(|f| f.as_str()).collect();
         let _ = writeln!(
@@ -516,6 +540,7 @@ pub fn json(test: &str, a: &Answer) -> Value {
             .map(|(f, i)| (f.clone(), json!(i.axes)))
             .collect::<Map<String, Value>>(),
         "falls": falls_json(e),
+        "negative": negative_json(e),
         "pool_held": pool_held_json(e),
     });
     if let Some((axis, _)) = &a.solved {
@@ -579,6 +604,18 @@ fn falls_json(e: &Estimate) -> Map<String, Value> {
         .collect()
 }
 
+/// The figures whose prediction here rests on a negative term nothing covers: the
+/// term, the positive terms that cover it in part (`null`: none), and the bytes the
+/// term takes away here.
+fn negative_json(e: &Estimate) -> Map<String, Value> {
+    (e.negative.iter())
+        .map(|(f, n)| {
+            let v = json!({ "term": n.term, "covers": n.covers, "bytes": n.bytes });
+            (f.clone(), v)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,6 +644,7 @@ mod tests {
             flagged: flagged.iter().map(|f| (*f).to_owned()).collect(),
             interpolated: BTreeMap::new(),
             falls: BTreeMap::new(),
+            negative: BTreeMap::new(),
             pool_held: None,
         }
     }
@@ -773,6 +811,44 @@ mod tests {
         assert!(
             row.contains("3.00% (flagged; phase backward misses by 28.00%)"),
             "{row}"
+        );
+    }
+
+    #[test]
+    fn a_prediction_on_a_negative_term_nothing_covers_says_which_and_how_much() {
+        let mut e = estimate(300, &["activations", "phase backward"]);
+        for figure in ["activations", "phase backward"] {
+            let n = vramtest_model::sweep::Negative {
+                term: "-0.45 B × seq²".into(),
+                covers: Some("0.26 B × layers·seq²".into()),
+                bytes: 117_965,
+            };
+            e.negative.insert(figure.into(), n);
+        }
+        let (text, json) = shown(e);
+        assert!(
+            text.contains("flagged (negative: -0.45 B × seq² takes away 115.20 KiB here, more than 0.26 B × layers·seq² gives at the grid's smallest values; memory is a sum of blocks of positive size, so the fit passed through a maximum of regimes or a step: not to be trusted): activations"),
+            "{text}"
+        );
+        // Said once, in its own words, not as a held-out miss.
+        assert!(
+            !text.contains("over 2%, not to be trusted): activations"),
+            "{text}"
+        );
+        assert!(
+            peak_row(&text).contains("(flagged: phase backward rests on a negative term)"),
+            "{}",
+            peak_row(&text)
+        );
+        assert_eq!(
+            json["negative"]["activations"],
+            serde_json::json!({"term": "-0.45 B × seq²", "covers": "0.26 B × layers·seq²", "bytes": 117_965})
+        );
+        assert!(
+            json["flagged"]
+                .as_array()
+                .unwrap()
+                .contains(&"activations".into())
         );
     }
 

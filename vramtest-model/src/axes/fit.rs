@@ -1,9 +1,9 @@
 //! A figure's fit: the line through two sizes, a constant, or the model the search
 //! chooses (with the counting axes' priors first), and its residue.
 
-use super::design::{Design, Scored, Screening, Shared, score};
+use super::design::{Candidate, Design, Scored, Screening, Shared, score};
 use super::formula::{Formula, Monomial, Term};
-use super::grid::{AxesError, Grid, Point};
+use super::grid::{AxesError, FLAG_PPM, Grid, Point};
 use super::priors::{linear_model, prior_candidates, prior_model, residue_of};
 use super::search::{exact, max_terms, search};
 use num_bigint::BigInt;
@@ -89,8 +89,16 @@ fn constant(series: &[(Point, u64)]) -> Option<Fit> {
 impl Fit {
     /// Fits `series` (each point of `grid` that was measured, with its bytes): see the
     /// documentation of [`crate::axes`] for the model and the search.
+    /// The figure is memory, a sum of blocks of positive size: a model whose negative
+    /// terms are covered is preferred (see [`Prior::Blocks`]).
     pub fn new(grid: &Grid, series: &[(Point, u64)]) -> Result<Fit, AxesError> {
-        Fit::with(grid, series, Screening::Float, None)
+        Fit::with(grid, series, Screening::Float, None, Prior::Blocks)
+    }
+
+    /// [`Fit::new`] for a figure that is no sum of blocks (the pool's alignment and
+    /// rounding beyond the peak): any signs ([`Prior::Free`]).
+    pub fn free(grid: &Grid, series: &[(Point, u64)]) -> Result<Fit, AxesError> {
+        Fit::with(grid, series, Screening::Float, None, Prior::Free)
     }
 
     /// [`Fit::new`], its subsets screened in floating point or all scored exactly, on
@@ -100,6 +108,7 @@ impl Fit {
         series: &[(Point, u64)],
         screening: Screening,
         shared: Option<&Shared>,
+        prior: Prior,
     ) -> Result<Fit, AxesError> {
         for (point, _) in series {
             grid.check_point(point)?;
@@ -135,37 +144,125 @@ impl Fit {
                 }
             },
         };
-        let best = match grid_model(grid, series, shared, screening)? {
-            Some(grid_only) if grid_only.worst < best.worst => grid_only,
+        let grid_only = grid_model(grid, series, shared, screening, prior)?;
+        let best = match &grid_only {
+            Some(grid_only) if grid_only.worst < best.worst => grid_only.clone(),
             _ => best,
         };
+        let best = match prior {
+            Prior::Blocks => covered_model(grid, series, shared, screening, best, grid_only)?,
+            Prior::Free => best,
+        };
         let residue_bytes = residue_of(grid, series, candidates, &best)?;
-        let mut terms: Vec<(Term, Vec<u8>)> = best
-            .subset
-            .iter()
-            .zip(best.coefficients)
-            .filter(|(_, c)| !c.is_zero())
-            .map(|(&i, coefficient)| {
-                let term = Term {
-                    coefficient,
-                    monomial: candidates[i].monomial.clone(),
-                };
-                (term, candidates[i].exponents.clone())
-            })
-            .collect();
-        terms.sort_by(|(_, a), (_, b)| {
-            let degree = |e: &[u8]| e.iter().map(|&p| u32::from(p)).sum::<u32>();
-            let constant = |e: &[u8]| degree(e) != 0;
-            (constant(a), degree(b), b).cmp(&(constant(b), degree(a), a))
-        });
         Ok(Fit {
-            terms: Formula {
-                terms: terms.into_iter().map(|(t, _)| t).collect(),
-            },
+            terms: formula_of(candidates, &best),
             loo_error_ppm: ppm(&best.worst),
             residue_bytes,
         })
     }
+}
+
+/// What a figure's fit may assume of its signs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prior {
+    /// The figure is memory, a sum of blocks of positive size: a negative term must be
+    /// a block's offset, covered by a positive term it divides ([`super::blocks`]).
+    /// When the best model holds a negative term nothing covers, the fit takes a model
+    /// without one, if one predicts every held-out point within 2% (or no worse than
+    /// the best): the grid's own model, else the search without the uncovered terms'
+    /// monomials (up to [`COVERED_ROUNDS`] times). Else the best stands, and a
+    /// prediction beyond the grid that rests on the term is flagged.
+    Blocks,
+    /// Any signs: the pool's alignment and rounding beyond the peak, no sum of blocks.
+    Free,
+}
+
+/// How many times the search is run again without the monomials of uncovered negative
+/// terms, before the best model stands.
+pub const COVERED_ROUNDS: usize = 3;
+
+/// `model`'s formula: its nonzero terms, the constant first, then by degree (highest
+/// first), then by the candidates' exponents.
+fn formula_of(candidates: &[Candidate], model: &Scored) -> Formula {
+    let mut terms: Vec<(Term, &[u8])> = (model.subset.iter())
+        .zip(&model.coefficients)
+        .filter(|(_, c)| !c.is_zero())
+        .map(|(&i, coefficient)| {
+            let term = Term {
+                coefficient: coefficient.clone(),
+                monomial: candidates[i].monomial.clone(),
+            };
+            (term, candidates[i].exponents.as_slice())
+        })
+        .collect();
+    terms.sort_by(|(_, a), (_, b)| {
+        let degree = |e: &[u8]| e.iter().map(|&p| u32::from(p)).sum::<u32>();
+        let constant = |e: &[u8]| degree(e) != 0;
+        (constant(a), degree(b), b).cmp(&(constant(b), degree(a), a))
+    });
+    Formula {
+        terms: terms.into_iter().map(|(t, _)| t).collect(),
+    }
+}
+
+/// The positions, among the candidates, of `model`'s negative terms that no positive
+/// term covers at the grid's smallest values ([`Formula::uncovered`]).
+fn uncovered_of(
+    grid: &Grid,
+    candidates: &[Candidate],
+    model: &Scored,
+) -> Result<Vec<usize>, AxesError> {
+    let smallest: Point = (grid.axes().iter())
+        .map(|a| (a.name.clone(), a.values.iter().copied().min().unwrap_or(1)))
+        .collect();
+    let uncovered = formula_of(candidates, model).uncovered(&smallest)?;
+    Ok((model.subset.iter().copied())
+        .filter(|&i| (uncovered.iter()).any(|u| u.term.monomial == candidates[i].monomial))
+        .collect())
+}
+
+/// `best`, or under [`Prior::Blocks`] a model without a negative term nothing covers
+/// (see there): `grid_only` ([`grid_model`]) first, then the search without the
+/// uncovered terms' monomials.
+fn covered_model(
+    grid: &Grid,
+    series: &[(Point, u64)],
+    shared: &Shared,
+    screening: Screening,
+    best: Scored,
+    grid_only: Option<Scored>,
+) -> Result<Scored, AxesError> {
+    let candidates = &shared.candidates;
+    let mut uncovered = uncovered_of(grid, candidates, &best)?;
+    if uncovered.is_empty() {
+        return Ok(best);
+    }
+    let limit = BigRational::new(BigInt::from(FLAG_PPM), BigInt::from(1_000_000u64));
+    let acceptable = |m: &Scored| m.worst <= limit || m.worst <= best.worst;
+    if let Some(g) = grid_only
+        && acceptable(&g)
+        && uncovered_of(grid, candidates, &g)?.is_empty()
+    {
+        return Ok(g);
+    }
+    let allowed: Vec<usize> =
+        prior_candidates(grid, candidates).unwrap_or_else(|| (0..candidates.len()).collect());
+    let mut excluded: Vec<usize> = Vec::new();
+    for _ in 0..COVERED_ROUNDS {
+        excluded.extend(uncovered);
+        let kept: Vec<usize> = (allowed.iter().copied())
+            .filter(|i| !excluded.contains(i))
+            .collect();
+        if kept.is_empty() {
+            break;
+        }
+        let model = prior_model(grid, series, shared, screening, &kept)?;
+        uncovered = uncovered_of(grid, candidates, &model)?;
+        if uncovered.is_empty() {
+            return Ok(if acceptable(&model) { model } else { best });
+        }
+    }
+    Ok(best)
 }
 
 /// With points off the grid in `series` (a target's axial points): the model fitted on
@@ -178,6 +275,7 @@ fn grid_model(
     series: &[(Point, u64)],
     shared: &Shared,
     screening: Screening,
+    prior: Prior,
 ) -> Result<Option<Scored>, AxesError> {
     let grid_series: Vec<(Point, u64)> = series
         .iter()
@@ -187,7 +285,7 @@ fn grid_model(
     if grid_series.len() == series.len() || grid_series.len() < 3 {
         return Ok(None);
     }
-    let fit = Fit::with(grid, &grid_series, screening, None)?;
+    let fit = Fit::with(grid, &grid_series, screening, None, prior)?;
     let subset: Option<Vec<usize>> = (fit.terms.terms.iter())
         .map(|t| (shared.candidates.iter()).position(|c| c.monomial == t.monomial))
         .collect();

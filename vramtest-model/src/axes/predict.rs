@@ -3,7 +3,7 @@
 //! maximum over phases.
 
 use super::design::{Screening, Shared};
-use super::fit::Fit;
+use super::fit::{Fit, Prior};
 use super::grid::{AxesError, Axis, FLAG_PPM, Grid, Point};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -193,31 +193,49 @@ impl FigureFits {
         grid: &Grid,
         series: &BTreeMap<String, Vec<(Point, u64)>>,
     ) -> Result<FigureFits, AxesError> {
-        let mut distinct: Vec<&Vec<(Point, u64)>> = Vec::new();
-        for points in series.values() {
-            if !distinct.contains(&points) {
-                distinct.push(points);
+        FigureFits::fit_with(grid, series, &[])
+    }
+
+    /// [`FigureFits::fit`], the figures named in `free` fitted with any signs
+    /// ([`Prior::Free`]: no sum of blocks), the others as memory ([`Prior::Blocks`]).
+    pub fn fit_with(
+        grid: &Grid,
+        series: &BTreeMap<String, Vec<(Point, u64)>>,
+        free: &[&str],
+    ) -> Result<FigureFits, AxesError> {
+        let prior = |figure: &str| {
+            if free.contains(&figure) {
+                Prior::Free
+            } else {
+                Prior::Blocks
+            }
+        };
+        let mut distinct: Vec<(&Vec<(Point, u64)>, Prior)> = Vec::new();
+        for (figure, points) in series {
+            let key = (points, prior(figure));
+            if !distinct.contains(&key) {
+                distinct.push(key);
             }
         }
         // Series measured at the same points (every figure of a sweep) share their
         // candidates' columns: values, `XᵀX`, the floating-point orthogonalization.
-        let shared = distinct.first().filter(|first| {
+        let shared = distinct.first().filter(|(first, _)| {
             first.len() >= 3
                 && first.iter().all(|(p, _)| grid.check_point(p).is_ok())
-                && (distinct.iter()).all(|d| {
+                && (distinct.iter()).all(|(d, _)| {
                     d.len() == first.len() && d.iter().zip(first.iter()).all(|(a, b)| a.0 == b.0)
                 })
         });
         let shared = shared.map(|_| Shared::new(grid));
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let fits = crate::parallel::map(&distinct, cores, |points| {
-            Fit::with(grid, points, Screening::Float, shared.as_ref())
+        let fits = crate::parallel::map(&distinct, cores, |(points, prior)| {
+            Fit::with(grid, points, Screening::Float, shared.as_ref(), *prior)
         });
         let mut figures = BTreeMap::new();
         for (figure, points) in series {
             let i = distinct
                 .iter()
-                .position(|d| *d == points)
+                .position(|d| *d == (points, prior(figure)))
                 .expect("every series is among the distinct ones");
             let fit = fits[i].clone().map_err(|e| AxesError::Figure {
                 figure: figure.clone(),

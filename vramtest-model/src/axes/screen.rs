@@ -614,7 +614,7 @@ fn walk<D: Exact>(
 mod tests {
     //! Screening must choose what scoring every subset exactly chooses.
     use super::super::design::Screening;
-    use super::super::{FigureFits, Fit, Grid, Point};
+    use super::super::{FigureFits, Fit, Grid, Point, Prior};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -632,8 +632,8 @@ mod tests {
                 (p, bytes)
             })
             .collect();
-        let screened = Fit::with(grid, &series, Screening::Float, None).unwrap();
-        let exact = Fit::with(grid, &series, Screening::Exact, None).unwrap();
+        let screened = Fit::with(grid, &series, Screening::Float, None, Prior::Blocks).unwrap();
+        let exact = Fit::with(grid, &series, Screening::Exact, None, Prior::Blocks).unwrap();
         assert_eq!(screened, exact, "series {series:?}");
     }
 
