@@ -385,8 +385,10 @@ pub struct Falls {
 /// A figure predicted beyond the grid by a fit whose negative term no positive term
 /// covers ([`crate::axes::Uncovered`]: memory is a sum of blocks of positive size, and
 /// a negative term nothing covers is a maximum of regimes or a step the fit passed
-/// through), where that term takes away more than 2% of the prediction, or than the
-/// fit's residue, whichever is larger. The largest such term is kept.
+/// through), where that term takes away more than 2% of what a reader reads the fit in,
+/// or than the fit's residue, whichever is larger: the prediction itself; for a phase,
+/// the peak it is a candidate of; for a phase's temporaries, the temporaries. The
+/// largest such term is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Negative {
     /// The negative term, as a formula reads it (`-0.45 B × seq²`).
@@ -417,11 +419,22 @@ fn corner_below(axes: &BTreeMap<String, Vec<u64>>, at: &Point) -> Option<Point> 
 }
 
 /// Whether `fit`'s prediction at `at` rests on a negative term no positive term covers
-/// at `smallest` (each axis at the grid's smallest value), by more than 2% of the
-/// prediction or than its residue ([`Negative`]).
-fn negative(fit: &Fit, at: &Point, smallest: &Point) -> Result<Option<Negative>, AxesError> {
-    let predicted = fit.predict(at)?.bytes;
-    let slack = (u128::from(predicted) * u128::from(crate::axes::FLAG_PPM) / 1_000_000)
+/// at `smallest` (each axis at the grid's smallest value), by more than 2% of `read`
+/// or than its residue ([`Negative`]). `read` is the figure a reader reads the fit in:
+/// its own prediction, or for a phase the peak it is a candidate of, for a phase's
+/// temporaries the temporaries (a phase far below the peak, off by a few of its own
+/// percent, cannot hold it).
+fn negative(
+    fit: &Fit,
+    at: &Point,
+    smallest: &Point,
+    read: Option<u64>,
+) -> Result<Option<Negative>, AxesError> {
+    let read = match read {
+        Some(read) => read,
+        None => fit.predict(at)?.bytes,
+    };
+    let slack = (u128::from(read) * u128::from(crate::axes::FLAG_PPM) / 1_000_000)
         .max(u128::from(fit.residue_bytes));
     let mut worst: Option<Negative> = None;
     for u in fit.terms.uncovered(smallest)? {
@@ -587,7 +600,14 @@ impl Sweep {
                 }
                 estimate.falls.insert(name.clone(), f);
             }
-            if let Some(n) = negative(fit, at, &smallest)? {
+            let read = match Figure::parse(name) {
+                Some(Figure::Phase(_)) => Some(estimate.peak_bytes),
+                Some(Figure::TemporariesIn(_)) => {
+                    estimate.category_bytes.get(&Category::Temporaries).copied()
+                }
+                _ => None,
+            };
+            if let Some(n) = negative(fit, at, &smallest, read)? {
                 if !estimate.flagged.contains(name) {
                     estimate.flagged.push(name.clone());
                 }

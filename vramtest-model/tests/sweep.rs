@@ -999,6 +999,34 @@ fn a_prediction_resting_on_a_negative_term_nothing_covers_is_flagged_there() {
     assert!(wide.negative.is_empty(), "{:?}", wide.negative);
 }
 
+/// A phase is read in the peak it is a candidate of: a negative term nothing covers
+/// that takes away 4% of a phase predicted far below the peak cannot make it the peak,
+/// and is not flagged; where it takes away over 2% of the peak, the phase is flagged,
+/// and with it the peak.
+#[test]
+fn a_phases_negative_term_is_weighed_against_the_peak() {
+    let step = |b: u64, s: u64| 1000 * b * s + 20_000 - 5 * s * s;
+    let sweep = Model::of(64).sweep_with(|run, b, s, _| {
+        run.phase_peaks.insert(Phase::OptimizerStep, step(b, s));
+    });
+    let phase = "phase optimizer_step".to_owned();
+    assert_eq!(
+        sweep.figures[&phase].terms.to_string(),
+        "19.53 KiB + 1000 B × batch·seq - 5 B × seq²"
+    );
+    // 20,480 B of its own 511,520 B, and of the forward pass's 18 MiB.
+    let far = sweep.estimate(&point(8, 64, 32), 2 << 20).unwrap();
+    assert_eq!(far.peak_phase.as_deref(), Some("forward"));
+    assert!(!far.negative.contains_key(&phase), "{:?}", far.negative);
+    assert!(far.flagged_under_peak().is_empty(), "{:?}", far.flagged);
+    // One layer, batch 1: the forward pass holds about 85 KiB, and 20,480 B of it is
+    // over 2%.
+    let small = sweep.estimate(&point(1, 64, 1), 2 << 20).unwrap();
+    assert_eq!(small.peak_phase.as_deref(), Some("forward"));
+    assert_eq!(small.negative[&phase].bytes, 5 * 64 * 64);
+    assert_eq!(small.flagged_under_peak(), [phase.as_str()]);
+}
+
 /// What the pool reserves beyond the allocated peak is its rounding and cache, no sum
 /// of tensors: a fit of it whose products of axes outgrow the allocation far outside
 /// the grid is held at the share of the allocated peak it reserves at the grid's
