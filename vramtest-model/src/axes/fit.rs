@@ -171,7 +171,8 @@ pub enum Prior {
     /// without one, if one predicts every held-out point within 2% (or no worse than
     /// the best): the grid's own model, else the search without the uncovered terms'
     /// monomials (up to [`COVERED_ROUNDS`] times). Else the best stands, and a
-    /// prediction beyond the grid that rests on the term is flagged.
+    /// prediction beyond the grid that rests on the term is flagged. A best model that
+    /// misses by over 2% beyond any bookkeeping residue stands as it is: it is flagged.
     Blocks,
     /// Any signs: the pool's alignment and rounding beyond the peak, no sum of blocks.
     Free,
@@ -238,6 +239,12 @@ fn covered_model(
         return Ok(best);
     }
     let limit = BigRational::new(BigInt::from(FLAG_PPM), BigInt::from(1_000_000u64));
+    // A best model that misses by over 2% (no bookkeeping residue) is flagged as it
+    // is: a model without the term that misses as much is no more to be trusted, and
+    // the searches again would cost a figure that is no polynomial three times its fit.
+    if best.worst > limit && residue_of(grid, series, candidates, &best)? == 0 {
+        return Ok(best);
+    }
     let acceptable = |m: &Scored| m.worst <= limit || m.worst <= best.worst;
     if let Some(g) = grid_only
         && acceptable(&g)
