@@ -49,8 +49,13 @@ impl fmt::Display for Regime {
 
 /// For every figure of `sweep` that misses a held-out point by over 2%, the level of
 /// an axis without which it fits within 2%, if one does (the smallest level tried
-/// before the largest, the best fit kept). `runs` are the points `sweep` was fitted on.
-pub fn regimes(sweep: &Sweep, runs: &[GridRun]) -> Result<Vec<Regime>, AxesError> {
+/// before the largest, the best fit kept), of the figures `wanted` keeps. `runs` are
+/// the points `sweep` was fitted on.
+pub fn regimes(
+    sweep: &Sweep,
+    runs: &[GridRun],
+    wanted: impl Fn(&str, &Fit) -> bool,
+) -> Result<Vec<Regime>, AxesError> {
     let grid = sweep.grid()?;
     let series = series_of(runs);
     let mut found = Vec::new();
@@ -58,6 +63,11 @@ pub fn regimes(sweep: &Sweep, runs: &[GridRun]) -> Result<Vec<Regime>, AxesError
         let Some(Flag::Missed { ppm }) = fit.flag(&grid) else {
             continue;
         };
+        // Each figure costs a refit per end level of each axis of three values or
+        // more: only those a reader will be told of.
+        if !wanted(figure, fit) {
+            continue;
+        }
         let Some(points) = series.get(figure) else {
             continue;
         };
@@ -73,46 +83,57 @@ pub fn regimes(sweep: &Sweep, runs: &[GridRun]) -> Result<Vec<Regime>, AxesError
 }
 
 /// The level of an axis of three values or more without which `points` fit within 2%.
+/// The refits (the smallest and the largest level of each such axis) run on every core:
+/// each is a whole fit, and a sweep's flagged figure needs up to eight.
 fn regime_of(
     grid: &Grid,
     points: &[(Point, u64)],
     free: bool,
 ) -> Result<Option<Regime>, AxesError> {
-    let mut best: Option<Regime> = None;
+    let mut tries: Vec<(&str, u64, Vec<u64>)> = Vec::new();
     for axis in grid.axes().iter().filter(|a| a.values.len() >= 3) {
         let mut values = axis.values.clone();
         values.sort_unstable();
         for level in [values[0], values[values.len() - 1]] {
             let others: Vec<u64> = values.iter().copied().filter(|&v| v != level).collect();
-            let mut axes: BTreeMap<String, Vec<u64>> = grid.to_map();
-            axes.insert(axis.name.clone(), others.clone());
-            let reduced = Grid::from_map(&axes)?;
-            let kept: Vec<(Point, u64)> = points
-                .iter()
-                .filter(|(p, _)| p.get(&axis.name) != Some(&level))
-                .cloned()
-                .collect();
-            let fit = if free {
-                Fit::free(&reduced, &kept)?
-            } else {
-                Fit::new(&reduced, &kept)?
-            };
-            if fit.flag(&reduced).is_some() {
-                continue;
-            }
-            if best
-                .as_ref()
-                .is_none_or(|b| fit.loo_error_ppm < b.loo_error_ppm)
-            {
-                best = Some(Regime {
-                    figure: String::new(),
-                    axis: axis.name.clone(),
-                    level,
-                    others,
-                    loo_error_ppm: fit.loo_error_ppm,
-                    whole_ppm: 0,
-                });
-            }
+            tries.push((axis.name.as_str(), level, others));
+        }
+    }
+    let refit = |(axis, level, others): &(&str, u64, Vec<u64>)| -> Result<Option<u64>, AxesError> {
+        let mut axes: BTreeMap<String, Vec<u64>> = grid.to_map();
+        axes.insert((*axis).to_owned(), others.clone());
+        let reduced = Grid::from_map(&axes)?;
+        let kept: Vec<(Point, u64)> = points
+            .iter()
+            .filter(|(p, _)| p.get(*axis) != Some(level))
+            .cloned()
+            .collect();
+        let fit = if free {
+            Fit::free(&reduced, &kept)?
+        } else {
+            Fit::new(&reduced, &kept)?
+        };
+        Ok(fit.flag(&reduced).is_none().then_some(fit.loo_error_ppm))
+    };
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let refits = crate::parallel::map(&tries, cores, refit);
+    let mut best: Option<Regime> = None;
+    for ((axis, level, others), refit) in tries.into_iter().zip(refits) {
+        let Some(loo_error_ppm) = refit? else {
+            continue;
+        };
+        if best
+            .as_ref()
+            .is_none_or(|b| loo_error_ppm < b.loo_error_ppm)
+        {
+            best = Some(Regime {
+                figure: String::new(),
+                axis: axis.to_owned(),
+                level,
+                others,
+                loo_error_ppm,
+                whole_ppm: 0,
+            });
         }
     }
     Ok(best)

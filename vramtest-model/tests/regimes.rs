@@ -44,7 +44,7 @@ fn the_level_of_another_regime_is_named() {
         "{:?}",
         sweep.figures["activations"]
     );
-    let found = regimes(&sweep, &runs).unwrap();
+    let found = regimes(&sweep, &runs, |_, _| true).unwrap();
     let act = found
         .iter()
         .find(|r| r.figure == "activations")
@@ -80,6 +80,6 @@ fn a_miss_no_level_explains_is_not_named() {
         .collect();
     let sweep = Sweep::fit(&grid, &runs).unwrap();
     assert!(sweep.figures["activations"].flagged());
-    let found = regimes(&sweep, &runs).unwrap();
+    let found = regimes(&sweep, &runs, |_, _| true).unwrap();
     assert!(found.iter().all(|r| r.figure != "activations"), "{found:?}");
 }

@@ -378,15 +378,8 @@ pub(super) fn regimes(
     for (variant, fitted) in sweep.combinations() {
         let of_variant = runs_of(def, runs, &variant);
         let noteworthy = noteworthy(fitted);
-        let named = vramtest_model::regimes::regimes(fitted, &of_variant)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|r| {
-                fitted
-                    .figures
-                    .get(&r.figure)
-                    .is_some_and(|f| noteworthy(&r.figure, f))
-            });
+        let named =
+            vramtest_model::regimes::regimes(fitted, &of_variant, &noteworthy).unwrap_or_default();
         found.extend(named.into_iter().map(|r| (variant.clone(), r)));
     }
     found
