@@ -4,10 +4,11 @@
 //! impossible rather than read as a saving.
 //!
 //! - **Flagged**: the figures whose fits [`Estimate::flagged`] names (a held-out point
-//!   missed by over 2%, a fit that interpolates, or one that falls beyond the grid: lower
-//!   at the point than at the grid's corner below it), the same list `show --at` gives
-//!   for that combination of levels. The first two do not depend on the point; a fall
-//!   is the point's own.
+//!   missed by over 2%, a fit that interpolates, one that falls beyond the grid: lower
+//!   at the point than at the grid's corner below it, or one whose negative term nothing
+//!   covers takes away over 2% at the point), the same list `show --at` gives for that
+//!   combination of levels. The first two do not depend on the point; the last two are
+//!   the point's own.
 //! - **Impossible**: a category's own peak can never exceed the peak (at the moment a
 //!   category peaks, the whole step holds at least that category), so a prediction in
 //!   which one does is wrong somewhere: the category's fit, the peak's, or both.

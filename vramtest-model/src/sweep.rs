@@ -572,9 +572,22 @@ impl Sweep {
     pub fn estimate(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
         let mut estimate = self.figures_at(at, granule)?;
         let grid = self.grid()?;
-        let smallest: Point = (grid.axes().iter())
-            .map(|a| (a.name.clone(), a.values.iter().copied().min().unwrap_or(1)))
-            .collect();
+        // The smallest values each fit was checked at: the grid's (without a level
+        // it was fitted without), or the point's below them.
+        let smallest_for = |figure: &str| -> Point {
+            let without = self.fitted_without.get(figure);
+            (grid.axes().iter())
+                .map(|a| {
+                    let left_out = without.filter(|w| w.axis == a.name).map(|w| w.level);
+                    let least = (a.values.iter().copied())
+                        .filter(|&v| Some(v) != left_out)
+                        .chain(at.get(&a.name).copied())
+                        .min()
+                        .unwrap_or(1);
+                    (a.name.clone(), least)
+                })
+                .collect()
+        };
         for (name, fit) in &self.figures {
             estimate
                 .loo_error_ppm
@@ -607,7 +620,7 @@ impl Sweep {
                 }
                 _ => None,
             };
-            if let Some(n) = negative(fit, at, &smallest, read)? {
+            if let Some(n) = negative(fit, at, &smallest_for(name), read)? {
                 if !estimate.flagged.contains(name) {
                     estimate.flagged.push(name.clone());
                 }

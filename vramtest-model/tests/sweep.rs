@@ -999,6 +999,35 @@ fn a_prediction_resting_on_a_negative_term_nothing_covers_is_flagged_there() {
     assert!(wide.negative.is_empty(), "{:?}", wide.negative);
 }
 
+/// A figure fitted without its axis's smallest level is checked for cover from the next
+/// level up, as its fit was: `100 B × batch·seq − 150 B × seq` is negative at batch 1
+/// and a tensor's offset from batch 2 on.
+#[test]
+fn a_figure_fitted_without_a_level_is_covered_from_the_next() {
+    let inputs = |b: u64, s: u64| 100 * b * s + 5000 - 150 * s;
+    let mut sweep = Model::of(64).sweep_with(|run, b, s, _| {
+        run.category_peaks[Category::Inputs] = inputs(b, s);
+    });
+    assert_eq!(
+        sweep.figures["inputs"].terms.to_string(),
+        "4.88 KiB + 100 B × batch·seq - 150 B × seq"
+    );
+    let at = point(8, 64, 32);
+    let e = sweep.estimate(&at, 2 << 20).unwrap();
+    assert_eq!(e.negative["inputs"].bytes, 150 * 64);
+    sweep.fitted_without.insert(
+        "inputs".to_owned(),
+        vramtest_model::refit::Without {
+            axis: "batch".to_owned(),
+            level: 1,
+            with_ppm: 0,
+            level_miss_ppm: 0,
+        },
+    );
+    let e = sweep.estimate(&at, 2 << 20).unwrap();
+    assert!(e.negative.is_empty(), "{:?}", e.negative);
+}
+
 /// A phase is read in the peak it is a candidate of: a negative term nothing covers
 /// that takes away 4% of a phase predicted far below the peak cannot make it the peak,
 /// and is not flagged; where it takes away over 2% of the peak, the phase is flagged,

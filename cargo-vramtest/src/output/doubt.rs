@@ -68,7 +68,7 @@ pub(super) fn legend(rows: &[MarkedRow]) -> String {
             })
             .collect();
         let text = format!(
-            "{FLAGGED_MARK} rests on a flagged fit (a held-out point missed by over 2%, or a fit that interpolates; `show --at` says which and how), not to be trusted: {}",
+            "{FLAGGED_MARK} rests on a flagged fit (a held-out point missed by over 2%, a fit that interpolates, or one that falls or rests on a negative term here; `show --at` says which and how), not to be trusted: {}",
             named.join("; ")
         );
         out += &wrap(&text, 96, "  ", "    ");

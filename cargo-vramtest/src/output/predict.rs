@@ -304,15 +304,17 @@ fn peak_error(e: &Estimate, figure: &str) -> String {
     }
 }
 
-/// How a figure's fit is flagged: `flagged` (a held-out point missed by over 2%),
+/// How a figure's fit is flagged, the strongest statement first: `falls` (lower here
+/// than at the grid's corner below), `flagged` (a held-out point missed by over 2%),
+/// `negative` (a negative term nothing covers takes away over 2% here),
 /// `interpolates`, or not at all.
 fn own_flag(e: &Estimate, figure: &str) -> Option<&'static str> {
     if e.falls.contains_key(figure) {
         Some("falls")
-    } else if e.negative.contains_key(figure) {
-        Some("negative")
     } else if e.loo_error_ppm.get(figure).copied().unwrap_or(0) > FLAG_PPM {
         Some("flagged")
+    } else if e.negative.contains_key(figure) {
+        Some("negative")
     } else if e.interpolated.contains_key(figure) {
         Some("interpolates")
     } else {
@@ -366,7 +368,13 @@ fn fits_section(a: &Answer) -> String {
     let (missed, interpolated): (Vec<&String>, Vec<&String>) = e
         .flagged
         .iter()
-        .filter(|f| !e.falls.contains_key(*f) && !e.negative.contains_key(*f))
+        .filter(|f| !e.falls.contains_key(*f))
+        // A figure flagged only for its negative term here has a line of its own.
+        .filter(|f| {
+            !e.negative.contains_key(*f)
+                || e.interpolated.contains_key(*f)
+                || e.loo_error_ppm.get(*f).copied().unwrap_or(0) > FLAG_PPM
+        })
         .filter(|f| !(e.pool_held.is_some() && f.as_str() == vramtest_model::sweep::RESERVED))
         .partition(|f| !e.interpolated.contains_key(*f));
     out += &flagged_here(e);
@@ -849,6 +857,26 @@ mod tests {
                 .as_array()
                 .unwrap()
                 .contains(&"activations".into())
+        );
+    }
+
+    #[test]
+    fn a_miss_is_still_said_beside_a_negative_term() {
+        let mut e = estimate(300, &["activations"]);
+        e.loo_error_ppm.insert("activations".into(), 34_000);
+        let n = vramtest_model::sweep::Negative {
+            term: "-5 B × seq²".into(),
+            covers: None,
+            bytes: 20_480,
+        };
+        e.negative.insert("activations".into(), n);
+        let (text, _) = shown(e);
+        assert!(text.contains("and no positive term covers it"), "{text}");
+        assert!(
+            text.contains(
+                "flagged (a held-out point missed by over 2%, not to be trusted): activations"
+            ),
+            "{text}"
         );
     }
 

@@ -17,7 +17,6 @@
 
 use super::formula::{Formula, Monomial, Term};
 use super::grid::{AxesError, Point};
-use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
 
@@ -67,41 +66,52 @@ fn divides(small: &Monomial, large: &Monomial) -> bool {
             .all(|(axis, p)| (large.powers().iter()).any(|(a, q)| a == axis && q >= p))
 }
 
-/// `large / small` at `smallest` (`small` divides `large`).
-fn quotient_at(large: &Monomial, small: &Monomial, smallest: &Point) -> Result<BigInt, AxesError> {
-    let mut value = BigInt::from(1u8);
-    for (axis, q) in large.powers() {
-        let p = (small.powers().iter())
-            .find(|(a, _)| a == axis)
-            .map_or(0, |(_, p)| *p);
-        let v = smallest.get(axis).ok_or_else(|| AxesError::MissingAxis {
-            axis: axis.clone(),
-            known: smallest.keys().cloned().collect::<Vec<_>>().join(", "),
-        })?;
-        value *= BigInt::from(*v).pow(u32::from(q - p));
-    }
-    Ok(value)
-}
-
 impl Formula {
     /// Its negative terms that no positive term covers at `smallest` (each axis at the
-    /// grid's smallest value): see this module's documentation.
+    /// grid's smallest value): see this module's documentation. Each positive term's
+    /// bytes at `smallest` are shared out among the negative terms it divides, the
+    /// highest degree first (then in the formula's order), so that no cover counts
+    /// twice: `L·S·B − 0.9·L·S − 0.9·S·B` is negative wherever `L = B = 1`, though
+    /// each of its negative terms alone is covered there.
     pub fn uncovered(&self, smallest: &Point) -> Result<Vec<Uncovered>, AxesError> {
+        let at = |t: &Term| -> Result<BigRational, AxesError> {
+            Ok(&t.coefficient * BigRational::from_integer(t.monomial.eval(smallest)?))
+        };
+        let mut left: Vec<BigRational> = Vec::with_capacity(self.terms.len());
+        for t in &self.terms {
+            left.push(if t.coefficient.is_positive() {
+                at(t)?
+            } else {
+                BigRational::zero()
+            });
+        }
+        let mut negatives: Vec<usize> = (0..self.terms.len())
+            .filter(|&i| self.terms[i].coefficient.is_negative())
+            .collect();
+        negatives.sort_by_key(|&i| (std::cmp::Reverse(self.terms[i].monomial.degree()), i));
         let mut out = Vec::new();
-        for term in self.terms.iter().filter(|t| t.coefficient.is_negative()) {
-            let covers: Vec<Term> = (self.terms.iter())
-                .filter(|t| t.coefficient.is_positive() && divides(&term.monomial, &t.monomial))
-                .cloned()
+        for j in negatives {
+            let term = &self.terms[j];
+            let covering: Vec<usize> = (0..self.terms.len())
+                .filter(|&i| {
+                    self.terms[i].coefficient.is_positive()
+                        && divides(&term.monomial, &self.terms[i].monomial)
+                })
                 .collect();
-            let mut covered = BigRational::zero();
-            for c in &covers {
-                let q = quotient_at(&c.monomial, &term.monomial, smallest)?;
-                covered += &c.coefficient * BigRational::from_integer(q);
+            let mut need = -at(term)?;
+            for &i in &covering {
+                let take = if left[i] < need {
+                    left[i].clone()
+                } else {
+                    need.clone()
+                };
+                left[i] -= &take;
+                need -= take;
             }
-            if covered < -&term.coefficient {
+            if need.is_positive() {
                 out.push(Uncovered {
                     term: term.clone(),
-                    covers,
+                    covers: covering.iter().map(|&i| self.terms[i].clone()).collect(),
                 });
             }
         }
@@ -164,6 +174,24 @@ mod tests {
         assert_eq!(bytes, BigRational::new((512 * 512 * 45).into(), 100.into()));
         // Covered where the grid starts at two layers: 0.26 × 2 ≥ 0.45.
         let from_two = at(&[("layers", 2), ("seq", 96)]);
+        assert!(f.uncovered(&from_two).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_positive_term_covers_no_two_negative_terms_with_the_same_bytes() {
+        // Each alone is covered at layers = batch = 1; together they take 0.8 × seq
+        // away at every sequence.
+        let f = formula(&[
+            (1, 1, "batch·layers·seq"),
+            (-9, 10, "layers·seq"),
+            (-9, 10, "batch·seq"),
+        ]);
+        let smallest = at(&[("batch", 1), ("layers", 1), ("seq", 8)]);
+        let u = f.uncovered(&smallest).unwrap();
+        assert_eq!(u.len(), 1, "{u:?}");
+        // Where batch and layers start at 2 (4 × seq against 1.8 + 1.8), there is
+        // enough for both.
+        let from_two = at(&[("batch", 2), ("layers", 2), ("seq", 8)]);
         assert!(f.uncovered(&from_two).unwrap().is_empty());
     }
 

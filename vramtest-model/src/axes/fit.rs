@@ -4,7 +4,7 @@
 use super::design::{Candidate, Design, Scored, Screening, Shared, score};
 use super::formula::{Formula, Monomial, Term};
 use super::grid::{AxesError, FLAG_PPM, Grid, Point};
-use super::priors::{linear_model, prior_candidates, prior_model, residue_of};
+use super::priors::{is_count_axis, linear_model, prior_candidates, prior_model, residue_of};
 use super::search::{exact, max_terms, search};
 use num_bigint::BigInt;
 use num_rational::BigRational;
@@ -207,14 +207,22 @@ fn formula_of(candidates: &[Candidate], model: &Scored) -> Formula {
 }
 
 /// The positions, among the candidates, of `model`'s negative terms that no positive
-/// term covers at the grid's smallest values ([`Formula::uncovered`]).
+/// term covers at the grid's smallest values, or a point's of `series` below them
+/// ([`Formula::uncovered`]).
 fn uncovered_of(
     grid: &Grid,
+    series: &[(Point, u64)],
     candidates: &[Candidate],
     model: &Scored,
 ) -> Result<Vec<usize>, AxesError> {
+    // The grid's smallest values, or a point's below them (an axial point toward a
+    // target below the grid).
     let smallest: Point = (grid.axes().iter())
-        .map(|a| (a.name.clone(), a.values.iter().copied().min().unwrap_or(1)))
+        .map(|a| {
+            let below = series.iter().filter_map(|(p, _)| p.get(&a.name).copied());
+            let least = a.values.iter().copied().chain(below).min().unwrap_or(1);
+            (a.name.clone(), least)
+        })
         .collect();
     let uncovered = formula_of(candidates, model).uncovered(&smallest)?;
     Ok((model.subset.iter().copied())
@@ -234,7 +242,7 @@ fn covered_model(
     grid_only: Option<Scored>,
 ) -> Result<Scored, AxesError> {
     let candidates = &shared.candidates;
-    let mut uncovered = uncovered_of(grid, candidates, &best)?;
+    let mut uncovered = uncovered_of(grid, series, candidates, &best)?;
     if uncovered.is_empty() {
         return Ok(best);
     }
@@ -245,15 +253,37 @@ fn covered_model(
     if best.worst > limit && residue_of(grid, series, candidates, &best)? == 0 {
         return Ok(best);
     }
-    let acceptable = |m: &Scored| m.worst <= limit || m.worst <= best.worst;
+    // `best` is not flagged here: neither may its replacement be (a miss over 2% is
+    // acceptable only as a bookkeeping residue).
+    let acceptable = |m: &Scored| -> Result<bool, AxesError> {
+        Ok(m.worst <= limit || residue_of(grid, series, candidates, m)? > 0)
+    };
     if let Some(g) = grid_only
-        && acceptable(&g)
-        && uncovered_of(grid, candidates, &g)?.is_empty()
+        && uncovered_of(grid, series, candidates, &g)?.is_empty()
+        && acceptable(&g)?
     {
         return Ok(g);
     }
-    let allowed: Vec<usize> =
-        prior_candidates(grid, candidates).unwrap_or_else(|| (0..candidates.len()).collect());
+    // The counting axes keep the degree `best` gives them: a search without the
+    // uncovered terms must not take a `layers²` that `best`'s priors refused.
+    let counting: Vec<usize> = (0..grid.axes().len())
+        .filter(|&a| is_count_axis(&grid.axes()[a].name))
+        .collect();
+    let degree = |i: usize, a: usize| candidates[i].exponents[a];
+    let allowed: Vec<usize> = (0..candidates.len())
+        .filter(|&c| {
+            counting.iter().all(|&a| {
+                degree(c, a)
+                    <= best
+                        .subset
+                        .iter()
+                        .map(|&i| degree(i, a))
+                        .max()
+                        .unwrap_or(0)
+                        .max(1)
+            })
+        })
+        .collect();
     let mut excluded: Vec<usize> = Vec::new();
     for _ in 0..COVERED_ROUNDS {
         excluded.extend(uncovered);
@@ -264,9 +294,9 @@ fn covered_model(
             break;
         }
         let model = prior_model(grid, series, shared, screening, &kept)?;
-        uncovered = uncovered_of(grid, candidates, &model)?;
+        uncovered = uncovered_of(grid, series, candidates, &model)?;
         if uncovered.is_empty() {
-            return Ok(if acceptable(&model) { model } else { best });
+            return Ok(if acceptable(&model)? { model } else { best });
         }
     }
     Ok(best)
