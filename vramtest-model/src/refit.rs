@@ -88,16 +88,7 @@ pub fn without_smallest_levels(
                 continue;
             }
             let level = *axis.values.iter().min().expect("an axis has values");
-            let mut axes = grid.to_map();
-            axes.insert(
-                axis.name.clone(),
-                axis.values
-                    .iter()
-                    .copied()
-                    .filter(|&v| v != level)
-                    .collect(),
-            );
-            let reduced = Grid::from_map(&axes)?;
+            let reduced = grid.without(&axis.name, level)?;
             let kept: Vec<(Point, u64)> = points
                 .iter()
                 .filter(|(p, _)| p[&axis.name] != level)

@@ -7,9 +7,8 @@
 //! three values or more tells which one it is: the figure fits within 2% without it.
 //! Said beside the flag, so the user knows which level to move.
 
-use crate::axes::{AxesError, Fit, Flag, Grid, Point};
+use crate::axes::{AxesError, Fit, Flag, Grid, Point, Prior};
 use crate::sweep::{GridRun, Sweep, series_of};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// A flagged figure that fits within 2% without one level of one axis.
@@ -72,8 +71,12 @@ pub fn regimes(
             continue;
         };
         // The pool's alignment and rounding are no sum of blocks: refitted as fitted.
-        let free = figure == crate::sweep::ALLOCATED || figure == crate::sweep::RESERVED;
-        if let Some(mut regime) = regime_of(&grid, points, free)? {
+        let prior = if crate::sweep::is_pool_figure(figure) {
+            Prior::Free
+        } else {
+            Prior::Blocks
+        };
+        if let Some(mut regime) = regime_of(&grid, points, prior)? {
             regime.figure = figure.clone();
             regime.whole_ppm = ppm;
             found.push(regime);
@@ -88,7 +91,7 @@ pub fn regimes(
 fn regime_of(
     grid: &Grid,
     points: &[(Point, u64)],
-    free: bool,
+    prior: Prior,
 ) -> Result<Option<Regime>, AxesError> {
     let mut tries: Vec<(&str, u64, Vec<u64>)> = Vec::new();
     for axis in grid.axes().iter().filter(|a| a.values.len() >= 3) {
@@ -99,20 +102,14 @@ fn regime_of(
             tries.push((axis.name.as_str(), level, others));
         }
     }
-    let refit = |(axis, level, others): &(&str, u64, Vec<u64>)| -> Result<Option<u64>, AxesError> {
-        let mut axes: BTreeMap<String, Vec<u64>> = grid.to_map();
-        axes.insert((*axis).to_owned(), others.clone());
-        let reduced = Grid::from_map(&axes)?;
+    let refit = |(axis, level, _): &(&str, u64, Vec<u64>)| -> Result<Option<u64>, AxesError> {
+        let reduced = grid.without(axis, *level)?;
         let kept: Vec<(Point, u64)> = points
             .iter()
             .filter(|(p, _)| p.get(*axis) != Some(level))
             .cloned()
             .collect();
-        let fit = if free {
-            Fit::free(&reduced, &kept)?
-        } else {
-            Fit::new(&reduced, &kept)?
-        };
+        let fit = Fit::under(&reduced, &kept, prior)?;
         Ok(fit.flag(&reduced).is_none().then_some(fit.loo_error_ppm))
     };
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);

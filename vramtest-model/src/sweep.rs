@@ -51,6 +51,16 @@ pub const ALLOCATED: &str = "allocated over peak";
 /// The figure name of what the CUDA pool's reserved peak adds to its allocated peak
 /// (granules, fragmentation).
 pub const RESERVED: &str = "reserved over allocated";
+
+/// The pool's two figures: its alignment and rounding, no sum of tensors. They are
+/// fitted on the grid's points alone and with any signs ([`crate::axes::Prior::Free`]),
+/// and may fall beyond the grid.
+pub const POOL_FIGURES: [&str; 2] = [ALLOCATED, RESERVED];
+
+/// Whether `figure` is one of the [`POOL_FIGURES`].
+pub fn is_pool_figure(figure: &str) -> bool {
+    POOL_FIGURES.contains(&figure)
+}
 /// The prefix of a phase's peak (`phase forward`).
 const PHASE_PREFIX: &str = "phase ";
 /// The prefix of a phase's own peak of temporaries (`temporaries in forward`).
@@ -472,12 +482,12 @@ impl Sweep {
         let mut series = series_of(runs);
         // The pool's alignment and rounding are no sum of tensors: fitted on the grid's
         // points alone, a target's axial points ([`crate::axial`]) do not stretch them.
-        for figure in [ALLOCATED, RESERVED] {
+        for figure in POOL_FIGURES {
             if let Some(points) = series.get_mut(figure) {
                 points.retain(|(p, _)| grid.holds(p));
             }
         }
-        let mut fitted = FigureFits::fit_with(grid, &series, &[ALLOCATED, RESERVED])?;
+        let mut fitted = FigureFits::fit_with(grid, &series, &POOL_FIGURES)?;
         let fitted_without =
             crate::refit::without_smallest_levels(grid, &series, &mut fitted.figures)?;
         Ok(Sweep {
@@ -572,21 +582,19 @@ impl Sweep {
     pub fn estimate(&self, at: &Point, granule: u64) -> Result<Estimate, AxesError> {
         let mut estimate = self.figures_at(at, granule)?;
         let grid = self.grid()?;
-        // The smallest values each fit was checked at: the grid's (without a level
-        // it was fitted without), or the point's below them.
+        // The smallest values each fit was checked at: its grid's (without a level it
+        // was fitted without), or the point's below them.
         let smallest_for = |figure: &str| -> Point {
-            let without = self.fitted_without.get(figure);
-            (grid.axes().iter())
-                .map(|a| {
-                    let left_out = without.filter(|w| w.axis == a.name).map(|w| w.level);
-                    let least = (a.values.iter().copied())
-                        .filter(|&v| Some(v) != left_out)
-                        .chain(at.get(&a.name).copied())
-                        .min()
-                        .unwrap_or(1);
-                    (a.name.clone(), least)
-                })
-                .collect()
+            let mut smallest = grid.smallest([at]);
+            if let Some(w) = self.fitted_without.get(figure)
+                && let Some(values) = self.axes.get(&w.axis)
+            {
+                let kept = values.iter().copied().filter(|&v| v != w.level);
+                if let Some(least) = kept.chain(at.get(&w.axis).copied()).min() {
+                    smallest.insert(w.axis.clone(), least);
+                }
+            }
+            smallest
         };
         for (name, fit) in &self.figures {
             estimate
@@ -603,14 +611,12 @@ impl Sweep {
             }
             // The pool's alignment and rounding are no sum of tensors: they may fall,
             // and take any sign.
-            let pool = name == ALLOCATED || name == RESERVED;
+            let pool = is_pool_figure(name);
             let Some(corner) = corner_below(&self.axes, at).filter(|_| !pool) else {
                 continue;
             };
             if let Some(f) = falls(fit, at, &corner) {
-                if !estimate.flagged.contains(name) {
-                    estimate.flagged.push(name.clone());
-                }
+                estimate.flag(name);
                 estimate.falls.insert(name.clone(), f);
             }
             let read = match Figure::parse(name) {
@@ -621,14 +627,12 @@ impl Sweep {
                 _ => None,
             };
             if let Some(n) = negative(fit, at, &smallest_for(name), read)? {
-                if !estimate.flagged.contains(name) {
-                    estimate.flagged.push(name.clone());
-                }
+                estimate.flag(name);
                 estimate.negative.insert(name.clone(), n);
             }
         }
-        if estimate.pool_held.is_some() && !estimate.flagged.iter().any(|f| f == RESERVED) {
-            estimate.flagged.push(RESERVED.to_owned());
+        if estimate.pool_held.is_some() {
+            estimate.flag(RESERVED);
         }
         Ok(estimate)
     }
@@ -841,6 +845,13 @@ impl Sweep {
 }
 
 impl Estimate {
+    /// Lists `figure` among [`Estimate::flagged`], once.
+    fn flag(&mut self, figure: &str) {
+        if !self.flagged.iter().any(|f| f == figure) {
+            self.flagged.push(figure.to_owned());
+        }
+    }
+
     /// The figure the peak's formula and held-out error are kept under: the phase that
     /// holds it (`phase backward`), or `peak` when the peak is fitted as a whole.
     pub fn peak_figure(&self) -> String {

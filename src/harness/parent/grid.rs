@@ -339,7 +339,6 @@ fn flagged_in(name: &str, sweep: &Sweep, old: Option<&Sweep>) -> Vec<String> {
 /// reservation beyond the peak (a flagged fit of those is not extrapolated), and not a
 /// figure under [`NOTE_SHARE`]'s share of the peak.
 fn noteworthy(sweep: &Sweep) -> impl Fn(&str, &vramtest_model::axes::Fit) -> bool {
-    use vramtest_model::sweep::{ALLOCATED, RESERVED};
     let grid = sweep.grid().ok();
     let peak = grid.as_ref().and_then(|g| largest_peak(sweep, g));
     move |figure, fit| {
@@ -349,7 +348,7 @@ fn noteworthy(sweep: &Sweep) -> impl Fn(&str, &vramtest_model::axes::Fit) -> boo
             }
             _ => false,
         };
-        figure != ALLOCATED && figure != RESERVED && !negligible
+        !vramtest_model::sweep::is_pool_figure(figure) && !negligible
     }
 }
 

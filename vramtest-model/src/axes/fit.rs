@@ -92,13 +92,18 @@ impl Fit {
     /// The figure is memory, a sum of blocks of positive size: a model whose negative
     /// terms are covered is preferred (see [`Prior::Blocks`]).
     pub fn new(grid: &Grid, series: &[(Point, u64)]) -> Result<Fit, AxesError> {
-        Fit::with(grid, series, Screening::Float, None, Prior::Blocks)
+        Fit::under(grid, series, Prior::Blocks)
     }
 
     /// [`Fit::new`] for a figure that is no sum of blocks (the pool's alignment and
     /// rounding beyond the peak): any signs ([`Prior::Free`]).
     pub fn free(grid: &Grid, series: &[(Point, u64)]) -> Result<Fit, AxesError> {
-        Fit::with(grid, series, Screening::Float, None, Prior::Free)
+        Fit::under(grid, series, Prior::Free)
+    }
+
+    /// [`Fit::new`] under `prior`.
+    pub fn under(grid: &Grid, series: &[(Point, u64)], prior: Prior) -> Result<Fit, AxesError> {
+        Fit::with(grid, series, Screening::Float, None, prior)
     }
 
     /// [`Fit::new`], its subsets screened in floating point or all scored exactly, on
@@ -168,8 +173,8 @@ pub enum Prior {
     /// The figure is memory, a sum of blocks of positive size: a negative term must be
     /// a block's offset, covered by a positive term it divides ([`super::blocks`]).
     /// When the best model holds a negative term nothing covers, the fit takes a model
-    /// without one, if one predicts every held-out point within 2% (or no worse than
-    /// the best): the grid's own model, else the search without the uncovered terms'
+    /// without one, if one predicts every held-out point within 2% (or misses by no
+    /// more than a bookkeeping residue of its own): the grid's own model, else the search without the uncovered terms'
     /// monomials (up to [`COVERED_ROUNDS`] times). Else the best stands, and a
     /// prediction beyond the grid that rests on the term is flagged. A best model that
     /// misses by over 2% beyond any bookkeeping residue stands as it is: it is flagged.
@@ -215,15 +220,7 @@ fn uncovered_of(
     candidates: &[Candidate],
     model: &Scored,
 ) -> Result<Vec<usize>, AxesError> {
-    // The grid's smallest values, or a point's below them (an axial point toward a
-    // target below the grid).
-    let smallest: Point = (grid.axes().iter())
-        .map(|a| {
-            let below = series.iter().filter_map(|(p, _)| p.get(&a.name).copied());
-            let least = a.values.iter().copied().chain(below).min().unwrap_or(1);
-            (a.name.clone(), least)
-        })
-        .collect();
+    let smallest = grid.smallest(series.iter().map(|(p, _)| p));
     let uncovered = formula_of(candidates, model).uncovered(&smallest)?;
     Ok((model.subset.iter().copied())
         .filter(|&i| (uncovered.iter()).any(|u| u.term.monomial == candidates[i].monomial))
@@ -264,24 +261,20 @@ fn covered_model(
     {
         return Ok(g);
     }
-    // The counting axes keep the degree `best` gives them: a search without the
-    // uncovered terms must not take a `layers²` that `best`'s priors refused.
-    let counting: Vec<usize> = (0..grid.axes().len())
+    // The counting axes keep the degree `best` gives them (at least 1): a search
+    // without the uncovered terms must not take a `layers²` that `best`'s priors
+    // refused.
+    let caps: Vec<(usize, u8)> = (0..grid.axes().len())
         .filter(|&a| is_count_axis(&grid.axes()[a].name))
+        .map(|a| {
+            let degree = best.subset.iter().map(|&i| candidates[i].exponents[a]);
+            (a, degree.max().unwrap_or(0).max(1))
+        })
         .collect();
-    let degree = |i: usize, a: usize| candidates[i].exponents[a];
     let allowed: Vec<usize> = (0..candidates.len())
         .filter(|&c| {
-            counting.iter().all(|&a| {
-                degree(c, a)
-                    <= best
-                        .subset
-                        .iter()
-                        .map(|&i| degree(i, a))
-                        .max()
-                        .unwrap_or(0)
-                        .max(1)
-            })
+            caps.iter()
+                .all(|&(a, cap)| candidates[c].exponents[a] <= cap)
         })
         .collect();
     let mut excluded: Vec<usize> = Vec::new();

@@ -253,6 +253,31 @@ impl Grid {
             .collect()
     }
 
+    /// The grid without `level` of `axis` (a figure fitted without a regime of its
+    /// own); an error when that leaves the axis too few values.
+    pub fn without(&self, axis: &str, level: u64) -> Result<Grid, AxesError> {
+        let mut axes = self.to_map();
+        if let Some(values) = axes.get_mut(axis) {
+            values.retain(|&v| v != level);
+        }
+        Grid::from_map(&axes)
+    }
+
+    /// Each axis at its smallest value: the grid's, or one of `points`' below it (an
+    /// axial point, a predicted point below the grid).
+    pub fn smallest<'a>(&self, points: impl IntoIterator<Item = &'a Point> + Clone) -> Point {
+        (self.axes.iter())
+            .map(|a| {
+                let below = points
+                    .clone()
+                    .into_iter()
+                    .filter_map(|p| p.get(&a.name).copied());
+                let least = a.values.iter().copied().chain(below).min().unwrap_or(1);
+                (a.name.clone(), least)
+            })
+            .collect()
+    }
+
     /// The axes, in order.
     pub fn axes(&self) -> &[Axis] {
         &self.axes
