@@ -108,6 +108,7 @@ mod tests {
                 .collect(),
             peak_bytes: peak,
             peak_phase: None,
+            peak_from: None,
             allocated_bytes: None,
             reserved_bytes: None,
             loo_error_ppm: BTreeMap::new(),

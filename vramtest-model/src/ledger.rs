@@ -19,6 +19,8 @@ use crate::profile::{CategoryBytes, Fidelity, LeakSite, PhaseRecord, Profile};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+mod moments;
+
 /// One thing a probe observed, in the order it happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {
@@ -147,17 +149,24 @@ pub fn profile_observing(
     // highest live bytes per category.
     let mut open: Vec<Phase> = Vec::new();
     let mut phase_peaks: Vec<(Phase, [u64; Category::ALL.len()])> = Vec::new();
+    let mut moments = moments::Moments::default();
     let totals = walk.tape.replay(|k, live| {
         while let Some(&(_, marker)) = markers.next_if(|&&(before, _)| before <= k) {
             skipped += 1;
             match marker {
-                Event::PhaseStart(phase) => open.push(phase),
+                Event::PhaseStart(phase) => {
+                    open.push(phase);
+                    moments.start(phase);
+                }
                 Event::PhaseEnd => {
                     open.pop();
                 }
+                Event::IterationStart(_) => moments.iteration_start(),
+                Event::IterationEnd => moments.iteration_end(),
                 _ => {}
             }
         }
+        moments.observe(open.last().copied(), live);
         if let Some(&phase) = open.last() {
             let i = match phase_peaks.iter().position(|(p, _)| *p == phase) {
                 Some(i) => i,
@@ -178,6 +187,7 @@ pub fn profile_observing(
         .into_iter()
         .map(|(p, live)| (p, to_bytes(&live)))
         .collect();
+    profile.phase_moments = moments.finish();
     profile
 }
 
@@ -717,6 +727,7 @@ impl Walk {
             not_seen_bytes: None,
             cpu_only_peak_bytes: self.cpu_only_peak,
             phase_category_peaks: Vec::new(),
+            phase_moments: Vec::new(),
             gradient_check: Vec::new(),
         }
     }

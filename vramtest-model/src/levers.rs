@@ -415,6 +415,7 @@ impl LeverFigures {
                 .collect(),
             peak_bytes: self.peak_bytes,
             peak_phase: None,
+            peak_from: None,
             allocated_bytes: self.allocated_bytes,
             reserved_bytes: self.reserved_bytes,
             loo_error_ppm: BTreeMap::new(),

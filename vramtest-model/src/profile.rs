@@ -215,6 +215,14 @@ pub struct Profile {
     /// figure that is a maximum over time from, phase by phase.
     #[serde(default)]
     pub phase_category_peaks: Vec<(Phase, CategoryBytes)>,
+    /// Each phase's moments (over the phases [`Profile::steady_state_phases`] keeps):
+    /// for every category whose live bytes change within the phase, the total at the
+    /// moment it first reached its own most there. The phase's peak is the largest of them
+    /// when it comes at such a moment (at the start of a backward pass that first
+    /// frees, at its end when the gradients are all alive): a sweep fits each on its
+    /// own and predicts the phase as their maximum.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phase_moments: Vec<(Phase, Vec<(Category, u64)>)>,
     /// The gradient check's causes, from the blocks alive when the last backward ended
     /// (see [`crate::gradient_check`]): empty when gradients are one per weight, or
     /// without a backward. Set by the run from its stream

@@ -63,6 +63,11 @@ pub fn is_pool_figure(figure: &str) -> bool {
 }
 /// The prefix of a phase's peak (`phase forward`).
 const PHASE_PREFIX: &str = "phase ";
+/// Between a phase and a category in a phase's moment (`phase backward when
+/// gradients peak`).
+const MOMENT_INFIX: &str = " when ";
+/// After the category in a phase's moment.
+const MOMENT_SUFFIX: &str = " peak";
 /// The prefix of a phase's own peak of temporaries (`temporaries in forward`).
 const TEMPORARIES_PREFIX: &str = "temporaries in ";
 
@@ -76,6 +81,10 @@ pub enum Figure {
     Category(Category),
     /// A phase's peak (`phase backward`).
     Phase(Phase),
+    /// A phase's moment: the total at the moment one category first reached its own
+    /// most in the phase (`phase backward when gradients peak`), of which the phase's
+    /// peak is the largest ([`crate::profile::Profile::phase_moments`]).
+    PhaseMoment(Phase, Category),
     /// A phase's own peak of temporaries (`temporaries in forward`).
     TemporariesIn(Phase),
     /// What the pool's allocated peak adds to the peak (`allocated over peak`).
@@ -93,16 +102,49 @@ impl Figure {
             Figure::AllocatedOverPeak,
             Figure::ReservedOverAllocated,
         ];
+        let moments = Phase::ALL
+            .into_iter()
+            .flat_map(|p| Category::ALL.map(move |c| Figure::PhaseMoment(p, c)));
         fixed
             .into_iter()
             .chain(Category::ALL.map(Figure::Category))
             .chain(Phase::ALL.map(Figure::Phase))
+            .chain(moments)
             .chain(Phase::ALL.map(Figure::TemporariesIn))
     }
 
     /// The figure `name` stands for; `None` for a name no run writes.
     pub fn parse(name: &str) -> Option<Figure> {
-        Figure::all().find(|f| f.to_string() == name)
+        match name {
+            PEAK => return Some(Figure::Peak),
+            ALLOCATED => return Some(Figure::AllocatedOverPeak),
+            RESERVED => return Some(Figure::ReservedOverAllocated),
+            _ => {}
+        }
+        if let Some(rest) = name.strip_prefix(PHASE_PREFIX) {
+            return match rest.split_once(MOMENT_INFIX) {
+                Some((phase, category)) => {
+                    let category = category.strip_suffix(MOMENT_SUFFIX)?;
+                    Some(Figure::PhaseMoment(
+                        phase.parse().ok()?,
+                        category.parse().ok()?,
+                    ))
+                }
+                None => rest.parse().ok().map(Figure::Phase),
+            };
+        }
+        if let Some(phase) = name.strip_prefix(TEMPORARIES_PREFIX) {
+            return phase.parse().ok().map(Figure::TemporariesIn);
+        }
+        name.parse().ok().map(Figure::Category)
+    }
+
+    /// The phase whose peak this figure is, or a moment of (`None`: another figure).
+    pub fn phase(self) -> Option<Phase> {
+        match self {
+            Figure::Phase(p) | Figure::PhaseMoment(p, _) => Some(p),
+            _ => None,
+        }
     }
 }
 
@@ -112,6 +154,9 @@ impl fmt::Display for Figure {
             Figure::Peak => f.write_str(PEAK),
             Figure::Category(c) => f.write_str(c.as_str()),
             Figure::Phase(p) => write!(f, "{PHASE_PREFIX}{p}"),
+            Figure::PhaseMoment(p, c) => {
+                write!(f, "{PHASE_PREFIX}{p}{MOMENT_INFIX}{c}{MOMENT_SUFFIX}")
+            }
             Figure::TemporariesIn(p) => write!(f, "{TEMPORARIES_PREFIX}{p}"),
             Figure::AllocatedOverPeak => f.write_str(ALLOCATED),
             Figure::ReservedOverAllocated => f.write_str(RESERVED),
@@ -132,6 +177,10 @@ pub struct GridRun {
     pub phase_peaks: BTreeMap<Phase, u64>,
     /// Each phase's own peak of temporaries (empty when unknown).
     pub phase_temporaries: BTreeMap<Phase, u64>,
+    /// Each phase's moments: for every category whose bytes change in the phase, the
+    /// total at the moment it first reached its own most there
+    /// ([`crate::profile::Profile::phase_moments`]; empty when unknown).
+    pub phase_moments: BTreeMap<Phase, BTreeMap<Category, u64>>,
     /// Whether the peak came outside every phase.
     pub peak_outside_phases: bool,
     /// The CUDA pool model's peaks (CPU runs), or the device's allocated and reserved
@@ -268,6 +317,10 @@ pub fn series_of(runs: &[GridRun]) -> BTreeMap<String, Vec<(Point, u64)>> {
                 .max()
                 == Some(r.category_peaks[Category::Temporaries])
         });
+    let moments: Vec<(Phase, Vec<Category>)> = common_phases
+        .iter()
+        .filter_map(|&p| Some((p, moments_of(runs, p)?)))
+        .collect();
     for run in runs {
         // With every phase fitted, the peak is their maximum: no fit of its own.
         if !by_phase || common_phases.is_empty() {
@@ -278,7 +331,15 @@ pub fn series_of(runs: &[GridRun]) -> BTreeMap<String, Vec<(Point, u64)>> {
         }
         if by_phase {
             for phase in &common_phases {
-                add(Figure::Phase(*phase), &run.point, run.phase_peaks[phase]);
+                match moments.iter().find(|(p, _)| p == phase) {
+                    Some((_, categories)) => {
+                        for &c in categories {
+                            let bytes = run.phase_moments[phase][&c];
+                            add(Figure::PhaseMoment(*phase, c), &run.point, bytes);
+                        }
+                    }
+                    None => add(Figure::Phase(*phase), &run.point, run.phase_peaks[phase]),
+                }
             }
         }
         if by_phase_temporaries {
@@ -295,6 +356,69 @@ pub fn series_of(runs: &[GridRun]) -> BTreeMap<String, Vec<(Point, u64)>> {
         }
     }
     series
+}
+
+/// The categories whose moments in `phase` ([`GridRun::phase_moments`]) the phase's peak
+/// is predicted as the maximum of, one per distinct series: `None` where the phase is
+/// fitted whole, because a run lacks its moments, its peak came at no such moment (the
+/// largest of them is not the peak at every point), or they give a single series (the
+/// peak is one moment throughout).
+fn moments_of(runs: &[GridRun], phase: Phase) -> Option<Vec<Category>> {
+    let first = runs.first()?.phase_moments.get(&phase)?;
+    let mut kept: Vec<(Category, Vec<u64>)> = Vec::new();
+    for &category in first.keys() {
+        let series: Option<Vec<u64>> = runs
+            .iter()
+            .map(|r| r.phase_moments.get(&phase)?.get(&category).copied())
+            .collect();
+        if let Some(series) = series
+            && !kept.iter().any(|(_, s)| *s == series)
+        {
+            kept.push((category, series));
+        }
+    }
+    let is_peak = |(i, run): (usize, &GridRun)| {
+        kept.iter().map(|(_, s)| s[i]).max() == run.phase_peaks.get(&phase).copied()
+    };
+    (kept.len() >= 2 && runs.iter().enumerate().all(is_peak))
+        .then(|| kept.into_iter().map(|(c, _)| c).collect())
+}
+
+/// A phase fitted as its moments whose moment misses (a moment can be a maximum too:
+/// the first instant a category is complete may come with one buffer or another) is
+/// fitted whole instead, where the whole phase's fit does not miss: the split is kept
+/// only where it brings no doubt the whole phase's fit is free of.
+fn whole_where_moments_miss(
+    grid: &Grid,
+    runs: &[GridRun],
+    series: &mut BTreeMap<String, Vec<(Point, u64)>>,
+    figures: &mut BTreeMap<String, Fit>,
+) -> Result<(), AxesError> {
+    for phase in Phase::ALL {
+        let moments: Vec<String> = (figures.keys())
+            .filter(|k| matches!(Figure::parse(k), Some(Figure::PhaseMoment(p, _)) if p == phase))
+            .cloned()
+            .collect();
+        if !moments.iter().any(|m| figures[m].flag(grid).is_some()) {
+            continue;
+        }
+        let name = Figure::Phase(phase).to_string();
+        let whole: Vec<(Point, u64)> = (runs.iter())
+            .map(|r| (r.point.clone(), r.phase_peaks[&phase]))
+            .collect();
+        let one = BTreeMap::from([(name.clone(), whole)]);
+        let mut fitted = FigureFits::fit_with(grid, &one, &[])?.figures;
+        let Some(fit) = fitted.remove(&name).filter(|f| f.flag(grid).is_none()) else {
+            continue;
+        };
+        for m in &moments {
+            figures.remove(m);
+            series.remove(m);
+        }
+        figures.insert(name.clone(), fit);
+        series.extend(one);
+    }
+    Ok(())
 }
 
 /// The predicted figures of the configuration a test names in `target(..)`.
@@ -326,6 +450,10 @@ pub struct Estimate {
     pub peak_bytes: u64,
     /// The phase predicted to hold the peak (`None`: the peak is fitted as a whole).
     pub peak_phase: Option<String>,
+    /// The figure the peak is predicted from: the phase's (`phase backward`), or the
+    /// moment of it that is highest here (`phase backward when gradients peak`);
+    /// `None` when the peak is fitted as a whole.
+    pub peak_from: Option<String>,
     /// The predicted CUDA allocated peak: the peak plus the blocks' alignment, or the
     /// peak alone where the fit of the alignment is flagged (it is then listed in
     /// [`Estimate::flagged`]).
@@ -488,6 +616,7 @@ impl Sweep {
             }
         }
         let mut fitted = FigureFits::fit_with(grid, &series, &POOL_FIGURES)?;
+        whole_where_moments_miss(grid, runs, &mut series, &mut fitted.figures)?;
         let fitted_without =
             crate::refit::without_smallest_levels(grid, &series, &mut fitted.figures)?;
         Ok(Sweep {
@@ -548,12 +677,14 @@ impl Sweep {
             .filter_map(|(k, f)| Some((Figure::parse(k)?, f)))
     }
 
-    /// The fits of the phases' peaks, by phase name.
+    /// The fits the peak is the maximum of, by figure name: each phase's peak, or for
+    /// a phase predicted from its moments, each moment's (`phase backward when
+    /// gradients peak`).
     fn phase_fits(&self) -> impl Iterator<Item = (&str, &Fit)> {
-        self.fits().filter_map(|(figure, f)| match figure {
-            Figure::Phase(p) => Some((p.as_str(), f)),
-            _ => None,
-        })
+        self.figures
+            .iter()
+            .filter(|(k, _)| Figure::parse(k).is_some_and(|f| f.phase().is_some()))
+            .map(|(k, f)| (k.as_str(), f))
     }
 
     /// The fits of the phases' own peaks of temporaries, by phase name.
@@ -620,7 +751,7 @@ impl Sweep {
                 estimate.falls.insert(name.clone(), f);
             }
             let read = match Figure::parse(name) {
-                Some(Figure::Phase(_)) => Some(estimate.peak_bytes),
+                Some(Figure::Phase(_) | Figure::PhaseMoment(..)) => Some(estimate.peak_bytes),
                 Some(Figure::TemporariesIn(_)) => {
                     estimate.category_bytes.get(&Category::Temporaries).copied()
                 }
@@ -648,6 +779,7 @@ impl Sweep {
             category_bytes: BTreeMap::new(),
             peak_bytes: 0,
             peak_phase: None,
+            peak_from: None,
             allocated_bytes: None,
             reserved_bytes: None,
             loo_error_ppm: BTreeMap::new(),
@@ -668,7 +800,11 @@ impl Sweep {
                 .category_bytes
                 .insert(Category::Temporaries, max.bytes);
         }
-        (estimate.peak_bytes, estimate.peak_phase) = self.peak_and_phase(at)?;
+        let (peak, from) = self.peak_and_figure(at)?;
+        estimate.peak_bytes = peak;
+        estimate.peak_phase =
+            (from.as_deref()).and_then(|f| Some(Figure::parse(f)?.phase()?.as_str().to_owned()));
+        estimate.peak_from = from;
         let pool = (
             self.get(Figure::AllocatedOverPeak),
             self.get(Figure::ReservedOverAllocated),
@@ -768,6 +904,15 @@ impl Sweep {
     /// The peak at `at` (the highest phase's, when the sweep fits each phase) and that
     /// phase.
     fn peak_and_phase(&self, at: &Point) -> Result<(u64, Option<String>), AxesError> {
+        let (bytes, from) = self.peak_and_figure(at)?;
+        let phase = from.and_then(|f| Some(Figure::parse(&f)?.phase()?.as_str().to_owned()));
+        Ok((bytes, phase))
+    }
+
+    /// The peak at `at` and the figure it is predicted from: the highest of the
+    /// phases' peaks and moments (`phase backward`, `phase backward when gradients
+    /// peak`), or `None` when the peak is fitted as a whole.
+    fn peak_and_figure(&self, at: &Point) -> Result<(u64, Option<String>), AxesError> {
         if self.phase_fits().next().is_some() {
             let max = predict_max(self.phase_fits(), at)?;
             Ok((max.bytes, Some(max.phase)))
@@ -852,28 +997,29 @@ impl Estimate {
         }
     }
 
-    /// The figure the peak's formula and held-out error are kept under: the phase that
-    /// holds it (`phase backward`), or `peak` when the peak is fitted as a whole.
+    /// The figure the peak's formula and held-out error are kept under: the phase, or
+    /// the moment of it, that holds it (`phase backward`, `phase backward when
+    /// gradients peak`), or `peak` when the peak is fitted as a whole.
     pub fn peak_figure(&self) -> String {
-        match &self.peak_phase {
-            Some(p) => format!("{PHASE_PREFIX}{p}"),
-            None => PEAK.to_owned(),
+        match (&self.peak_from, &self.peak_phase) {
+            (Some(f), _) => f.clone(),
+            (None, Some(p)) => format!("{PHASE_PREFIX}{p}"),
+            (None, None) => PEAK.to_owned(),
         }
     }
 
-    /// The flagged phases the peak is the maximum of, other than the phase that holds
-    /// it (figure names: `phase backward`): the peak is the largest phase's prediction,
-    /// so a flagged phase may hold the real peak, and the peak is not to be trusted
-    /// either. Empty when the peak is fitted as a whole.
+    /// The flagged phases and moments the peak is the maximum of, other than the one
+    /// that holds it (figure names: `phase backward`): the peak is the largest one's
+    /// prediction, so a flagged one may hold the real peak, and the peak is not to be
+    /// trusted either. Empty when the peak is fitted as a whole.
     pub fn flagged_under_peak(&self) -> Vec<&str> {
-        let Some(winner) = &self.peak_phase else {
+        if self.peak_phase.is_none() {
             return Vec::new();
-        };
+        }
+        let winner = self.peak_figure();
         self.flagged
             .iter()
-            .filter(|f| {
-                matches!(Figure::parse(f), Some(Figure::Phase(phase)) if phase.as_str() != winner)
-            })
+            .filter(|f| **f != winner && Figure::parse(f).is_some_and(|f| f.phase().is_some()))
             .map(String::as_str)
             .collect()
     }
@@ -1711,11 +1857,11 @@ fn findings(
         if category.is_none()
             && let Some(grid) = &grid
         {
-            for (phase, fit) in new.phase_fits() {
-                if !matches!(figure, Figure::Phase(p) if p.as_str() == phase)
+            for (candidate, fit) in new.phase_fits() {
+                if figure.to_string() != candidate
                     && let Some(caveat) = flag_caveat(fit, grid)
                 {
-                    why = format!("{why}; within the peak's maximum, phase {phase}: {caveat}");
+                    why = format!("{why}; within the peak's maximum, {candidate}: {caveat}");
                 }
             }
         }
@@ -1751,9 +1897,9 @@ fn flag_caveat(fit: &Fit, grid: &Grid) -> Option<String> {
 fn peak_figure(sweep: &Sweep, at: &Point) -> Figure {
     if sweep.phase_fits().next().is_some()
         && let Ok(max) = predict_max(sweep.phase_fits(), at)
-        && let Some(phase) = Phase::ALL.into_iter().find(|p| p.as_str() == max.phase)
+        && let Some(figure) = Figure::parse(&max.phase)
     {
-        return Figure::Phase(phase);
+        return figure;
     }
     Figure::Peak
 }

@@ -85,6 +85,7 @@ fn rerun(raw: &Value) -> Sweep {
                 category_peaks,
                 phase_peaks: Default::default(),
                 phase_temporaries: Default::default(),
+                phase_moments: Default::default(),
                 peak_outside_phases: true,
                 pool: None,
             }

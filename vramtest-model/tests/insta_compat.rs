@@ -35,6 +35,7 @@ fn scaling() -> Sweep {
                 category_peaks,
                 phase_peaks: Default::default(),
                 phase_temporaries: Default::default(),
+                phase_moments: Default::default(),
                 peak_outside_phases: true,
                 pool: None,
             }

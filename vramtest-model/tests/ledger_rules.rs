@@ -1332,3 +1332,77 @@ fn each_phase_keeps_its_own_peak_per_category() {
     );
     assert_eq!(p.category_peaks[Category::Temporaries], 700);
 }
+
+// ---------------------------------------------------------------------------------------
+// Each phase's moments: the total at the moment each category that changes in the phase
+// first reaches its own most there.
+
+/// A step whose backward pass first frees the activations, then makes the gradients:
+/// its peak is its start (activations) or its end (gradients), whichever is larger.
+fn free_then_grow(iteration: u32, activation: u64, gradient: u64, first: u64) -> Vec<Event> {
+    vec![
+        IterationStart(iteration),
+        PhaseStart(Phase::Forward),
+        a(first, activation), // an activation, kept for backward
+        PhaseEnd,
+        PhaseStart(Phase::Backward),
+        f(first),
+        a(first + 1, 200), // scratch: a temporary of the backward pass
+        f(first + 1),
+        a(first + 2, gradient), // a gradient, released after the step
+        PhaseEnd,
+        f(first + 2),
+        IterationEnd,
+    ]
+}
+
+#[test]
+fn a_backward_pass_that_frees_first_has_its_start_and_its_end_as_moments() {
+    let mut events = vec![PhaseStart(Phase::Params), a(1, 1000), PhaseEnd];
+    events.extend(free_then_grow(0, 500, 300, 10));
+    let p = profile(&events);
+    let backward = (p.phase_moments.iter())
+        .find(|(phase, _)| *phase == Phase::Backward)
+        .map(|(_, m)| m.clone())
+        .expect("backward has moments");
+    // Activations are at their most (500) at the start, with the parameters: 1500.
+    // The scratch (200) is at its most alone with the parameters: 1200. The gradient
+    // (300) at the end: 1300. The parameters never change in backward: no moment.
+    assert_eq!(
+        backward,
+        [
+            (Category::Gradients, 1300),
+            (Category::Activations, 1500),
+            (Category::Temporaries, 1200)
+        ]
+    );
+    let peak = (p.phases.iter())
+        .filter(|r| r.phase == Phase::Backward)
+        .map(|r| r.peak_bytes)
+        .max();
+    assert_eq!(peak, Some(1500), "the phase's peak is its largest moment");
+}
+
+#[test]
+fn a_phases_moments_are_its_last_iterations() {
+    // Iteration 0 keeps a larger activation than iteration 1; the snapshot keeps the
+    // last iteration's phases, and so do the moments.
+    let mut events = vec![PhaseStart(Phase::Params), a(1, 1000), PhaseEnd];
+    events.extend(free_then_grow(0, 900, 300, 10));
+    events.extend(free_then_grow(1, 500, 300, 20));
+    let p = profile(&events);
+    let moments = |phase: Phase| {
+        (p.phase_moments.iter())
+            .find(|(q, _)| *q == phase)
+            .map(|(_, m)| m.clone())
+    };
+    assert_eq!(
+        moments(Phase::Backward).unwrap()[1],
+        (Category::Activations, 1500)
+    );
+    // The parameters' phase ran outside the loop: kept, its one moment the parameters'.
+    assert_eq!(
+        moments(Phase::Params),
+        Some(vec![(Category::Parameters, 1000)])
+    );
+}

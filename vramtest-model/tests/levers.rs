@@ -557,6 +557,7 @@ fn layers_sweep(per_layer: u64) -> Sweep {
                 category_peaks: c,
                 phase_peaks: BTreeMap::new(),
                 phase_temporaries: BTreeMap::new(),
+                phase_moments: Default::default(),
                 peak_outside_phases: true,
                 pool: None,
             }

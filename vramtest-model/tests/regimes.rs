@@ -25,6 +25,7 @@ fn run(heads: u64, seq: u64) -> GridRun {
         ]),
         phase_peaks: BTreeMap::new(),
         phase_temporaries: BTreeMap::new(),
+        phase_moments: Default::default(),
         peak_outside_phases: true,
         pool: None,
     }

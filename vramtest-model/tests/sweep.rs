@@ -75,6 +75,7 @@ impl Model {
                 ),
                 (Phase::Backward, 0),
             ]),
+            phase_moments: BTreeMap::new(),
             peak_outside_phases: false,
             pool: Some(PoolPeaks {
                 allocated_bytes: peak + 512,
@@ -880,6 +881,7 @@ fn crossing_run(b: u64, s: u64) -> GridRun {
             (Phase::OptimizerStep, optimizer_step),
         ]),
         phase_temporaries: BTreeMap::new(),
+        phase_moments: Default::default(),
         peak_outside_phases: false,
         pool: None,
     }
@@ -1106,4 +1108,141 @@ fn the_pools_reservation_is_held_at_the_grids_share_far_outside_it() {
     assert_eq!(h.corner, point(2, 24, 3));
     assert_eq!((h.fitted_bytes, h.held_bytes), (fitted, held));
     assert!(e.flagged.iter().any(|f| f == "reserved over allocated"));
+}
+
+/// A step whose backward pass first frees the activations (64 B per batch·seq·layer),
+/// then makes the gradients (1 KiB per layer, as the parameters): its peak is its
+/// start on one side of `64·batch·seq = 1024`, its end on the other, and the grid
+/// holds both. Each moment is a sum of tensors; their maximum is no polynomial.
+fn free_then_grow(b: u64, s: u64, l: u64, moments: bool) -> GridRun {
+    let (params, act, grads) = (1024 * l, 64 * b * s * l, 1024 * l);
+    let start = params + act;
+    let end = params + grads;
+    let mut categories = CategoryBytes::default();
+    categories[Category::Parameters] = params;
+    categories[Category::Activations] = act;
+    categories[Category::Gradients] = grads;
+    let backward = BTreeMap::from([(Category::Gradients, end), (Category::Activations, start)]);
+    GridRun {
+        point: point(b, s, l),
+        peak_bytes: start.max(end),
+        category_peaks: categories,
+        phase_peaks: BTreeMap::from([
+            (Phase::Params, params),
+            (Phase::Forward, start),
+            (Phase::Backward, start.max(end)),
+        ]),
+        phase_temporaries: BTreeMap::new(),
+        phase_moments: if moments {
+            BTreeMap::from([
+                (
+                    Phase::Params,
+                    BTreeMap::from([(Category::Parameters, params)]),
+                ),
+                (
+                    Phase::Forward,
+                    BTreeMap::from([(Category::Activations, start)]),
+                ),
+                (Phase::Backward, backward),
+            ])
+        } else {
+            BTreeMap::new()
+        },
+        peak_outside_phases: false,
+        pool: None,
+    }
+}
+
+#[test]
+fn a_phase_whose_peak_moves_between_moments_is_predicted_as_their_maximum() {
+    let grid = Grid::new([
+        ("batch", vec![1, 2, 4]),
+        ("seq", vec![4, 8, 16]),
+        ("layers", vec![1, 2, 3]),
+    ])
+    .unwrap();
+    let runs = |moments: bool| -> Vec<GridRun> {
+        grid.points()
+            .iter()
+            .map(|p| free_then_grow(p["batch"], p["seq"], p["layers"], moments))
+            .collect()
+    };
+    let sweep = Sweep::fit(&grid, &runs(true)).unwrap();
+    assert!(
+        sweep
+            .figures
+            .contains_key("phase backward when activations peak")
+            && sweep
+                .figures
+                .contains_key("phase backward when gradients peak")
+            && !sweep.figures.contains_key("phase backward"),
+        "{:?}",
+        sweep.figures.keys()
+    );
+    // A single moment gives no maximum: the forward pass is fitted whole.
+    assert!(sweep.figures.contains_key("phase forward"));
+    // Far outside the grid on either side of the switch, from the formulas above.
+    for (b, s, l) in [(64, 2048, 24), (1, 1, 96), (8, 4, 48)] {
+        let e = sweep.estimate(&point(b, s, l), 1).unwrap();
+        let (start, end) = (1024 * l + 64 * b * s * l, 2048 * l);
+        assert_eq!(e.peak_bytes, start.max(end), "at {b}, {s}, {l}");
+        let from = if start >= end {
+            "activations"
+        } else {
+            "gradients"
+        };
+        assert_eq!(
+            e.peak_from.as_deref(),
+            Some(format!("phase backward when {from} peak").as_str())
+        );
+        assert_eq!(e.peak_phase.as_deref(), Some("backward"));
+        assert!(e.flagged.is_empty(), "{:?}", e.flagged);
+    }
+    // Without the moments, one polynomial through the maximum cannot be trusted there.
+    let whole = Sweep::fit(&grid, &runs(false)).unwrap();
+    let e = whole.estimate(&point(64, 2048, 24), 1).unwrap();
+    let right = 1024 * 24 + 64 * 64 * 2048 * 24;
+    assert!(
+        !e.flagged.is_empty() || e.peak_bytes != right,
+        "the whole phase's fit was right and trusted: {e:?}"
+    );
+}
+
+#[test]
+fn a_phase_whose_moment_misses_is_fitted_whole_where_the_whole_does_not() {
+    // The backward pass peaks at its start everywhere (parameters and activations); the
+    // moment the gradients are complete comes with one scratch buffer or another, the
+    // larger of 32 B per batch·seq·layer and 60 B per seq·layer: a maximum of two
+    // regimes, below the start at every point.
+    let grid = Grid::new([
+        ("batch", vec![1, 2, 3, 4]),
+        ("seq", vec![4, 8, 16]),
+        ("layers", vec![1, 2, 3]),
+    ])
+    .unwrap();
+    let runs: Vec<GridRun> = grid
+        .points()
+        .iter()
+        .map(|p| {
+            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
+            let mut run = free_then_grow(b, s, l, true);
+            let complete = 1024 * l + (32 * b * s * l).max(60 * s * l);
+            let moments = run.phase_moments.get_mut(&Phase::Backward).unwrap();
+            moments.insert(Category::Gradients, complete);
+            let start = moments[&Category::Activations];
+            run.phase_peaks.insert(Phase::Backward, start);
+            run.peak_bytes = start;
+            run
+        })
+        .collect();
+    let sweep = Sweep::fit(&grid, &runs).unwrap();
+    let names: Vec<&String> = sweep.figures.keys().collect();
+    assert!(sweep.figures.contains_key("phase backward"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("phase backward when")),
+        "{names:?}"
+    );
+    let e = sweep.estimate(&point(64, 2048, 24), 1).unwrap();
+    assert_eq!(e.peak_bytes, 1024 * 24 + 64 * 64 * 2048 * 24);
+    assert!(e.flagged.is_empty(), "{:?}", e.flagged);
 }

@@ -124,11 +124,16 @@ fn slope_floors(sweep: &Sweep) -> SlopeFloors {
     let phases = vramtest_model::Phase::ALL
         .into_iter()
         .filter_map(|phase| {
-            let fit = sweep.figures.get(&Figure::Phase(phase).to_string())?;
+            // The phase's peak, or the largest of its moments.
+            let fits: Vec<_> = (sweep.figures.iter())
+                .filter(|(k, _)| Figure::parse(k).and_then(Figure::phase) == Some(phase))
+                .map(|(_, fit)| fit)
+                .collect();
             let at = |batch: u64| {
                 let mut point = first_point(sweep);
                 point.insert(BATCH.to_owned(), batch);
-                fit.predict(&point).ok().map(|p| p.bytes)
+                let bytes = fits.iter().map(|f| f.predict(&point).ok().map(|p| p.bytes));
+                bytes.collect::<Option<Vec<u64>>>()?.into_iter().max()
             };
             Some((phase, slope(&at)?))
         })
@@ -265,8 +270,11 @@ fn sweep_model(sweep: &Sweep) -> String {
                 sizes.join(", ")
             );
             for phase in vramtest_model::Phase::ALL {
-                if let Some(f) = formula(Figure::Phase(phase)) {
-                    let _ = writeln!(out, "    phase {phase} ≈ {f}");
+                let moments = vramtest_model::Category::ALL.map(|c| Figure::PhaseMoment(phase, c));
+                for figure in std::iter::once(Figure::Phase(phase)).chain(moments) {
+                    if let Some(f) = formula(figure) {
+                        let _ = writeln!(out, "    {figure} ≈ {f}");
+                    }
                 }
             }
         }
@@ -468,6 +476,7 @@ mod tests {
                     ]),
                     phase_peaks: Default::default(),
                     phase_temporaries: Default::default(),
+                    phase_moments: Default::default(),
                     peak_outside_phases: true,
                     pool: None,
                 })
@@ -546,6 +555,7 @@ mod tests {
                     ]
                     .into(),
                     phase_temporaries: Default::default(),
+                    phase_moments: Default::default(),
                     peak_outside_phases: false,
                     pool: None,
                 }

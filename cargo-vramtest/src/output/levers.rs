@@ -587,6 +587,7 @@ mod tests {
                     category_peaks: c,
                     phase_peaks: Default::default(),
                     phase_temporaries: Default::default(),
+                    phase_moments: Default::default(),
                     peak_outside_phases: true,
                     pool: Some(PoolPeaks {
                         allocated_bytes: peak,

@@ -218,9 +218,9 @@ pub fn human(name: &str, sweep: &Sweep, a: &Answer) -> String {
     }
     let peak_figure = e.peak_figure();
     let mut peak = row(&peak_figure, e.peak_bytes);
-    peak[0] = match &e.peak_phase {
-        Some(p) => format!("peak ({p})"),
-        None => "peak".into(),
+    peak[0] = match (peak_figure.strip_prefix("phase "), &e.peak_phase) {
+        (Some(from), Some(_)) => format!("peak ({from})"),
+        _ => "peak".into(),
     };
     peak[2] = peak_error(e, &peak_figure);
     rows.push(peak);
@@ -523,6 +523,7 @@ pub fn json(test: &str, a: &Answer) -> Value {
         "category_bytes": categories,
         "peak_bytes": e.peak_bytes,
         "peak_phase": e.peak_phase,
+        "peak_from": e.peak_figure(),
         "allocated_bytes": e.allocated_bytes,
         "reserved_bytes": e.reserved_bytes,
         "allowance_bytes": a.allowance,
@@ -645,6 +646,7 @@ mod tests {
             category_bytes: Category::ALL.into_iter().map(|c| (c, 0)).collect(),
             peak_bytes: 152_462_950, // 145.40 MiB
             peak_phase: Some("optimizer_step".into()),
+            peak_from: None,
             allocated_bytes: None,
             reserved_bytes: None,
             loo_error_ppm: loo,
@@ -701,6 +703,7 @@ mod tests {
                     category_peaks: CategoryBytes::from([(Category::Activations, 70_000 * b)]),
                     phase_peaks: phases.into(),
                     phase_temporaries: BTreeMap::new(),
+                    phase_moments: Default::default(),
                     peak_outside_phases: false,
                     pool: None,
                 }

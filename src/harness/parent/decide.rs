@@ -365,6 +365,7 @@ pub(crate) mod tests {
                 category_peaks: CategoryBytes::from([(Category::Activations, per_sample * b)]),
                 phase_peaks: Default::default(),
                 phase_temporaries: Default::default(),
+                phase_moments: Default::default(),
                 peak_outside_phases: true,
                 pool: None,
             })

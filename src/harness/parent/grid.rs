@@ -151,9 +151,13 @@ pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPea
         [] => [(vramtest_model::sweep::BATCH.to_owned(), point.batch as u64)].into(),
         axes => to_point(axes),
     };
+    let phase_moments = (profile.phase_moments.iter())
+        .map(|(phase, moments)| (*phase, moments.iter().copied().collect()))
+        .collect();
     GridRun {
         point,
         phase_temporaries,
+        phase_moments,
         peak_bytes: profile.peak_bytes,
         category_peaks: profile.category_peaks,
         phase_peaks,
