@@ -75,7 +75,17 @@ fn a_point_outside_the_grid_is_measured_against_its_prediction() {
     for figure in CATEGORIES.iter().chain(&["peak"]) {
         assert_eq!(v["error"][figure], 0.0, "{figure}: {v}");
     }
-    assert_eq!(v["error"].as_object().unwrap().len(), 9);
+    // The CUDA pool's figures: the pool model replayed on this run's allocations,
+    // against what `show --at` predicts; shown, not gated.
+    assert_eq!(v["predicted"]["allocated_bytes"], shown["allocated_bytes"]);
+    assert_eq!(v["predicted"]["reserved_bytes"], shown["reserved_bytes"]);
+    let allocated = v["measured"]["allocated_bytes"].as_u64().unwrap();
+    let reserved = v["measured"]["reserved_bytes"].as_u64().unwrap();
+    assert!(
+        forward_peak(b, s, l, 1) <= allocated && allocated <= reserved,
+        "{v}"
+    );
+    assert_eq!(v["error"].as_object().unwrap().len(), 11);
 
     // The table: every figure, the verdict.
     let ran = f.run(&["measure", "transformer_like", "--at", AT], &[]);
@@ -87,6 +97,8 @@ fn a_point_outside_the_grid_is_measured_against_its_prediction() {
         "the prediction holds",
         "no tensor, not gated",
         "peak (forward)",
+        "CUDA reserved",
+        "the pool's model, not gated",
     ] {
         assert!(ran.stdout.contains(needle), "{needle}: {}", ran.text());
     }

@@ -78,7 +78,8 @@ pub fn execute(args: &MeasureArgs) -> Result<u8> {
             file.class
         );
     }
-    let comparison = PointCheck::new(body, estimate);
+    let pool = report.details.as_ref().and_then(|d| d.predicted_pool);
+    let comparison = PointCheck::new(body, estimate).with_pool(pool, estimate);
     match args.message_format {
         MessageFormat::Json => {
             let mut v = json(&comparison);

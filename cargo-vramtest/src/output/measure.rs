@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use vramtest_model::axes::Point;
 use vramtest_model::doubt::{Doubt, over_peak};
+use vramtest_model::pool::PoolPeaks;
 use vramtest_model::sweep::{Estimate, show_point};
 use vramtest_model::{Body, Category, HumanBytes};
 
@@ -80,7 +81,15 @@ pub enum Gate {
     /// A tensor category under [`SMALL_PERCENT`] of the measured peak, measured and
     /// predicted: shown, not gated.
     Small,
+    /// The CUDA pool's allocated or reserved peak of a CPU run ([`PoolCheck`]): shown,
+    /// not gated.
+    PoolModel,
 }
+
+/// The row of the CUDA pool's allocated peak ([`PoolCheck`]).
+pub const ALLOCATED_ROW: &str = "CUDA allocated";
+/// The row of the CUDA pool's reserved peak ([`PoolCheck`]).
+pub const RESERVED_ROW: &str = "CUDA reserved";
 
 /// One figure of the comparison.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,6 +134,20 @@ pub struct PointCheck {
     pub peak_phase: Option<String>,
     /// The predicted figures whose fits are flagged.
     pub flagged: Vec<String>,
+    /// The CUDA pool's allocated and reserved peaks, measured (a CPU run's pool model,
+    /// replayed on its allocations) against predicted, where both are known.
+    pub pool: Option<PoolCheck>,
+}
+
+/// The CUDA pool's figures of a CPU run: what a GPU would allocate and reserve, from
+/// the pool model replayed on the run's allocations, against the sweep's prediction.
+/// Shown, not gated: the pool's rounding to granules is a step, no fit's to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolCheck {
+    /// The pool model's peaks at the point.
+    pub measured: PoolPeaks,
+    /// The predicted ones.
+    pub predicted: PoolPeaks,
 }
 
 impl PointCheck {
@@ -136,7 +159,24 @@ impl PointCheck {
             predicted: Figures::predicted(estimate),
             peak_phase: estimate.peak_phase.clone(),
             flagged: estimate.flagged.clone(),
+            pool: None,
         }
+    }
+
+    /// With the pool model's peaks `measured` at the point (a CPU run's), set beside
+    /// the prediction's, when the sweep predicts them.
+    pub fn with_pool(mut self, measured: Option<PoolPeaks>, estimate: &Estimate) -> PointCheck {
+        self.pool = match (measured, estimate.allocated_bytes, estimate.reserved_bytes) {
+            (Some(measured), Some(allocated_bytes), Some(reserved_bytes)) => Some(PoolCheck {
+                measured,
+                predicted: PoolPeaks {
+                    allocated_bytes,
+                    reserved_bytes,
+                },
+            }),
+            _ => None,
+        };
+        self
     }
 
     /// Every category, then the peak.
@@ -164,6 +204,20 @@ impl PointCheck {
             predicted: self.predicted.peak_bytes,
             gate: Gate::Within(PEAK_PERCENT),
         });
+        if let Some(pool) = &self.pool {
+            rows.push(MeasureRow {
+                figure: ALLOCATED_ROW.into(),
+                measured: pool.measured.allocated_bytes,
+                predicted: pool.predicted.allocated_bytes,
+                gate: Gate::PoolModel,
+            });
+            rows.push(MeasureRow {
+                figure: RESERVED_ROW.into(),
+                measured: pool.measured.reserved_bytes,
+                predicted: pool.predicted.reserved_bytes,
+                gate: Gate::PoolModel,
+            });
+        }
         rows
     }
 
@@ -203,8 +257,16 @@ impl PointCheck {
             self.predicted.category_bytes.iter().map(|(&c, &b)| (c, b)),
             self.predicted.peak_bytes,
         );
+        // The pool's rows rest on the peak and on the pool's own fits.
+        let pool = [ALLOCATED_ROW, RESERVED_ROW].contains(&figure);
         let rests_on = |f: &String| match (figure, &self.peak_phase) {
             ("peak", Some(_)) => f.starts_with("phase "),
+            (_, phase) if pool => {
+                (phase.is_some() && f.starts_with("phase "))
+                    || (phase.is_none() && f == "peak")
+                    || f == vramtest_model::sweep::ALLOCATED
+                    || (figure == RESERVED_ROW && f == vramtest_model::sweep::RESERVED)
+            }
             _ => f == figure,
         };
         Doubt {
@@ -215,7 +277,7 @@ impl PointCheck {
                 .cloned()
                 .collect(),
             impossible: match figure {
-                "peak" => over,
+                "peak" | ALLOCATED_ROW | RESERVED_ROW => over,
                 _ => over.into_iter().filter(|c| c.as_str() == figure).collect(),
             },
         }
@@ -259,6 +321,7 @@ pub fn human(name: &str, c: &PointCheck) -> String {
             (Gate::Flagged, _) => "flagged fit, not gated".to_owned(),
             (Gate::NoTensor, _) => "no tensor, not gated".to_owned(),
             (Gate::Small, _) => format!("under {SMALL_PERCENT}% of the peak, not gated"),
+            (Gate::PoolModel, _) => "the pool's model, not gated".to_owned(),
         };
         let predicted = marked(&HumanBytes(r.predicted).to_string(), &doubt);
         marked_rows.push(MarkedRow::new(
@@ -318,11 +381,21 @@ pub fn json(c: &PointCheck) -> Value {
         .map(|r| (r.figure.clone(), json!(r.error())))
         .collect();
     let mut predicted = c.predicted.json();
+    let mut measured = c.measured.json();
+    if let Some(pool) = &c.pool {
+        for (side, peaks) in [
+            (&mut measured, pool.measured),
+            (&mut predicted, pool.predicted),
+        ] {
+            side["allocated_bytes"] = json!(peaks.allocated_bytes);
+            side["reserved_bytes"] = json!(peaks.reserved_bytes);
+        }
+    }
     predicted["flagged"] = json!(c.flagged);
     predicted["impossible"] = json!(c.doubt("peak").impossible);
     json!({
         "at": c.at,
-        "measured": c.measured.json(),
+        "measured": measured,
         "predicted": predicted,
         "error": error,
         "verdict": c.verdict(),
@@ -345,6 +418,7 @@ mod tests {
             predicted: figures(predicted),
             peak_phase: Some("forward".into()),
             flagged: flagged.iter().map(|f| (*f).to_owned()).collect(),
+            pool: None,
         }
     }
 
@@ -367,6 +441,53 @@ mod tests {
         );
         assert_eq!(flagged.rows()[0].gate, Gate::Flagged);
         assert_eq!(flagged.exit_code(), 0);
+    }
+
+    #[test]
+    fn the_pools_figures_are_shown_with_the_doubt_they_rest_on_and_not_gated() {
+        let c = comparison(
+            [1000, 0, 0, 0, 0, 0, 0, 0],
+            [1000, 0, 0, 0, 0, 0, 0, 0],
+            &[],
+        );
+        assert_eq!(c.rows().len(), 9, "no pool without one measured");
+        let peaks = |allocated_bytes, reserved_bytes| PoolPeaks {
+            allocated_bytes,
+            reserved_bytes,
+        };
+        let mut c = comparison(
+            [1000, 0, 0, 0, 0, 0, 0, 0],
+            [1000, 0, 0, 0, 0, 0, 0, 0],
+            &[
+                "reserved over allocated",
+                "phase backward when gradients peak",
+            ],
+        );
+        // A reserved peak 50% over the measurement: shown, never a miss.
+        c.pool = Some(PoolCheck {
+            measured: peaks(1024, 2 << 20),
+            predicted: peaks(1024, 3 << 20),
+        });
+        let rows = c.rows();
+        assert_eq!(rows[9].figure, ALLOCATED_ROW);
+        assert_eq!(rows[10].figure, RESERVED_ROW);
+        assert_eq!(rows[10].gate, Gate::PoolModel);
+        assert_eq!(rows[10].error(), Some(0.5));
+        assert_eq!(c.exit_code(), 0);
+        assert_eq!(c.verdict(), "held");
+        // Both rest on the peak's phases; the reserved peak on the pool's rounding too.
+        assert_eq!(
+            c.doubt(ALLOCATED_ROW).flagged,
+            ["phase backward when gradients peak"]
+        );
+        assert_eq!(c.doubt(RESERVED_ROW).flagged.len(), 2);
+        let v = json(&c);
+        assert_eq!(v["measured"]["reserved_bytes"], 2 << 20);
+        assert_eq!(v["predicted"]["reserved_bytes"], 3 << 20);
+        assert_eq!(v["error"][RESERVED_ROW], 0.5);
+        let text = human("t", &c);
+        assert!(text.contains("the pool's model, not gated"), "{text}");
+        assert!(text.contains("the prediction holds"), "{text}");
     }
 
     #[test]

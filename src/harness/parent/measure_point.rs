@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use vramtest_model::axes::Point;
 use vramtest_model::levers::{LeverError, LeverVariant, show_variant};
-use vramtest_model::report::{Status, TestReport};
+use vramtest_model::report::{Details, Status, TestReport};
 use vramtest_model::sweep::show_point;
 use vramtest_model::{Body, HumanBytes};
 
@@ -86,7 +86,8 @@ fn measure(context: &RunContext, name: &str, def: &TestDef, at: &At) -> Result<C
         None => run_point(context, name, def, context.device, at),
     };
     match outcome {
-        Ok(body) => {
+        Ok((body, details)) => {
+            report.details = Some(details);
             report.status = Status::Passed;
             report.message = format!(
                 "measured at {}: peak {} (nothing compared with the snapshot, nothing written)",
@@ -121,14 +122,16 @@ fn measure(context: &RunContext, name: &str, def: &TestDef, at: &At) -> Result<C
     }
 }
 
-/// The step of `def` run once at `at`, in a child process of its own.
+/// The step of `def` run once at `at`, in a child process of its own: its body, and
+/// the details a sweep's point keeps beside it (a CPU run's CUDA pool model, which
+/// `cargo vramtest measure` sets against the predicted pool).
 fn run_point(
     context: &RunContext,
     name: &str,
     def: &TestDef,
     device: crate::step::Device,
     at: &At,
-) -> Result<Body, NotMeasured> {
+) -> Result<(Body, Details), NotMeasured> {
     let point = run_point_of(def, &at.point, &at.levels)
         .map_err(|e| NotMeasured::Failed(format!("{name}: {e}"), None))?;
     let label = grid::label(name, def, &point);
@@ -137,8 +140,17 @@ fn run_point(
         .measure(name, def, device, &point)
         .map_err(|e| NotMeasured::Failed(e.to_string(), None))?;
     let message = match (ended.result, ended.unclean) {
-        (Some(ChildResult::Measured { profile, .. }), None) => {
-            return Ok(Body::from_profile(&profile, device.class()));
+        (Some(ChildResult::Measured { profile, pool, .. }), None) => {
+            let details = Details {
+                baseline_bytes: profile.baseline_bytes,
+                allocations: profile.allocations,
+                reserved_peak_bytes: profile.reserved_peak_bytes,
+                leak_sites: profile.leak_sites.clone(),
+                predicted_pool: pool.map(|r| r.peaks),
+                point_millis: Vec::new(),
+                fit_millis: None,
+            };
+            return Ok((Body::from_profile(&profile, device.class()), details));
         }
         (Some(ChildResult::Ignored { reason }), None) => return Err(NotMeasured::Skipped(reason)),
         (Some(ChildResult::Failed { message }), None) => format!("{label} failed: {message}"),
