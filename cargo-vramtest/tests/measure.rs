@@ -96,7 +96,7 @@ fn a_point_outside_the_grid_is_measured_against_its_prediction() {
         "vec-model::axes::transformer_like (cpu) at batch=8, layers=6, seq=48",
         "the prediction holds",
         "no tensor, not gated",
-        "peak (forward)",
+        "peak (forward when activations peak)",
         "CUDA reserved",
         "the pool's model, not gated",
     ] {

@@ -1246,3 +1246,77 @@ fn a_phase_whose_moment_misses_is_fitted_whole_where_the_whole_does_not() {
     assert_eq!(e.peak_bytes, 1024 * 24 + 64 * 64 * 2048 * 24);
     assert!(e.flagged.is_empty(), "{:?}", e.flagged);
 }
+
+/// [`free_then_grow`]'s step as an event stream, through the ledger: two iterations of
+/// a forward pass that keeps 64 B per batch·seq·layer and a backward pass that first
+/// frees it, then makes 1 KiB of gradients per layer (released after the step).
+fn free_then_grow_run(b: u64, s: u64, l: u64) -> GridRun {
+    use vramtest_model::Event::{self, IterationEnd, IterationStart, PhaseEnd, PhaseStart};
+    let alloc = |id, bytes| Event::Alloc { id, bytes };
+    let free = |id| Event::Free { id };
+    let mut events = vec![PhaseStart(Phase::Params), alloc(1, 1024 * l), PhaseEnd];
+    for i in 0..2u32 {
+        let id = 10 + 10 * u64::from(i);
+        events.extend([
+            IterationStart(i),
+            PhaseStart(Phase::Forward),
+            alloc(id, 64 * b * s * l),
+            PhaseEnd,
+            PhaseStart(Phase::Backward),
+            free(id),
+            alloc(id + 1, 1024 * l),
+            PhaseEnd,
+            free(id + 1),
+            IterationEnd,
+        ]);
+    }
+    let profile = vramtest_model::profile(&events);
+    let mut phase_peaks = BTreeMap::new();
+    for r in profile.steady_state_phases() {
+        let peak = phase_peaks.entry(r.phase).or_insert(0);
+        *peak = r.peak_bytes.max(*peak);
+    }
+    GridRun {
+        point: point(b, s, l),
+        peak_bytes: profile.peak_bytes,
+        category_peaks: profile.category_peaks,
+        phase_peaks,
+        phase_temporaries: BTreeMap::new(),
+        phase_moments: (profile.phase_moments.iter())
+            .map(|(p, m)| (*p, m.iter().copied().collect()))
+            .collect(),
+        peak_outside_phases: profile.peak_phase.is_none(),
+        pool: None,
+    }
+}
+
+#[test]
+fn the_ledgers_moments_give_the_phases_peak_and_predict_it_far_outside_the_grid() {
+    let grid = Grid::new([
+        ("batch", vec![1, 2, 4]),
+        ("seq", vec![4, 8, 16]),
+        ("layers", vec![1, 2, 3]),
+    ])
+    .unwrap();
+    let runs: Vec<GridRun> = (grid.points().iter())
+        .map(|p| free_then_grow_run(p["batch"], p["seq"], p["layers"]))
+        .collect();
+    let sweep = Sweep::fit(&grid, &runs).unwrap();
+    let names: Vec<&String> = sweep.figures.keys().collect();
+    assert!(
+        sweep
+            .figures
+            .contains_key("phase backward when activations peak")
+            && sweep
+                .figures
+                .contains_key("phase backward when gradients peak"),
+        "{names:?}"
+    );
+    for (b, s, l) in [(64, 2048, 24), (1, 1, 96)] {
+        let e = sweep.estimate(&point(b, s, l), 1).unwrap();
+        let (start, end) = (1024 * l + 64 * b * s * l, 2048 * l);
+        assert_eq!(e.peak_bytes, start.max(end), "at {b}, {s}, {l}");
+        assert_eq!(e.peak_phase.as_deref(), Some("backward"));
+        assert!(e.flagged.is_empty(), "{:?}", e.flagged);
+    }
+}

@@ -78,7 +78,11 @@ pub fn execute(args: &MeasureArgs) -> Result<u8> {
             file.class
         );
     }
-    let pool = report.details.as_ref().and_then(|d| d.predicted_pool);
+    // The pool model of a CPU run, set beside a CPU snapshot's prediction of it only (a
+    // CUDA snapshot's pool figures are the device's own).
+    let pool = (report.details.as_ref())
+        .and_then(|d| d.predicted_pool)
+        .filter(|_| file.class == measured_on);
     let comparison = PointCheck::new(body, estimate).with_pool(pool, estimate);
     match args.message_format {
         MessageFormat::Json => {

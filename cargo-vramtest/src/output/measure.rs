@@ -130,7 +130,8 @@ pub struct PointCheck {
     pub at: Point,
     pub measured: Figures,
     pub predicted: Figures,
-    /// The phase predicted to hold the peak.
+    /// The phase predicted to hold the peak, or the moment of it (`backward when
+    /// gradients peak`).
     pub peak_phase: Option<String>,
     /// The predicted figures whose fits are flagged.
     pub flagged: Vec<String>,
@@ -157,7 +158,10 @@ impl PointCheck {
             at: estimate.at.clone(),
             measured: Figures::measured(body),
             predicted: Figures::predicted(estimate),
-            peak_phase: estimate.peak_phase.clone(),
+            peak_phase: (estimate.peak_phase.as_ref()).map(|phase| {
+                let figure = estimate.peak_figure();
+                figure.strip_prefix("phase ").unwrap_or(phase).to_owned()
+            }),
             flagged: estimate.flagged.clone(),
             pool: None,
         }
