@@ -387,14 +387,16 @@ fn moments_of(runs: &[GridRun], phase: Phase) -> Option<Vec<Category>> {
 /// A phase fitted as its moments whose moment is flagged (a moment can be a maximum
 /// too: the first instant a category is complete may come with one buffer or another)
 /// is fitted whole instead, where the whole phase's fit is not: the split is kept only
-/// where it brings no doubt the whole phase's fit is free of. Decided on the fits as
-/// they stand after the refit without a smallest level unlike the target's
-/// ([`crate::refit`]), which the whole phase's fit gets too.
+/// where it brings no doubt the whole phase's fit is free of. Decided on the fits over
+/// the whole grid, before the refit without a smallest level unlike the target's
+/// ([`crate::refit`]): a moment whose fit through every level is flagged has been seen
+/// to rest on a negative term at the target even once refitted (a grouped-query
+/// decoder's forward pass when its temporaries peak).
 fn whole_where_moments_miss(
     grid: &Grid,
     runs: &[GridRun],
+    series: &mut BTreeMap<String, Vec<(Point, u64)>>,
     figures: &mut BTreeMap<String, Fit>,
-    fitted_without: &mut BTreeMap<String, Without>,
 ) -> Result<(), AxesError> {
     for phase in Phase::ALL {
         let moments: Vec<String> = (figures.keys())
@@ -410,16 +412,15 @@ fn whole_where_moments_miss(
             .collect();
         let one = BTreeMap::from([(name.clone(), whole)]);
         let mut fitted = FigureFits::fit_with(grid, &one, &[])?.figures;
-        let mut without = crate::refit::without_smallest_levels(grid, &one, &mut fitted)?;
         let Some(fit) = fitted.remove(&name).filter(|f| f.flag(grid).is_none()) else {
             continue;
         };
         for m in &moments {
             figures.remove(m);
-            fitted_without.remove(m);
+            series.remove(m);
         }
         figures.insert(name.clone(), fit);
-        fitted_without.extend(without.remove(&name).map(|w| (name, w)));
+        series.extend(one);
     }
     Ok(())
 }
@@ -619,9 +620,9 @@ impl Sweep {
             }
         }
         let mut fitted = FigureFits::fit_with(grid, &series, &POOL_FIGURES)?;
-        let mut fitted_without =
+        whole_where_moments_miss(grid, runs, &mut series, &mut fitted.figures)?;
+        let fitted_without =
             crate::refit::without_smallest_levels(grid, &series, &mut fitted.figures)?;
-        whole_where_moments_miss(grid, runs, &mut fitted.figures, &mut fitted_without)?;
         Ok(Sweep {
             fitted_without,
             axes: fitted.axes,
