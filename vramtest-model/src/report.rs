@@ -228,6 +228,25 @@ impl TestReport {
     }
 }
 
+impl Details {
+    /// A measured `profile`'s details, with the CUDA pool model's peaks of a CPU run
+    /// (`predicted_pool`), before a sweep's timings are known.
+    pub fn of_profile(
+        profile: &crate::profile::Profile,
+        predicted_pool: Option<crate::pool::PoolPeaks>,
+    ) -> Details {
+        Details {
+            baseline_bytes: profile.baseline_bytes,
+            allocations: profile.allocations,
+            reserved_peak_bytes: profile.reserved_peak_bytes,
+            leak_sites: profile.leak_sites.clone(),
+            predicted_pool,
+            point_millis: Vec::new(),
+            fit_millis: None,
+        }
+    }
+}
+
 /// Figures reported apart from the snapshot: they vary with the machine or the process,
 /// so they are never compared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

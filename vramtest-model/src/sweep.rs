@@ -27,7 +27,7 @@ use crate::category::{Category, Phase};
 use crate::cpu_time::CpuTimeRatio;
 use crate::limit::Limit;
 use crate::pool::PoolPeaks;
-use crate::profile::CategoryBytes;
+use crate::profile::{CategoryBytes, Profile};
 use crate::refit::Without;
 use num_rational::BigRational;
 use num_traits::{Signed, ToPrimitive, Zero};
@@ -186,6 +186,41 @@ pub struct GridRun {
     /// The CUDA pool model's peaks (CPU runs), or the device's allocated and reserved
     /// peaks (CUDA runs), when known.
     pub pool: Option<PoolPeaks>,
+}
+
+impl GridRun {
+    /// The run at `point` of a measured `profile`: its steady state's phases, and
+    /// `pool`, the CUDA pool model's peaks of a CPU run (a CUDA run's are the device's
+    /// own, read from the profile).
+    pub fn of_profile(point: Point, profile: &Profile, pool: Option<PoolPeaks>) -> GridRun {
+        let mut phase_peaks = BTreeMap::new();
+        for record in profile.steady_state_phases() {
+            let peak = phase_peaks.entry(record.phase).or_insert(0);
+            *peak = record.peak_bytes.max(*peak);
+        }
+        let pool = pool.or_else(|| {
+            profile.reserved_peak_bytes.map(|reserved| PoolPeaks {
+                allocated_bytes: profile
+                    .peak_bytes
+                    .saturating_sub(profile.at_peak[Category::Untracked]),
+                reserved_bytes: reserved,
+            })
+        });
+        GridRun {
+            point,
+            peak_bytes: profile.peak_bytes,
+            category_peaks: profile.category_peaks,
+            phase_peaks,
+            phase_temporaries: (profile.phase_category_peaks.iter())
+                .map(|(phase, peaks)| (*phase, peaks[Category::Temporaries]))
+                .collect(),
+            phase_moments: (profile.phase_moments.iter())
+                .map(|(phase, moments)| (*phase, moments.iter().copied().collect()))
+                .collect(),
+            peak_outside_phases: profile.peak_phase.is_none(),
+            pool,
+        }
+    }
 }
 
 /// A sweep, as a snapshot keeps it under `scaling`: over named axes (`axes(..)`), or
@@ -423,6 +458,12 @@ fn whole_where_moments_miss(
         series.extend(one);
     }
     Ok(())
+}
+
+/// The phase a phase's figure or moment names (`backward` for `phase backward when
+/// gradients peak`); `None` for another figure.
+fn phase_name(figure: &str) -> Option<String> {
+    Some(Figure::parse(figure)?.phase()?.as_str().to_owned())
 }
 
 /// The predicted figures of the configuration a test names in `target(..)`.
@@ -806,8 +847,7 @@ impl Sweep {
         }
         let (peak, from) = self.peak_and_figure(at)?;
         estimate.peak_bytes = peak;
-        estimate.peak_phase =
-            (from.as_deref()).and_then(|f| Some(Figure::parse(f)?.phase()?.as_str().to_owned()));
+        estimate.peak_phase = from.as_deref().and_then(phase_name);
         estimate.peak_from = from;
         let pool = (
             self.get(Figure::AllocatedOverPeak),
@@ -909,8 +949,7 @@ impl Sweep {
     /// phase.
     fn peak_and_phase(&self, at: &Point) -> Result<(u64, Option<String>), AxesError> {
         let (bytes, from) = self.peak_and_figure(at)?;
-        let phase = from.and_then(|f| Some(Figure::parse(&f)?.phase()?.as_str().to_owned()));
-        Ok((bytes, phase))
+        Ok((bytes, from.as_deref().and_then(phase_name)))
     }
 
     /// The peak at `at` and the figure it is predicted from: the highest of the

@@ -1153,14 +1153,19 @@ fn free_then_grow(b: u64, s: u64, l: u64, moments: bool) -> GridRun {
     }
 }
 
-#[test]
-fn a_phase_whose_peak_moves_between_moments_is_predicted_as_their_maximum() {
-    let grid = Grid::new([
+/// A grid holding both sides of [`free_then_grow`]'s switch.
+fn free_then_grow_grid() -> Grid {
+    Grid::new([
         ("batch", vec![1, 2, 4]),
         ("seq", vec![4, 8, 16]),
         ("layers", vec![1, 2, 3]),
     ])
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_phase_whose_peak_moves_between_moments_is_predicted_as_their_maximum() {
+    let grid = free_then_grow_grid();
     let runs = |moments: bool| -> Vec<GridRun> {
         grid.points()
             .iter()
@@ -1270,34 +1275,12 @@ fn free_then_grow_run(b: u64, s: u64, l: u64) -> GridRun {
             IterationEnd,
         ]);
     }
-    let profile = vramtest_model::profile(&events);
-    let mut phase_peaks = BTreeMap::new();
-    for r in profile.steady_state_phases() {
-        let peak = phase_peaks.entry(r.phase).or_insert(0);
-        *peak = r.peak_bytes.max(*peak);
-    }
-    GridRun {
-        point: point(b, s, l),
-        peak_bytes: profile.peak_bytes,
-        category_peaks: profile.category_peaks,
-        phase_peaks,
-        phase_temporaries: BTreeMap::new(),
-        phase_moments: (profile.phase_moments.iter())
-            .map(|(p, m)| (*p, m.iter().copied().collect()))
-            .collect(),
-        peak_outside_phases: profile.peak_phase.is_none(),
-        pool: None,
-    }
+    GridRun::of_profile(point(b, s, l), &vramtest_model::profile(&events), None)
 }
 
 #[test]
 fn the_ledgers_moments_give_the_phases_peak_and_predict_it_far_outside_the_grid() {
-    let grid = Grid::new([
-        ("batch", vec![1, 2, 4]),
-        ("seq", vec![4, 8, 16]),
-        ("layers", vec![1, 2, 3]),
-    ])
-    .unwrap();
+    let grid = free_then_grow_grid();
     let runs: Vec<GridRun> = (grid.points().iter())
         .map(|p| free_then_grow_run(p["batch"], p["seq"], p["layers"]))
         .collect();

@@ -4,14 +4,13 @@
 
 use crate::harness::protocol::RunPoint;
 use crate::harness::registry::TestDef;
-use std::collections::BTreeMap;
+use vramtest_model::Profile;
 use vramtest_model::axes::{AxesError, Flag, Grid, Point};
 use vramtest_model::cpu_time::CpuTimeRatio;
 use vramtest_model::levers::{LeverAxes, LeverVariant};
 use vramtest_model::pool::PoolPeaks;
 use vramtest_model::regimes::Regime;
 use vramtest_model::sweep::{GridRun, Sweep, VariantSweep};
-use vramtest_model::{Category, Profile};
 
 /// The grid of `def`'s named axes (`None` without `axes(..)`), in the attribute's
 /// order; the macro checked it with the same rules.
@@ -128,42 +127,11 @@ pub(super) fn point_name(def: &TestDef, point: &RunPoint) -> String {
 
 /// One measured point of a sweep, as the fit reads it.
 pub(super) fn grid_run(point: &RunPoint, profile: &Profile, pool: Option<PoolPeaks>) -> GridRun {
-    let mut phase_peaks = BTreeMap::new();
-    for record in profile.steady_state_phases() {
-        let peak = phase_peaks.entry(record.phase).or_insert(0);
-        *peak = record.peak_bytes.max(*peak);
-    }
-    // A CUDA run has the device's figures; a CPU run the pool model's.
-    let pool = pool.or_else(|| {
-        profile.reserved_peak_bytes.map(|reserved| PoolPeaks {
-            allocated_bytes: profile
-                .peak_bytes
-                .saturating_sub(profile.at_peak[Category::Untracked]),
-            reserved_bytes: reserved,
-        })
-    });
-    let phase_temporaries = profile
-        .phase_category_peaks
-        .iter()
-        .map(|(phase, peaks)| (*phase, peaks[Category::Temporaries]))
-        .collect();
     let point = match point.axes.as_slice() {
         [] => [(vramtest_model::sweep::BATCH.to_owned(), point.batch as u64)].into(),
         axes => to_point(axes),
     };
-    let phase_moments = (profile.phase_moments.iter())
-        .map(|(phase, moments)| (*phase, moments.iter().copied().collect()))
-        .collect();
-    GridRun {
-        point,
-        phase_temporaries,
-        phase_moments,
-        peak_bytes: profile.peak_bytes,
-        category_peaks: profile.category_peaks,
-        phase_peaks,
-        peak_outside_phases: profile.peak_phase.is_none(),
-        pool,
-    }
+    GridRun::of_profile(point, profile, pool)
 }
 
 fn to_point(axes: &[(impl AsRef<str>, usize)]) -> Point {
@@ -433,6 +401,7 @@ fn same_flag(old: &Sweep, figure: &str, flag: &Flag) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
     use vramtest_model::axes::{Fit, Formula};
 
     #[test]

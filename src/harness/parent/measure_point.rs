@@ -141,15 +141,7 @@ fn run_point(
         .map_err(|e| NotMeasured::Failed(e.to_string(), None))?;
     let message = match (ended.result, ended.unclean) {
         (Some(ChildResult::Measured { profile, pool, .. }), None) => {
-            let details = Details {
-                baseline_bytes: profile.baseline_bytes,
-                allocations: profile.allocations,
-                reserved_peak_bytes: profile.reserved_peak_bytes,
-                leak_sites: profile.leak_sites.clone(),
-                predicted_pool: pool.map(|r| r.peaks),
-                point_millis: Vec::new(),
-                fit_millis: None,
-            };
+            let details = Details::of_profile(&profile, pool.map(|r| r.peaks));
             return Ok((Body::from_profile(&profile, device.class()), details));
         }
         (Some(ChildResult::Ignored { reason }), None) => return Err(NotMeasured::Skipped(reason)),

@@ -66,13 +66,9 @@ fn measured_report(head: &Head, steps: &Steps) -> TestReport {
     let first = &measured.first;
     let report = TestReport {
         details: Some(Details {
-            baseline_bytes: first.profile.baseline_bytes,
-            allocations: first.profile.allocations,
-            reserved_peak_bytes: first.profile.reserved_peak_bytes,
-            leak_sites: first.profile.leak_sites.clone(),
-            predicted_pool: first.pool.as_ref().map(|r| r.peaks),
             point_millis: measured.point_millis.clone(),
             fit_millis: measured.fit_millis,
+            ..Details::of_profile(&first.profile, first.pool.as_ref().map(|r| r.peaks))
         }),
         notes: head.notes.iter().chain(&measured.notes).cloned().collect(),
         ..head.report(Status::Failed)
