@@ -11,7 +11,7 @@
 //!   fidelity: "exact"
 //!   tool: "vramtest 0.1.0"
 //! ---
-//! { "schema": 1, ... }
+//! { "schema": 1, ... }   (2 when a sweep fits a phase as its moments)
 //! ```
 //!
 //! Everything volatile (device name, driver, tool version) lives in the header's `info`,
@@ -30,9 +30,26 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The body's format version. Bump it when the body changes incompatibly, with a step
-/// in [`migrate::MIGRATIONS`] that reads the bodies of the schema before.
-pub const SCHEMA: u32 = 1;
+/// The newest body format this version reads and writes. Bump it when the body changes
+/// incompatibly, with a step in [`migrate::MIGRATIONS`] that reads the bodies of the
+/// schema before (and [`READS_AS_WRITTEN_SINCE`] with it).
+///
+/// A body is written in the oldest schema that holds it whole ([`Body::written_schema`]):
+/// schema 1, unless its sweep fits a phase as its moments ([`MOMENTS_SCHEMA`]).
+pub const SCHEMA: u32 = 2;
+
+/// The schema of a body whose sweep fits a phase as its moments
+/// ([`crate::sweep::Figure::PhaseMoment`]). A release before moments reads a moment's
+/// fit as a figure it does not know and drops it: the phase falls out of its predicted
+/// peak, which comes out too low without a word. Written as schema 2, such a body is
+/// one that release refuses ("newer than this version's"); every other body stays
+/// schema 1, which it reads as before.
+pub const MOMENTS_SCHEMA: u32 = 2;
+
+/// The oldest schema whose bodies this version reads as they were written: each
+/// schema since only added what an older release must refuse (schema 2: a phase's
+/// moments). Older bodies take the steps of [`migrate::MIGRATIONS`] up to it.
+pub const READS_AS_WRITTEN_SINCE: u32 = 1;
 
 /// The kind of device a snapshot was taken on; part of its file name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -64,7 +81,8 @@ impl fmt::Display for DeviceClass {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Body {
-    /// The body's format version ([`SCHEMA`]).
+    /// The body's format version: in the file, the oldest schema that reads it whole
+    /// ([`Body::written_schema`]); once read, this version's ([`SCHEMA`]).
     pub schema: u32,
     /// The kind of device measured.
     pub device_class: DeviceClass,
@@ -180,9 +198,30 @@ impl Body {
         self.reserved_bytes.map(|r| r.saturating_sub(allocated))
     }
 
-    /// The body as it appears in the file: pretty JSON, one trailing newline.
+    /// The schema the body is written in: the oldest that reads it whole
+    /// ([`MOMENTS_SCHEMA`] when its sweep, or a variant's, fits a phase as its moments;
+    /// else 1, which releases before moments read as before).
+    pub fn written_schema(&self) -> u32 {
+        let moments = self.scaling.as_ref().is_some_and(|s| {
+            std::iter::once(s)
+                .chain(s.variants.iter().map(|v| &v.sweep))
+                .any(Sweep::has_moments)
+        });
+        if moments {
+            MOMENTS_SCHEMA
+        } else {
+            READS_AS_WRITTEN_SINCE
+        }
+    }
+
+    /// The body as it appears in the file: pretty JSON, one trailing newline, in the
+    /// oldest schema that reads it whole ([`Body::written_schema`]).
     pub fn to_text(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("a Body always serializes");
+        let written = Body {
+            schema: self.written_schema(),
+            ..self.clone()
+        };
+        let mut s = serde_json::to_string_pretty(&written).expect("a Body always serializes");
         s.push('\n');
         s
     }
@@ -487,25 +526,35 @@ fn read_body(
             message: "missing integer `schema`".into(),
         });
     };
-    if found == u64::from(SCHEMA) {
+    if (u64::from(READS_AS_WRITTEN_SINCE)..=u64::from(SCHEMA)).contains(&found) {
         // Read from the text, so that an error names its line.
+        let body: Body = serde_json::from_str(body_text).map_err(invalid)?;
         return Ok((
-            serde_json::from_str(body_text).map_err(invalid)?,
+            Body {
+                schema: SCHEMA,
+                ..body
+            },
             Vec::new(),
         ));
     }
     let (value, notes) = u32::try_from(found)
         .ok()
-        .and_then(|from| migrate::migrate(migrate::MIGRATIONS, value, from, SCHEMA))
+        .and_then(|from| migrate::migrate(migrate::MIGRATIONS, value, from, READS_AS_WRITTEN_SINCE))
         .ok_or(ParseError::Schema {
             line: schema_line,
             found,
         })?;
-    let body = serde_json::from_value(value).map_err(|e| ParseError::Body {
+    let body: Body = serde_json::from_value(value).map_err(|e| ParseError::Body {
         line: schema_line,
         message: format!("{e} (after migrating from schema {found})"),
     })?;
-    Ok((body, notes))
+    Ok((
+        Body {
+            schema: SCHEMA,
+            ..body
+        },
+        notes,
+    ))
 }
 
 /// Whether a body's figures can come from one measurement: the categories at the peak

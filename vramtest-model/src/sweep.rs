@@ -684,6 +684,14 @@ impl Sweep {
             .collect()
     }
 
+    /// Whether a phase is fitted as its moments here ([`Figure::PhaseMoment`]), in this
+    /// sweep's own figures (not its variants'): what only a snapshot of
+    /// [`crate::snapshot::MOMENTS_SCHEMA`] holds.
+    pub fn has_moments(&self) -> bool {
+        (self.figures.keys())
+            .any(|name| matches!(Figure::parse(name), Some(Figure::PhaseMoment(..))))
+    }
+
     /// The baseline combination: each categorical axis at its first level (empty
     /// without categorical axes).
     fn baseline(&self) -> BTreeMap<String, String> {

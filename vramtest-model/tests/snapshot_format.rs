@@ -94,7 +94,8 @@ fn valid_body() -> Body {
         (Category::Untracked, 0),
     ]);
     Body {
-        schema: 1,
+        // Written as schema 1 (it fits no phase as moments), read as this version's.
+        schema: SCHEMA,
         device_class: DeviceClass::Cpu,
         fidelity: Fidelity::Exact,
         iterations: 3,
@@ -172,6 +173,68 @@ fn to_text_round_trips_through_parse() {
     assert_eq!(snapshot::parse(&text).unwrap().body, snap.body);
     // The body part is exactly the body's own text.
     assert!(text.ends_with(&snap.body.to_text()));
+}
+
+/// A sweep of one axis with a peak fit and `extra`, a figure fitted as `100 × batch`.
+fn sweep_with(extra: &str) -> vramtest_model::sweep::Sweep {
+    let fit = r#"{"terms": [{"coefficient": "100", "monomial": "batch"}], "loo_error_ppm": 0}"#;
+    serde_json::from_str(&format!(
+        r#"{{"axes": {{"batch": [1, 2]}}, "figures": {{"peak": {fit}, "{extra}": {fit}}}}}"#
+    ))
+    .unwrap()
+}
+
+/// A release before moments drops a moment's fit it cannot name, and predicts the
+/// phase's peak too low: a body that fits a phase as its moments, in its sweep or in a
+/// lever's variant, is written as schema 2, which such a release refuses; every other
+/// body stays schema 1, which it reads. Both read back here as this version's.
+#[test]
+fn a_body_with_moments_is_written_in_a_schema_older_releases_refuse() {
+    let schema_of = |body: &Body| {
+        let v: serde_json::Value = serde_json::from_str(&body.to_text()).unwrap();
+        v["schema"].as_u64().unwrap()
+    };
+    let plain = valid_body();
+    assert_eq!(schema_of(&plain), 1);
+
+    let mut whole = valid_body();
+    whole.scaling = Some(sweep_with("phase backward"));
+    assert_eq!(schema_of(&whole), 1);
+
+    let mut moments = valid_body();
+    moments.scaling = Some(sweep_with("phase backward when gradients peak"));
+    assert_eq!(schema_of(&moments), u64::from(snapshot::MOMENTS_SCHEMA));
+    assert_eq!(snapshot::MOMENTS_SCHEMA, 2);
+
+    let mut in_a_variant = whole.clone();
+    let sweep = in_a_variant.scaling.as_mut().unwrap();
+    sweep
+        .levels
+        .insert("precision".into(), vec!["f32".into(), "bf16".into()]);
+    sweep.variants.push(vramtest_model::sweep::VariantSweep {
+        variant: [("precision".to_owned(), "bf16".to_owned())].into(),
+        sweep: sweep_with("phase backward when activations peak"),
+        saving: None,
+        cpu_time_ratio: Default::default(),
+    });
+    assert_eq!(schema_of(&in_a_variant), 2);
+
+    for body in [plain, whole, moments, in_a_variant] {
+        let mut snap = valid_snapshot();
+        snap.body = body;
+        let parsed = snapshot::parse(&snap.to_text()).unwrap();
+        assert_eq!(parsed.body, snap.body);
+        assert_eq!(parsed.body.schema, SCHEMA);
+        assert!(parsed.migrated.is_empty());
+    }
+    // What a release of schema 1 says of such a file: newer than its own.
+    let mut newer: Vec<&str> = VALID_LINES.to_vec();
+    newer[10] = "  \"schema\": 3,";
+    let e = snapshot::parse(&join(&newer)).unwrap_err().to_string();
+    assert!(
+        e.contains("newer than this version's") && e.contains("upgrade"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -355,7 +418,7 @@ fn edited(edit: Edit) -> String {
 #[test_case(Edit::Replace(15, "  \"peak_bytes\": 5114.5,"), 15, &["invalid type: floating point"]; "fraction of a byte")]
 #[test_case(Edit::Replace(23, "    \"inputs\": -300,"), 23, &["-300", "u64"]; "negative bytes")]
 #[test_case(Edit::Replace(47, "      \"phase\": \"backwards\","), 47, &["unknown variant `backwards`"]; "unknown phase")]
-#[test_case(Edit::Replace(11, "  \"schema\": 2,"), 11, &["schema 2", "schema 1", "hint:"]; "schema 2")]
+#[test_case(Edit::Replace(11, "  \"schema\": 3,"), 11, &["schema 3 is newer", "(schema 2)", "hint: upgrade"]; "schema 3")]
 #[test_case(Edit::Remove(11), 10, &["missing integer `schema`"]; "schema missing")]
 #[test_case(Edit::Replace(11, "  \"schema\": 0,"), 11, &["schema 0 is older", "re-create"]; "schema 0")]
 #[test_case(Edit::Replace(15, "  \"peak_bytes\": 18446744073709551615,"), 18, &["`at_peak`", "sum to 5114 B", "not to peak_bytes 18446744073709551615 B"]; "an impossible peak")]
@@ -843,7 +906,10 @@ fn a_current_body_takes_no_migration_step() {
 #[test]
 fn the_migration_steps_form_a_chain_to_this_schema() {
     for (i, step) in migrate::MIGRATIONS.iter().enumerate() {
-        assert_eq!(step.from + (migrate::MIGRATIONS.len() - i) as u32, SCHEMA);
+        assert_eq!(
+            step.from + (migrate::MIGRATIONS.len() - i) as u32,
+            snapshot::READS_AS_WRITTEN_SINCE
+        );
     }
 }
 

@@ -1186,6 +1186,8 @@ fn a_phase_whose_peak_moves_between_moments_is_predicted_as_their_maximum() {
     );
     // A single moment gives no maximum: the forward pass is fitted whole.
     assert!(sweep.figures.contains_key("phase forward"));
+    // A snapshot holding it is one a release before moments refuses.
+    assert!(sweep.has_moments());
     // Far outside the grid on either side of the switch, from the formulas above.
     for (b, s, l) in [(64, 2048, 24), (1, 1, 96), (8, 4, 48)] {
         let e = sweep.estimate(&point(b, s, l), 1).unwrap();
@@ -1205,6 +1207,7 @@ fn a_phase_whose_peak_moves_between_moments_is_predicted_as_their_maximum() {
     }
     // Without the moments, one polynomial through the maximum cannot be trusted there.
     let whole = Sweep::fit(&grid, &runs(false)).unwrap();
+    assert!(!whole.has_moments());
     let e = whole.estimate(&point(64, 2048, 24), 1).unwrap();
     let right = 1024 * 24 + 64 * 64 * 2048 * 24;
     assert!(

@@ -1,8 +1,11 @@
 //! Reading bodies of earlier schemas. A change to the body that older files lack (a
-//! category added, a key renamed) bumps [`super::SCHEMA`] and adds one [`Migration`]
-//! to [`MIGRATIONS`]: the step that turns a body of the schema before into one of the
-//! new schema, on the parsed JSON, before the strict reading. Each step taken leaves a
-//! note, which the run shows beside the file.
+//! category added, a key renamed) bumps [`super::SCHEMA`], sets
+//! [`super::READS_AS_WRITTEN_SINCE`] to it, and adds one [`Migration`] to
+//! [`MIGRATIONS`]: the step that turns a body of the schema before into one of the new
+//! schema, on the parsed JSON, before the strict reading. Each step taken leaves a
+//! note, which the run shows beside the file. (A schema that only adds what an older
+//! release must refuse, as schema 2's phase moments, needs no step: its bodies and
+//! those before it read as written.)
 
 use crate::category::Category;
 use serde_json::{Map, Value};
@@ -18,8 +21,9 @@ pub struct Migration {
     pub apply: fn(&mut Map<String, Value>),
 }
 
-/// The steps from each older schema this version still reads, oldest first. Empty:
-/// schema 1 is the first, and nothing older reads.
+/// The steps from each older schema this version still reads up to
+/// [`super::READS_AS_WRITTEN_SINCE`], oldest first. Empty: schema 1 is the first, and
+/// schema 2 reads schema 1's bodies as written.
 pub const MIGRATIONS: &[Migration] = &[];
 
 /// A body of schema `from` as a body of schema `to`, by `steps`, with the note of each
