@@ -32,6 +32,10 @@ pub(crate) enum ChildResult {
         /// microseconds (`None` where it cannot be measured).
         #[serde(default)]
         cpu_micros: Option<u64>,
+        /// On a device: its memory, in bytes (`None` on the CPU), which bounds what an
+        /// axial point may need there ([`crate::harness::parent`]'s axial points).
+        #[serde(default)]
+        device_bytes: Option<u64>,
     },
     Failed {
         message: String,

@@ -35,7 +35,8 @@ use syn::{
 ///   value of one axis, every other axis at its smallest) may be predicted to need;
 ///   `"0"` measures none; without it (nor the metadata's `axial_budget`) the points'
 ///   predicted peaks share 10% of the grid's measured peaks, each at most half the
-///   host's memory and within `budget`;
+///   memory of what measures them (the device's on a GPU, else the host's) and within
+///   `budget`;
 /// - `devices = "cpu"` or `"cpu, cuda"`: where the test can run (default: both);
 /// - `batch = [64, 128, 256]`: a batch sweep (two or more sizes): the test runs once per
 ///   size, `t.batch()` says which, and every category is fitted as fixed plus

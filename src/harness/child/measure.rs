@@ -112,6 +112,7 @@ fn heap(def: &TestDef, invocation: &Invocation, package_dir: &Path) -> ChildResu
     ChildResult::Measured {
         unread_axes: step.unread_axes(),
         cpu_micros,
+        device_bytes: None,
         timeline: Some(Box::new(timeline)),
         sites,
         pool: Some(pool),
@@ -214,6 +215,7 @@ fn finish_cuda(
     ChildResult::Measured {
         unread_axes,
         cpu_micros,
+        device_bytes: Some(report.device.total_bytes),
         timeline: None,
         sites: None,
         pool: None,

@@ -27,24 +27,35 @@ pub(super) struct Bounds {
     /// the default shares [`axial::DEFAULT_SHARE_PERCENT`] of the grid's measured
     /// peaks among the points ([`plan`]).
     pub(super) budget: Option<u64>,
-    /// The most one point may need under the default: half the host's memory (where
-    /// Linux says it), and within the test's `budget` when one is set.
+    /// The most one point may need under the default: half the memory of what runs
+    /// it (the device's on a device, else the host's where Linux says it), and within
+    /// the test's `budget` when one is set.
     pub(super) each: u64,
+    /// Whether `each` is half a device's memory rather than the host's.
+    pub(super) on_device: bool,
     /// Whether this run records anew (`VRAMTEST_UPDATE=always`): the default then
     /// chooses its points again rather than keep the snapshot's.
     pub(super) anew: bool,
 }
 
-/// The [`Bounds`] of `def`'s axial points; `anew` when the run records anew.
-pub(super) fn bounds(def: &TestDef, settings: &Settings, anew: bool) -> Bounds {
-    let host = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| mem_total(&m))
-        .map_or(u64::MAX, |b| b / 2);
+/// The [`Bounds`] of `def`'s axial points; `anew` when the run records anew;
+/// `device_bytes`, the memory of the device the points run on (`None`: the CPU).
+pub(super) fn bounds(
+    def: &TestDef,
+    settings: &Settings,
+    anew: bool,
+    device_bytes: Option<u64>,
+) -> Bounds {
+    let memory = device_bytes.or_else(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| mem_total(&m))
+    });
     let ceiling = def.options.budget.or(settings.budget).unwrap_or(u64::MAX);
     Bounds {
         budget: def.options.axial_budget.or(settings.axial_budget),
-        each: host.min(ceiling),
+        each: memory.map_or(u64::MAX, |b| b / 2).min(ceiling),
+        on_device: device_bytes.is_some(),
         anew,
     }
 }
@@ -63,8 +74,13 @@ pub(super) enum Budget {
     /// `axial_budget`, each point alone.
     Set,
     /// Unset: the points share this much of the grid's measured peaks (each axis's
-    /// share in its choice), each at most `each` ([`Bounds::each`]).
-    Shared { total: u64, each: u64 },
+    /// share in its choice), each at most `each` ([`Bounds::each`], half a device's
+    /// memory when `on_device`).
+    Shared {
+        total: u64,
+        each: u64,
+        on_device: bool,
+    },
 }
 
 /// One axial point to measure: its run, its combination of levels, and the choice.
@@ -126,7 +142,15 @@ pub(super) fn plan(
                     let fresh = axial::choose_shared(&fitted.axes, at, total, each, None, peak_at);
                     notes.extend(none_kept_note(&label(name, &variant), &fresh));
                 }
-                (plan, Budget::Shared { total, each })
+                let on_device = bounds.on_device;
+                (
+                    plan,
+                    Budget::Shared {
+                        total,
+                        each,
+                        on_device,
+                    },
+                )
             }
         };
         let label = label(name, &variant);
@@ -179,9 +203,16 @@ fn budget_words(budget: Option<u64>, how: Budget) -> String {
             "the axial budget of {}; `axial_budget` sets it",
             HumanBytes(budget)
         ),
-        Budget::Shared { each, .. } if budget == each => format!(
-            "the default axial budget's bound on one point, {}: half this machine's memory, or the test's `budget`; `axial_budget` sets it",
-            HumanBytes(budget)
+        Budget::Shared {
+            each, on_device, ..
+        } if budget == each => format!(
+            "the default axial budget's bound on one point, {}: half {} memory, or the test's `budget`; `axial_budget` sets it",
+            HumanBytes(budget),
+            if on_device {
+                "the device's"
+            } else {
+                "this machine's"
+            }
         ),
         Budget::Shared { total, .. } => format!(
             "its share, {}, of the default axial budget ({}% of the grid's measured peaks, {}); `axial_budget` sets it",
@@ -494,6 +525,50 @@ mod tests {
         assert_eq!(without_notes("t", &sweep, Some(&other)).len(), 2);
     }
 
+    /// On a device the default bound on one point is half the device's memory, not
+    /// the host's: a GPU of 24 GiB beside a host of 256 GiB must not be asked for a
+    /// point of 100 GiB. The test's `budget` still bounds it.
+    #[test]
+    fn on_a_device_one_point_is_bounded_by_half_its_memory() {
+        fn step(_: &mut crate::step::Step) -> crate::Result<()> {
+            Ok(())
+        }
+        let mut def = TestDef {
+            name: "t",
+            module: "vram",
+            file: "tests/vram.rs",
+            line: 1,
+            func: step,
+            options: crate::harness::registry::Options {
+                iterations: None,
+                ignore: None,
+                limits: &[],
+                budget: None,
+                axial_budget: None,
+                devices: &[],
+                batch: &[],
+                threads: None,
+                axes: &[("seq", &[4, 8])],
+                levels: &[],
+                target: &[],
+                target_levels: &[],
+            },
+        };
+        let settings = Settings::default();
+        let gpu = bounds(&def, &settings, false, Some(24 << 30));
+        assert_eq!((gpu.each, gpu.on_device), (12 << 30, true));
+        let host = bounds(&def, &settings, false, None);
+        assert!(!host.on_device);
+        let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+        let expected = meminfo
+            .as_deref()
+            .and_then(mem_total)
+            .map_or(u64::MAX, |b| b / 2);
+        assert_eq!(host.each, expected);
+        def.options.budget = Some(2 << 30);
+        assert_eq!(bounds(&def, &settings, false, Some(24 << 30)).each, 2 << 30);
+    }
+
     #[test]
     fn the_machines_memory_is_read_from_meminfo() {
         let meminfo = "MemFree:  100 kB\nMemTotal:       24576000 kB\nSwapTotal: 0 kB\n";
@@ -514,6 +589,7 @@ mod tests {
         let shared = Budget::Shared {
             total: 4 << 30,
             each: 12 << 30,
+            on_device: false,
         };
         let note = held_back_note("t", &c, 30 << 30, shared);
         assert_eq!(
@@ -523,10 +599,21 @@ mod tests {
         let bound = Budget::Shared {
             total: 40 << 30,
             each: 1 << 30,
+            on_device: false,
         };
         let note = held_back_note("t", &c, 30 << 30, bound);
         assert!(
             note.contains("bound on one point, 1.00 GiB: half this machine's memory"),
+            "{note}"
+        );
+        let on_device = Budget::Shared {
+            total: 40 << 30,
+            each: 1 << 30,
+            on_device: true,
+        };
+        let note = held_back_note("t", &c, 30 << 30, on_device);
+        assert!(
+            note.contains("bound on one point, 1.00 GiB: half the device's memory"),
             "{note}"
         );
     }

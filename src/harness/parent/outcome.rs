@@ -25,6 +25,8 @@ pub(super) struct MeasuredPoint {
     pub(super) pool: Option<PoolReplay>,
     /// The CPU time its step took, in microseconds, when measured.
     pub(super) cpu_micros: Option<u64>,
+    /// On a device: its memory, in bytes (`None` on the CPU).
+    pub(super) device_bytes: Option<u64>,
 }
 
 /// A measured test: the point judged against the snapshot (the first batch size), the

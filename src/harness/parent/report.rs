@@ -179,6 +179,7 @@ mod tests {
                 timeline: None,
                 pool: None,
                 cpu_micros: None,
+                device_bytes: None,
             },
             sweep: None,
             prediction: None,

@@ -189,6 +189,7 @@ impl RunContext {
                         pool,
                         unread_axes,
                         cpu_micros,
+                        device_bytes,
                         ..
                     }),
                     None,
@@ -208,6 +209,7 @@ impl RunContext {
                         timeline,
                         pool,
                         cpu_micros,
+                        device_bytes,
                     });
                     continue;
                 }
@@ -331,7 +333,9 @@ impl RunContext {
             output: None,
         };
         let anew = self.mode.update == Update::Always;
-        let bounds = axial::bounds(def, &self.settings, anew);
+        // On a device, its memory bounds a point (the least any grid point saw).
+        let device_bytes = grid_points.iter().filter_map(|p| p.device_bytes).min();
+        let bounds = axial::bounds(def, &self.settings, anew, device_bytes);
         let old = self.old_sweep(name);
         let (planned, said) = axial::plan(name, def, &sweep, &bounds, runs, old.as_ref());
         notes.extend(said);
