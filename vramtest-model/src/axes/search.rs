@@ -125,15 +125,32 @@ fn exact_support(design: &Design, subset: &[usize]) -> Option<Vec<usize>> {
     )
 }
 
-/// The best model of at most `max_terms` terms: exhaustive while the subsets stay
-/// within [`EXHAUSTIVE_BUDGET`] (every single term at least), then greedy forward
-/// selection until [`GREEDY_PATIENCE`] sizes in a row bring no better model. Subsets are
-/// screened in floating point and scored exactly where that cannot rank them
-/// ([`screen`]).
-pub(super) fn search(design: &Design, max_terms: usize) -> Scored {
+/// What [`walk_sizes`] does after one size's best model.
+enum Step {
+    /// Goes on: the model ranks before every earlier size's (greedy patience restarts).
+    Better,
+    /// Goes on: it does not (greedy patience wears down).
+    NotBetter,
+    /// Stops: nothing larger can win.
+    Done,
+}
+
+/// Walks the sizes of model, 1 term and up to at most `max_terms`, handing `visit` the
+/// best model of each by `metric` (`None` where none of that size scores): exhaustive
+/// while the subsets stay within [`EXHAUSTIVE_BUDGET`] (every single term at least),
+/// then greedy forward selection from the best of the last size, until
+/// [`GREEDY_PATIENCE`] sizes in a row bring no better model ([`Step::NotBetter`]) or
+/// `visit` says [`Step::Done`]. Subsets are screened in floating point and scored
+/// exactly where that cannot rank them ([`screen`]).
+fn walk_sizes(
+    design: &Design,
+    metric: Metric,
+    max_terms: usize,
+    mut visit: impl FnMut(Option<ScoredModel>) -> Step,
+) {
     let n = design.shared.columns.len();
-    let metric = Metric::Relative;
-    let (mut best, mut frontier): (Option<ScoredModel>, Option<ScoredModel>) = (None, None);
+    // The last size's best model's terms, which greedy selection starts from.
+    let mut last: Option<Vec<usize>> = None;
     let mut spent = 0u64;
     let mut size = 0;
     while size < max_terms
@@ -141,37 +158,49 @@ pub(super) fn search(design: &Design, max_terms: usize) -> Scored {
     {
         size += 1;
         spent += choose(n, size);
-        frontier = screen::select(design, metric, screen::all_subsets(design, size));
-        keep_first(design, &mut best, frontier.clone());
-        if best.as_ref().is_some_and(|b| is_exact(design, b)) {
-            break;
+        let best = screen::select(design, metric, screen::all_subsets(design, size));
+        last = best.as_ref().map(|b| b.subset.clone());
+        if let Step::Done = visit(best) {
+            return;
         }
     }
-    let mut basis = frontier.as_ref().map(|f| Basis::of(design, &f.subset));
+    let mut basis = last.map(|subset| Basis::of(design, &subset));
     let mut stale = 0;
-    while size < max_terms
-        && stale < GREEDY_PATIENCE
-        && best.as_ref().is_some_and(|b| !is_exact(design, b))
-    {
+    while size < max_terms && stale < GREEDY_PATIENCE {
         size += 1;
         let Some(current) = basis.take() else {
             break;
         };
-        frontier = screen::select(design, metric, current.extensions(design));
-        let improves = |f: &ScoredModel| {
-            best.as_ref()
-                .is_none_or(|b| screen::before(design, metric, f, b))
+        let best = screen::select(design, metric, current.extensions(design));
+        basis = best.as_ref().map(|b| grown(design, &current, &b.subset));
+        stale = match visit(best) {
+            Step::Done => return,
+            Step::Better => 0,
+            Step::NotBetter => stale + 1,
         };
-        stale = if frontier.as_ref().is_some_and(improves) {
-            0
-        } else {
-            stale + 1
-        };
-        basis = frontier
-            .as_ref()
-            .map(|f| grown(design, &current, &f.subset));
-        keep_first(design, &mut best, frontier.clone());
     }
+}
+
+/// The best model of at most `max_terms` terms, by the whole key ([`Scored::key`]),
+/// over the sizes [`walk_sizes`] walks; it stops as soon as a model predicts every
+/// held-out point exactly.
+pub(super) fn search(design: &Design, max_terms: usize) -> Scored {
+    let mut best: Option<ScoredModel> = None;
+    walk_sizes(design, Metric::Relative, max_terms, |frontier| {
+        let improves = frontier.as_ref().is_some_and(|f| {
+            best.as_ref()
+                .is_none_or(|b| screen::before(design, Metric::Relative, f, b))
+        });
+        if improves {
+            best = frontier;
+        }
+        match &best {
+            Some(b) if is_exact(design, b) => Step::Done,
+            Some(_) if improves => Step::Better,
+            // None: no model of this size scored, nor of any before it.
+            _ => Step::NotBetter,
+        }
+    });
     best.expect("the constant model always scores: at least 3 points, leverage 1/n")
         .scored(design)
 }
@@ -185,58 +214,21 @@ fn grown(design: &Design, basis: &Basis, subset: &[usize]) -> Basis {
     }
 }
 
-/// Keeps `candidate` when it ranks before `best` by the whole key ([`Scored::key`]).
-fn keep_first(design: &Design, best: &mut Option<ScoredModel>, candidate: Option<ScoredModel>) {
-    if let Some(c) = candidate
-        && best
-            .as_ref()
-            .is_none_or(|b| screen::before(design, Metric::Relative, &c, b))
-    {
-        *best = Some(c);
-    }
-}
-
-/// The best model of each size (by worst held-out miss in bytes): exhaustive while the
-/// subsets stay within [`EXHAUSTIVE_BUDGET`], then greedy forward selection from the
-/// best of the last size, until [`GREEDY_PATIENCE`] sizes in a row bring no better
-/// model or `max_terms` is reached. Screened as in [`search`].
+/// The best model of each size (by worst held-out miss in bytes), over the sizes
+/// [`walk_sizes`] walks.
 fn best_by_size(design: &Design, max_terms: usize) -> Vec<ScoredModel> {
-    let n = design.shared.columns.len();
     let metric = Metric::Bytes;
     let mut sizes: Vec<ScoredModel> = Vec::new();
-    let mut spent = 0u64;
-    let mut size = 0;
-    while size < max_terms
-        && (size == 0 || spent.saturating_add(choose(n, size + 1)) <= EXHAUSTIVE_BUDGET)
-    {
-        size += 1;
-        spent += choose(n, size);
-        sizes.extend(screen::select(
-            design,
-            metric,
-            screen::all_subsets(design, size),
-        ));
-    }
-    let mut basis = sizes
-        .last()
-        .filter(|s| s.subset.len() == size)
-        .map(|s| Basis::of(design, &s.subset));
-    let mut stale = 0;
-    while size < max_terms && stale < GREEDY_PATIENCE {
-        size += 1;
-        let Some(current) = basis.take() else {
-            break;
-        };
-        let best = screen::select(design, metric, current.extensions(design));
-        let record = |b: &ScoredModel| sizes.iter().all(|s| screen::less(design, metric, b, s));
-        stale = if best.as_ref().is_some_and(record) {
-            0
-        } else {
-            stale + 1
-        };
-        basis = best.as_ref().map(|b| grown(design, &current, &b.subset));
+    walk_sizes(design, metric, max_terms, |best| {
+        let record = (best.as_ref())
+            .is_some_and(|b| sizes.iter().all(|s| screen::less(design, metric, b, s)));
         sizes.extend(best);
-    }
+        if record {
+            Step::Better
+        } else {
+            Step::NotBetter
+        }
+    });
     sizes
 }
 
