@@ -143,29 +143,33 @@ pub fn profile_observing(
 ) -> Profile {
     let walk = Walk::run(events);
     // Observation `k` is the stream's event `k` plus the markers before it.
-    let mut markers = walk.tape.markers.iter().peekable();
     let mut skipped = 0;
     // The phases open at each observation (innermost last), and each phase's own
     // highest live bytes per category.
     let mut open: Vec<Phase> = Vec::new();
     let mut phase_peaks: Vec<(Phase, [u64; Category::ALL.len()])> = Vec::new();
     let mut moments = moments::Moments::default();
-    let totals = walk.tape.replay(|k, live| {
-        while let Some(&(_, marker)) = markers.next_if(|&&(before, _)| before <= k) {
-            skipped += 1;
-            match marker {
-                Event::PhaseStart(phase) => {
-                    open.push(phase);
-                    moments.start(phase);
+    let totals = walk.tape.replay_marked(|replayed, live| {
+        let k = match replayed {
+            Replayed::Marker(marker) => {
+                skipped += 1;
+                match marker {
+                    // A phase's start is one of its moments, as the bytes stand there.
+                    Event::PhaseStart(phase) => {
+                        open.push(phase);
+                        moments.start(phase, live);
+                    }
+                    Event::PhaseEnd => {
+                        open.pop();
+                    }
+                    Event::IterationStart(_) => moments.iteration_start(),
+                    Event::IterationEnd => moments.iteration_end(),
+                    _ => {}
                 }
-                Event::PhaseEnd => {
-                    open.pop();
-                }
-                Event::IterationStart(_) => moments.iteration_start(),
-                Event::IterationEnd => moments.iteration_end(),
-                _ => {}
+                return;
             }
-        }
+            Replayed::Observation(k) => k,
+        };
         moments.observe(open.last().copied(), live);
         if let Some(&phase) = open.last() {
             let i = match phase_peaks.iter().position(|(p, _)| *p == phase) {
@@ -253,6 +257,20 @@ pub(crate) struct Tape {
     /// Each marker (phase, iteration, tag) with how many allocations, releases and
     /// resizes came before it.
     pub markers: Vec<(usize, Event)>,
+    /// Each marker's place among the changes: how many came before it. A move-resize's
+    /// release is no observation of its own, so the live bytes as they stand at a
+    /// marker are those after the changes before it, not the last observation's.
+    pub settles: Vec<usize>,
+}
+
+/// What [`Tape::replay_marked`] hands its callback, with the live bytes per category.
+pub(crate) enum Replayed {
+    /// A marker, where it stands among the changes: the live bytes after every change
+    /// before it (markers after the last change are not handed).
+    Marker(Event),
+    /// An allocation, release or resize: its number among them, from 0, with the live
+    /// bytes after it.
+    Observation(usize),
 }
 
 impl Tape {
@@ -264,13 +282,33 @@ impl Tape {
     /// Walks the changes, calling `observe` after each allocation, release and resize
     /// (its number among them, from 0) with the live bytes per category (by index).
     pub fn replay(&self, mut observe: impl FnMut(usize, &[u64; Category::ALL.len()])) -> Totals {
+        self.replay_marked(|replayed, live| {
+            if let Replayed::Observation(k) = replayed {
+                observe(k, live);
+            }
+        })
+    }
+
+    /// [`Tape::replay`], handing each marker too, where it stands among the changes
+    /// ([`Replayed::Marker`]).
+    pub fn replay_marked(
+        &self,
+        mut on: impl FnMut(Replayed, &[u64; Category::ALL.len()]),
+    ) -> Totals {
+        let mut markers = self.markers.iter().map(|&(_, m)| m).zip(&self.settles);
+        let mut next = markers.next();
         let (mut live, mut peaks, mut at_peak) = (
             [0u64; Category::ALL.len()],
             [0u64; Category::ALL.len()],
             [0u64; Category::ALL.len()],
         );
         let (mut total, mut highest, mut k) = (0u64, 0u64, 0usize);
-        for change in &self.changes {
+        for (i, change) in self.changes.iter().enumerate() {
+            while let Some((marker, &at)) = next.filter(|&(_, &at)| at <= i) {
+                debug_assert!(at == i, "markers come in order of the changes");
+                on(Replayed::Marker(marker), &live);
+                next = markers.next();
+            }
             if change.block != NO_BLOCK {
                 let c = self.categories[change.block as usize].index();
                 if change.kind == LiveChangeKind::Made {
@@ -287,7 +325,7 @@ impl Tape {
                     highest = total;
                     at_peak = live;
                 }
-                observe(k, &live);
+                on(Replayed::Observation(k), &live);
                 k += 1;
             }
         }
@@ -389,6 +427,7 @@ impl Walk {
                 categories: Vec::new(),
                 changes: Vec::with_capacity(events.len()),
                 markers: Vec::new(),
+                settles: Vec::new(),
             },
             records: Vec::new(),
             run_ended: Vec::new(),
@@ -610,6 +649,7 @@ impl Walk {
     /// A phase, iteration or tag marker.
     fn mark(&mut self, marker: Event) {
         self.tape.markers.push((self.observations, marker));
+        self.tape.settles.push(self.tape.changes.len());
         match marker {
             Event::PhaseStart(phase) => {
                 self.runs.push(self.records.len() as u32);

@@ -1383,6 +1383,42 @@ fn a_backward_pass_that_frees_first_has_its_start_and_its_end_as_moments() {
     assert_eq!(peak, Some(1500), "the phase's peak is its largest moment");
 }
 
+/// An activation grown by a move-resize at the end of the forward pass: both copies
+/// live for an instant, then the old one is released, which no observation follows.
+/// The backward pass starts from the bytes after that release, so its start moment is
+/// its peak (1500), not the instant before (1600), and the phase splits into moments.
+#[test]
+fn a_phase_starts_from_the_bytes_after_a_resize_before_it() {
+    let mut events = vec![PhaseStart(Phase::Params), a(1, 1000), PhaseEnd];
+    let mut step = free_then_grow(0, 500, 300, 10);
+    // The forward pass makes its activation at 100 B, then moves it to 500 B.
+    step[2] = a(9, 100);
+    step.insert(3, r(9, 10, 500));
+    events.extend(step);
+    let p = profile(&events);
+    let backward = (p.phase_moments.iter())
+        .find(|(phase, _)| *phase == Phase::Backward)
+        .map(|(_, m)| m.clone())
+        .expect("backward has moments");
+    assert_eq!(
+        backward,
+        [
+            (Category::Gradients, 1300),
+            (Category::Activations, 1500),
+            (Category::Temporaries, 1200)
+        ]
+    );
+    let record = (p.phases.iter())
+        .find(|r| r.phase == Phase::Backward)
+        .unwrap();
+    assert_eq!((record.start_bytes, record.peak_bytes), (1500, 1500));
+    // The forward pass saw both copies: 1600 at its peak.
+    let forward = (p.phases.iter())
+        .find(|r| r.phase == Phase::Forward)
+        .unwrap();
+    assert_eq!(forward.peak_bytes, 1600);
+}
+
 #[test]
 fn a_phases_moments_are_its_last_iterations() {
     // Iteration 0 keeps a larger activation than iteration 1; the snapshot keeps the

@@ -58,17 +58,15 @@ pub(super) struct Moments {
     /// Each phase, whether it ran inside the loop, and each category's course.
     entries: Vec<(Phase, bool, [Course; N])>,
     in_loop: bool,
-    /// The live bytes of the last observation: what a phase starts from.
-    last: [u64; N],
 }
 
 impl Moments {
-    /// A phase started, from the live bytes of the last observation: its start is one
-    /// of its moments (a backward pass that first frees peaks there).
-    pub(super) fn start(&mut self, phase: Phase) {
+    /// A phase started, with `live` the bytes as they stand at its start (after a
+    /// move-resize's release, which no observation follows): its start is one of its
+    /// moments (a backward pass that first frees peaks there).
+    pub(super) fn start(&mut self, phase: Phase, live: &[u64; N]) {
         let in_loop = self.in_loop;
-        let last = self.last;
-        self.observe_in(phase, in_loop, &last);
+        self.observe_in(phase, in_loop, live);
     }
 
     /// An iteration started: the phases of the one before are no longer the last's.
@@ -85,7 +83,6 @@ impl Moments {
     /// An observation of the live bytes per category, inside `phase` (the innermost
     /// open) or outside every phase.
     pub(super) fn observe(&mut self, phase: Option<Phase>, live: &[u64; N]) {
-        self.last = *live;
         if let Some(phase) = phase {
             let in_loop = self.in_loop;
             self.observe_in(phase, in_loop, live);
