@@ -58,6 +58,36 @@ pub const CANONICAL_THREADS: u32 = 2;
 pub const DEFAULT_ITERATIONS: u32 = 3;
 
 impl TestDef {
+    /// A test `t` in `tests/vram.rs` over `axes`, of a step that does nothing, with
+    /// every other option unset: what unit tests of the harness start from.
+    #[cfg(test)]
+    pub(crate) fn over(axes: &'static [(&'static str, &'static [usize])]) -> TestDef {
+        fn step(_: &mut crate::step::Step) -> crate::Result<()> {
+            Ok(())
+        }
+        TestDef {
+            name: "t",
+            module: "vram",
+            file: "tests/vram.rs",
+            line: 1,
+            func: step,
+            options: Options {
+                iterations: None,
+                ignore: None,
+                limits: &[],
+                budget: None,
+                axial_budget: None,
+                devices: &[],
+                batch: &[],
+                threads: None,
+                axes,
+                levels: &[],
+                target: &[],
+                target_levels: &[],
+            },
+        }
+    }
+
     /// The name libtest and nextest list: the module path without the crate, then the
     /// function (`tagged::explicit_tag`).
     pub(crate) fn test_name(&self) -> String {

@@ -1356,25 +1356,32 @@ fn free_then_grow(iteration: u32, activation: u64, gradient: u64, first: u64) ->
     ]
 }
 
+/// `phase`'s moments in `p`, if it has any.
+fn moments_of(p: &vramtest_model::Profile, phase: Phase) -> Option<Vec<(Category, u64)>> {
+    (p.phase_moments.iter())
+        .find(|(q, _)| *q == phase)
+        .map(|(_, m)| m.clone())
+}
+
+/// The backward pass's moments of [`free_then_grow`] with 500 B of activation and 300 B
+/// of gradient, beside 1000 B of parameters: activations are at their most (500) at the
+/// start, with the parameters: 1500. The scratch (200) is at its most alone with the
+/// parameters: 1200. The gradient (300) at the end: 1300. The parameters never change
+/// in backward: no moment.
+const FREE_THEN_GROW_BACKWARD: [(Category, u64); 3] = [
+    (Category::Gradients, 1300),
+    (Category::Activations, 1500),
+    (Category::Temporaries, 1200),
+];
+
 #[test]
 fn a_backward_pass_that_frees_first_has_its_start_and_its_end_as_moments() {
     let mut events = vec![PhaseStart(Phase::Params), a(1, 1000), PhaseEnd];
     events.extend(free_then_grow(0, 500, 300, 10));
     let p = profile(&events);
-    let backward = (p.phase_moments.iter())
-        .find(|(phase, _)| *phase == Phase::Backward)
-        .map(|(_, m)| m.clone())
-        .expect("backward has moments");
-    // Activations are at their most (500) at the start, with the parameters: 1500.
-    // The scratch (200) is at its most alone with the parameters: 1200. The gradient
-    // (300) at the end: 1300. The parameters never change in backward: no moment.
     assert_eq!(
-        backward,
-        [
-            (Category::Gradients, 1300),
-            (Category::Activations, 1500),
-            (Category::Temporaries, 1200)
-        ]
+        moments_of(&p, Phase::Backward).expect("backward has moments"),
+        FREE_THEN_GROW_BACKWARD
     );
     let peak = (p.phases.iter())
         .filter(|r| r.phase == Phase::Backward)
@@ -1396,17 +1403,9 @@ fn a_phase_starts_from_the_bytes_after_a_resize_before_it() {
     step.insert(3, r(9, 10, 500));
     events.extend(step);
     let p = profile(&events);
-    let backward = (p.phase_moments.iter())
-        .find(|(phase, _)| *phase == Phase::Backward)
-        .map(|(_, m)| m.clone())
-        .expect("backward has moments");
     assert_eq!(
-        backward,
-        [
-            (Category::Gradients, 1300),
-            (Category::Activations, 1500),
-            (Category::Temporaries, 1200)
-        ]
+        moments_of(&p, Phase::Backward).expect("backward has moments"),
+        FREE_THEN_GROW_BACKWARD
     );
     let record = (p.phases.iter())
         .find(|r| r.phase == Phase::Backward)
@@ -1427,18 +1426,13 @@ fn a_phases_moments_are_its_last_iterations() {
     events.extend(free_then_grow(0, 900, 300, 10));
     events.extend(free_then_grow(1, 500, 300, 20));
     let p = profile(&events);
-    let moments = |phase: Phase| {
-        (p.phase_moments.iter())
-            .find(|(q, _)| *q == phase)
-            .map(|(_, m)| m.clone())
-    };
     assert_eq!(
-        moments(Phase::Backward).unwrap()[1],
+        moments_of(&p, Phase::Backward).unwrap()[1],
         (Category::Activations, 1500)
     );
     // The parameters' phase ran outside the loop: kept, its one moment the parameters'.
     assert_eq!(
-        moments(Phase::Params),
+        moments_of(&p, Phase::Params),
         Some(vec![(Category::Parameters, 1000)])
     );
 }

@@ -530,30 +530,7 @@ mod tests {
     /// point of 100 GiB. The test's `budget` still bounds it.
     #[test]
     fn on_a_device_one_point_is_bounded_by_half_its_memory() {
-        fn step(_: &mut crate::step::Step) -> crate::Result<()> {
-            Ok(())
-        }
-        let mut def = TestDef {
-            name: "t",
-            module: "vram",
-            file: "tests/vram.rs",
-            line: 1,
-            func: step,
-            options: crate::harness::registry::Options {
-                iterations: None,
-                ignore: None,
-                limits: &[],
-                budget: None,
-                axial_budget: None,
-                devices: &[],
-                batch: &[],
-                threads: None,
-                axes: &[("seq", &[4, 8])],
-                levels: &[],
-                target: &[],
-                target_levels: &[],
-            },
-        };
+        let mut def = TestDef::over(&[("seq", &[4, 8])]);
         let settings = Settings::default();
         let gpu = bounds(&def, &settings, false, Some(24 << 30));
         assert_eq!((gpu.each, gpu.on_device), (12 << 30, true));

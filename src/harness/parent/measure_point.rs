@@ -239,34 +239,9 @@ fn run_point_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::registry::Options;
-
-    fn step(_: &mut crate::step::Step) -> crate::Result<()> {
-        Ok(())
-    }
 
     fn def(axes: &'static [(&'static str, &'static [usize])]) -> TestDef {
-        TestDef {
-            name: "t",
-            module: "vram",
-            file: "tests/vram.rs",
-            line: 1,
-            func: step,
-            options: Options {
-                iterations: None,
-                ignore: None,
-                limits: &[],
-                budget: None,
-                axial_budget: None,
-                devices: &[],
-                batch: &[],
-                threads: None,
-                axes,
-                levels: &[],
-                target: &[],
-                target_levels: &[],
-            },
-        }
+        TestDef::over(axes)
     }
 
     fn at(pairs: &[(&str, u64)]) -> Point {
