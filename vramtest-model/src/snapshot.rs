@@ -207,8 +207,10 @@ impl Body {
                 .chain(s.variants.iter().map(|v| &v.sweep))
                 .any(Sweep::has_moments)
         });
+        // Never below the oldest schema this version writes (a later incompatible
+        // change raises it past the moments' schema).
         if moments {
-            MOMENTS_SCHEMA
+            MOMENTS_SCHEMA.max(READS_AS_WRITTEN_SINCE)
         } else {
             READS_AS_WRITTEN_SINCE
         }
