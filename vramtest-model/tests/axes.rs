@@ -694,6 +694,43 @@ fn the_maximum_over_phases_follows_the_dominant_phase() {
     assert!(matches!(predict_max([], &target), Err(AxesError::NoPhases)));
 }
 
+/// Two phases predicted equal at a point: the one named as holding the maximum is the
+/// one whose own fit is trusted, then the one with the smaller held-out error, and only
+/// then the first by name.
+#[test]
+fn of_equal_phases_the_maximum_names_the_trusted_one() {
+    let g = grid(&[("batch", &[1, 2, 3]), ("seq", &[8, 16])]);
+    let f = |p: &Point| 1000 * ax(p, "batch") * ax(p, "seq") + 64;
+    let trusted = Fit::new(&g, &series(&g, f)).unwrap();
+    assert!(!trusted.flagged());
+    let mut missing = trusted.clone();
+    missing.loo_error_ppm = 2 * FLAG_PPM;
+    assert!(missing.flagged());
+    let mut rougher = trusted.clone();
+    rougher.loo_error_ppm = FLAG_PPM / 2;
+    assert!(!rougher.flagged());
+    let at = point(&[("batch", 40), ("seq", 4096)]);
+    for (fits, named) in [
+        (vec![("a", &missing), ("b", &trusted)], "b"),
+        (vec![("a", &trusted), ("b", &missing)], "a"),
+        (vec![("a", &rougher), ("b", &trusted)], "b"),
+        (vec![("a", &trusted), ("b", &trusted)], "a"),
+    ] {
+        let max = predict_max(fits.iter().copied(), &at).unwrap();
+        assert_eq!(max.phase, named);
+        assert_eq!(max.bytes, f(&at));
+        // The doubt is the worst of them all, whichever is named.
+        let any_flagged = fits.iter().any(|(_, fit)| fit.flagged());
+        assert_eq!(max.flagged, any_flagged);
+    }
+    // A larger prediction wins over a trusted one, flagged or not.
+    let mut larger = missing.clone();
+    larger.terms = Fit::new(&g, &series(&g, |p| f(p) + 8)).unwrap().terms;
+    let max = predict_max([("a", &trusted), ("b", &larger)], &at).unwrap();
+    assert_eq!((max.phase.as_str(), max.bytes), ("b", f(&at) + 8));
+    assert!(max.flagged);
+}
+
 fn any_point_far_out() -> impl Strategy<Value = Point> {
     (1u64..5000, 1u64..5000).prop_map(|(b, s)| point(&[("batch", b), ("seq", s)]))
 }

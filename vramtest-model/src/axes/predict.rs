@@ -6,6 +6,7 @@ use super::design::{Screening, Shared};
 use super::fit::{Fit, Prior};
 use super::grid::{AxesError, Axis, FLAG_PPM, Grid, Point};
 use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 /// A figure predicted at a point.
@@ -275,7 +276,8 @@ impl FigureFits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a maximum may be flagged: check `flagged`"]
 pub struct PhaseMax {
-    /// The phase predicted highest (the first of equals).
+    /// The phase predicted highest; of equals, the one whose own fit is trusted, then
+    /// the one with the smaller held-out error, then the first.
     pub phase: String,
     /// Its predicted bytes.
     pub bytes: u64,
@@ -292,27 +294,25 @@ pub fn predict_max<'a, I>(phases: I, point: &Point) -> Result<PhaseMax, AxesErro
 where
     I: IntoIterator<Item = (&'a str, &'a Fit)>,
 {
-    let mut best: Option<PhaseMax> = None;
+    let mut winner: Option<(&str, FigurePrediction)> = None;
+    let (mut worst, mut flagged) = (0, false);
     for (phase, fit) in phases {
         let p = fit.predict(point)?;
-        let (worst, flagged) = match &best {
-            Some(b) => (
-                b.loo_error_ppm.max(p.loo_error_ppm),
-                b.flagged || p.flagged(),
-            ),
-            None => (p.loo_error_ppm, p.flagged()),
-        };
-        let higher = best.as_ref().is_none_or(|b| p.bytes > b.bytes);
-        let (phase, bytes) = match (&best, higher) {
-            (Some(b), false) => (b.phase.clone(), b.bytes),
-            _ => (phase.to_owned(), p.bytes),
-        };
-        best = Some(PhaseMax {
-            phase,
-            bytes,
-            loo_error_ppm: worst,
-            flagged,
-        });
+        worst = worst.max(p.loo_error_ppm);
+        flagged |= p.flagged();
+        // Of equals, the trusted one, then the one with the smaller held-out error,
+        // then the first: the figure named as holding the maximum is the one whose
+        // formula and error are the best to read it by.
+        let rank = |p: &FigurePrediction| (p.bytes, !p.flagged(), Reverse(p.loo_error_ppm));
+        if winner.as_ref().is_none_or(|(_, w)| rank(&p) > rank(w)) {
+            winner = Some((phase, p));
+        }
     }
-    best.ok_or(AxesError::NoPhases)
+    let (phase, p) = winner.ok_or(AxesError::NoPhases)?;
+    Ok(PhaseMax {
+        phase: phase.to_owned(),
+        bytes: p.bytes,
+        loo_error_ppm: worst,
+        flagged,
+    })
 }
