@@ -422,23 +422,53 @@ fn moments_of(runs: &[GridRun], phase: Phase) -> Option<Vec<Category>> {
 /// A phase fitted as its moments whose moment is flagged (a moment can be a maximum
 /// too: the first instant a category is complete may come with one buffer or another)
 /// is fitted whole instead, where the whole phase's fit is not: the split is kept only
-/// where it brings no doubt the whole phase's fit is free of. Decided on the fits over
-/// the whole grid, before the refit without a smallest level unlike the target's
-/// ([`crate::refit`]): a moment whose fit through every level is flagged has been seen
-/// to rest on a negative term at the target even once refitted (a grouped-query
-/// decoder's forward pass when its temporaries peak).
+/// where it brings no doubt the whole phase's fit is free of. With a `target`, a
+/// moment is in doubt too where its prediction there falls or rests on a negative term
+/// nothing covers ([`Falls`], [`Negative`]), and the whole phase must be free of both.
+/// Decided on the fits over the whole grid, before the refit without a smallest level
+/// unlike the target's ([`crate::refit`]): a moment whose fit through every level is
+/// flagged has been seen to rest on a negative term at the target even once refitted (a
+/// grouped-query decoder's forward pass when its temporaries peak).
 fn whole_where_moments_miss(
     grid: &Grid,
     runs: &[GridRun],
+    target: Option<&Point>,
     series: &mut BTreeMap<String, Vec<(Point, u64)>>,
     figures: &mut BTreeMap<String, Fit>,
 ) -> Result<(), AxesError> {
+    let at_target = match target {
+        Some(at) => match corner_below(&grid.to_map(), at) {
+            Some(corner) => {
+                let phases = (figures.iter())
+                    .filter(|(k, _)| Figure::parse(k).is_some_and(|f| f.phase().is_some()));
+                let peak = predict_max(phases.map(|(k, f)| (k.as_str(), f)), at)?.bytes;
+                Some((at, corner, grid.smallest([at]), peak))
+            }
+            None => None,
+        },
+        None => None,
+    };
+    // Flagged on the grid, or (beyond it) at the target: read, as `estimate` reads a
+    // phase's figures, beside the peak there.
+    let doubted = |fit: &Fit| -> Result<bool, AxesError> {
+        if fit.flag(grid).is_some() {
+            return Ok(true);
+        }
+        let Some((at, corner, smallest, peak)) = &at_target else {
+            return Ok(false);
+        };
+        Ok(falls(fit, at, corner).is_some() || negative(fit, at, smallest, Some(*peak))?.is_some())
+    };
     for phase in Phase::ALL {
         let moments: Vec<String> = (figures.keys())
             .filter(|k| matches!(Figure::parse(k), Some(Figure::PhaseMoment(p, _)) if p == phase))
             .cloned()
             .collect();
-        if !moments.iter().any(|m| figures[m].flag(grid).is_some()) {
+        let mut any_doubted = false;
+        for m in &moments {
+            any_doubted |= doubted(&figures[m])?;
+        }
+        if !any_doubted {
             continue;
         }
         let name = Figure::Phase(phase).to_string();
@@ -447,9 +477,12 @@ fn whole_where_moments_miss(
             .collect();
         let one = BTreeMap::from([(name.clone(), whole)]);
         let mut fitted = FigureFits::fit_with(grid, &one, &[])?.figures;
-        let Some(fit) = fitted.remove(&name).filter(|f| f.flag(grid).is_none()) else {
+        let Some(fit) = fitted.remove(&name) else {
             continue;
         };
+        if doubted(&fit)? {
+            continue;
+        }
         for m in &moments {
             figures.remove(m);
             series.remove(m);
@@ -652,6 +685,20 @@ impl Sweep {
     /// Fits every figure of `runs`: one per point of `grid`, and a target's axial
     /// points.
     pub fn fit(grid: &Grid, runs: &[GridRun]) -> Result<Sweep, AxesError> {
+        Sweep::fit_toward(grid, runs, None)
+    }
+
+    /// [`Sweep::fit`], for a sweep that predicts `target` (its `target(..)`): a phase
+    /// fitted as its moments gives way to the whole phase where a moment's prediction
+    /// at the target is in doubt (it falls there, or rests on a negative term nothing
+    /// covers) and the whole phase's is not, as where a moment is flagged on the grid.
+    /// A target that is no point of `grid` is left to [`Sweep::target_at`] to refuse.
+    pub fn fit_toward(
+        grid: &Grid,
+        runs: &[GridRun],
+        target: Option<&Point>,
+    ) -> Result<Sweep, AxesError> {
+        let target = target.filter(|at| grid.check_point(at).is_ok());
         let mut series = series_of(runs);
         // The pool's alignment and rounding are no sum of tensors: fitted on the grid's
         // points alone, a target's axial points ([`crate::axial`]) do not stretch them.
@@ -661,7 +708,7 @@ impl Sweep {
             }
         }
         let mut fitted = FigureFits::fit_with(grid, &series, &POOL_FIGURES)?;
-        whole_where_moments_miss(grid, runs, &mut series, &mut fitted.figures)?;
+        whole_where_moments_miss(grid, runs, target, &mut series, &mut fitted.figures)?;
         let fitted_without =
             crate::refit::without_smallest_levels(grid, &series, &mut fitted.figures)?;
         Ok(Sweep {

@@ -1255,6 +1255,57 @@ fn a_phase_whose_moment_misses_is_fitted_whole_where_the_whole_does_not() {
     assert!(e.flagged.is_empty(), "{:?}", e.flagged);
 }
 
+#[test]
+fn a_moment_in_doubt_at_the_target_gives_way_to_the_whole_phase() {
+    // The backward pass peaks at its start everywhere (parameters and activations). The
+    // moment the gradients are complete is below it at every point, and exact on the
+    // grid through a negative `seq²` term nothing covers: unflagged on the grid, but at
+    // a target far along `seq` it takes away over 2% of the peak.
+    let grid = free_then_grow_grid();
+    let runs: Vec<GridRun> = grid
+        .points()
+        .iter()
+        .map(|p| {
+            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
+            let mut run = free_then_grow(b, s, l, true);
+            let complete = 1024 * l + 32 * b * s * l - 2 * s * s;
+            let moments = run.phase_moments.get_mut(&Phase::Backward).unwrap();
+            moments.insert(Category::Gradients, complete);
+            let start = moments[&Category::Activations];
+            assert!(complete < start);
+            run.phase_peaks.insert(Phase::Backward, start);
+            run.peak_bytes = start;
+            run
+        })
+        .collect();
+    let target = point(64, 2048, 24);
+    let start = 1024 * 24 + 64 * 64 * 2048 * 24;
+    // Without the target, the split stands, and the target's estimate is flagged for it.
+    let split = Sweep::fit(&grid, &runs).unwrap();
+    let moment = "phase backward when gradients peak";
+    assert!(split.figures.contains_key(moment));
+    assert!(split.figures[moment].flag(&grid).is_none());
+    let e = split.estimate(&target, 1).unwrap();
+    assert!(e.negative.contains_key(moment), "{e:?}");
+    assert!(e.flagged.iter().any(|f| f == moment), "{:?}", e.flagged);
+    // Toward the target, the whole phase (its start throughout) is fitted instead.
+    let sweep = Sweep::fit_toward(&grid, &runs, Some(&target)).unwrap();
+    let names: Vec<&String> = sweep.figures.keys().collect();
+    assert!(sweep.figures.contains_key("phase backward"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("phase backward when")),
+        "{names:?}"
+    );
+    let e = sweep.estimate(&target, 1).unwrap();
+    assert_eq!(e.peak_bytes, start);
+    assert!(e.flagged.is_empty(), "{:?}", e.flagged);
+    // A target within the grid's range, or one of other axes, changes nothing.
+    for at in [point(4, 16, 3), Point::from([("batch".to_owned(), 64)])] {
+        let same = Sweep::fit_toward(&grid, &runs, Some(&at)).unwrap();
+        assert_eq!(same.figures, split.figures);
+    }
+}
+
 /// [`free_then_grow`]'s step as an event stream, through the ledger: two iterations of
 /// a forward pass that keeps 64 B per batch·seq·layer and a backward pass that first
 /// frees it, then makes 1 KiB of gradients per layer (released after the step).

@@ -164,12 +164,12 @@ pub(super) fn fit(
         .collect();
     let mut fitted = Vec::new();
     for variant in levers.combinations() {
-        let mut sweep = Sweep::fit(&grid, &runs_of(def, runs, &variant))?;
         let target = def.options.target;
         let named = target_levels.iter().all(|(k, l)| variant.get(k) == Some(l));
-        if !target.is_empty() && named {
-            let at = to_point(target);
-            sweep.target = Some(sweep.target_at(&at, granule).map_err(GridError::Target)?);
+        let at = (!target.is_empty() && named).then(|| to_point(target));
+        let mut sweep = Sweep::fit_toward(&grid, &runs_of(def, runs, &variant), at.as_ref())?;
+        if let Some(at) = &at {
+            sweep.target = Some(sweep.target_at(at, granule).map_err(GridError::Target)?);
         }
         fitted.push((variant, sweep));
     }
