@@ -36,8 +36,8 @@ pub fn check(events: &[Event]) -> Vec<Finding> {
 }
 
 fn of_tape(tape: &Tape) -> Vec<Finding> {
-    let last = tape.markers.iter().rev().find_map(|(_, m)| match m {
-        Event::IterationStart(n) => Some(*n),
+    let last = tape.markers.iter().rev().find_map(|m| match m.event {
+        Event::IterationStart(n) => Some(n),
         _ => None,
     });
     let mut pos = Position {
@@ -68,9 +68,9 @@ fn of_tape(tape: &Tape) -> Vec<Finding> {
     let mut markers = tape.markers.iter().peekable();
     let mut k = 0usize;
     for change in &tape.changes {
-        while let Some(&(_, m)) = markers.next_if(|&&(before, _)| before <= k) {
+        while let Some(m) = markers.next_if(|m| m.observations_before <= k) {
             releases.cut();
-            marker(m, &mut pos, &live, &mut at_end);
+            marker(m.event, &mut pos, &live, &mut at_end);
         }
         match change.kind {
             LiveChangeKind::Made => {
@@ -95,8 +95,8 @@ fn of_tape(tape: &Tape) -> Vec<Finding> {
         k += usize::from(change.observe);
     }
     releases.cut();
-    for &(_, m) in markers {
-        marker(m, &mut pos, &live, &mut at_end);
+    for m in markers {
+        marker(m.event, &mut pos, &live, &mut at_end);
     }
     let Some(at_end) = at_end else {
         return Vec::new();

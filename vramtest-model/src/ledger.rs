@@ -254,13 +254,21 @@ pub(crate) struct Tape {
     /// Per allocation, by ordinal: its category.
     pub categories: Vec<Category>,
     pub changes: Vec<LiveChange>,
-    /// Each marker (phase, iteration, tag) with how many allocations, releases and
-    /// resizes came before it.
-    pub markers: Vec<(usize, Event)>,
-    /// Each marker's place among the changes: how many came before it. A move-resize's
-    /// release is no observation of its own, so the live bytes as they stand at a
-    /// marker are those after the changes before it, not the last observation's.
-    pub settles: Vec<usize>,
+    /// Each marker (phase, iteration, tag), in order.
+    pub markers: Vec<Marker>,
+}
+
+/// A marker of the stream and where it falls.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Marker {
+    /// The marker.
+    pub event: Event,
+    /// How many allocations, releases and resizes (observations) came before it.
+    pub observations_before: usize,
+    /// How many changes came before it. A move-resize's release is no observation of
+    /// its own, so the live bytes as they stand at a marker are those after the
+    /// changes before it, not the last observation's.
+    pub changes_before: usize,
 }
 
 /// What [`Tape::replay_marked`] hands its callback, with the live bytes per category.
@@ -295,7 +303,7 @@ impl Tape {
         &self,
         mut on: impl FnMut(Replayed, &[u64; Category::ALL.len()]),
     ) -> Totals {
-        let mut markers = self.markers.iter().map(|&(_, m)| m).zip(&self.settles);
+        let mut markers = self.markers.iter();
         let mut next = markers.next();
         let (mut live, mut peaks, mut at_peak) = (
             [0u64; Category::ALL.len()],
@@ -304,9 +312,12 @@ impl Tape {
         );
         let (mut total, mut highest, mut k) = (0u64, 0u64, 0usize);
         for (i, change) in self.changes.iter().enumerate() {
-            while let Some((marker, &at)) = next.filter(|&(_, &at)| at <= i) {
-                debug_assert!(at == i, "markers come in order of the changes");
-                on(Replayed::Marker(marker), &live);
+            while let Some(marker) = next.filter(|m| m.changes_before <= i) {
+                debug_assert!(
+                    marker.changes_before == i,
+                    "markers come in order of the changes"
+                );
+                on(Replayed::Marker(marker.event), &live);
                 next = markers.next();
             }
             if change.block != NO_BLOCK {
@@ -427,7 +438,6 @@ impl Walk {
                 categories: Vec::new(),
                 changes: Vec::with_capacity(events.len()),
                 markers: Vec::new(),
-                settles: Vec::new(),
             },
             records: Vec::new(),
             run_ended: Vec::new(),
@@ -648,8 +658,11 @@ impl Walk {
 
     /// A phase, iteration or tag marker.
     fn mark(&mut self, marker: Event) {
-        self.tape.markers.push((self.observations, marker));
-        self.tape.settles.push(self.tape.changes.len());
+        self.tape.markers.push(Marker {
+            event: marker,
+            observations_before: self.observations,
+            changes_before: self.tape.changes.len(),
+        });
         match marker {
             Event::PhaseStart(phase) => {
                 self.runs.push(self.records.len() as u32);

@@ -227,7 +227,7 @@ fn calls(tape: &Tape) -> Vec<(Stretch, u64)> {
     let (mut stretch, mut k): (Stretch, usize) = (0, 0);
     for change in &tape.changes {
         // The markers before the `k`th allocation, release or resize.
-        while markers.next_if(|&&(before, _)| before <= k).is_some() {
+        while markers.next_if(|m| m.observations_before <= k).is_some() {
             stretch += 1;
         }
         if change.kind == LiveChangeKind::Made {
@@ -676,8 +676,12 @@ impl Moments {
 /// The innermost phase running at the `at`th allocation, release or resize.
 fn phase_at(tape: &Tape, at: usize) -> Option<Phase> {
     let mut stack: Vec<Phase> = Vec::new();
-    for &(_, marker) in tape.markers.iter().take_while(|&&(before, _)| before <= at) {
-        match marker {
+    let before = tape
+        .markers
+        .iter()
+        .take_while(|m| m.observations_before <= at);
+    for marker in before {
+        match marker.event {
             Event::PhaseStart(p) => stack.push(p),
             Event::PhaseEnd => {
                 stack.pop();
