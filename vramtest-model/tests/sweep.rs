@@ -1163,6 +1163,25 @@ fn free_then_grow_grid() -> Grid {
     .unwrap()
 }
 
+/// [`free_then_grow`] over `grid`, its backward pass peaking at its start everywhere:
+/// the total when the gradients are complete is `complete` (at batch, seq and layers),
+/// below the start at every point.
+fn start_held_with(grid: &Grid, complete: impl Fn(u64, u64, u64) -> u64) -> Vec<GridRun> {
+    (grid.points().iter())
+        .map(|p| {
+            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
+            let mut run = free_then_grow(b, s, l, true);
+            let moments = run.phase_moments.get_mut(&Phase::Backward).unwrap();
+            moments.insert(Category::Gradients, complete(b, s, l));
+            let start = moments[&Category::Activations];
+            assert!(complete(b, s, l) < start);
+            run.phase_peaks.insert(Phase::Backward, start);
+            run.peak_bytes = start;
+            run
+        })
+        .collect()
+}
+
 #[test]
 fn a_phase_whose_peak_moves_between_moments_is_predicted_as_their_maximum() {
     let grid = free_then_grow_grid();
@@ -1228,21 +1247,7 @@ fn a_phase_whose_moment_misses_is_fitted_whole_where_the_whole_does_not() {
         ("layers", vec![1, 2, 3]),
     ])
     .unwrap();
-    let runs: Vec<GridRun> = grid
-        .points()
-        .iter()
-        .map(|p| {
-            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
-            let mut run = free_then_grow(b, s, l, true);
-            let complete = 1024 * l + (32 * b * s * l).max(60 * s * l);
-            let moments = run.phase_moments.get_mut(&Phase::Backward).unwrap();
-            moments.insert(Category::Gradients, complete);
-            let start = moments[&Category::Activations];
-            run.phase_peaks.insert(Phase::Backward, start);
-            run.peak_bytes = start;
-            run
-        })
-        .collect();
+    let runs = start_held_with(&grid, |b, s, l| 1024 * l + (32 * b * s * l).max(60 * s * l));
     let sweep = Sweep::fit(&grid, &runs).unwrap();
     let names: Vec<&String> = sweep.figures.keys().collect();
     assert!(sweep.figures.contains_key("phase backward"), "{names:?}");
@@ -1262,22 +1267,7 @@ fn a_moment_in_doubt_at_the_target_gives_way_to_the_whole_phase() {
     // grid through a negative `seq²` term nothing covers: unflagged on the grid, but at
     // a target far along `seq` it takes away over 2% of the peak.
     let grid = free_then_grow_grid();
-    let runs: Vec<GridRun> = grid
-        .points()
-        .iter()
-        .map(|p| {
-            let (b, s, l) = (p["batch"], p["seq"], p["layers"]);
-            let mut run = free_then_grow(b, s, l, true);
-            let complete = 1024 * l + 32 * b * s * l - 2 * s * s;
-            let moments = run.phase_moments.get_mut(&Phase::Backward).unwrap();
-            moments.insert(Category::Gradients, complete);
-            let start = moments[&Category::Activations];
-            assert!(complete < start);
-            run.phase_peaks.insert(Phase::Backward, start);
-            run.peak_bytes = start;
-            run
-        })
-        .collect();
+    let runs = start_held_with(&grid, |b, s, l| 1024 * l + 32 * b * s * l - 2 * s * s);
     let target = point(64, 2048, 24);
     let start = 1024 * 24 + 64 * 64 * 2048 * 24;
     // Without the target, the split stands, and the target's estimate is flagged for it.
