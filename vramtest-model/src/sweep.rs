@@ -436,16 +436,12 @@ fn whole_where_moments_miss(
     series: &mut BTreeMap<String, Vec<(Point, u64)>>,
     figures: &mut BTreeMap<String, Fit>,
 ) -> Result<(), AxesError> {
-    let at_target = match target {
-        Some(at) => match corner_below(&grid.to_map(), at) {
-            Some(corner) => {
-                let phases = (figures.iter())
-                    .filter(|(k, _)| Figure::parse(k).is_some_and(|f| f.phase().is_some()));
-                let peak = predict_max(phases.map(|(k, f)| (k.as_str(), f)), at)?.bytes;
-                Some((at, corner, grid.smallest([at]), peak))
-            }
-            None => None,
-        },
+    let beyond = target.and_then(|at| Some((at, corner_below(&grid.to_map(), at)?)));
+    let at_target = match beyond {
+        Some((at, corner)) => {
+            let peak = predict_max(phase_fits(figures), at)?.bytes;
+            Some((at, corner, grid.smallest([at]), peak))
+        }
         None => None,
     };
     // Flagged on the grid, or (beyond it) at the target: read, as `estimate` reads a
@@ -491,6 +487,15 @@ fn whole_where_moments_miss(
         series.extend(one);
     }
     Ok(())
+}
+
+/// Of `figures`, the fits the peak is the maximum of, by figure name: each phase's
+/// peak, or for a phase predicted from its moments, each moment's.
+fn phase_fits(figures: &BTreeMap<String, Fit>) -> impl Iterator<Item = (&str, &Fit)> {
+    figures
+        .iter()
+        .filter(|(k, _)| Figure::parse(k).is_some_and(|f| f.phase().is_some()))
+        .map(|(k, f)| (k.as_str(), f))
 }
 
 /// The phase a phase's figure or moment names (`backward` for `phase backward when
@@ -781,10 +786,7 @@ impl Sweep {
     /// a phase predicted from its moments, each moment's (`phase backward when
     /// gradients peak`).
     fn phase_fits(&self) -> impl Iterator<Item = (&str, &Fit)> {
-        self.figures
-            .iter()
-            .filter(|(k, _)| Figure::parse(k).is_some_and(|f| f.phase().is_some()))
-            .map(|(k, f)| (k.as_str(), f))
+        phase_fits(&self.figures)
     }
 
     /// The fits of the phases' own peaks of temporaries, by phase name.

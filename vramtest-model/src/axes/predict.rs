@@ -294,16 +294,16 @@ pub fn predict_max<'a, I>(phases: I, point: &Point) -> Result<PhaseMax, AxesErro
 where
     I: IntoIterator<Item = (&'a str, &'a Fit)>,
 {
+    // Of equals, the trusted one, then the one with the smaller held-out error, then
+    // the first: the figure named as holding the maximum is the one whose formula and
+    // error are the best to read it by.
+    let rank = |p: &FigurePrediction| (p.bytes, !p.flagged(), Reverse(p.loo_error_ppm));
     let mut winner: Option<(&str, FigurePrediction)> = None;
     let (mut worst, mut flagged) = (0, false);
     for (phase, fit) in phases {
         let p = fit.predict(point)?;
         worst = worst.max(p.loo_error_ppm);
         flagged |= p.flagged();
-        // Of equals, the trusted one, then the one with the smaller held-out error,
-        // then the first: the figure named as holding the maximum is the one whose
-        // formula and error are the best to read it by.
-        let rank = |p: &FigurePrediction| (p.bytes, !p.flagged(), Reverse(p.loo_error_ppm));
         if winner.as_ref().is_none_or(|(_, w)| rank(&p) > rank(w)) {
             winner = Some((phase, p));
         }
